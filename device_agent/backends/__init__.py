@@ -1,0 +1,45 @@
+"""Runtime backends the agent can drive, imported lazily by name.
+
+Each backend module defines ``NAME``, ``EXTENSIONS``, ``version() -> str | None`` and
+``open(path, threads) -> Session`` where a session has ``input_shape``, ``set_input(x)``,
+``invoke()``, ``output()`` and ``run(x)``. Only the backend that is used gets imported, so
+a device needs just the runtime it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# backend name -> module (relative to this package)
+MODULES = {
+    "onnxruntime": ".onnxruntime_backend",
+    "litert": ".litert_backend",
+}
+
+
+class BackendUnavailable(RuntimeError):
+    """The runtime a backend drives cannot be imported on this machine."""
+
+
+def load(name: str):
+    """The backend module for ``name``.
+
+    Raises:
+        KeyError: unknown backend name.
+        BackendUnavailable: its runtime is not importable here.
+    """
+    module = importlib.import_module(MODULES[name], __name__)
+    if module.version() is None:
+        raise BackendUnavailable(f"runtime for backend '{name}' is not importable here")
+    return module
+
+
+def versions() -> dict:
+    """``{backend: runtime version or None}`` for every known backend."""
+    found = {}
+    for name, mod in MODULES.items():
+        try:
+            found[name] = importlib.import_module(mod, __name__).version()
+        except Exception:  # a broken runtime install must not break the agent's hello
+            found[name] = None
+    return found

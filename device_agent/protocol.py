@@ -1,0 +1,54 @@
+"""Versioned JSON-lines protocol between the device agent and the host.
+
+Every machine-readable line the agent prints is ``@@AIOT `` followed by one JSON object
+with ``v`` (protocol version) and ``event``. Anything else on stdout is human log text that
+the host keeps for ``--verbose`` but never parses.
+
+Events (protocol v1):
+    hello     agent_version, python, platform, machine, runtimes {name: version | null}
+    progress  phase ("load" | "warmup" | "measure" | "accuracy"), done, total
+    result    the run's measurements (see ``agent.run``)
+    error     type, message
+"""
+
+from __future__ import annotations
+
+import json
+
+PROTOCOL_VERSION = 1
+PREFIX = "@@AIOT "
+EVENTS = ("hello", "progress", "result", "error")
+
+
+def encode(event: str, **fields) -> str:
+    """One protocol line for ``event`` (no trailing newline)."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r}")
+    payload = {"v": PROTOCOL_VERSION, "event": event}
+    payload.update(fields)
+    return PREFIX + json.dumps(payload, separators=(",", ":"), allow_nan=False)
+
+
+class ProtocolError(ValueError):
+    """A line carried the prefix but was not a valid message of a known version."""
+
+
+def decode(line: str) -> dict | None:
+    """The message on ``line``, or None for human log text.
+
+    Raises:
+        ProtocolError: the line has the prefix but bad JSON, an unknown version or event.
+    """
+    line = line.rstrip("\r\n")
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        msg = json.loads(line[len(PREFIX):])
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(f"malformed agent message: {exc}") from None
+    if not isinstance(msg, dict) or msg.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError(f"agent speaks protocol {msg.get('v') if isinstance(msg, dict) else '?'}, "
+                            f"host expects {PROTOCOL_VERSION}")
+    if msg.get("event") not in EVENTS:
+        raise ProtocolError(f"unknown agent event {msg.get('event')!r}")
+    return msg

@@ -1,0 +1,1 @@
+"""Everything that runs on the workstation: CLI, transports, result store, orchestration."""

@@ -1,0 +1,1 @@
+"""The ``aiot`` command line: one Typer module per command group."""

@@ -1,0 +1,82 @@
+"""The CLI edge: Rich consoles, JSON output and progress. Library code never imports this."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+# Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+@dataclass
+class AppState:
+    """Options of the root callback, shared with every command through ``ctx.obj``."""
+
+    results_dir_override: str | None = None
+    verbose: bool = False
+
+    def results_dir(self) -> Path:
+        from aiot.host.paths import results_dir
+
+        return results_dir(self.results_dir_override)
+
+
+def state(ctx) -> AppState:
+    """The AppState of the current invocation (a default one when called directly)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, AppState):
+        root.obj = AppState()
+    return root.obj
+
+
+def print_json(data) -> None:
+    """Machine output on stdout: plain JSON, never Rich markup."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def message(text: str) -> None:
+    """A human message on stderr."""
+    err.print(text)
+
+
+def fmt_ms(value: float | None) -> str:
+    return "—" if value is None else (f"{value:.3f}" if value < 10 else f"{value:.1f}")
+
+
+def fmt_bytes(size: int | None) -> str:
+    if size is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+def fmt_pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.2f}%"
+
+
+def progress_enabled() -> bool:
+    """Progress bars only where a person watches: a terminal, and not under CI capture."""
+    return err.is_terminal and not os.environ.get("AIOT_NO_PROGRESS")
+
+
+@contextmanager
+def spinner(text: str):
+    """A status spinner on stderr for a step that can take more than a second."""
+    if progress_enabled():
+        with err.status(text):
+            yield
+    else:
+        message(text)
+        yield

@@ -1,0 +1,76 @@
+"""Root Typer app: global options, error handling, and the command groups."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from aiot.host.errors import AiotError
+
+
+class AiotGroup(TyperGroup):
+    """Turns every AiotError into one line on stderr and exit code 1; Ctrl-C into 130."""
+
+    def invoke(self, ctx):
+        from aiot.host.cli._output import err
+
+        try:
+            return super().invoke(ctx)
+        except AiotError as exc:
+            err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+            if exc.hint:
+                err.print(f"[dim]hint:[/] {exc.hint}", markup=True, highlight=False)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("interrupted; finished records were kept, unfinished ones marked failed")
+            raise typer.Exit(130) from None
+
+
+app = typer.Typer(
+    cls=AiotGroup,
+    name="aiot",
+    help="Measure how neural networks really run on phones and ARM boards.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # device credentials can sit in locals
+    add_completion=False,
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    results_dir: Annotated[str | None, typer.Option(
+        "--results-dir", envvar="AIOT_RESULTS_DIR",
+        help="Where the result store and artifacts live [default: ./results in a checkout, "
+             "else ~/.local/share/aiot/results].")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details to stderr.")] = False,
+) -> None:
+    """aiot: convert PyTorch models, push them to devices, measure, store and score."""
+    from aiot.host.cli._output import AppState
+
+    ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    from aiot.host.cli import convert, demo, devices, measure, models, results, train
+
+    app.add_typer(devices.app, name="devices")
+    app.add_typer(models.app, name="models")
+    app.add_typer(results.app, name="results")
+    convert.register(app)
+    measure.register(app)
+    train.register(app)
+    demo.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,159 @@
+"""``aiot push``, ``aiot run`` and ``aiot sweep``: put artifacts on devices and measure them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aiot.host.errors import UsageError
+
+Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name [default: $AIOT_DEVICE or local].")]
+Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: random init).")]
+Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
+Limit = Annotated[int | None, typer.Option(help="Use at most this many test images for accuracy.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+WarmupRuns = Annotated[int, typer.Option(help="Warm-up iterations (at least).")]
+WarmupMinS = Annotated[float, typer.Option(help="Warm-up seconds (at least).")]
+MinRuns = Annotated[int, typer.Option(help="Timed iterations (at least).")]
+MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
+MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
+
+
+def split_list(value: str, what: str) -> list[str]:
+    """``"a,b"`` → ``["a", "b"]`` with blanks dropped; empty → UsageError."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise UsageError(f"no {what} given")
+    return items
+
+
+def parse_threads(value: str) -> list[int]:
+    """``"1,2,4,8"`` → ``[1, 2, 4, 8]``."""
+    try:
+        threads = [int(v) for v in split_list(value, "thread counts")]
+    except ValueError:
+        raise UsageError(f"thread counts must be integers, got '{value}'", "e.g. --threads 1,2,4") from None
+    if any(t < 1 for t in threads):
+        raise UsageError("thread counts must be ≥ 1")
+    return threads
+
+
+def _validate_names(devices: list[str], models: list[str], formats: list[str]) -> None:
+    """Fail fast on unknown names before any work starts."""
+    from aiot.converters import get_converter
+    from aiot.host.devices import open_transport
+    from aiot.models import get_model_spec
+
+    for d in devices:
+        open_transport(d)
+    for m in models:
+        get_model_spec(m)
+    for f in formats:
+        get_converter(f)
+
+
+def _print_records(records, as_json: bool) -> None:
+    from aiot.host.cli.results import print_run_table
+    from aiot.host.cli._output import print_json
+
+    if as_json:
+        print_json([r.to_dict() for r in records])
+    else:
+        print_run_table(records)
+
+
+def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json):
+    from aiot.host.cli._output import state
+    from aiot.host.cli.progress import RichRunListener
+    from aiot.host.runs import Workspace, expand_sweep, run_sweep
+    from aiot.host.store import open_store
+
+    params.validate()
+    _validate_names(devices, models, formats)
+    requests = expand_sweep(devices, models, formats, threads, weights=weights, dataset=dataset,
+                            dataset_limit=limit, params=params)
+    results_dir = state(ctx).results_dir()
+    with open_store(results_dir) as store, RichRunListener() as listener:
+        records = run_sweep(requests, store, Workspace(results_dir), listener)
+    _print_records(records, as_json)
+    if any(r.status != "ok" for r in records):
+        raise typer.Exit(1)
+
+
+def run(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Artifact format.")],
+    device: Device = None,
+    threads: Annotated[int, typer.Option(help="Inference threads.")] = 1,
+    weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
+    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
+    min_s: MinS = 1.0, max_s: MaxS = 150.0, as_json: JsonOpt = False,
+) -> None:
+    """Measure one model in one format on one device at one thread count."""
+    from aiot.host.devices import resolve_name
+    from aiot.host.runs import MeasureParams
+
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s)
+    _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
+           dataset, limit, params, as_json)
+
+
+def sweep(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model names, comma-separated.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Formats, comma-separated.")],
+    device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated [default: $AIOT_DEVICE or local].")] = None,
+    threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
+    weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
+    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
+    min_s: MinS = 1.0, max_s: MaxS = 150.0, as_json: JsonOpt = False,
+) -> None:
+    """Measure every combination of devices × models × formats × thread counts."""
+    from aiot.host.devices import resolve_name
+    from aiot.host.runs import MeasureParams
+
+    devices = split_list(device, "devices") if device else [resolve_name(None)]
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s)
+    _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
+           parse_threads(threads), weights, dataset, limit, params, as_json)
+
+
+def push(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Artifact format.")],
+    device: Device = None,
+    weights: Weights = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Convert (if needed) and push an artifact and the device agent to a device."""
+    from aiot.converters.api import convert_model
+    from aiot.host.agent_client import AgentSession
+    from aiot.host.cli._output import out, print_json, spinner, state
+    from aiot.host.deploy import push_file
+    from aiot.host.devices import open_transport, resolve_name
+
+    name = resolve_name(device)
+    _validate_names([name], [model], [fmt])
+    with spinner(f"converting {model} to {fmt}…"):
+        conv = convert_model(model, fmt, state(ctx).results_dir() / "artifacts", weights=weights)
+    transport = open_transport(name)
+    with spinner(f"pushing to {name}…"), AgentSession(transport) as agent:
+        pushed = push_file(transport, conv.artifact, conv.sha256)
+        sidecar = push_file(transport, conv.sidecar)
+    report = {"device": name, "artifact": pushed.remote, "sidecar": sidecar.remote, "sha256": pushed.sha256,
+              "size_bytes": pushed.size, "sent": pushed.sent, "agent": agent.root}
+    if as_json:
+        print_json(report)
+        return
+    verb = "pushed" if pushed.sent else "already on device, not sent again:"
+    out.print(f"[green]✓[/] {verb} {pushed.remote} ({pushed.size / 1e6:.2f} MB)\n  agent in {agent.root}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("push")(push)
+    app.command("run")(run)
+    app.command("sweep")(sweep)

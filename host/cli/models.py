@@ -1,0 +1,90 @@
+"""``aiot models``: the model zoo."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+def _describe(spec, facts: dict) -> dict:
+    return {
+        "name": spec.name, "family": spec.family, "variant": spec.variant, "paper": spec.paper,
+        "input": spec.input.to_dict(), "num_classes": spec.num_classes,
+        "params": facts["params"], "macs": facts["macs"],
+        "reference_flops_m": spec.reference_flops_m, "description": spec.description,
+    }
+
+
+def _facts_with_progress(names: list[str]) -> dict:
+    from aiot.host.cli._output import err, progress_enabled
+    from aiot.host.model_facts import complexities
+
+    if not progress_enabled():
+        return complexities(names)
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("counting parameters and MACs", total=None)
+        return complexities(names, on_step=lambda n: progress.update(task, description=f"counting {n}"))
+
+
+@app.command("list")
+def list_models(
+    paper: Annotated[str | None, typer.Option(help="Only models of one paper (AIoTBench, BiBench, aiot).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List zoo models with input spec, parameters and MACs next to the papers' reference FLOPs."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+    from aiot.models import ZOO
+
+    specs = [s for s in ZOO if paper is None or s.paper.lower() == paper.lower()]
+    facts = _facts_with_progress([s.name for s in specs])
+    rows = [_describe(s, facts[s.name]) for s in specs]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("model", "paper", "input", "classes", "params (M)", "MACs (M)", "paper MACs (M)")
+    for r in rows:
+        shape = "×".join(str(d) for d in r["input"]["shape"])
+        ref = f"{r['reference_flops_m']:.0f}" if r["reference_flops_m"] else "—"
+        table.add_row(r["name"], r["paper"], shape, str(r["num_classes"]), f"{r['params'] / 1e6:.2f}",
+                      f"{r['macs'] / 1e6:.1f}", ref)
+    out.print(table)
+
+
+@app.command("info")
+def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet18.")],
+         as_json: JsonOpt = False) -> None:
+    """Show one model: input spec (layout, channel order, normalisation), size and MACs."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+    from aiot.models import get_model_spec
+
+    spec = get_model_spec(model)
+    row = _describe(spec, _facts_with_progress([spec.name])[spec.name])
+    if as_json:
+        print_json(row)
+        return
+    table = Table(show_header=False, title=f"model {spec.name}")
+    table.add_column(style="bold")
+    table.add_column()
+    inp = row["input"]
+    for key, value in [
+        ("family / variant", f"{row['family']} / {row['variant']}"), ("paper", row["paper"]),
+        ("input", f"{'×'.join(map(str, inp['shape']))} {inp['layout']} {inp['channel_order']}"),
+        ("normalisation", f"mean {inp['mean']} std {inp['std']}"),
+        ("classes", row["num_classes"]), ("parameters", f"{row['params']:,}"),
+        ("MACs", f"{row['macs']:,}"),
+        ("paper MACs", f"{row['reference_flops_m']:.0f} M" if row["reference_flops_m"] else "—"),
+        ("about", row["description"]),
+    ]:
+        table.add_row(key, str(value))
+    out.print(table)

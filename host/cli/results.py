@@ -1,0 +1,145 @@
+"""``aiot results``: list, show and export stored records."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aiot.host.errors import UsageError
+
+app = typer.Typer(no_args_is_help=True, help="Stored results: list, show, export.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
+                "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
+                "load_ms", "accuracy")
+
+
+def print_run_table(records) -> None:
+    """The run table a person reads: format, threads, latency, load time, accuracy, size."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out
+
+    table = Table("id", "device", "model", "format", "threads", "median ms", "p90 ms", "load ms",
+                  "accuracy", "size", "status")
+    for r in records:
+        status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
+        table.add_row(r.id[:8], r.device or "—", r.model or "—", r.format or "—",
+                      str(r.threads or "—"), fmt_ms(r.median_ms), fmt_ms(r.p90_ms), fmt_ms(r.load_ms),
+                      fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), status)
+    out.print(table)
+
+
+def _open(ctx):
+    from aiot.host.cli._output import state
+    from aiot.host.store import open_store
+
+    return open_store(state(ctx).results_dir())
+
+
+@app.command("list")
+def list_results(
+    ctx: typer.Context,
+    kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
+    status: Annotated[str | None, typer.Option(help="pending, ok, failed or skipped.")] = None,
+    sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the newest N records.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List stored records, oldest first (with --json: full records incl. stats and provenance)."""
+    from aiot.host.cli._output import print_json
+
+    with _open(ctx) as store:
+        records = store.query(kind=kind, status=status, sweep_id=sweep, limit=limit)
+    if as_json:
+        print_json([r.to_dict() for r in records])
+    else:
+        print_run_table(records)
+
+
+@app.command("show")
+def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Record id (a prefix of ≥4 characters).")],
+         as_json: JsonOpt = False) -> None:
+    """Show one record with its statistics and provenance."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+
+    with _open(ctx) as store:
+        record = store.get(record_id)
+    data = record.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = Table(show_header=False, title=f"record {record.id}")
+    table.add_column(style="bold")
+    table.add_column()
+    for key in FLAT_COLUMNS:
+        if data.get(key) is not None:
+            table.add_row(key, str(data[key]))
+    stats = (record.result or {}).get("stats_ms")
+    if stats:
+        table.add_row("stats (ms)", ", ".join(f"{k} {v:.4g}" for k, v in stats.items()))
+    prov = record.provenance
+    device = prov.get("device") or {}
+    table.add_row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
+    table.add_row("runtime", json.dumps(prov.get("runtime")))
+    table.add_row("toolchain", json.dumps(prov.get("toolchain")))
+    table.add_row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
+    out.print(table)
+
+
+def _to_csv(records) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=[*FLAT_COLUMNS, "stats_ms", "provenance"], lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        row = {k: getattr(r, k) for k in FLAT_COLUMNS}
+        row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
+        row["provenance"] = json.dumps(r.provenance, sort_keys=True)
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv or json.")] = "json",
+    out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Write here (atomically) instead of stdout.")] = None,
+    kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
+    sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+) -> None:
+    """Export records as CSV (one row per run) or JSON (full records with raw samples)."""
+    from aiot.host.cli._output import message
+
+    if fmt not in ("csv", "json"):
+        raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
+    with _open(ctx) as store:
+        records = store.query(kind=kind, sweep_id=sweep)
+    text = _to_csv(records) if fmt == "csv" else json.dumps(
+        [r.to_dict() for r in records], indent=2, sort_keys=True) + "\n"
+    if out_file is None:
+        typer.echo(text, nl=False)
+    else:
+        _write_atomic(out_file, text)
+        message(f"wrote {len(records)} records to {out_file}")

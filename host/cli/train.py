@@ -1,0 +1,78 @@
+"""``aiot train``: real weights for a zoo model on a real dataset."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+class TrainProgress:
+    """A Rich bar per phase (train / eval) on stderr; plain lines without a terminal."""
+
+    def __init__(self) -> None:
+        from aiot.host.cli._output import err, progress_enabled
+
+        self._progress = None
+        self._tasks: dict[str, int] = {}
+        if progress_enabled():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeRemainingColumn(), console=err, transient=True)
+
+    def __enter__(self):
+        if self._progress:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress:
+            self._progress.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self._progress:
+            return
+        if phase not in self._tasks:
+            self._tasks[phase] = self._progress.add_task(phase, total=total)
+        self._progress.update(self._tasks[phase], completed=done, total=total)
+
+
+def train(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(help="Zoo model name, e.g. tiny_cnn or resnet18_mnist.")],
+    dataset: Annotated[str, typer.Option(help="fashion-mnist, digits or folder:PATH.")] = "fashion-mnist",
+    epochs: Annotated[int, typer.Option(min=1, help="Training epochs.")] = 2,
+    batch_size: Annotated[int, typer.Option(min=1, help="Mini-batch size.")] = 128,
+    lr: Annotated[float, typer.Option(help="Adam learning rate (cosine schedule).")] = 1e-3,
+    limit: Annotated[int | None, typer.Option(help="Use at most N training images.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Retrain even if cached weights exist.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """Train a zoo model (Adam, cosine schedule) and store the weights and a train record."""
+    from aiot.host.cli._output import message, out, print_json, state
+    from aiot.host.datasets import DATASETS
+    from aiot.host.store import open_store
+    from aiot.host.training import TrainConfig
+    from aiot.host.training_record import train_and_record
+    from aiot.models import get_model_spec
+
+    spec = get_model_spec(model)
+    if not dataset.startswith("folder:"):
+        DATASETS.get(dataset)
+    config = TrainConfig(model=spec.name, dataset=dataset, epochs=epochs, batch_size=batch_size,
+                         lr=lr, seed=seed, limit=limit)
+    message(f"training {spec.name} on {dataset} for {epochs} epoch(s)…")
+    with open_store(state(ctx).results_dir()) as store, TrainProgress() as progress:
+        result, record = train_and_record(config, store, progress=progress, reuse=not fresh)
+    if as_json:
+        print_json(record.to_dict())
+        return
+    how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
+    out.print(f"[green]✓[/] {spec.name}: test accuracy {result.test_accuracy:.2%} ({how})\n"
+              f"  weights: {result.weights_path}\n  record: {record.id[:8]}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)

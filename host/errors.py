@@ -1,0 +1,108 @@
+"""The one error family of aiot.
+
+Every expected failure (bad input, missing extra, unreachable device, failed parity check)
+is an :class:`AiotError`. The CLI turns it into one line on stderr plus a hint; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class AiotError(Exception):
+    """Root of all expected aiot failures.
+
+    Args:
+        message: what went wrong and why, in one line.
+        hint: what the user can do about it (optional, one line).
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        """The message and hint joined for a terminal."""
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UnknownName(AiotError):
+    """A model, format, device or dataset name that is not registered."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+        known = sorted(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known)}"
+        super().__init__(f"unknown {kind} '{name}'", hint)
+        self.kind, self.name, self.close = kind, name, close
+
+
+class MissingDependency(AiotError):
+    """An optional toolchain is not installed."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(
+            f"{what} is not installed", f"run: pip install 'aiot[{extra}]'"
+        )
+        self.extra = extra
+
+
+class UsageError(AiotError):
+    """Options that do not make sense together, or a value out of range."""
+
+
+class ConversionError(AiotError):
+    """A converter failed; ``stage`` says where (export, verify, parity)."""
+
+    def __init__(self, fmt: str, stage: str, message: str, hint: str | None = None) -> None:
+        super().__init__(f"{fmt} conversion failed at {stage}: {message}", hint)
+        self.format, self.stage = fmt, stage
+
+
+class AccuracyMismatch(ConversionError):
+    """The artifact's outputs differ from PyTorch's beyond tolerance."""
+
+    def __init__(self, fmt: str, report: dict) -> None:
+        super().__init__(
+            fmt,
+            "parity",
+            f"max abs error {report['max_abs']:.3g} > tolerance {report['atol']:.3g}, "
+            f"top-1 agreement {report['top1_agreement']:.1%}",
+            "the exported graph does not match the PyTorch model; report it with the sidecar",
+        )
+        self.report = report
+
+
+class ArtifactError(AiotError):
+    """An artifact file is missing, truncated or corrupt."""
+
+
+class TransportError(AiotError):
+    """The device could not be reached or a file transfer failed."""
+
+
+class DeviceCommandError(AiotError):
+    """A command on the device exited non-zero."""
+
+    def __init__(self, device: str, result) -> None:  # result: ShellResult
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        super().__init__(
+            f"command on '{device}' exited {result.exit_code}: {tail[0]}",
+            "run with --verbose to see the full device output",
+        )
+        self.result = result
+
+
+class AgentError(AiotError):
+    """The device agent reported an error or spoke an unknown protocol."""
+
+
+class StoreError(AiotError):
+    """The result store is unreadable, or newer than this aiot."""
+
+
+class DatasetError(AiotError):
+    """A dataset is missing or malformed."""

@@ -1,0 +1,97 @@
+"""Execute one RunRequest end to end and record it."""
+
+from __future__ import annotations
+
+import logging
+
+from aiot.host.deploy import push_file
+from aiot.host.errors import AiotError, UsageError
+from aiot.host.provenance import base_provenance
+from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason
+from aiot.host.store.store import RunRecord, Store
+
+log = logging.getLogger(__name__)
+
+
+def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None) -> dict:
+    p = request.params
+    return {
+        "v": 1, "backend": backend, "artifact": artifact, "threads": request.threads,
+        "warmup_runs": p.warmup_runs, "warmup_min_s": p.warmup_min_s, "min_runs": p.min_runs,
+        "min_s": p.min_s, "max_s": p.max_s, "seed": p.seed, "dataset": dataset,
+    }
+
+
+def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict | None:
+    if not request.dataset:
+        return None
+    from aiot.host.paths import cache_dir
+    from aiot.host.shards import prepare_shard
+
+    x_path, y_path = prepare_shard(request.model, request.dataset, request.dataset_limit,
+                                   request.params.seed, cache_dir())
+    return {"x": push_file(transport, x_path).remote, "y": push_file(transport, y_path).remote}
+
+
+def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
+             provenance: dict) -> dict:
+    """Convert, push and run; fills ``provenance`` and returns the finishing columns."""
+    from aiot.converters import get_converter
+    from aiot.converters.api import convert_model
+    from aiot.converters.sidecar import read_sidecar
+
+    converter = get_converter(request.format)
+    if converter.backend is None:
+        raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here")
+    listener.on_stage(request, "convert")
+    conv = convert_model(request.model, request.format, workspace.artifacts_dir,
+                         weights=request.weights)
+    sidecar = read_sidecar(conv.artifact)
+    listener.on_stage(request, "push")
+    session = workspace.session(request.device)
+    provenance["device"] = workspace.device_info(request.device)
+    pushed = push_file(session.transport, conv.artifact, conv.sha256)
+    dataset = _push_dataset(request, workspace, session.transport)
+    listener.on_stage(request, "measure")
+    result = session.run(_agent_spec(request, pushed.remote, converter.backend, dataset),
+                         on_progress=listener.on_progress)
+    provenance.update(
+        artifact={"file": conv.artifact.name, "sha256": conv.sha256, "size_bytes": conv.size_bytes,
+                  "parity": conv.parity},
+        converter=sidecar.get("converter"), toolchain=sidecar.get("toolchain"),
+        source=sidecar.get("source"),
+        runtime={"backend": result["backend"], "version": result["runtime_version"]},
+    )
+    accuracy = result.get("accuracy")
+    return {
+        "result": result,
+        "artifact_sha256": conv.sha256,
+        "size_bytes": conv.size_bytes,
+        "median_ms": result["stats_ms"]["median"],
+        "p90_ms": result["stats_ms"]["p90"],
+        "load_ms": result["load_ms"],
+        "accuracy": accuracy["top1"] if accuracy else None,
+    }
+
+
+def execute_run(request: RunRequest, store: Store, workspace: Workspace,
+                listener: RunListener, sweep_id: str | None = None) -> RunRecord:
+    """Record ``request`` as pending, run it, and close the record as ok or failed."""
+    provenance = base_provenance()
+    record = store.begin(
+        "latency", request.to_spec(), provenance, sweep_id=sweep_id, device=request.device,
+        model=request.model, format=request.format, threads=request.threads,
+    )
+    try:
+        columns = _measure(request, workspace, listener, provenance)
+    except KeyboardInterrupt:
+        store.finish(record.id, "failed", reason="interrupted by user", provenance=provenance)
+        raise
+    except Exception as exc:
+        if not isinstance(exc, AiotError):
+            # A bug, not a user mistake: keep the traceback in the log, the sweep goes on.
+            log.warning("run %s failed unexpectedly", request.label(), exc_info=True)
+        store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance)
+    else:
+        store.finish(record.id, "ok", provenance=provenance, **columns)
+    return store.get(record.id)

@@ -1,0 +1,53 @@
+"""Parameter and MAC counts of zoo models, cached on disk.
+
+Counting needs a forward pass through each model (seconds for ImageNet-size ones), so the
+numbers are cached under the cache dir, keyed by a hash of the zoo's source files: editing a
+model invalidates its count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+
+def _zoo_source_hash() -> str:
+    digest = hashlib.sha256()
+    for item in sorted(resources.files("aiot.models").iterdir(), key=lambda p: p.name):
+        if item.name.endswith(".py"):
+            digest.update(item.name.encode() + item.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_file() -> Path:
+    from aiot.host.paths import cache_dir
+
+    return cache_dir() / f"complexity-{_zoo_source_hash()}.json"
+
+
+def complexities(names: list[str], on_step: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """``{name: {"params": int, "macs": int}}`` for zoo models, counting only uncached ones."""
+    from aiot.models import get_model_spec
+
+    path = _cache_file()
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    missing = [n for n in names if n not in cache]
+    for name in missing:
+        if on_step:
+            on_step(name)
+        c = get_model_spec(name).complexity()
+        cache[name] = {"params": int(c.params), "macs": int(c.macs)}
+    if missing:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(cache, fh)
+        os.replace(tmp, path)
+    return {n: cache[n] for n in names}

@@ -1,0 +1,157 @@
+"""Run orchestration: convert → push → measure with the agent → store, for one run or a sweep.
+
+Every run gets a ``pending`` record before it starts and is closed as ``ok`` or
+``failed: reason``; a failing run never stops the rest of a sweep, and Ctrl-C marks the
+sweep's pending records as interrupted before it propagates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from aiot.host.errors import AiotError, UsageError
+from aiot.host.store.store import RunRecord, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MeasureParams:
+    """Timing knobs, TFLite ``benchmark_model`` semantics (see the device agent)."""
+
+    warmup_runs: int = 1
+    warmup_min_s: float = 0.5
+    min_runs: int = 50
+    min_s: float = 1.0
+    max_s: float = 150.0
+    seed: int = 0
+
+    def validate(self) -> MeasureParams:
+        if self.min_runs < 1 or self.warmup_runs < 0:
+            raise UsageError("--min-runs must be ≥ 1 and --warmup-runs ≥ 0")
+        if min(self.warmup_min_s, self.min_s, self.max_s) < 0 or self.max_s < self.min_s:
+            raise UsageError("times must be ≥ 0 and --max-s must be ≥ --min-s")
+        return self
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One measurement: a model in one format on one device at one thread count."""
+
+    device: str
+    model: str
+    format: str
+    threads: int
+    weights: Path | None = None
+    dataset: str | None = None
+    dataset_limit: int | None = None
+    params: MeasureParams = field(default_factory=MeasureParams)
+
+    def label(self) -> str:
+        return f"{self.model} · {self.format} · {self.threads}t @ {self.device}"
+
+    def to_spec(self) -> dict:
+        spec = asdict(self)
+        spec["weights"] = str(self.weights) if self.weights else None
+        return spec
+
+
+class RunListener(Protocol):
+    """Receives progress; the CLI draws Rich progress from it, tests record it."""
+
+    def on_run_start(self, request: RunRequest, index: int, total: int) -> None: ...
+    def on_stage(self, request: RunRequest, stage: str) -> None: ...
+    def on_progress(self, phase: str, done: int, total: int) -> None: ...
+    def on_run_end(self, record: RunRecord) -> None: ...
+
+
+class NullListener:
+    """A listener that ignores everything."""
+
+    def on_run_start(self, request, index, total) -> None: ...
+    def on_stage(self, request, stage) -> None: ...
+    def on_progress(self, phase, done, total) -> None: ...
+    def on_run_end(self, record) -> None: ...
+
+
+def expand_sweep(devices: list[str], models: list[str], formats: list[str], threads: list[int],
+                 **common) -> list[RunRequest]:
+    """Every combination, grouped by device, then model and format, threads innermost."""
+    if not (devices and models and formats and threads):
+        raise UsageError("a sweep needs at least one device, model, format and thread count")
+    if any(t < 1 for t in threads):
+        raise UsageError("thread counts must be ≥ 1")
+    return [RunRequest(d, m, f, t, **common)
+            for d, m, f, t in itertools.product(devices, models, formats, threads)]
+
+
+def run_sweep(requests: list[RunRequest], store: Store, workspace: "Workspace",
+              listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
+    """Execute ``requests`` in order, recording each; returns the finished records."""
+    from aiot.host.executor import execute_run
+
+    listener = listener or NullListener()
+    sweep_id = sweep_id or uuid.uuid4().hex[:12]
+    records = []
+    try:
+        for index, request in enumerate(requests):
+            listener.on_run_start(request, index, len(requests))
+            record = execute_run(request, store, workspace, listener, sweep_id)
+            listener.on_run_end(record)
+            records.append(record)
+    except KeyboardInterrupt:
+        store.fail_pending("interrupted by user", sweep_id=sweep_id)
+        raise
+    finally:
+        workspace.close()
+    return records
+
+
+class Workspace:
+    """Per-invocation state shared across runs: open agent sessions and prepared files.
+
+    Args:
+        results_dir: where the store and artifacts live.
+    """
+
+    def __init__(self, results_dir: Path) -> None:
+        self.results_dir = results_dir
+        self.artifacts_dir = results_dir / "artifacts"
+        self._sessions: dict[str, object] = {}
+        self._device_info: dict[str, dict] = {}
+
+    def session(self, device: str):
+        """The agent session for ``device``, deployed on first use."""
+        from aiot.host.agent_client import AgentSession
+        from aiot.host.devices import open_transport
+
+        if device not in self._sessions:
+            self._sessions[device] = AgentSession(open_transport(device))
+        return self._sessions[device]
+
+    def device_info(self, device: str) -> dict:
+        """Probe + agent hello for ``device``, once per invocation."""
+        if device not in self._device_info:
+            session = self.session(device)
+            info = session.transport.info()
+            info["agent"] = session.hello()
+            info["name"] = device
+            self._device_info[device] = info
+        return self._device_info[device]
+
+    def close(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line for a failed record: the AiotError's message, or the exception's type."""
+    if isinstance(exc, AiotError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,57 @@
+"""Versioned SQLite schema and its migrations.
+
+``MIGRATIONS[n]`` takes a database at version ``n`` to ``n + 1``. A database written by a
+newer aiot is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (
+    id               TEXT PRIMARY KEY,
+    sweep_id         TEXT,
+    kind             TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed', 'skipped')),
+    reason           TEXT,
+    created_at       TEXT NOT NULL,
+    finished_at      TEXT,
+    device           TEXT,
+    model            TEXT,
+    format           TEXT,
+    threads          INTEGER,
+    artifact_sha256  TEXT,
+    size_bytes       INTEGER,
+    median_ms        REAL,
+    p90_ms           REAL,
+    load_ms          REAL,
+    accuracy         REAL,
+    spec_json        TEXT NOT NULL,
+    result_json      TEXT,
+    provenance_json  TEXT NOT NULL
+);
+CREATE INDEX runs_by_sweep ON runs (sweep_id);
+CREATE INDEX runs_by_target ON runs (device, model, format, threads);
+"""
+
+
+def _to_v1(conn: sqlite3.Connection) -> None:
+    conn.executescript(_V1)
+
+
+MIGRATIONS = {0: _to_v1}
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in ``conn`` (0 for an empty database)."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not has_meta:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0

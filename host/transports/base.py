@@ -1,0 +1,93 @@
+"""The Transport interface every device implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """Outcome of one command on the device."""
+
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """Size and modification time of a file on the device."""
+
+    path: str
+    size: int
+    mtime: float
+    is_dir: bool
+
+
+LineCallback = Callable[[str], None]
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """How aiot reaches a device. Paths on the device are POSIX strings.
+
+    Implementations: ``LocalTransport`` (this machine); later ADB, SSH and emulated devices.
+    """
+
+    name: str
+    kind: str  # "local", "adb", "ssh"
+
+    def shell(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        on_line: LineCallback | None = None,
+    ) -> ShellResult:
+        """Run ``argv`` (quoted by :func:`~aiot.host.transports.quoting.build_command`).
+
+        ``on_line`` receives stdout lines as they arrive, for live progress.
+
+        Raises:
+            TransportError: the device is unreachable or the command timed out.
+        """
+        ...
+
+    def python(self) -> str:
+        """The Python interpreter the device agent runs under on this device."""
+        ...
+
+    def push(self, local: Path, remote: str) -> None:
+        """Copy a local file to ``remote`` atomically (temp name + rename; parents created)."""
+        ...
+
+    def pull(self, remote: str, local: Path) -> None:
+        """Copy ``remote`` to a local file, atomically."""
+        ...
+
+    def exists(self, remote: str) -> bool:
+        """Whether ``remote`` exists on the device."""
+        ...
+
+    def stat(self, remote: str) -> FileStat | None:
+        """Size and mtime of ``remote``, or None if it does not exist."""
+        ...
+
+    def info(self) -> dict:
+        """A probe of the device: CPU, cores, clusters, ABI, OS, memory, Python, runtimes."""
+        ...
+
+    def workdir(self) -> str:
+        """The directory on the device where aiot keeps the agent, artifacts and data."""
+        ...

@@ -1,0 +1,150 @@
+"""The embedded default device: this machine, reached without any network."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aiot.host.errors import TransportError
+from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.quoting import build_command
+
+
+def _atomic_copy(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` through a temp file in dst's folder and a rename."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class LocalTransport:
+    """Runs commands with ``/bin/sh`` on this machine and copies files on the local disk.
+
+    Args:
+        root: the device workdir (defaults to ``$AIOT_LOCAL_WORKDIR`` or ``~/.cache/aiot/device``).
+    """
+
+    kind = "local"
+
+    def __init__(self, name: str = "local", root: str | os.PathLike | None = None) -> None:
+        self.name = name
+        default = os.environ.get("AIOT_LOCAL_WORKDIR") or Path.home() / ".cache" / "aiot" / "device"
+        self._root = Path(root or default)
+
+    def workdir(self) -> str:
+        return str(self._root)
+
+    def python(self) -> str:
+        """The interpreter the agent runs under: the one running aiot, which has its runtimes."""
+        return sys.executable
+
+    def shell(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        on_line: LineCallback | None = None,
+    ) -> ShellResult:
+        command = build_command(argv, cwd=cwd, env=env)
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=False,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start /bin/sh on {self.name}: {exc}") from None
+        try:
+            stdout, stderr = self._communicate(proc, timeout, on_line)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise TransportError(
+                f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
+                "raise --timeout or check that the device is not overloaded",
+            ) from None
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        return ShellResult(command, proc.returncode, stdout, stderr, time.perf_counter() - start)
+
+    @staticmethod
+    def _communicate(proc, timeout, on_line) -> tuple[str, str]:
+        if on_line is None:
+            return proc.communicate(timeout=timeout)
+        # Stream stdout line by line; stderr is drained by a thread so neither pipe fills up,
+        # and a watchdog kills the process at the deadline (a blocked readline cannot time out).
+        import threading
+
+        err_chunks: list[str] = []
+        drain = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+        drain.start()
+        expired = threading.Event()
+
+        def on_deadline() -> None:
+            expired.set()
+            proc.kill()
+
+        watchdog = threading.Timer(timeout, on_deadline) if timeout else None
+        if watchdog:
+            watchdog.start()
+        try:
+            out_lines = []
+            for line in proc.stdout:
+                out_lines.append(line)
+                on_line(line.rstrip("\n"))
+            proc.wait()
+        finally:
+            if watchdog:
+                watchdog.cancel()
+        drain.join()
+        if expired.is_set():
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        return "".join(out_lines), "".join(err_chunks)
+
+    def push(self, local: Path, remote: str) -> None:
+        try:
+            _atomic_copy(Path(local), Path(remote))
+        except OSError as exc:
+            raise TransportError(f"push of {local} to {self.name}:{remote} failed: {exc}") from None
+
+    def pull(self, remote: str, local: Path) -> None:
+        try:
+            _atomic_copy(Path(remote), Path(local))
+        except OSError as exc:
+            raise TransportError(f"pull of {self.name}:{remote} failed: {exc}") from None
+
+    def exists(self, remote: str) -> bool:
+        return Path(remote).exists()
+
+    def stat(self, remote: str) -> FileStat | None:
+        try:
+            st = Path(remote).stat()
+        except OSError:
+            return None
+        return FileStat(remote, st.st_size, st.st_mtime, Path(remote).is_dir())
+
+    def info(self) -> dict:
+        from aiot.host.probe import probe_linux
+
+        facts = probe_linux(self)
+        facts.update({"transport": "local", "python_path": self.python()})
+        return facts

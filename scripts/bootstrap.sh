@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up everything aiot needs on a fresh Debian machine (root) or an existing checkout:
+# Debian packages, a virtualenv in .venv and the aiot package with its extras.
+# Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras]   (default: all,test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EXTRAS="${1:-all,test}"
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+VENV=.venv
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bootstrap: please install Debian packages: ${missing[*]} (needs root)" >&2
+    return 1
+  fi
+  echo "bootstrap: apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# Fashion-MNIST (the demo's data set) comes from Debian, not from a download at run time.
+apt_install dataset-fashion-mnist
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.aiot-installed"
+want="$(cat pyproject.toml | sha256sum | cut -c1-16) $EXTRAS"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
+# torch first and pinned: the CPU build on disk. A looser request would let a dependency
+# pull a multi-GB CUDA build instead.
+$PIP install "torch==2.13.0"
+$PIP install -e ".[$EXTRAS]"
+echo "$want" > "$stamp"
+echo "bootstrap: ready ($VENV)"

@@ -39,8 +39,18 @@ CREATE INDEX runs_by_target ON runs (device, model, format, threads);
 """
 
 
+def _execute_all(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of ``script`` inside the caller's transaction.
+
+    (``executescript`` would COMMIT first and break the migration's atomicity.)
+    """
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 def _to_v1(conn: sqlite3.Connection) -> None:
-    conn.executescript(_V1)
+    _execute_all(conn, _V1)
 
 
 MIGRATIONS = {0: _to_v1}

@@ -67,10 +67,11 @@ _COLUMNS = (
 
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
     data = dict(row)
+    result_json = data.pop("result_json")
     return RunRecord(
         spec=json.loads(data.pop("spec_json")),
         provenance=json.loads(data.pop("provenance_json")),
-        result=json.loads(data["result_json"]) if data.pop("result_json") else None,
+        result=json.loads(result_json) if result_json else None,
         **data,
     )
 

@@ -1,0 +1,27 @@
+"""Shared test set-up: every test gets its own results folder and device workdir.
+
+Weights, artifacts' conversion caches and data shards live in one cache folder per test
+session, so expensive steps (training, conversion) are shared between tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("aiot-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch, tmp_path, session_cache):
+    monkeypatch.setenv("AIOT_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("AIOT_CACHE_DIR", str(session_cache))
+    monkeypatch.setenv("AIOT_LOCAL_WORKDIR", str(tmp_path / "device"))
+    monkeypatch.setenv("AIOT_NO_PROGRESS", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERMINAL_WIDTH", "200")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("AIOT_DEVICE", raising=False)
+    yield

@@ -34,6 +34,10 @@ class SpecError(ValueError):
     """The run spec is malformed."""
 
 
+class ArtifactLoadError(RuntimeError):
+    """The runtime refused the artifact (missing, truncated, corrupt or unsupported)."""
+
+
 def emit(event: str, **fields) -> None:
     """Print one protocol line and flush so the host sees progress live."""
     print(protocol.encode(event, **fields), flush=True)
@@ -122,7 +126,11 @@ def run(spec: dict) -> dict:
     threads = spec["threads"]
     emit("progress", phase="load", done=0, total=1)
     t0 = time.perf_counter_ns()
-    session = backend.open(spec["artifact"], threads)
+    try:
+        session = backend.open(spec["artifact"], threads)
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
     load_ns = time.perf_counter_ns() - t0
 
     rng = np.random.default_rng(spec["seed"])
@@ -165,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             spec = validate_spec(json.load(fh))
         emit("result", **run(spec))
         return 0
-    except (SpecError, OSError, json.JSONDecodeError, backends.BackendUnavailable) as exc:
+    except (SpecError, ArtifactLoadError, OSError, json.JSONDecodeError,
+            backends.BackendUnavailable) as exc:
         emit("error", type=type(exc).__name__, message=str(exc))
         return 3
     except Exception as exc:  # a runtime failing to load or run a model

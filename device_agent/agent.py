@@ -145,6 +145,7 @@ def run(spec: dict) -> dict:
     result = {
         "backend": backend.NAME,
         "runtime_version": backend.version(),
+        "api": getattr(session, "api", None),
         "threads": threads,
         "input_shape": list(session.input_shape),
         "load_ms": load_ns / 1e6,

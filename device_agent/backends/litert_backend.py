@@ -1,9 +1,17 @@
-"""LiteRT (TFLite) backend via ``ai_edge_litert``; XNNPACK is applied by default for float models."""
+"""LiteRT (TFLite) backend via ``ai_edge_litert`` on the CPU (XNNPACK).
+
+Uses LiteRT's current ``CompiledModel`` API — the one LiteRT's own
+``benchmark_litert_model`` times — and falls back to the classic ``Interpreter`` where a
+device only has an older wheel. The session records which API ran.
+"""
 
 from __future__ import annotations
 
 NAME = "litert"
 EXTENSIONS = (".tflite",)
+
+_DTYPES = {"float32": "float32", "float16": "float16", "int8": "int8", "uint8": "uint8",
+           "int32": "int32", "int64": "int64"}
 
 
 def version() -> str | None:
@@ -20,8 +28,58 @@ def version() -> str | None:
         return "unknown"
 
 
-class Session:
-    """One interpreter with tensors allocated; input is set once and ``invoke`` runs it."""
+class CompiledModelSession:
+    """A ``CompiledModel`` with its input/output buffers for the first signature."""
+
+    api = "compiled_model"
+
+    def __init__(self, path: str, threads: int) -> None:
+        import numpy as np
+        from ai_edge_litert.compiled_model import CompiledModel
+        from ai_edge_litert.environment import Environment, EnvironmentOptions
+        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+        from ai_edge_litert.options import CpuOptions, Options
+
+        env = Environment.create(options=EnvironmentOptions())
+        options = Options(hardware_accelerators=HardwareAccelerator(HardwareAccelerator.CPU),
+                          cpu_options=CpuOptions(num_threads=threads))
+        self._model = CompiledModel.from_file(path, environment=env, options=options)
+        self._env = env  # keep the environment alive as long as the model
+        self._sig = next(iter(self._model.get_signature_list()), "serving_default")
+        inputs = self._model.get_input_tensor_details(self._sig)
+        outputs = self._model.get_output_tensor_details(self._sig)
+        in_name, in_detail = next(iter(inputs.items()))
+        out_name, out_detail = next(iter(outputs.items()))
+        self.input_shape = tuple(int(d) for d in in_detail["shape"])
+        self.input_dtype = np.dtype(_DTYPES.get(in_detail["dtype"], "float32"))
+        self._out_shape = tuple(int(d) for d in out_detail["shape"])
+        self._out_dtype = np.dtype(_DTYPES.get(out_detail["dtype"], "float32"))
+        self._in = {n: self._model.create_input_buffer_by_name(self._sig, n) for n in inputs}
+        self._out = {n: self._model.create_output_buffer_by_name(self._sig, n) for n in outputs}
+        self._in_buf, self._out_buf = self._in[in_name], self._out[out_name]
+
+    def set_input(self, x) -> None:
+        self._in_buf.write(x)
+
+    def invoke(self) -> None:
+        self._model.run_by_name(self._sig, self._in, self._out)
+
+    def output(self):
+        count = 1
+        for d in self._out_shape:
+            count *= d
+        return self._out_buf.read(count, self._out_dtype).reshape(self._out_shape)
+
+    def run(self, x):
+        self.set_input(x)
+        self.invoke()
+        return self.output()
+
+
+class InterpreterSession:
+    """The classic ``Interpreter`` with tensors allocated."""
+
+    api = "interpreter"
 
     def __init__(self, path: str, threads: int) -> None:
         from ai_edge_litert.interpreter import Interpreter
@@ -49,6 +107,17 @@ class Session:
         return self.output()
 
 
-def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
-    """Load ``path`` with ``threads`` interpreter threads."""
-    return Session(path, threads)
+def _has_compiled_model() -> bool:
+    try:
+        import ai_edge_litert.compiled_model  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def open(path: str, threads: int, api: str | None = None):  # noqa: A001 - the backend protocol's name
+    """Load ``path`` with ``threads`` CPU threads (``api``: force "compiled_model" or "interpreter")."""
+    api = api or ("compiled_model" if _has_compiled_model() else "interpreter")
+    if api == "compiled_model":
+        return CompiledModelSession(path, threads)
+    return InterpreterSession(path, threads)

@@ -6,7 +6,12 @@ session, so expensive steps (training, conversion) are shared between tests.
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from typer.testing import CliRunner
+
+from aiot.host.cli.app import app
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +30,26 @@ def isolated_env(monkeypatch, tmp_path, session_cache):
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("AIOT_DEVICE", raising=False)
     yield
+
+
+class Cli:
+    """Invoke the real Typer app; stdout and stderr are kept apart as in a terminal."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, code: int = 0):
+        result = self.runner.invoke(app, list(args))
+        assert result.exit_code == code, (
+            f"exit {result.exit_code} != {code}\nstdout: {result.stdout}\nstderr: {result.stderr}\n"
+            f"exception: {result.exception!r}"
+        )
+        return result
+
+    def json(self, *args: str):
+        return json.loads(self(*args, "--json").stdout)
+
+
+@pytest.fixture
+def cli():
+    return Cli()

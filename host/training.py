@@ -1,0 +1,407 @@
+"""Train a zoo model on a dataset and cache the weights: Adam, per-step cosine schedule, cross-entropy.
+
+Weights are keyed by a hash of everything that changes them (model, input spec, dataset
+selection, hyper-parameters, recipe version), so ``train`` is cheap to call again: with
+``reuse=True`` a finished run is returned from its JSON summary without touching torch's
+optimiser. Files are written to a temporary name and renamed into place, the weights before
+their summary, so an interrupted run (Ctrl-C, crash, full disk) never leaves a file that a
+later run would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from aiot.host.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+#: Bump when the training recipe changes in a way that changes the weights.
+RECIPE_VERSION = 1
+#: Format of the JSON summary beside the weights.
+SUMMARY_VERSION = 1
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("cosine", "constant")
+
+Progress = Callable[[str, int, int], None]
+
+_EVAL_BATCH = 512
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """What to train and how.
+
+    Args:
+        model: zoo model name (aliases allowed).
+        dataset: ``fashion-mnist``, ``digits`` or ``folder:PATH``.
+        epochs: passes over the training split.
+        batch_size: images per step.
+        lr: peak learning rate.
+        optimizer: ``adam`` (default), ``adamw`` or ``sgd`` (momentum 0.9, Nesterov).
+        schedule: ``cosine`` (per step, from ``lr`` to 0) or ``constant``.
+        seed: seeds weight init, data order and the ``limit`` subset.
+        limit: train on at most this many images (a class-balanced subset); the test
+            split is always evaluated in full.
+        threads: torch intra-op threads while training (None: torch's default). Not part of
+            :meth:`key`, since it does not change what is learned.
+    """
+
+    model: str
+    dataset: str = "fashion-mnist"
+    epochs: int = 2
+    batch_size: int = 128
+    lr: float = 1e-3
+    optimizer: str = "adam"
+    schedule: str = "cosine"
+    seed: int = 0
+    limit: int | None = None
+    threads: int | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`UsageError` for values that cannot work."""
+        checks = [
+            (self.epochs >= 1, f"epochs must be at least 1, got {self.epochs}"),
+            (self.batch_size >= 1, f"batch_size must be at least 1, got {self.batch_size}"),
+            (math.isfinite(self.lr) and self.lr > 0, f"lr must be a positive number, got {self.lr}"),
+            (self.optimizer.lower() in OPTIMIZERS,
+             f"unknown optimizer '{self.optimizer}' (known: {', '.join(OPTIMIZERS)})"),
+            (self.schedule.lower() in SCHEDULES,
+             f"unknown schedule '{self.schedule}' (known: {', '.join(SCHEDULES)})"),
+            (self.limit is None or self.limit >= 1, f"limit must be at least 1, got {self.limit}"),
+            (self.threads is None or self.threads >= 1,
+             f"threads must be at least 1, got {self.threads}"),
+        ]
+        for ok, problem in checks:
+            if not ok:
+                raise UsageError(problem)
+
+    def key(self) -> str:
+        """A stable 16-hex-digit hash of everything that determines the trained weights.
+
+        Covers the canonical model name and its input spec, the dataset fingerprint of the
+        training selection, the hyper-parameters and :data:`RECIPE_VERSION`; not
+        ``threads``. Aliases of the model or dataset give the same key.
+        """
+        from aiot.host.datasets import dataset_fingerprint
+        from aiot.models import get_model_spec
+
+        spec = get_model_spec(self.model)
+        payload = {
+            "recipe": RECIPE_VERSION,
+            "model": spec.name,
+            "num_classes": spec.num_classes,
+            "input": spec.input.to_dict(),
+            "data": dataset_fingerprint(self.dataset, "train", self.limit, self.seed),
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr": repr(float(self.lr)),
+            "optimizer": self.optimizer.lower(),
+            "schedule": self.schedule.lower(),
+            "seed": self.seed,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-able dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """The outcome of :func:`train`.
+
+    Args:
+        weights_path: the saved ``state_dict`` (load with ``spec.build(weights=path)``).
+        config: the configuration asked for.
+        test_accuracy: top-1 accuracy on the full test split, 0..1.
+        train_loss: mean cross-entropy over the last epoch.
+        epochs_run: epochs trained.
+        seconds: wall time of the training run (data loading, training, evaluation); for a
+            cached result, the time of the original run.
+        cached: True when the result came from the cache without training.
+        history: one dict per epoch (``epoch``, ``train_loss``, ``lr``, ``seconds``).
+    """
+
+    weights_path: Path
+    config: TrainConfig
+    test_accuracy: float
+    train_loss: float
+    epochs_run: int
+    seconds: float
+    cached: bool
+    history: tuple[dict, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary (paths as strings)."""
+        return {
+            "weights_path": str(self.weights_path), "config": self.config.to_dict(),
+            "test_accuracy": self.test_accuracy, "train_loss": self.train_loss,
+            "epochs_run": self.epochs_run, "seconds": self.seconds, "cached": self.cached,
+            "history": [dict(h) for h in self.history],
+        }
+
+
+def weights_file(config: TrainConfig, weights_dir: Path, key: str | None = None) -> Path:
+    """``<weights_dir>/<model>-<dataset>-<key>.pt`` for ``config`` (names made file-safe)."""
+    from aiot.host.datasets.base import canonical_name, is_folder
+    from aiot.models import get_model_spec
+
+    dataset = canonical_name(config.dataset)
+    if is_folder(dataset):  # a path: keep its last component, the key tells folders apart
+        dataset = "folder-" + Path(dataset.split(":", 1)[1]).name
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", dataset)
+    return weights_dir / f"{get_model_spec(config.model).name}-{safe}-{key or config.key()}.pt"
+
+
+def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Path | None = None,
+          reuse: bool = True) -> TrainResult:
+    """Train ``config.model`` on ``config.dataset``, save the weights, report test accuracy.
+
+    Args:
+        config: what to train.
+        progress: called as ``progress(phase, done, total)`` after every training step
+            (``"train"``, steps over all epochs) and evaluation batch (``"eval"``).
+        weights_dir: where to save; default ``cache_dir()/weights``.
+        reuse: return an earlier run with the same :meth:`TrainConfig.key` (``cached=True``)
+            instead of training again.
+
+    Returns:
+        The :class:`TrainResult`.
+
+    Raises:
+        UsageError: invalid configuration, or a dataset with more classes than the model.
+        UnknownName: unknown model or dataset.
+        DatasetError, MissingDependency: the dataset cannot be loaded.
+    """
+    config.validate()
+    if weights_dir is None:
+        from aiot.host.paths import weights_dir as default_weights_dir
+
+        weights_dir = default_weights_dir()
+    weights_dir = Path(weights_dir)
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    key = config.key()
+    path = weights_file(config, weights_dir, key)
+    if reuse and (cached := _read_cached(path, config, key)) is not None:
+        log.info("reusing %s (test accuracy %.4f)", path, cached.test_accuracy)
+        return cached
+    with _torch_threads(config.threads):
+        return _train_and_save(config, key, path, progress)
+
+
+def _train_and_save(config: TrainConfig, key: str, path: Path,
+                    progress: Progress | None) -> TrainResult:
+    import torch
+
+    from aiot.host.datasets import dataset_fingerprint, load_dataset
+    from aiot.models import get_model_spec
+
+    started = time.perf_counter()
+    spec = get_model_spec(config.model)
+    x_train, y_train = load_dataset(config.dataset, spec.input, "train", config.limit, config.seed)
+    x_test, y_test = load_dataset(config.dataset, spec.input, "test")
+    _check_classes(config, spec, y_train, y_test)
+    log.info("training %s on %s: %d train / %d test images, %d epoch(s)", spec.name, config.dataset,
+             len(y_train), len(y_test), config.epochs)
+    torch.manual_seed(config.seed)
+    model = spec.build()
+    history = _fit(model, torch.from_numpy(x_train), torch.from_numpy(y_train), config, progress)
+    accuracy = evaluate(model, torch.from_numpy(x_test), torch.from_numpy(y_test), progress)
+    seconds = time.perf_counter() - started
+    result = TrainResult(weights_path=path, config=config, test_accuracy=accuracy,
+                         train_loss=history[-1]["train_loss"], epochs_run=config.epochs,
+                         seconds=seconds, cached=False, history=tuple(history))
+    digest = _save_atomic(path, lambda fh: torch.save(model.state_dict(), fh))
+    summary = {
+        "v": SUMMARY_VERSION, "key": key, **result.to_dict(), "weights_file": path.name,
+        "weights_sha256": digest, "model": spec.name,
+        "dataset_fingerprint": dataset_fingerprint(config.dataset, "train", config.limit, config.seed),
+        "train_images": int(len(y_train)), "test_images": int(len(y_test)), "torch": torch.__version__,
+    }
+    del summary["weights_path"], summary["cached"]  # where it lives and how it was got vary
+    # The summary is written last: it is the marker that the weights beside it are complete.
+    _save_atomic(path.with_suffix(".json"),
+                 lambda fh: fh.write(json.dumps(summary, indent=2, sort_keys=True).encode()))
+    log.info("trained %s in %.1f s: test accuracy %.4f -> %s", spec.name, seconds, accuracy, path)
+    return result
+
+
+def _check_classes(config: TrainConfig, spec, y_train, y_test) -> None:
+    top = int(max(y_train.max(initial=0), y_test.max(initial=0)))
+    if top >= spec.num_classes:
+        raise UsageError(f"dataset '{config.dataset}' has {top + 1} classes but {spec.name} has "
+                         f"{spec.num_classes} outputs", "pick a model with enough classes")
+
+
+def _batches(n: int, batch_size: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each step; a last batch of one is dropped (BatchNorm needs two)."""
+    bounds = [(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+        bounds.pop()
+    return bounds
+
+
+def _optimizer(model, config: TrainConfig):
+    import torch
+
+    name = config.optimizer.lower()
+    if name == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.9, nesterov=True)
+    cls = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
+    return cls(model.parameters(), lr=config.lr)
+
+
+def _fit(model, x, y, config: TrainConfig, progress: Progress | None) -> list[dict]:
+    """The training loop; returns one history entry per epoch."""
+    import torch
+    import torch.nn.functional as F
+
+    optimizer = _optimizer(model, config)
+    steps = _batches(len(y), config.batch_size)
+    total = len(steps) * config.epochs
+    if config.schedule.lower() == "cosine":
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total)))
+    else:
+        scheduler = None
+    # A private generator: the data order depends on the seed only, not on what else ran.
+    order = torch.Generator().manual_seed(config.seed)
+    history, done = [], 0
+    model.train()
+    for epoch in range(1, config.epochs + 1):
+        epoch_start = time.perf_counter()
+        perm = torch.randperm(len(y), generator=order)
+        loss_sum, seen = 0.0, 0
+        for start, stop in steps:
+            idx = perm[start:stop]
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            loss_sum += float(loss.detach()) * len(idx)
+            seen += len(idx)
+            done += 1
+            if progress:
+                progress("train", done, total)
+        entry = {"epoch": epoch, "train_loss": loss_sum / seen, "lr": optimizer.param_groups[0]["lr"],
+                 "seconds": time.perf_counter() - epoch_start}
+        log.debug("epoch %d: %s", epoch, entry)
+        history.append(entry)
+    model.eval()
+    return history
+
+
+def evaluate(model, x, y, progress: Progress | None = None, batch_size: int = _EVAL_BATCH) -> float:
+    """Top-1 accuracy (0..1) of ``model`` on preprocessed tensors ``x``, labels ``y``.
+
+    Args:
+        model: the network; put in eval mode.
+        x: float32 inputs.
+        y: int64 labels.
+        progress: called as ``progress("eval", done, total)`` per batch.
+        batch_size: images per forward pass.
+    """
+    import torch
+
+    model.eval()
+    n = len(y)
+    if n == 0:
+        return 0.0
+    total = math.ceil(n / batch_size)
+    correct = 0
+    with torch.inference_mode():
+        for i, start in enumerate(range(0, n, batch_size)):
+            logits = model(x[start:start + batch_size])
+            correct += int((logits.argmax(1) == y[start:start + batch_size]).sum())
+            if progress:
+                progress("eval", i + 1, total)
+    return correct / n
+
+
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Use ``threads`` intra-op threads inside the block and restore the previous count."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _save_atomic(path: Path, write: Callable[[Any], object]) -> str:
+    """Write via ``write(binary_file)`` to a temp file beside ``path``, fsync, rename into place.
+
+    Returns:
+        sha256 of the written bytes. On any failure or interrupt the temp file is removed
+        and ``path`` is untouched.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        digest = _sha256(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return digest
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_cached(path: Path, config: TrainConfig, key: str) -> TrainResult | None:
+    """The cached result for ``key`` if its summary and intact weights exist, else None."""
+    summary_path = path.with_suffix(".json")
+    if not (path.is_file() and summary_path.is_file()):
+        return None
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        if summary.get("v") != SUMMARY_VERSION or summary.get("key") != key:
+            return None
+        if _sha256(path) != summary["weights_sha256"]:
+            log.warning("cached weights %s do not match their summary; training again", path)
+            return None
+        return TrainResult(
+            weights_path=path, config=config, test_accuracy=float(summary["test_accuracy"]),
+            train_loss=float(summary["train_loss"]), epochs_run=int(summary["epochs_run"]),
+            seconds=float(summary["seconds"]), cached=True, history=tuple(summary["history"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable training summary %s: %s", summary_path, exc)
+        return None

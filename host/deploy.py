@@ -15,19 +15,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from aiot.host.fileio import sha256_file
 from aiot.host.transports.base import Transport
 
 log = logging.getLogger(__name__)
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+
+from aiot.host.fileio import write_text_atomic
 
 
 def _zoo_source_hash() -> str:
@@ -46,8 +46,5 @@ def complexities(names: list[str], on_step: Callable[[str], None] | None = None)
         c = get_model_spec(name).complexity()
         cache[name] = {"params": int(c.params), "macs": int(c.macs)}
     if missing:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(cache, fh)
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(cache))
     return {n: cache[n] for n in names}

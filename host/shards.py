@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from aiot.host.fileio import write_atomic
 
 
 def _save_npy_atomic(path: Path, array) -> None:
     import numpy as np
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        with open(tmp, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda tmp: np.save(tmp, array, allow_pickle=False))
 
 
 def prepare_shard(model: str, dataset: str, limit: int | None, seed: int,

@@ -14,9 +14,7 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aiot.host.errors import UsageError
+from aiot.host.fileio import sha256_file, write_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +230,8 @@ def _train_and_save(config: TrainConfig, key: str, path: Path,
     result = TrainResult(weights_path=path, config=config, test_accuracy=accuracy,
                          train_loss=history[-1]["train_loss"], epochs_run=config.epochs,
                          seconds=seconds, cached=False, history=tuple(history))
-    digest = _save_atomic(path, lambda fh: torch.save(model.state_dict(), fh))
+    write_atomic(path, lambda tmp: torch.save(model.state_dict(), tmp))
+    digest = sha256_file(path)
     summary = {
         "v": SUMMARY_VERSION, "key": key, **result.to_dict(), "weights_file": path.name,
         "weights_sha256": digest, "model": spec.name,
@@ -240,8 +240,7 @@ def _train_and_save(config: TrainConfig, key: str, path: Path,
     }
     del summary["weights_path"], summary["cached"]  # where it lives and how it was got vary
     # The summary is written last: it is the marker that the weights beside it are complete.
-    _save_atomic(path.with_suffix(".json"),
-                 lambda fh: fh.write(json.dumps(summary, indent=2, sort_keys=True).encode()))
+    write_text_atomic(path.with_suffix(".json"), json.dumps(summary, indent=2, sort_keys=True))
     log.info("trained %s in %.1f s: test accuracy %.4f -> %s", spec.name, seconds, accuracy, path)
     return result
 
@@ -356,35 +355,6 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _save_atomic(path: Path, write: Callable[[Any], object]) -> str:
-    """Write via ``write(binary_file)`` to a temp file beside ``path``, fsync, rename into place.
-
-    Returns:
-        sha256 of the written bytes. On any failure or interrupt the temp file is removed
-        and ``path`` is untouched.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        digest = _sha256(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return digest
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _read_cached(path: Path, config: TrainConfig, key: str) -> TrainResult | None:
     """The cached result for ``key`` if its summary and intact weights exist, else None."""
     summary_path = path.with_suffix(".json")
@@ -394,7 +364,7 @@ def _read_cached(path: Path, config: TrainConfig, key: str) -> TrainResult | Non
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         if summary.get("v") != SUMMARY_VERSION or summary.get("key") != key:
             return None
-        if _sha256(path) != summary["weights_sha256"]:
+        if sha256_file(path) != summary["weights_sha256"]:
             log.warning("cached weights %s do not match their summary; training again", path)
             return None
         return TrainResult(

@@ -5,14 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from aiot.host.errors import UsageError
+from aiot.host.fileio import write_text_atomic
 
 app = typer.Typer(no_args_is_help=True, help="Stored results: list, show, export.")
 
@@ -109,18 +108,6 @@ def _to_csv(records) -> str:
     return buf.getvalue()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @app.command("export")
 def export(
     ctx: typer.Context,
@@ -141,5 +128,5 @@ def export(
     if out_file is None:
         typer.echo(text, nl=False)
     else:
-        _write_atomic(out_file, text)
+        write_text_atomic(out_file, text)
         message(f"wrote {len(records)} records to {out_file}")

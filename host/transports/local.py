@@ -6,27 +6,19 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aiot.host.errors import TransportError
+from aiot.host.fileio import write_atomic
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
     """Copy ``src`` to ``dst`` through a temp file in dst's folder and a rename."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(dst, lambda tmp: shutil.copyfile(src, tmp))
 
 
 class LocalTransport:

@@ -105,9 +105,10 @@ def test_ctrl_c_leaves_no_files(tmp_path):
 def test_interrupt_while_saving_leaves_no_partial_file(tmp_path, monkeypatch):
     real_save = torch.save
 
-    def half_save(obj, fh, *args, **kwargs):
-        real_save(obj, fh, *args, **kwargs)
-        fh.truncate(50)  # half written when the interrupt arrives
+    def half_save(obj, target, *args, **kwargs):
+        real_save(obj, target, *args, **kwargs)
+        with open(target, "r+b") as fh:
+            fh.truncate(50)  # half written when the interrupt arrives
         raise KeyboardInterrupt
 
     monkeypatch.setattr(torch, "save", half_save)

@@ -1,0 +1,11 @@
+"""aiot.converters: one module per artifact format behind the Converter protocol.
+
+Importing this package registers the built-in formats; it imports no toolchain (torch,
+onnx, litert-torch are imported inside ``export``), so ``aiot convert --list`` is instant.
+"""
+
+from aiot.converters import onnx as _onnx  # noqa: F401 - registers "onnx"
+from aiot.converters import tflite as _tflite  # noqa: F401 - registers "tflite"
+from aiot.converters.base import CONVERTERS, Availability, Converter, format_table, get_converter
+
+__all__ = ["CONVERTERS", "Availability", "Converter", "format_table", "get_converter"]

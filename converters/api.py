@@ -1,0 +1,170 @@
+"""The one entry point orchestration uses: model name + format → verified artifact + sidecar."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import aiot
+from aiot.converters.base import get_converter, resolve_options
+from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
+from aiot.host.errors import AiotError, ArtifactError, ConversionError, MissingDependency
+from aiot.host.fileio import sha256_file
+from aiot.host.quiet import toolchain_output_to_log
+
+log = logging.getLogger(__name__)
+RANDOM_INIT_SEED = 0
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    """A converted artifact with its sidecar and parity report."""
+
+    artifact: Path
+    sidecar: Path
+    parity: dict
+    sha256: str
+    size_bytes: int
+    seconds: float
+    cached: bool
+
+
+def build_source_model(model_name: str, weights: Path | None = None):
+    """The PyTorch model a conversion starts from: loaded weights, or a seeded random init.
+
+    Seeding makes an untrained model reproducible, so its artifact can be cached and its
+    accuracy compared with PyTorch's in a later process.
+    """
+    import torch
+
+    from aiot.models import get_model_spec
+
+    spec = get_model_spec(model_name)
+    torch.manual_seed(RANDOM_INIT_SEED)
+    return spec, spec.build(weights=weights)
+
+
+def state_sha256(model) -> str:
+    """Hash of a model's parameters and buffers, independent of how they were loaded."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def artifact_name(model_name: str, fmt: str, extension: str) -> str:
+    """``resnet18`` + ``tflite`` → ``resnet18.tflite``; ``onnx`` → ``resnet18.onnx``.
+
+    Formats whose extension already names them get no infix; others get one
+    (``resnet18.lce.tflite``) so two formats sharing an extension never collide.
+    """
+    return f"{model_name}{extension}" if extension == f".{fmt}" else f"{model_name}.{fmt}{extension}"
+
+
+def _reusable(artifact: Path, source_hash: str, options: dict) -> dict | None:
+    """The sidecar of an existing artifact if it was made from the same model and options."""
+    if not artifact.exists() or not sidecar_path(artifact).exists():
+        return None
+    try:
+        sidecar = verify_artifact(artifact)
+    except ArtifactError as exc:
+        log.info("re-exporting %s: %s", artifact.name, exc.message)
+        return None
+    same = (sidecar.get("source", {}).get("state_sha256") == source_hash
+            and sidecar.get("converter", {}).get("options") == options
+            and sidecar.get("aiot_version") == aiot.__version__)
+    return sidecar if same else None
+
+
+def _check_ready(fmt: str, options: dict | None):
+    converter = get_converter(fmt)
+    resolved = resolve_options(converter, options)
+    avail = converter.availability()
+    if not avail.ok:
+        raise MissingDependency(f"the {converter.name} toolchain ({avail.reason})", avail.extra or "all")
+    return converter, resolved
+
+
+def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
+                  options: dict | None = None, parity_samples: int = 8, reuse: bool = True,
+                  progress: Callable[[str], None] | None = None) -> ConversionResult:
+    """Convert a zoo model, verify the artifact loads in its runtime, and check parity.
+
+    Everything that can be validated (format, options, toolchain, model, weights) is checked
+    before any work starts. A failed parity check leaves neither artifact nor sidecar behind.
+
+    Raises:
+        UnknownName, UsageError, MissingDependency: bad input, before any work.
+        ConversionError, AccuracyMismatch: the export or its verification failed.
+    """
+    from aiot.converters.parity import check_parity
+
+    started = time.perf_counter()
+    converter, resolved = _check_ready(fmt, options)
+    spec, model = build_source_model(model_name, weights)
+    source_hash = state_sha256(model)
+    artifact = Path(out_dir) / artifact_name(spec.name, converter.name, converter.extension)
+    cached = _reusable(artifact, source_hash, resolved) if reuse else None
+    if cached:
+        return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
+                                cached["artifact"]["sha256"], cached["artifact"]["size_bytes"],
+                                time.perf_counter() - started, cached=True)
+    sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
+    example = spec.example_input(batch=1, seed=0)
+    _notify(progress, "export")
+    facts = _export(converter, model, example, artifact, resolved)
+    parity = None
+    if converter.backend is not None:
+        _notify(progress, "parity")
+        try:
+            parity = check_parity(converter.name, converter.backend, artifact, model,
+                                  spec.example_input(batch=parity_samples, seed=1), converter.atol)
+        except BaseException:
+            artifact.unlink(missing_ok=True)
+            raise
+    sha, size = sha256_file(artifact), artifact.stat().st_size
+    sidecar = write_sidecar(artifact, {
+        "aiot_version": aiot.__version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "format": converter.name, "backend": converter.backend,
+        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size},
+        "source": {"model": spec.name, "weights": str(weights) if weights else None,
+                   "weights_sha256": sha256_file(Path(weights)) if weights else None,
+                   "random_init_seed": None if weights else RANDOM_INIT_SEED,
+                   "state_sha256": source_hash},
+        "input": {**spec.input.to_dict(), "batch": 1, "dtype": "float32"},
+        "num_classes": spec.num_classes,
+        "converter": {"name": converter.name, "options": resolved, **facts},
+        "toolchain": converter.toolchain_versions(),
+        "parity": parity,
+    })
+    return ConversionResult(artifact, sidecar, parity, sha, size, time.perf_counter() - started, cached=False)
+
+
+def _export(converter, model, example, artifact: Path, options: dict) -> dict:
+    """Run the converter, turning toolchain exceptions into a ConversionError."""
+    try:
+        with toolchain_output_to_log(log):
+            return converter.export(model, example, artifact, options)
+    except AiotError:
+        raise
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        log.debug("export of %s failed", artifact.name, exc_info=True)
+        raise ConversionError(converter.name, "export", f"{type(exc).__name__}: {detail}",
+                              "run with --verbose for the toolchain's traceback") from None
+
+
+def _notify(progress: Callable[[str], None] | None, stage: str) -> None:
+    if progress:
+        progress(stage)
+
+
+__all__ = ["ConversionResult", "build_source_model", "convert_model", "read_sidecar",
+           "verify_artifact"]

@@ -1,0 +1,94 @@
+"""The Converter protocol, the format registry, and the format table built from it."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from aiot.host.errors import UsageError
+from aiot.host.registry import Registry
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a format can be produced here, and if not, why and which extra fixes it."""
+
+    ok: bool
+    reason: str = ""
+    extra: str | None = None
+
+
+def modules_available(modules: dict[str, str], extra: str) -> Availability:
+    """Availability from ``{import name: pip name}`` without importing anything heavy."""
+    missing = [pip for mod, pip in modules.items() if importlib.util.find_spec(mod) is None]
+    if missing:
+        return Availability(False, f"{', '.join(missing)} not installed", extra)
+    return Availability(True)
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """One artifact format. Implementations are light objects; heavy imports live in ``export``.
+
+    Attributes:
+        name: the format name on the command line ("onnx", "tflite").
+        extension: file extension of the artifact, with the dot.
+        backend: the device-agent backend that runs it, or None for emit-only formats.
+        description: one line for ``aiot convert --list``.
+        atol: default parity tolerance (max absolute error on the logits).
+        options: option name → (default, help); validated before work starts.
+    """
+
+    name: str
+    extension: str
+    backend: str | None
+    description: str
+    atol: float
+    options: dict[str, tuple[str, str]]
+
+    def availability(self) -> Availability:
+        """Cheap check (no heavy imports) of whether export can run here."""
+        ...
+
+    def toolchain_versions(self) -> dict[str, str]:
+        """Versions of every package that shaped the artifact."""
+        ...
+
+    def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
+        """Write the artifact to ``out_path`` atomically; return extra sidecar facts (e.g. ops)."""
+        ...
+
+
+CONVERTERS: Registry[Converter] = Registry("format")
+
+
+def get_converter(name: str) -> Converter:
+    """The converter registered as ``name``; UnknownName with suggestions otherwise."""
+    return CONVERTERS.get(name)
+
+
+def resolve_options(converter: Converter, given: dict[str, str] | None) -> dict[str, str]:
+    """Defaults merged with ``given``; unknown option names are a UsageError."""
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(converter.options))
+    if unknown:
+        valid = ", ".join(converter.options) or "none"
+        raise UsageError(f"format '{converter.name}' has no option {', '.join(unknown)}",
+                         f"valid options: {valid}")
+    return {key: given.get(key, default) for key, (default, _help) in converter.options.items()}
+
+
+def format_table() -> list[dict]:
+    """One row per registered format, for ``aiot convert --list``."""
+    rows = []
+    for conv in CONVERTERS:
+        avail = conv.availability()
+        rows.append({
+            "name": conv.name, "extension": conv.extension, "backend": conv.backend,
+            "available": avail.ok, "reason": avail.reason, "extra": avail.extra,
+            "description": conv.description,
+            "options": {k: f"{h} [default: {d}]" for k, (d, h) in conv.options.items()},
+        })
+    return rows

@@ -1,0 +1,169 @@
+"""Real exports of small models, loaded by the real runtimes, compared with PyTorch."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiot.converters import format_table, get_converter
+from aiot.converters.api import artifact_name, build_source_model, convert_model, state_sha256
+from aiot.converters.parity import check_parity, compare_outputs
+from aiot.converters.sidecar import read_sidecar, verify_artifact
+from aiot.host.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
+
+torch = pytest.importorskip("torch")
+FORMATS = ["onnx", "tflite"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("litert_torch")
+    out = tmp_path_factory.mktemp("artifacts")
+    return out, {fmt: convert_model("tiny_cnn", fmt, out) for fmt in FORMATS}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_artifact_matches_pytorch(converted, fmt):
+    res = converted[1][fmt]
+    assert res.artifact.exists() and not res.cached
+    assert res.parity["ok"] and res.parity["max_abs"] < 1e-4 and res.parity["top1_agreement"] == 1.0
+    assert res.parity["n"] == 8
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sidecar_describes_the_artifact(converted, fmt):
+    res = converted[1][fmt]
+    side = read_sidecar(res.artifact)
+    assert side["artifact"]["sha256"] == res.sha256 and side["artifact"]["size_bytes"] == res.size_bytes
+    assert side["source"]["model"] == "tiny_cnn" and side["source"]["random_init_seed"] == 0
+    assert side["input"]["shape"] == [1, 28, 28] and side["input"]["batch"] == 1
+    assert side["toolchain"]["torch"].startswith("2.13") and side["parity"] == res.parity
+    assert side["converter"]["ops"] and side["format"] == fmt
+    assert verify_artifact(res.artifact)["format"] == fmt
+
+
+def test_tflite_ops_are_builtin(converted):
+    ops = read_sidecar(converted[1]["tflite"].artifact)["converter"]["ops"]
+    assert "CONV_2D" in ops and not any(op.startswith("CUSTOM") for op in ops)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_second_conversion_is_reused(converted, fmt):
+    out, first = converted
+    again = convert_model("tiny_cnn", fmt, out)
+    assert again.cached and again.sha256 == first[fmt].sha256
+
+
+def test_changed_weights_are_reexported(converted, tmp_path):
+    out, first = converted
+    spec, model = build_source_model("tiny_cnn")
+    with torch.no_grad():
+        next(model.parameters()).add_(0.5)
+    weights = tmp_path / "w.pt"
+    torch.save(model.state_dict(), weights)
+    res = convert_model("tiny_cnn", "onnx", out / "other", weights=weights)
+    assert not res.cached and res.sha256 != first["onnx"].sha256
+    assert read_sidecar(res.artifact)["source"]["state_sha256"] == state_sha256(model)
+
+
+def test_tampered_model_fails_parity(converted):
+    spec, model = build_source_model("tiny_cnn")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1.5)
+    with pytest.raises(AccuracyMismatch) as info:
+        check_parity("onnx", "onnxruntime", converted[1]["onnx"].artifact, model,
+                     spec.example_input(batch=4, seed=3), atol=1e-4)
+    assert info.value.report["max_abs"] > 1e-4 and not info.value.report["ok"]
+
+
+def test_parity_failure_leaves_no_artifact(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from aiot.converters import api
+
+    def never_ok(*a, **k):
+        raise AccuracyMismatch("onnx", {"max_abs": 1.0, "atol": 1e-4, "top1_agreement": 0.5})
+
+    monkeypatch.setattr("aiot.converters.parity.check_parity", never_ok)
+    with pytest.raises(AccuracyMismatch):
+        api.convert_model("tiny_cnn", "onnx", tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_truncated_artifact_is_named(converted, fmt, tmp_path):
+    res = converted[1][fmt]
+    broken = tmp_path / res.artifact.name
+    broken.write_bytes(res.artifact.read_bytes()[: res.size_bytes // 3])
+    (tmp_path / (res.artifact.name + ".aiot.json")).write_text(res.sidecar.read_text())
+    with pytest.raises(ArtifactError, match="truncated"):
+        verify_artifact(broken)
+    spec, model = build_source_model("tiny_cnn")
+    with pytest.raises(ArtifactError, match=broken.name):
+        check_parity(fmt, get_converter(fmt).backend, broken, model, spec.example_input(2), atol=1e-4)
+
+
+def test_corrupt_cached_artifact_is_reexported(tmp_path):
+    pytest.importorskip("onnxruntime")
+    first = convert_model("tiny_cnn", "onnx", tmp_path)
+    first.artifact.write_bytes(first.artifact.read_bytes()[:100])
+    again = convert_model("tiny_cnn", "onnx", tmp_path)
+    assert not again.cached and again.sha256 == first.sha256
+
+
+def test_options_are_validated_before_work(tmp_path):
+    with pytest.raises(UsageError, match="no option bogus") as info:
+        convert_model("tiny_cnn", "onnx", tmp_path, options={"bogus": "1"})
+    assert "opset" in info.value.hint
+    with pytest.raises(UsageError, match="opset must be"):
+        convert_model("tiny_cnn", "onnx", tmp_path, options={"opset": "99"})
+    with pytest.raises(UsageError, match="not implemented"):
+        convert_model("tiny_cnn", "tflite", tmp_path, options={"quant": "int8"})
+    assert not list(tmp_path.glob("*.onnx"))
+
+
+def test_unknown_format_and_model_suggest():
+    with pytest.raises(UnknownName) as info:
+        get_converter("tflit")
+    assert info.value.close == ["tflite"]
+    with pytest.raises(UnknownName, match="model"):
+        convert_model("resnet19", "onnx", ".")
+
+
+def test_format_table_rows():
+    rows = {r["name"]: r for r in format_table()}
+    assert set(rows) >= {"onnx", "tflite"}
+    assert rows["tflite"]["backend"] == "litert" and rows["onnx"]["extension"] == ".onnx"
+    assert "opset" in rows["onnx"]["options"]
+
+
+def test_artifact_names():
+    assert artifact_name("resnet18", "tflite", ".tflite") == "resnet18.tflite"
+    assert artifact_name("resnet18", "lce", ".tflite") == "resnet18.lce.tflite"
+
+
+def test_compare_outputs_shape_mismatch_and_relative_tolerance():
+    import numpy as np
+
+    assert not compare_outputs(np.zeros((2, 3)), np.zeros((2, 4)), 1e-4, 1e-3)["ok"]
+    big = np.full((1, 3), 1e12)
+    assert compare_outputs(big, big * (1 + 1e-6), 1e-4, 1e-3)["ok"]
+
+
+def test_importing_converters_stays_light():
+    code = ("import sys, aiot.converters as c; c.format_table(); "
+            "print(sorted(m for m in ('torch', 'onnx', 'litert_torch', 'onnxruntime', 'ai_edge_litert') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_resnet18_issue_acceptance(fmt, tmp_path):
+    """`aiot convert resnet18 --format tflite|onnx` is within tolerance."""
+    pytest.importorskip("litert_torch")
+    res = convert_model("resnet18", fmt, tmp_path)
+    assert res.parity["ok"] and res.parity["top1_agreement"] == 1.0

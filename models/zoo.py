@@ -1,0 +1,238 @@
+"""The model zoo: every architecture of AIoTBench and BiBench's hardware track, in three sizes.
+
+Naming:
+
+* ``<family>``: the ImageNet-size model of the paper (3x224x224, 1000 classes; Inception-v3
+  3x299x299). ``squeezenet`` is SqueezeNet 1.0 (see :mod:`aiot.models.squeezenet`);
+  ``squeezenet1_1`` is registered as an extra ImageNet entry.
+* ``<family>_cifar``: 3x32x32, 10 classes, CIFAR-10 statistics, small-input stem (the
+  ImageNet stem's early downsampling removed; see each architecture module).
+* ``<family>_mnist``: 1x28x28 grayscale, 10 classes, Fashion-MNIST statistics, small-input stem.
+* VGG-Small is CIFAR-sized by design, so ``vgg_small`` *is* the CIFAR model (variant
+  ``"cifar"``, alias ``vgg_small_cifar``); ``vgg_small_mnist`` is its 28 px sibling. There is
+  no ImageNet VGG-Small.
+* ``tiny_cnn``: the test/demo network (variant ``"test"``), 1x28x28.
+
+Aliases such as ``mobilenetv2``, ``inception-v3``, ``vggsmall`` or ``resnet-18`` resolve too
+(case-insensitive), for every variant (``resnet-18-cifar``, ``mobilenetv2_mnist``).
+
+``paper`` names the paper whose setting an entry reproduces: the six AIoTBench ImageNet
+models; BiBench's ImageNet ResNet-18/34 and CIFAR ResNet-18/34 and VGG-Small; ``"aiot"``
+for our own adaptations (all other small variants and the tiny CNN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from torch import nn
+
+from aiot.host.registry import Registry
+from aiot.models.densenet import densenet121
+from aiot.models.inception import inception_v3
+from aiot.models.mnasnet import mnasnet
+from aiot.models.mobilenet import mobilenet_v2
+from aiot.models.preprocessing import (
+    CIFAR10_MEAN,
+    CIFAR10_STD,
+    FASHION_MNIST_MEAN,
+    FASHION_MNIST_STD,
+    aiotbench_input,
+)
+from aiot.models.resnet import resnet
+from aiot.models.spec import InputSpec, ModelSpec
+from aiot.models.squeezenet import squeezenet
+from aiot.models.tiny import tiny_cnn
+from aiot.models.vgg_small import vgg_small
+
+#: Every model of the zoo, by name; ``ZOO.get(name)`` raises UnknownName with suggestions.
+ZOO: Registry[ModelSpec] = Registry("model")
+
+CIFAR_INPUT = InputSpec((3, 32, 32), "NCHW", "RGB", CIFAR10_MEAN, CIFAR10_STD)
+MNIST_INPUT = InputSpec((1, 28, 28), "NCHW", "GRAY", FASHION_MNIST_MEAN, FASHION_MNIST_STD)
+
+
+@dataclass(frozen=True)
+class _Family:
+    """How to build one architecture; ``factory(num_classes, in_channels, small_input)``."""
+
+    name: str
+    factory: Callable[..., nn.Module]
+    title: str
+    paper: str  # paper of the ImageNet variant
+    reference_flops_m: float | None
+    aliases: tuple[str, ...] = ()
+    cifar_paper: str = "aiot"
+
+
+# AIoTBench reference FLOPs (= MACs, millions) from its Table II.
+_FAMILIES = (
+    _Family("resnet50", partial(resnet, 50), "ResNet-50", "AIoTBench", 3800.0, ("resnet-50", "resnet_50")),
+    _Family("inception_v3", inception_v3, "Inception-v3", "AIoTBench", 5000.0,
+            ("inceptionv3", "inception-v3", "inception")),
+    _Family("densenet121", densenet121, "DenseNet-121", "AIoTBench", 2800.0,
+            ("densenet-121", "densenet_121", "densenet")),
+    _Family("squeezenet", partial(squeezenet, "1_0"), "SqueezeNet 1.0", "AIoTBench", 833.0,
+            ("squeezenet1_0", "squeezenet1.0", "squeezenet-1.0", "squeezenet10")),
+    _Family("mobilenet_v2", mobilenet_v2, "MobileNetV2 1.0", "AIoTBench", 300.0,
+            ("mobilenetv2", "mobilenet-v2", "mobilenet")),
+    _Family("mnasnet", mnasnet, "MnasNet-B1 1.0", "AIoTBench", 315.0,
+            ("mnasnet1_0", "mnasnet1.0", "mnasnet-1.0", "mnasnet-b1", "mnasnet_b1")),
+    _Family("resnet18", partial(resnet, 18), "ResNet-18", "BiBench", None,
+            ("resnet-18", "resnet_18"), cifar_paper="BiBench"),
+    _Family("resnet34", partial(resnet, 34), "ResNet-34", "BiBench", None,
+            ("resnet-34", "resnet_34"), cifar_paper="BiBench"),
+)  # fmt: skip
+
+
+def _add(name: str, spec: ModelSpec, aliases: tuple[str, ...]) -> None:
+    """ZOO.add, refusing aliases that shadow a name or another alias (Registry would overwrite)."""
+    unique = tuple(dict.fromkeys(a for a in aliases if a != name))
+    clashes = [a for a in unique if a in ZOO]
+    if clashes or name in ZOO:
+        raise ValueError(f"model '{name}': name or aliases already registered: {clashes or [name]}")
+    ZOO.add(name, spec, aliases=unique)
+
+
+def _variant_aliases(aliases: tuple[str, ...], suffix: str) -> tuple[str, ...]:
+    return tuple(f"{alias}{sep}{suffix}" for alias in aliases for sep in ("_", "-"))
+
+
+def _register_family(family: _Family) -> None:
+    """Register the ImageNet, CIFAR and MNIST entries of one family."""
+    # Non-AIoTBench families use the same PyTorch ImageNet row (RGB, ImageNet mean/std, 224 px).
+    imagenet_input = aiotbench_input(family.name if family.paper == "AIoTBench" else "resnet50")
+    _add(
+        family.name,
+        ModelSpec(
+            name=family.name,
+            family=family.name,
+            variant="imagenet",
+            paper=family.paper,
+            input=imagenet_input,
+            num_classes=1000,
+            reference_flops_m=family.reference_flops_m,
+            description=f"{family.title} for ImageNet ({imagenet_input.height} px, 1000 classes).",
+            builder=partial(family.factory, num_classes=1000, in_channels=3, small_input=False),
+        ),
+        aliases=family.aliases,
+    )
+    for suffix, spec_input, paper, what in (
+        ("cifar", CIFAR_INPUT, family.cifar_paper, "CIFAR-10 (32 px RGB"),
+        ("mnist", MNIST_INPUT, "aiot", "Fashion-MNIST (28 px grayscale"),
+    ):
+        name = f"{family.name}_{suffix}"
+        _add(
+            name,
+            ModelSpec(
+                name=name,
+                family=family.name,
+                variant=suffix,
+                paper=paper,
+                input=spec_input,
+                num_classes=10,
+                reference_flops_m=None,
+                description=f"{family.title} for {what}, 10 classes); small-input stem, no early downsampling.",
+                builder=partial(
+                    family.factory, num_classes=10, in_channels=spec_input.channels, small_input=True
+                ),
+            ),
+            aliases=_variant_aliases((family.name, *family.aliases, *_underscore_free(family.name)), suffix),
+        )
+
+
+def _underscore_free(name: str) -> tuple[str, ...]:
+    """``mobilenet_v2`` -> (``mobilenetv2``, ``mobilenet-v2``); empty for names without '_'."""
+    if "_" not in name:
+        return ()
+    return (name.replace("_", ""), name.replace("_", "-"))
+
+
+def _register_extras() -> None:
+    """VGG-Small (CIFAR-native), SqueezeNet 1.1 and the tiny test CNN."""
+    _add(
+        "squeezenet1_1",
+        ModelSpec(
+            name="squeezenet1_1",
+            family="squeezenet1_1",
+            variant="imagenet",
+            paper="aiot",
+            input=aiotbench_input("squeezenet"),
+            num_classes=1000,
+            reference_flops_m=None,
+            description="SqueezeNet 1.1 for ImageNet (224 px): 2.4x fewer MACs than 1.0, same accuracy.",
+            builder=partial(squeezenet, "1_1", num_classes=1000, in_channels=3, small_input=False),
+        ),
+        aliases=("squeezenet1.1", "squeezenet-1.1", "squeezenet11"),
+    )
+    vgg_aliases = ("vggsmall", "vgg-small")
+    _add(
+        "vgg_small",
+        ModelSpec(
+            name="vgg_small",
+            family="vgg_small",
+            variant="cifar",
+            paper="BiBench",
+            input=CIFAR_INPUT,
+            num_classes=10,
+            reference_flops_m=None,
+            description="VGG-Small (LQ-Nets/BiBench) for CIFAR-10: 6 convs 128-128-256-256-512-512 + FC.",
+            builder=partial(vgg_small, num_classes=10, in_channels=3, image_size=32),
+        ),
+        aliases=(*vgg_aliases, *_variant_aliases(("vgg_small", *vgg_aliases), "cifar")),
+    )
+    _add(
+        "vgg_small_mnist",
+        ModelSpec(
+            name="vgg_small_mnist",
+            family="vgg_small",
+            variant="mnist",
+            paper="aiot",
+            input=MNIST_INPUT,
+            num_classes=10,
+            reference_flops_m=None,
+            description="VGG-Small for Fashion-MNIST (28 px grayscale, 10 classes; FC on 512x3x3).",
+            builder=partial(vgg_small, num_classes=10, in_channels=1, image_size=28),
+        ),
+        aliases=_variant_aliases(("vgg_small", *vgg_aliases), "mnist"),
+    )
+    _add(
+        "tiny_cnn",
+        ModelSpec(
+            name="tiny_cnn",
+            family="tiny_cnn",
+            variant="test",
+            paper="aiot",
+            input=MNIST_INPUT,
+            num_classes=10,
+            reference_flops_m=None,
+            description="Tiny 3-conv CNN for tests and demos (28 px grayscale, 10 classes).",
+            builder=partial(tiny_cnn, num_classes=10, in_channels=1, image_size=28),
+        ),
+        aliases=("tiny", "tinycnn", "tiny-cnn"),
+    )
+
+
+def get_model_spec(name: str) -> ModelSpec:
+    """The zoo entry for ``name`` or one of its aliases (case-insensitive).
+
+    Raises:
+        UnknownName: no such model; the hint lists close matches.
+    """
+    return ZOO.get(name)
+
+
+def model_specs(variant: str | None = None, paper: str | None = None) -> list[ModelSpec]:
+    """Zoo entries in registration order, optionally filtered by variant and/or paper."""
+    return [
+        spec
+        for spec in ZOO
+        if (variant is None or spec.variant == variant) and (paper is None or spec.paper == paper)
+    ]
+
+
+for _family in _FAMILIES:
+    _register_family(_family)
+_register_extras()

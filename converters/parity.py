@@ -6,6 +6,7 @@ deterministic inputs, one image at a time (artifacts are exported at batch 1).
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
         rows = [np.array(session.run(np.ascontiguousarray(x[None], dtype=np.float32)
                                      .reshape(session.input_shape)), copy=True) for x in inputs]
         del session  # release the runtime while its chatter still goes to the log
+        gc.collect()
     return np.stack([r.reshape(-1) for r in rows])
 
 

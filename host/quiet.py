@@ -42,3 +42,21 @@ def toolchain_output_to_log(logger: logging.Logger):
             for line in text.splitlines():
                 if line.strip():
                     logger.debug("toolchain: %s", line)
+
+
+def silence_runtime_teardown() -> None:
+    """At exit, if LiteRT was loaded in this process, drop what its C++ destructors print.
+
+    LiteRT logs ``DestroyAccelerator`` lines from static destructors after Python has
+    finished; by then the CLI has printed everything it means to.
+    """
+    import atexit
+
+    def at_exit() -> None:
+        if "ai_edge_litert" in sys.modules:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+
+    atexit.register(at_exit)

@@ -12,8 +12,13 @@ from pathlib import Path
 from rich.console import Console
 
 # Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+# Piped into a file or a CI log, tables get room instead of the 80 columns Rich assumes.
+def _piped_width(stream) -> int | None:
+    return None if stream.isatty() or os.environ.get("COLUMNS") else 160
+
+
+out = Console(highlight=False, soft_wrap=True, width=_piped_width(sys.stdout))
+err = Console(stderr=True, highlight=False, width=_piped_width(sys.stderr))
 
 
 @dataclass
@@ -49,7 +54,10 @@ def message(text: str) -> None:
 
 
 def fmt_ms(value: float | None) -> str:
-    return "—" if value is None else (f"{value:.3f}" if value < 10 else f"{value:.1f}")
+    """Milliseconds with about four significant digits (sub-millisecond models are common)."""
+    if value is None:
+        return "—"
+    return f"{value:.4f}" if value < 1 else f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
 def fmt_bytes(size: int | None) -> str:

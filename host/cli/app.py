@@ -73,4 +73,7 @@ _register()
 
 def main() -> None:
     """Console-script entry point."""
+    from aiot.host.quiet import silence_runtime_teardown
+
+    silence_runtime_teardown()
     app()

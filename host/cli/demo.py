@@ -61,7 +61,7 @@ def demo(
                                 params=MeasureParams(min_s=min_s))
         with RichRunListener() as listener:
             records = run_sweep(requests, store, Workspace(results_dir), listener)
-    print_run_table(records)
+    print_run_table(records, compact=True)
     out.print("Every row is a stored record with raw samples and provenance: "
               "`aiot results list`, `aiot results show ID`, `aiot results export --format csv`.")
     if any(r.status != "ok" for r in records):

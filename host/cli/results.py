@@ -21,19 +21,24 @@ FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "fin
                 "load_ms", "accuracy")
 
 
-def print_run_table(records) -> None:
-    """The run table a person reads: format, threads, latency, load time, accuracy, size."""
+def print_run_table(records, compact: bool = False) -> None:
+    """The run table a person reads: format, threads, latency, load time, accuracy, size.
+
+    Args:
+        compact: leave out id, device and model (for one model on one device, as in the demo).
+    """
     from rich.table import Table
 
     from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out
 
-    table = Table("id", "device", "model", "format", "threads", "median ms", "p90 ms", "load ms",
-                  "accuracy", "size", "status")
+    lead = [] if compact else ["id", "device", "model"]
+    table = Table(*lead, "format", "threads", "median ms", "p90 ms", "load ms", "accuracy", "size", "status")
     for r in records:
         status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
-        table.add_row(r.id[:8], r.device or "—", r.model or "—", r.format or "—",
-                      str(r.threads or "—"), fmt_ms(r.median_ms), fmt_ms(r.p90_ms), fmt_ms(r.load_ms),
-                      fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), status)
+        cells = [] if compact else [r.id[:8], r.device or "—", r.model or "—"]
+        table.add_row(*cells, r.format or "—", str(r.threads or "—"), fmt_ms(r.median_ms),
+                      fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy), fmt_bytes(r.size_bytes),
+                      status)
     out.print(table)
 
 

@@ -6,7 +6,7 @@ For one ``.tflite`` model and each thread count, alternates rounds of
 and reports the ratio of their steady-state medians (target 0.98–1.02). Alternating rounds
 in one run keeps machine noise from favouring either side.
 
-Usage: ``python bench/agent_fidelity.py [--model mobilenet_v2] [--threads 1,2] [--rounds 5]``.
+Usage: ``python bench/agent_fidelity.py [--model mobilenet_v2] [--threads 1,2] [--rounds 15]``.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="mobilenet_v2")
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
 

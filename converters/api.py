@@ -87,7 +87,7 @@ def _check_ready(fmt: str, options: dict | None):
     resolved = resolve_options(converter, options)
     avail = converter.availability()
     if not avail.ok:
-        raise MissingDependency(f"the {converter.name} toolchain ({avail.reason})", avail.extra or "all")
+        raise MissingDependency(f"the {converter.name} toolchain", avail.extra or "all", avail.reason)
     return converter, resolved
 
 

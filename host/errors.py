@@ -43,9 +43,10 @@ class UnknownName(AiotError):
 class MissingDependency(AiotError):
     """An optional toolchain is not installed."""
 
-    def __init__(self, what: str, extra: str) -> None:
+    def __init__(self, what: str, extra: str, detail: str | None = None) -> None:
         super().__init__(
-            f"{what} is not installed", f"run: pip install 'aiot[{extra}]'"
+            f"{what} is not installed" + (f" ({detail})" if detail else ""),
+            f"run: pip install 'aiot[{extra}]'",
         )
         self.extra = extra
 

@@ -15,14 +15,16 @@ class AiotGroup(TyperGroup):
     """Turns every AiotError into one line on stderr and exit code 1; Ctrl-C into 130."""
 
     def invoke(self, ctx):
+        from rich.markup import escape
+
         from aiot.host.cli._output import err
 
         try:
             return super().invoke(ctx)
         except AiotError as exc:
-            err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
             if exc.hint:
-                err.print(f"[dim]hint:[/] {exc.hint}", markup=True, highlight=False)
+                err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("interrupted; finished records were kept, unfinished ones marked failed")

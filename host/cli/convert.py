@@ -55,6 +55,8 @@ def convert(
         return
     if not model or not fmt:
         raise UsageError("convert needs a MODEL and --format", "e.g. aiot convert resnet18 --format tflite")
+    from rich.markup import escape
+
     from aiot.converters.api import convert_model
     from aiot.host.cli._output import out, print_json, spinner, state
 
@@ -69,7 +71,7 @@ def convert(
         print_json(report)
         return
     p = res.parity
-    out.print(f"[green]✓[/] {res.artifact} ({res.size_bytes / 1e6:.2f} MB"
+    out.print(f"[green]✓[/] {escape(str(res.artifact))} ({res.size_bytes / 1e6:.2f} MB"
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
     out.print(f"  parity vs PyTorch on {p['n']} inputs: max abs {p['max_abs']:.2e} (tol {p['atol']:.0e}), "
               f"max rel {p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")

@@ -34,6 +34,8 @@ def demo(
     Measures latency and top-1 accuracy on the embedded local device, stores every run and
     prints the table. Cached weights and artifacts are reused on later runs.
     """
+    from rich.markup import escape
+
     from aiot.host.cli._output import message, out, state
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.cli.results import print_run_table
@@ -46,7 +48,7 @@ def demo(
 
     results_dir = state(ctx).results_dir()
     threads = thread_counts(os.cpu_count() or 1)
-    message(f"[bold]aiot demo[/] — results in {results_dir}")
+    message(f"[bold]aiot demo[/] — results in {escape(str(results_dir))}")
     message(f"1/3 training {DEMO_MODEL} on Fashion-MNIST ({epochs} epochs; cached after the first time)")
     with open_store(results_dir) as store:
         with TrainProgress() as progress:

@@ -130,6 +130,8 @@ def push(
     as_json: JsonOpt = False,
 ) -> None:
     """Convert (if needed) and push an artifact and the device agent to a device."""
+    from rich.markup import escape
+
     from aiot.converters.api import convert_model
     from aiot.host.agent_client import AgentSession
     from aiot.host.cli._output import out, print_json, spinner, state
@@ -150,7 +152,8 @@ def push(
         print_json(report)
         return
     verb = "pushed" if pushed.sent else "already on device, not sent again:"
-    out.print(f"[green]✓[/] {verb} {pushed.remote} ({pushed.size / 1e6:.2f} MB)\n  agent in {agent.root}")
+    out.print(f"[green]✓[/] {verb} {escape(pushed.remote)} ({pushed.size / 1e6:.2f} MB)\n"
+              f"  agent in {escape(agent.root)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from aiot.host.cli._output import err, message, progress_enabled
 
 
@@ -30,7 +32,7 @@ class RichRunListener:
     def on_run_start(self, request, index: int, total: int) -> None:
         self._label = request.label()
         if not self._progress:
-            message(f"[{index + 1}/{total}] {self._label}")
+            message(escape(f"[{index + 1}/{total}] {self._label}"))
             return
         if self._sweep is None:
             self._sweep = self._progress.add_task("runs", total=total)
@@ -50,4 +52,4 @@ class RichRunListener:
         if self._progress:
             self._progress.advance(self._sweep)
         if record.status != "ok":
-            message(f"  [red]failed[/]: {record.reason}")
+            message(f"  [red]failed[/]: {escape(record.reason or '')}")

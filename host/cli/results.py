@@ -122,6 +122,8 @@ def export(
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
 ) -> None:
     """Export records as CSV (one row per run) or JSON (full records with raw samples)."""
+    from rich.markup import escape
+
     from aiot.host.cli._output import message
 
     if fmt not in ("csv", "json"):
@@ -134,4 +136,4 @@ def export(
         typer.echo(text, nl=False)
     else:
         write_text_atomic(out_file, text)
-        message(f"wrote {len(records)} records to {out_file}")
+        message(escape(f"wrote {len(records)} records to {out_file}"))

@@ -51,6 +51,8 @@ def train(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
     """Train a zoo model (Adam, cosine schedule) and store the weights and a train record."""
+    from rich.markup import escape
+
     from aiot.host.cli._output import message, out, print_json, state
     from aiot.host.datasets import DATASETS
     from aiot.host.store import open_store
@@ -71,7 +73,7 @@ def train(
         return
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
     out.print(f"[green]✓[/] {spec.name}: test accuracy {result.test_accuracy:.2%} ({how})\n"
-              f"  weights: {result.weights_path}\n  record: {record.id[:8]}")
+              f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}")
 
 
 def register(app: typer.Typer) -> None:

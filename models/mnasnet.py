@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from aiot.models.init import he_conv_identity_bn
+
 # TensorFlow's BatchNorm decay 0.9997 expressed as a PyTorch momentum.
 BN_MOMENTUM = 1 - 0.9997
 
@@ -106,15 +108,10 @@ class MnasNet(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
+        he_conv_identity_bn(self)
         for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Linear):
+            if isinstance(module, nn.Linear):
                 nn.init.kaiming_uniform_(module.weight, mode="fan_out", nonlinearity="sigmoid")
-                nn.init.zeros_(module.bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classifier(self.avgpool(self.layers(x)).flatten(1))

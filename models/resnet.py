@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from aiot.models.init import he_conv_identity_bn
+
 
 def conv3x3(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
     """3x3 convolution with padding 1 and no bias (a BatchNorm follows)."""
@@ -119,13 +121,7 @@ class ResNet(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        # He init for convs (fan_out, as in the paper's reference code); BN starts as identity.
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        he_conv_identity_bn(self)
 
     def forward(self, x: Tensor) -> Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))

@@ -16,6 +16,8 @@ from collections import OrderedDict
 
 from torch import Tensor, nn
 
+from aiot.models.init import he_conv_identity_bn
+
 CHANNELS = (128, 128, 256, 256, 512, 512)
 
 
@@ -57,12 +59,7 @@ class VGGSmall(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        he_conv_identity_bn(self)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.classifier(self.features(x).flatten(1))

@@ -1,9 +1,10 @@
-"""Which device a command talks to, and what we know about it."""
+"""Which device a command talks to, and how to reach it."""
 
 from __future__ import annotations
 
 import os
 
+from aiot.host import inventory
 from aiot.host.errors import UnknownName
 from aiot.host.transports.base import Transport
 from aiot.host.transports.local import LocalTransport
@@ -12,13 +13,36 @@ LOCAL = "local"
 
 
 def known_devices() -> list[str]:
-    """Names of the devices aiot can reach now (the embedded ``local`` device is always one)."""
-    return [LOCAL]
+    """Names of the devices aiot knows: the embedded ``local`` device and the inventory."""
+    return [LOCAL, *sorted(inventory.load())]
 
 
 def resolve_name(explicit: str | None) -> str:
-    """Device choice: explicit ``--device`` > ``$AIOT_DEVICE`` > the embedded ``local``."""
-    return explicit or os.environ.get("AIOT_DEVICE") or LOCAL
+    """Device choice: ``--device`` > ``$AIOT_DEVICE`` > ``$ANDROID_SERIAL`` > the embedded ``local``.
+
+    ``ANDROID_SERIAL`` names an ADB serial; it resolves to the inventory entry with that serial,
+    or to the serial itself.
+    """
+    if explicit:
+        return explicit
+    if os.environ.get("AIOT_DEVICE"):
+        return os.environ["AIOT_DEVICE"]
+    serial = os.environ.get("ANDROID_SERIAL")
+    if serial:
+        by_serial = [e.name for e in inventory.load().values() if e.serial == serial]
+        return by_serial[0] if by_serial else serial
+    return LOCAL
+
+
+def transport_for(entry: inventory.DeviceEntry) -> Transport:
+    """The Transport for an inventory entry (transports are imported only when used)."""
+    if entry.transport == "ssh":
+        from aiot.host.transports.ssh import SshTransport
+
+        return SshTransport(entry)
+    from aiot.host.transports.adb import AdbTransport
+
+    return AdbTransport.from_entry(entry)
 
 
 def open_transport(name: str | None = None) -> Transport:
@@ -30,4 +54,7 @@ def open_transport(name: str | None = None) -> Transport:
     name = resolve_name(name)
     if name == LOCAL:
         return LocalTransport()
-    raise UnknownName("device", name, known_devices())
+    entry = inventory.load().get(name)
+    if entry is None:
+        raise UnknownName("device", name, known_devices())
+    return transport_for(entry)

@@ -23,8 +23,9 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# Fashion-MNIST (the demo's data set) comes from Debian, not from a download at run time.
-apt_install dataset-fashion-mnist
+# Fashion-MNIST (the demo's data set) comes from Debian, not from a download at run time;
+# sshd, ssh and adb back the emulated SSH and ADB devices (`aiot emulator`) and their tests.
+apt_install dataset-fashion-mnist openssh-server openssh-client adb
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV with $($PYTHON --version)"

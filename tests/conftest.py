@@ -28,7 +28,10 @@ def isolated_env(monkeypatch, tmp_path, session_cache):
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("TERMINAL_WIDTH", "200")
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("AIOT_DEVICE", raising=False)
+    monkeypatch.setenv("AIOT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("AIOT_INVENTORY", str(tmp_path / "devices.toml"))
+    for name in ("AIOT_DEVICE", "ANDROID_SERIAL"):
+        monkeypatch.delenv(name, raising=False)
     yield
 
 

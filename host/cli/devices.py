@@ -11,26 +11,115 @@ app = typer.Typer(no_args_is_help=True, help="List and probe devices.")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
+def _rows() -> list[dict]:
+    """local + inventory + ADB-discovered devices, each with a quick state."""
+    from aiot.host import inventory
+    from aiot.host.devices import LOCAL
+    from aiot.host.reachability import adb_states, ssh_state
+    from aiot.host.transports.local import LocalTransport
+
+    rows = [{"name": LOCAL, "transport": "local", "state": "online", "address": "this machine",
+             "workdir": LocalTransport().workdir(), "labels": {}}]
+    adb = adb_states()
+    for entry in inventory.load().values():
+        if entry.transport == "ssh":
+            state, address = ssh_state(entry), f"{entry.user}@{entry.host}:{entry.port or 22}"
+        else:
+            state, address = adb.pop(entry.serial, "offline"), entry.serial
+        rows.append({"name": entry.name, "transport": entry.transport, "state": state, "address": address,
+                     "workdir": entry.workdir, "labels": dict(entry.labels)})
+    for serial, state in adb.items():  # connected phones that are not inventoried (yet)
+        rows.append({"name": serial, "transport": "adb", "state": state, "address": serial,
+                     "workdir": "/data/local/tmp/aiot", "labels": {}})
+    return rows
+
+
 @app.command("list")
 def list_devices(as_json: JsonOpt = False) -> None:
-    """List the devices aiot can reach (the embedded `local` device is always there)."""
+    """List devices: local, the inventory, and phones the adb server sees, with their state."""
+    from rich.markup import escape
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
-    from aiot.host.devices import known_devices, open_transport
 
-    rows = []
-    for name in known_devices():
-        transport = open_transport(name)
-        rows.append({"name": name, "transport": transport.kind, "state": "online",
-                     "workdir": transport.workdir()})
+    rows = _rows()
     if as_json:
         print_json(rows)
         return
-    table = Table("device", "transport", "state", "workdir")
-    for row in rows:
-        table.add_row(row["name"], row["transport"], f"[green]{row['state']}[/]", row["workdir"])
+    table = Table("device", "transport", "state", "address", "labels", "workdir")
+    colour = {"online": "green", "device": "green", "unauthorized": "yellow"}
+    for r in rows:
+        state = f"[{colour.get(r['state'], 'red')}]{r['state']}[/]"
+        labels = ", ".join(f"{k}={v}" for k, v in r["labels"].items())
+        table.add_row(escape(r["name"]), r["transport"], state, escape(r["address"]), escape(labels),
+                      escape(r["workdir"]))
     out.print(table)
+
+
+@app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="A name for the device, e.g. pi4 or pixel7.")],
+    transport: Annotated[str, typer.Option(help="ssh or adb.")],
+    host: Annotated[str | None, typer.Option(help="SSH host name or address.")] = None,
+    port: Annotated[int | None, typer.Option(help="SSH port [default: 22].")] = None,
+    user: Annotated[str | None, typer.Option(help="SSH user.")] = None,
+    key: Annotated[str | None, typer.Option(help="SSH private key file [default: your ssh agent / ~/.ssh keys].")] = None,
+    serial: Annotated[str | None, typer.Option(help="ADB serial (adb devices), e.g. 1A2B3C or 10.0.0.5:5555.")] = None,
+    workdir: Annotated[str | None, typer.Option(help="Folder on the device for aiot's files.")] = None,
+    python: Annotated[str, typer.Option(help="Python on the device that runs the agent.")] = "python3",
+    label: Annotated[list[str], typer.Option("--label", help="KEY=VALUE, e.g. soc=BCM2711 (repeatable).")] = [],  # noqa: B006
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")] = False,
+) -> None:
+    """Add a device to the inventory (an SSH board or an ADB phone)."""
+    from aiot.host import inventory
+    from aiot.host.cli._output import message
+    from aiot.host.cli.convert import parse_options
+
+    default_workdir = "/data/local/tmp/aiot" if transport == "adb" else f"/home/{user or 'root'}/aiot"
+    if user == "root" and transport == "ssh" and workdir is None:
+        default_workdir = "/root/aiot"
+    entry = inventory.DeviceEntry(
+        name=name, transport=transport, host=host, port=port, user=user, key=key, serial=serial,
+        workdir=workdir or default_workdir, python=python, labels=parse_options(label),
+    )
+    inventory.add(entry, replace=replace)
+    hint = f"; next: aiot devices trust {name}" if transport == "ssh" else ""
+    message(f"added {name} ({transport}) to {inventory.inventory_path()}{hint}")
+
+
+@app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="Inventory name.")]) -> None:
+    """Remove a device from the inventory (its files on the device stay)."""
+    from aiot.host import inventory
+    from aiot.host.cli._output import message
+
+    inventory.remove(name)
+    message(f"removed {name}")
+
+
+@app.command("trust")
+def trust(
+    name: Annotated[str, typer.Argument(help="Inventory name of an SSH device.")],
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a recorded key that changed.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Record an SSH device's host key after showing its fingerprint."""
+    from aiot.host import inventory
+    from aiot.host.cli._output import message
+    from aiot.host.errors import UnknownName, UsageError
+    from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
+
+    entry = inventory.load().get(name)
+    if entry is None:
+        raise UnknownName("device", name, inventory.load())
+    if entry.transport != "ssh":
+        raise UsageError(f"'{name}' is an {entry.transport} device; only SSH devices have host keys")
+    key = fetch_host_key(entry)
+    message(f"{name} presents {key.get_name()} key {fingerprint(key)}")
+    if not yes and not typer.confirm("Trust this key?", err=True):
+        raise typer.Exit(1)
+    changed = trust_host_key(entry, key, replace=replace)
+    message(f"{'trusted' if changed else 'already trusted'}: recorded in {known_hosts_path(entry)}")
 
 
 @app.command("info")

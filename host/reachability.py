@@ -1,0 +1,43 @@
+"""A quick, side-effect-free state for each device in ``aiot devices list``."""
+
+from __future__ import annotations
+
+import socket
+
+from aiot.host.inventory import DeviceEntry
+
+
+def ssh_state(entry: DeviceEntry, timeout: float = 1.0) -> str:
+    """``online`` if the SSH port accepts a TCP connection, else ``unreachable``.
+
+    The full check (host key, login) is ``aiot devices info``; listing stays fast.
+    """
+    try:
+        with socket.create_connection((entry.host, entry.port or 22), timeout=timeout):
+            return "online"
+    except OSError:
+        return "unreachable"
+
+
+def adb_states(adb_port: int | None = None) -> dict[str, str]:
+    """``{serial: state}`` from a running adb server; empty when none runs.
+
+    Never starts an adb server: listing devices must not change the machine.
+    """
+    import os
+
+    port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
+            pass
+    except OSError:
+        return {}
+    try:
+        import adbutils
+    except ImportError:
+        return {}
+    try:
+        client = adbutils.AdbClient(host="127.0.0.1", port=port)
+        return {d.serial: d.state for d in client.list()}
+    except Exception:  # a confused server must not break `devices list`
+        return {}

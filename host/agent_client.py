@@ -35,8 +35,10 @@ class AgentSession:
         self.root = deploy_agent(transport, staging)
 
     def close(self) -> None:
+        """Remove the local staging folder and release the device connection."""
         if self._tmp is not None:
             self._tmp.cleanup()
+        self.transport.close()
 
     def __enter__(self) -> AgentSession:
         return self

@@ -91,3 +91,7 @@ class Transport(Protocol):
     def workdir(self) -> str:
         """The directory on the device where aiot keeps the agent, artifacts and data."""
         ...
+
+    def close(self) -> None:
+        """Release connections (a later call reconnects)."""
+        ...

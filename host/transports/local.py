@@ -38,6 +38,9 @@ class LocalTransport:
     def workdir(self) -> str:
         return str(self._root)
 
+    def close(self) -> None:
+        """Nothing to release for this machine."""
+
     def python(self) -> str:
         """The interpreter the agent runs under: the one running aiot, which has its runtimes."""
         return sys.executable

@@ -1,0 +1,59 @@
+"""``aiot emulator``: emulated devices for trying aiot without hardware, and for CI."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Start, list and stop emulated ADB / SSH devices.")
+
+
+@app.command("start")
+def start(
+    kind: Annotated[str, typer.Argument(help="ssh (a private sshd) or adb (a device-side adbd).")],
+    name: Annotated[str | None, typer.Option(help="Device name [default: emu-KIND-N].")] = None,
+    arch: Annotated[str | None, typer.Option(help="x86_64 or arm64 [default: this machine's].")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
+    from aiot.host.cli._output import message, print_json, spinner
+    from aiot.host.emulator import manager
+
+    with spinner(f"starting emulated {kind} device…"):
+        state = manager.start(kind, name=name, arch=arch)
+    if as_json:
+        print_json({"name": state.name, "kind": state.kind, "arch": state.arch, "port": state.port,
+                    "pid": state.pid})
+        return
+    message(f"started {state.name} ({state.kind}, {state.arch}) on 127.0.0.1:{state.port}; "
+            f"try: aiot devices info {state.name}")
+
+
+@app.command("list")
+def list_emulators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False) -> None:
+    """List emulated devices and whether their servers still run."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+    from aiot.host.emulator import manager
+
+    rows = manager.running()
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("name", "kind", "arch", "port", "pid", "state")
+    for r in rows:
+        colour = "green" if r["state"] == "running" else "red"
+        table.add_row(r["name"], r["kind"], r["arch"], str(r["port"]), str(r["pid"]), f"[{colour}]{r['state']}[/]")
+    out.print(table)
+
+
+@app.command("stop")
+def stop(name: Annotated[str, typer.Argument(help="Emulator name.")]) -> None:
+    """Stop an emulated device and remove it from the inventory."""
+    from aiot.host.cli._output import message
+    from aiot.host.emulator import manager
+
+    manager.stop(name)
+    message(f"stopped {name}")

@@ -1,0 +1,85 @@
+"""Start, list and stop emulated devices; each one is also an inventory entry."""
+
+from __future__ import annotations
+
+import platform
+
+from aiot.host import inventory
+from aiot.host.emulator.ssh import remove_folder
+from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
+from aiot.host.errors import UnknownName, UsageError
+
+KINDS = ("ssh", "adb")
+
+
+def _default_name(kind: str) -> str:
+    taken = {s.name for s in load_all()} | set(inventory.load())
+    n = 1
+    while f"emu-{kind}-{n}" in taken:
+        n += 1
+    return f"emu-{kind}-{n}"
+
+
+def _native_arch() -> str:
+    machine = platform.machine().lower()
+    return {"aarch64": "arm64", "amd64": "x86_64"}.get(machine, machine)
+
+
+def start(kind: str, name: str | None = None, arch: str | None = None) -> EmulatorState:
+    """Start an emulated device in the background and add it to the inventory."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown emulator kind '{kind}'", f"use one of {', '.join(KINDS)}")
+    arch = arch or _native_arch()
+    if arch != _native_arch():
+        raise UsageError(f"--arch {arch} emulation is not implemented yet",
+                         f"use the native --arch {_native_arch()}")
+    name = name or _default_name(kind)
+    existing = inventory.load()
+    if name in existing:
+        raise UsageError(f"device '{name}' is already in the inventory", "choose another --name")
+    folder = emulators_dir() / name
+    if folder.exists():
+        raise UsageError(f"emulator folder {folder} already exists", f"run: aiot emulator stop {name}")
+    folder.mkdir(parents=True)
+    proc = None
+    try:
+        proc, port, entry = _start_server(kind, name, folder)
+        state = EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port, folder=str(folder))
+        state.save()
+        inventory.add(entry)
+    except BaseException:
+        # Half-started emulators leave nothing behind: no process, no folder, no entry.
+        if proc is not None:
+            proc.kill()
+        remove_folder(folder)
+        raise
+    return state
+
+
+def _start_server(kind: str, name: str, folder):
+    if kind == "ssh":
+        from aiot.host.emulator.ssh import start_sshd
+
+        return start_sshd(name, folder)
+    from aiot.host.emulator.adb import start_adb_device
+
+    return start_adb_device(name, folder)
+
+
+def running() -> list[dict]:
+    """Every known emulator with its state (running or dead)."""
+    return [{"name": s.name, "kind": s.kind, "arch": s.arch, "port": s.port, "pid": s.pid,
+             "state": "running" if s.alive() else "dead", "folder": s.folder} for s in load_all()]
+
+
+def stop(name: str) -> EmulatorState:
+    """Stop emulator ``name``, remove it from the inventory and delete its files."""
+    states = {s.name: s for s in load_all()}
+    if name not in states:
+        raise UnknownName("emulator", name, states)
+    state = states[name]
+    state.terminate()
+    if name in inventory.load():
+        inventory.remove(name)
+    remove_folder(emulators_dir() / name)
+    return state

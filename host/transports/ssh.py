@@ -1,0 +1,272 @@
+"""Boards and Linux machines over SSH (paramiko): exec with exit status, SFTP files.
+
+Host keys are always checked against a known_hosts file: an unknown key is refused until the
+user trusts it explicitly (``aiot devices trust NAME``), a changed key is refused loudly.
+Keys and passwords are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import select
+import stat as statmod
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aiot.host.errors import MissingDependency, TransportError
+from aiot.host.fileio import atomic_path
+from aiot.host.inventory import DeviceEntry, config_dir
+from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.quoting import build_command
+
+log = logging.getLogger(__name__)
+KEEPALIVE_S = 15
+CONNECT_TIMEOUT_S = 10
+
+
+def known_hosts_path(entry: DeviceEntry) -> Path:
+    """The known_hosts file aiot checks for this device."""
+    return Path(entry.known_hosts).expanduser() if entry.known_hosts else config_dir() / "known_hosts"
+
+
+def host_key_name(entry: DeviceEntry) -> str:
+    """``host`` for port 22, ``[host]:port`` otherwise (OpenSSH's known_hosts convention)."""
+    port = entry.port or 22
+    return entry.host if port == 22 else f"[{entry.host}]:{port}"
+
+
+def _paramiko():
+    try:
+        import paramiko
+    except ImportError:
+        raise MissingDependency("paramiko (SSH support)", "ssh") from None
+    return paramiko
+
+
+class SshTransport:
+    """A device reached over SSH, described by an inventory entry."""
+
+    kind = "ssh"
+
+    def __init__(self, entry: DeviceEntry) -> None:
+        self.name = entry.name
+        self.entry = entry
+        self._client = None
+        self._sftp = None
+
+    # -- connection ------------------------------------------------------------------------
+
+    def _connect(self):
+        if self._client is not None and self._client.get_transport() and self._client.get_transport().is_active():
+            return self._client
+        paramiko = _paramiko()
+        client = paramiko.SSHClient()
+        hosts = known_hosts_path(self.entry)
+        if hosts.exists():
+            client.load_host_keys(str(hosts))
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        where = f"{self.entry.user}@{self.entry.host}:{self.entry.port or 22}"
+        try:
+            client.connect(
+                self.entry.host, port=self.entry.port or 22, username=self.entry.user,
+                key_filename=str(Path(self.entry.key).expanduser()) if self.entry.key else None,
+                look_for_keys=self.entry.key is None, allow_agent=self.entry.key is None,
+                timeout=CONNECT_TIMEOUT_S, banner_timeout=CONNECT_TIMEOUT_S, auth_timeout=CONNECT_TIMEOUT_S,
+            )
+        except paramiko.BadHostKeyException:
+            raise TransportError(
+                f"host key of '{self.name}' ({where}) has CHANGED since it was trusted: refusing to connect",
+                f"if the device was reinstalled, verify and run: aiot devices trust {self.name} --replace",
+            ) from None
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise TransportError(
+                    f"host key of '{self.name}' ({where}) is unknown",
+                    f"verify the fingerprint and run: aiot devices trust {self.name}",
+                ) from None
+            if isinstance(exc, paramiko.AuthenticationException):
+                raise TransportError(f"'{self.name}' refused the SSH key for {where}",
+                                     "check --key and the device's authorized_keys") from None
+            raise TransportError(f"SSH to '{self.name}' ({where}) failed: {exc}") from None
+        except OSError as exc:
+            raise TransportError(f"cannot reach '{self.name}' at {where}: {exc.strerror or exc}",
+                                 "is the device on and the address right? see: aiot devices list") from None
+        client.get_transport().set_keepalive(KEEPALIVE_S)
+        self._client, self._sftp = client, None
+        return client
+
+    def _sftp_client(self):
+        if self._sftp is None:
+            self._sftp = self._connect().open_sftp()
+        return self._sftp
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = self._sftp = None
+
+    # -- Transport ---------------------------------------------------------------------------
+
+    def workdir(self) -> str:
+        return self.entry.workdir
+
+    def python(self) -> str:
+        return self.entry.python
+
+    def shell(self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
+              timeout: float | None = None, on_line: LineCallback | None = None) -> ShellResult:
+        command = build_command(argv, cwd=cwd, env=env)
+        start = time.perf_counter()
+        try:
+            channel = self._connect().get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
+            channel.exec_command(command)
+            stdout, stderr = self._drain(channel, timeout, on_line, argv[0])
+            code = channel.recv_exit_status()
+        except (OSError, EOFError) as exc:
+            self.close()
+            raise TransportError(f"connection to '{self.name}' lost: {exc or type(exc).__name__}",
+                                 "check the device; the next command reconnects") from None
+        return ShellResult(command, code, stdout, stderr, time.perf_counter() - start)
+
+    def _drain(self, channel, timeout, on_line, program) -> tuple[str, str]:
+        """Read stdout (line by line to ``on_line``) and stderr until the command exits."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        out, err, partial = [], [], b""
+        while True:
+            select.select([channel], [], [], 0.05)
+            while channel.recv_ready():
+                chunk = channel.recv(65536)
+                out.append(chunk)
+                if on_line:
+                    partial += chunk
+                    *lines, partial = partial.split(b"\n")
+                    for line in lines:
+                        on_line(line.decode(errors="replace"))
+            while channel.recv_stderr_ready():
+                err.append(channel.recv_stderr(65536))
+            if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
+                break
+            if not channel.get_transport().is_active():
+                raise EOFError("SSH transport closed")
+            if deadline is not None and time.monotonic() > deadline:
+                channel.close()
+                raise TransportError(f"command on {self.name} timed out after {timeout:g} s: {program}",
+                                     "raise --timeout or check that the device is not overloaded")
+        if on_line and partial:
+            on_line(partial.decode(errors="replace"))
+        return b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace")
+
+    def _mkdirs(self, sftp, folder: str) -> None:
+        parts, path = folder.strip("/").split("/"), ""
+        for part in parts:
+            path += "/" + part
+            try:
+                sftp.stat(path)
+            except OSError:
+                sftp.mkdir(path)
+
+    def push(self, local: Path, remote: str) -> None:
+        sftp = self._sftp_client()
+        tmp = f"{remote}.part-{uuid.uuid4().hex[:8]}"
+        try:
+            self._mkdirs(sftp, posixpath.dirname(remote))
+            sftp.put(str(local), tmp)
+            sftp.posix_rename(tmp, remote)
+        except OSError as exc:
+            self._try_remove(sftp, tmp)
+            raise TransportError(f"push of {local} to {self.name}:{remote} failed: {exc}",
+                                 "check free space and permissions: aiot devices doctor " + self.name) from None
+
+    @staticmethod
+    def _try_remove(sftp, path: str) -> None:
+        try:
+            sftp.remove(path)
+        except OSError:
+            pass
+
+    def pull(self, remote: str, local: Path) -> None:
+        sftp = self._sftp_client()
+        try:
+            with atomic_path(Path(local)) as tmp:
+                sftp.get(remote, str(tmp))
+        except OSError as exc:
+            raise TransportError(f"pull of {self.name}:{remote} failed: {exc}") from None
+
+    def exists(self, remote: str) -> bool:
+        return self.stat(remote) is not None
+
+    def stat(self, remote: str) -> FileStat | None:
+        try:
+            st = self._sftp_client().stat(remote)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise TransportError(f"stat of {self.name}:{remote} failed: {exc}") from None
+        return FileStat(remote, st.st_size or 0, float(st.st_mtime or 0), statmod.S_ISDIR(st.st_mode or 0))
+
+    def info(self) -> dict:
+        from aiot.host.probe import probe_linux
+
+        facts = probe_linux(self)
+        facts.update({"transport": "ssh", "address": f"{self.entry.host}:{self.entry.port or 22}",
+                      "user": self.entry.user, "python_path": self.python(), "labels": dict(self.entry.labels)})
+        return facts
+
+
+def fetch_host_key(entry: DeviceEntry):
+    """The host key the server at ``entry`` presents (for the user to verify and trust)."""
+    paramiko = _paramiko()
+    import socket
+
+    try:
+        sock = socket.create_connection((entry.host, entry.port or 22), timeout=CONNECT_TIMEOUT_S)
+    except OSError as exc:
+        raise TransportError(f"cannot reach '{entry.name}' at {entry.host}:{entry.port or 22}: {exc}") from None
+    transport = paramiko.Transport(sock)
+    try:
+        transport.start_client(timeout=CONNECT_TIMEOUT_S)
+        return transport.get_remote_server_key()
+    except paramiko.SSHException as exc:
+        raise TransportError(f"'{entry.name}' did not complete an SSH handshake: {exc}") from None
+    finally:
+        transport.close()
+
+
+def trust_host_key(entry: DeviceEntry, key, replace: bool = False) -> bool:
+    """Record ``key`` for ``entry`` in its known_hosts; returns False if it was already there.
+
+    Raises:
+        TransportError: a different key is recorded and ``replace`` is False.
+    """
+    paramiko = _paramiko()
+    path = known_hosts_path(entry)
+    hosts = paramiko.HostKeys()
+    if path.exists():
+        hosts.load(str(path))
+    name = host_key_name(entry)
+    known = hosts.lookup(name) or {}
+    current = known.get(key.get_name())
+    if current is not None and current == key:
+        return False
+    if known and not replace:
+        raise TransportError(f"a different host key is recorded for '{entry.name}' ({name})",
+                             f"verify it, then run: aiot devices trust {entry.name} --replace")
+    if replace and name in hosts:
+        del hosts[name]
+    hosts.add(name, key.get_name(), key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        hosts.save(str(tmp))
+    return True
+
+
+def fingerprint(key) -> str:
+    """``SHA256:...`` as OpenSSH prints it."""
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")

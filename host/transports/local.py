@@ -21,6 +21,16 @@ def _atomic_copy(src: Path, dst: Path) -> None:
     write_atomic(dst, lambda tmp: shutil.copyfile(src, tmp))
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the command's whole process group (sh, the agent and anything it started)."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class LocalTransport:
     """Runs commands with ``/bin/sh`` on this machine and copies files on the local disk.
 
@@ -62,21 +72,22 @@ class LocalTransport:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                start_new_session=False,
+                # Own process group: a timeout kills the command and its children, not just sh.
+                start_new_session=True,
             )
         except OSError as exc:
             raise TransportError(f"cannot start /bin/sh on {self.name}: {exc}") from None
         try:
             stdout, stderr = self._communicate(proc, timeout, on_line)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _kill_group(proc)
             proc.wait()
             raise TransportError(
                 f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
                 "raise --timeout or check that the device is not overloaded",
             ) from None
         except BaseException:
-            proc.kill()
+            _kill_group(proc)
             proc.wait()
             raise
         return ShellResult(command, proc.returncode, stdout, stderr, time.perf_counter() - start)
@@ -96,7 +107,7 @@ class LocalTransport:
 
         def on_deadline() -> None:
             expired.set()
-            proc.kill()
+            _kill_group(proc)
 
         watchdog = threading.Timer(timeout, on_deadline) if timeout else None
         if watchdog:

@@ -14,6 +14,7 @@ import stat as statmod
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from aiot.host.errors import MissingDependency, TransportError
@@ -103,6 +104,20 @@ class SshTransport:
             self._sftp = self._connect().open_sftp()
         return self._sftp
 
+    @contextmanager
+    def _dropped_connection(self, what: str):
+        """Turn a connection lost during an SFTP call into TransportError (OSError passes through).
+
+        paramiko reports a dropped server as SSHException or EOFError, not as OSError.
+        """
+        paramiko = _paramiko()
+        try:
+            yield
+        except (EOFError, paramiko.SSHException) as exc:
+            self.close()
+            raise TransportError(f"{what} on '{self.name}' failed: connection lost ({exc or type(exc).__name__})",
+                                 "check the device; the next command reconnects") from None
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
@@ -169,14 +184,15 @@ class SshTransport:
                 sftp.mkdir(path)
 
     def push(self, local: Path, remote: str) -> None:
-        sftp = self._sftp_client()
         tmp = f"{remote}.part-{uuid.uuid4().hex[:8]}"
         try:
-            self._mkdirs(sftp, posixpath.dirname(remote))
-            sftp.put(str(local), tmp)
-            sftp.posix_rename(tmp, remote)
+            with self._dropped_connection(f"push to {remote}"):
+                sftp = self._sftp_client()
+                self._mkdirs(sftp, posixpath.dirname(remote))
+                sftp.put(str(local), tmp)
+                sftp.posix_rename(tmp, remote)
         except OSError as exc:
-            self._try_remove(sftp, tmp)
+            self._try_remove(self._sftp_client(), tmp)
             raise TransportError(f"push of {local} to {self.name}:{remote} failed: {exc}",
                                  "check free space and permissions: aiot devices doctor " + self.name) from None
 
@@ -188,10 +204,9 @@ class SshTransport:
             pass
 
     def pull(self, remote: str, local: Path) -> None:
-        sftp = self._sftp_client()
         try:
-            with atomic_path(Path(local)) as tmp:
-                sftp.get(remote, str(tmp))
+            with self._dropped_connection(f"pull of {remote}"), atomic_path(Path(local)) as tmp:
+                self._sftp_client().get(remote, str(tmp))
         except OSError as exc:
             raise TransportError(f"pull of {self.name}:{remote} failed: {exc}") from None
 
@@ -200,7 +215,8 @@ class SshTransport:
 
     def stat(self, remote: str) -> FileStat | None:
         try:
-            st = self._sftp_client().stat(remote)
+            with self._dropped_connection(f"stat of {remote}"):
+                st = self._sftp_client().stat(remote)
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -164,3 +164,20 @@ def test_devices_add_trust_remove_cli(cli, sshd):
     assert cli.json("devices", "info", "lab-pi")["labels"] == {"soc": "BCM2711"}
     cli("devices", "remove", "lab-pi")
     assert "unknown device 'lab-pi'" in cli("devices", "info", "lab-pi", code=1).stderr
+
+
+def test_file_calls_after_the_device_vanished_raise_transport_errors(tmp_path):
+    import os
+    import signal
+
+    from aiot.host.emulator.state import descendants
+
+    proc, _, entry = start_sshd("gone", tmp_path)
+    ssh = SshTransport(entry)
+    assert ssh.exists(entry.workdir)  # an SFTP session is open now
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        os.kill(pid, signal.SIGKILL)
+    proc.wait(5)
+    for call in (lambda: ssh.stat(entry.workdir), lambda: ssh.pull(entry.workdir + "/x", tmp_path / "x")):
+        with pytest.raises(TransportError, match="gone"):
+            call()

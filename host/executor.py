@@ -54,7 +54,7 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     dataset = _push_dataset(request, workspace, session.transport)
     listener.on_stage(request, "measure")
     result = session.run(_agent_spec(request, pushed.remote, converter.backend, dataset),
-                         on_progress=listener.on_progress)
+                         timeout=request.params.run_timeout(), on_progress=listener.on_progress)
     provenance.update(
         artifact={"file": conv.artifact.name, "sha256": conv.sha256, "size_bytes": conv.size_bytes,
                   "parity": conv.parity},

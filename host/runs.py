@@ -20,6 +20,9 @@ from aiot.host.store.store import RunRecord, Store
 log = logging.getLogger(__name__)
 
 
+RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
+
+
 @dataclass(frozen=True)
 class MeasureParams:
     """Timing knobs, TFLite ``benchmark_model`` semantics (see the device agent)."""
@@ -30,8 +33,15 @@ class MeasureParams:
     min_s: float = 1.0
     max_s: float = 150.0
     seed: int = 0
+    timeout_s: float | None = None  # None: max_s + warm-up + RUN_SLACK_S for load and accuracy
+
+    def run_timeout(self) -> float:
+        """Seconds after which a run's agent is killed and the run recorded as failed."""
+        return self.timeout_s or self.max_s + self.warmup_min_s + RUN_SLACK_S
 
     def validate(self) -> MeasureParams:
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise UsageError("--timeout must be > 0 seconds")
         if self.min_runs < 1 or self.warmup_runs < 0:
             raise UsageError("--min-runs must be ≥ 1 and --warmup-runs ≥ 0")
         if min(self.warmup_min_s, self.min_s, self.max_s) < 0 or self.max_s < self.min_s:

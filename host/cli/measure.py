@@ -19,6 +19,7 @@ WarmupMinS = Annotated[float, typer.Option(help="Warm-up seconds (at least).")]
 MinRuns = Annotated[int, typer.Option(help="Timed iterations (at least).")]
 MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
 MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
+Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed [default: max-s + warm-up + 300].")]
 
 
 def split_list(value: str, what: str) -> list[str]:
@@ -90,13 +91,13 @@ def run(
     threads: Annotated[int, typer.Option(help="Inference threads.")] = 1,
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, as_json: JsonOpt = False,
+    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
 
-    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s)
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
            dataset, limit, params, as_json)
 
@@ -109,14 +110,14 @@ def sweep(
     threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, as_json: JsonOpt = False,
+    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
 ) -> None:
     """Measure every combination of devices × models × formats × thread counts."""
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
 
     devices = split_list(device, "devices") if device else [resolve_name(None)]
-    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s)
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
            parse_threads(threads), weights, dataset, limit, params, as_json)
 

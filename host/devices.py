@@ -10,6 +10,7 @@ from aiot.host.transports.base import Transport
 from aiot.host.transports.local import LocalTransport
 
 LOCAL = "local"
+ANDROID_WORKDIR = "/data/local/tmp/aiot"  # the one place every app may write on a stock phone
 
 
 def known_devices() -> list[str]:
@@ -54,7 +55,16 @@ def open_transport(name: str | None = None) -> Transport:
     name = resolve_name(name)
     if name == LOCAL:
         return LocalTransport()
-    entry = inventory.load().get(name)
+    entry = inventory.load().get(name) or _connected_phone(name)
     if entry is None:
         raise UnknownName("device", name, known_devices())
     return transport_for(entry)
+
+
+def _connected_phone(serial: str) -> inventory.DeviceEntry | None:
+    """An ad-hoc entry for a device the adb server sees but the inventory does not list."""
+    from aiot.host.reachability import adb_states
+
+    if serial not in adb_states():
+        return None
+    return inventory.DeviceEntry(name=serial, transport="adb", serial=serial, workdir=ANDROID_WORKDIR)

@@ -19,10 +19,14 @@ def ssh_state(entry: DeviceEntry, timeout: float = 1.0) -> str:
         return "unreachable"
 
 
-def adb_states(adb_port: int | None = None) -> dict[str, str]:
-    """``{serial: state}`` from a running adb server; empty when none runs.
+# adb's own words for a device state, in the words `aiot devices list` uses for every transport.
+_ADB_STATE = {"device": "online", "offline": "offline", "unauthorized": "unauthorized"}
 
-    Never starts an adb server: listing devices must not change the machine.
+
+def adb_states(adb_port: int | None = None) -> dict[str, str]:
+    """``{serial: state}`` (online, offline, unauthorized, ...) from a running adb server.
+
+    Empty when no server runs: listing devices never starts one, so it does not change the machine.
     """
     import os
 
@@ -38,6 +42,6 @@ def adb_states(adb_port: int | None = None) -> dict[str, str]:
         return {}
     try:
         client = adbutils.AdbClient(host="127.0.0.1", port=port)
-        return {d.serial: d.state for d in client.list()}
+        return {d.serial: _ADB_STATE.get(d.state, d.state) for d in client.list()}
     except Exception:  # a confused server must not break `devices list`
         return {}

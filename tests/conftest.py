@@ -19,6 +19,32 @@ def session_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("aiot-cache")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_adb_server():
+    """A private adb server port for the session (never the user's 5037), killed at the end.
+
+    Tests that need ADB start the server on demand through aiot; this only isolates it.
+    """
+    import os
+
+    from aiot.host.emulator.ssh import free_port
+
+    previous = os.environ.get("ANDROID_ADB_SERVER_PORT")
+    os.environ["ANDROID_ADB_SERVER_PORT"] = str(free_port())
+    yield
+    try:
+        from aiot.host.transports.adb import client, server_running
+
+        if server_running():
+            client().server_kill()
+    except Exception:  # noqa: BLE001 - adbutils missing or the server already gone
+        pass
+    if previous is None:
+        os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
+    else:
+        os.environ["ANDROID_ADB_SERVER_PORT"] = previous
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path, session_cache):
     monkeypatch.setenv("AIOT_RESULTS_DIR", str(tmp_path / "results"))

@@ -14,7 +14,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 def _rows() -> list[dict]:
     """local + inventory + ADB-discovered devices, each with a quick state."""
     from aiot.host import inventory
-    from aiot.host.devices import LOCAL
+    from aiot.host.devices import ANDROID_WORKDIR, LOCAL
     from aiot.host.reachability import adb_states, ssh_state
     from aiot.host.transports.local import LocalTransport
 
@@ -25,12 +25,12 @@ def _rows() -> list[dict]:
         if entry.transport == "ssh":
             state, address = ssh_state(entry), f"{entry.user}@{entry.host}:{entry.port or 22}"
         else:
-            state, address = adb.pop(entry.serial, "offline"), entry.serial
+            state, address = adb.pop(entry.serial, "unreachable"), entry.serial
         rows.append({"name": entry.name, "transport": entry.transport, "state": state, "address": address,
                      "workdir": entry.workdir, "labels": dict(entry.labels)})
     for serial, state in adb.items():  # connected phones that are not inventoried (yet)
         rows.append({"name": serial, "transport": "adb", "state": state, "address": serial,
-                     "workdir": "/data/local/tmp/aiot", "labels": {}})
+                     "workdir": ANDROID_WORKDIR, "labels": {}})
     return rows
 
 
@@ -47,7 +47,7 @@ def list_devices(as_json: JsonOpt = False) -> None:
         print_json(rows)
         return
     table = Table("device", "transport", "state", "address", "labels", "workdir")
-    colour = {"online": "green", "device": "green", "unauthorized": "yellow"}
+    colour = {"online": "green", "unauthorized": "yellow", "offline": "yellow"}
     for r in rows:
         state = f"[{colour.get(r['state'], 'red')}]{r['state']}[/]"
         labels = ", ".join(f"{k}={v}" for k, v in r["labels"].items())
@@ -72,10 +72,11 @@ def add(
 ) -> None:
     """Add a device to the inventory (an SSH board or an ADB phone)."""
     from aiot.host import inventory
+    from aiot.host.devices import ANDROID_WORKDIR
     from aiot.host.cli._output import message
     from aiot.host.cli.convert import parse_options
 
-    default_workdir = "/data/local/tmp/aiot" if transport == "adb" else f"/home/{user or 'root'}/aiot"
+    default_workdir = ANDROID_WORKDIR if transport == "adb" else f"/home/{user or 'root'}/aiot"
     if user == "root" and transport == "ssh" and workdir is None:
         default_workdir = "/root/aiot"
     entry = inventory.DeviceEntry(

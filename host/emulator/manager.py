@@ -79,6 +79,10 @@ def stop(name: str) -> EmulatorState:
         raise UnknownName("emulator", name, states)
     state = states[name]
     state.terminate()
+    if state.kind == "adb":
+        from aiot.host.transports.adb import forget_tcp
+
+        forget_tcp(f"127.0.0.1:{state.port}")  # or the adb server keeps retrying it
     if name in inventory.load():
         inventory.remove(name)
     remove_folder(emulators_dir() / name)

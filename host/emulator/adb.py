@@ -1,0 +1,112 @@
+"""An emulated ADB device: aiot's adbd on a loopback port, attached to the real adb server.
+
+The device is reached exactly like a phone in wireless debugging: the adb server connects to
+``127.0.0.1:PORT`` and everything (adbutils, the ``adb`` CLI, aiot) goes through the server.
+Shell commands run on this machine, with a ``getprop`` stand-in first on ``PATH`` that
+answers with the properties below; the device's workdir is a folder of the emulator.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from aiot.host.emulator.ssh import free_port, wait_for_port
+from aiot.host.inventory import DeviceEntry
+
+# The adb server probes 127.0.0.1:5555..5585 on start and grabs anything there as an
+# "emulator-NNNN"; our devices stay outside that range and are connected explicitly.
+_SERVER_SCAN = range(5554, 5587)
+
+_GETPROP = """#!/bin/sh
+# getprop stand-in of an aiot emulated ADB device: no argument lists all, one prints one value.
+props="$(dirname "$0")/../props.txt"
+if [ $# -eq 0 ]; then cat "$props"; exit 0; fi
+while IFS= read -r line; do
+  case "$line" in "[$1]: ["*) v=${line#"[$1]: ["}; printf '%s\\n' "${v%]}"; exit 0;; esac
+done < "$props"
+echo
+"""
+
+
+def _abi() -> str:
+    machine = platform.machine().lower()
+    return {"aarch64": "arm64-v8a", "arm64": "arm64-v8a", "x86_64": "x86_64", "amd64": "x86_64"}.get(machine, machine)
+
+
+def device_props(name: str) -> dict[str, str]:
+    """What ``getprop`` answers on the emulated device; honest about being an emulator."""
+    return {
+        "ro.product.name": "aiot_emulated",
+        "ro.product.model": f"aiot-adbd {name}",
+        "ro.product.device": "aiot_emulated",
+        "ro.product.manufacturer": "aiot (emulated)",
+        "ro.product.cpu.abi": _abi(),
+        "ro.hardware": platform.machine(),
+        "ro.aiot.emulated": "1",
+    }
+
+
+def _free_port_outside_scan() -> int:
+    while True:
+        port = free_port()
+        if port not in _SERVER_SCAN:
+            return port
+
+
+def write_device_files(folder: Path, name: str) -> None:
+    """``props.txt`` and ``bin/getprop`` for the emulator in ``folder``."""
+    props = device_props(name)
+    (folder / "props.txt").write_text("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "getprop").write_text(_GETPROP)
+    (bin_dir / "getprop").chmod(0o755)
+
+
+def launch_adbd(folder: Path, port: int, auth_keys: Path | None = None,
+                shell_v2: bool = True) -> subprocess.Popen:
+    """Start the adbd process for ``folder`` on ``port`` and wait until it listens."""
+    argv = [sys.executable, "-m", "aiot.host.emulator.adbd", "--port", str(port),
+            "--props", str(folder / "props.txt"), "--bin", str(folder / "bin")]
+    if auth_keys is not None:
+        argv += ["--auth-keys", str(auth_keys)]
+    if not shell_v2:
+        argv.append("--no-shell-v2")
+    log = open(folder / "adbd.log", "ab")
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    wait_for_port(port, 15, proc)
+    return proc
+
+
+def start_adb_device(name: str, folder: Path, port: int | None = None, auth_keys: Path | None = None,
+                     shell_v2: bool = True) -> tuple[subprocess.Popen, int, DeviceEntry]:
+    """Start emulator ``name`` in ``folder``; returns (process, port, inventory entry).
+
+    The device is connected to the adb server (started if needed) before this returns.
+    """
+    from aiot.host.transports.adb import connect_tcp
+
+    write_device_files(folder, name)
+    port = port or _free_port_outside_scan()
+    proc = launch_adbd(folder, port, auth_keys, shell_v2)
+    serial = f"127.0.0.1:{port}"
+    try:
+        connect_tcp(serial)
+    except BaseException:
+        proc.kill()
+        raise
+    workdir = folder / "fs" / "data" / "local" / "tmp" / "aiot"
+    workdir.mkdir(parents=True, exist_ok=True)
+    entry = DeviceEntry(
+        name=name, transport="adb", serial=serial, workdir=str(workdir),
+        # The emulated device runs on this machine, so its agent uses this Python and runtimes.
+        python=sys.executable,
+        labels={"emulated": "adb", "board": "aiot emulator (adbd on loopback via the adb server)"},
+    )
+    return proc, port, entry
+
+
+__all__ = ["device_props", "launch_adbd", "start_adb_device", "write_device_files"]

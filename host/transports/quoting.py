@@ -19,9 +19,13 @@ def quote(arg: str) -> str:
 
 
 def build_command(
-    argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None
+    argv: Sequence[str], cwd: str | None = None, env: Mapping[str, str] | None = None,
+    replace_shell: bool = False,
 ) -> str:
     """A shell command line that runs ``argv`` in ``cwd`` with extra ``env`` variables.
+
+    With ``replace_shell`` the program replaces the shell (``exec``), so the shell's PID
+    (``$$``) is the program's: a transport can then kill exactly it on a timeout.
 
     Raises:
         ValueError: an empty argv or an environment variable name that is not an identifier.
@@ -36,5 +40,7 @@ def build_command(
             if not name or not set(name) <= _ENV_NAME_OK or name[0].isdigit():
                 raise ValueError(f"invalid environment variable name {name!r}")
             parts.append(f"{name}={quote(value)}")
+    if replace_shell:
+        parts.append("exec")
     parts.append(" ".join(quote(a) for a in argv))
     return " ".join(parts)

@@ -25,6 +25,7 @@ from aiot.host.transports.quoting import build_command
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15
+PID_MARKER = "@@AIOT_PID "
 CONNECT_TIMEOUT_S = 10
 
 
@@ -134,17 +135,31 @@ class SshTransport:
     def shell(self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,
               timeout: float | None = None, on_line: LineCallback | None = None) -> ShellResult:
         command = build_command(argv, cwd=cwd, env=env)
+        # sshd does not kill a command whose channel closes, so the command reports its PID
+        # first (it replaces the shell, so $$ is its own) and a timeout kills it by that PID.
+        wrapped = f"echo {PID_MARKER}$$ >&2; " + build_command(argv, cwd=cwd, env=env, replace_shell=True)
         start = time.perf_counter()
         try:
             channel = self._connect().get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
-            channel.exec_command(command)
+            channel.exec_command(wrapped)
             stdout, stderr = self._drain(channel, timeout, on_line, argv[0])
             code = channel.recv_exit_status()
         except (OSError, EOFError) as exc:
             self.close()
             raise TransportError(f"connection to '{self.name}' lost: {exc or type(exc).__name__}",
                                  "check the device; the next command reconnects") from None
-        return ShellResult(command, code, stdout, stderr, time.perf_counter() - start)
+        return ShellResult(command, code, stdout, _without_pid_line(stderr), time.perf_counter() - start)
+
+    def _kill_remote(self, pid: int | None) -> None:
+        """SIGKILL the timed-out command by the PID it reported (best effort)."""
+        if pid is None:
+            return
+        try:
+            kill = self._connect().get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
+            kill.exec_command(build_command(["kill", "-9", str(pid)]))
+            kill.recv_exit_status()
+        except (OSError, EOFError, TransportError):
+            pass
 
     def _drain(self, channel, timeout, on_line, program) -> tuple[str, str]:
         """Read stdout (line by line to ``on_line``) and stderr until the command exits."""
@@ -168,6 +183,7 @@ class SshTransport:
                 raise EOFError("SSH transport closed")
             if deadline is not None and time.monotonic() > deadline:
                 channel.close()
+                self._kill_remote(_reported_pid(b"".join(err)))
                 raise TransportError(f"command on {self.name} timed out after {timeout:g} s: {program}",
                                      "raise --timeout or check that the device is not overloaded")
         if on_line and partial:
@@ -230,6 +246,19 @@ class SshTransport:
         facts.update({"transport": "ssh", "address": f"{self.entry.host}:{self.entry.port or 22}",
                       "user": self.entry.user, "python_path": self.python(), "labels": dict(self.entry.labels)})
         return facts
+
+
+def _reported_pid(stderr: bytes) -> int | None:
+    """The PID from the marker line the wrapped command prints first on stderr."""
+    first, newline, _ = stderr.partition(b"\n")
+    if not newline or not first.startswith(PID_MARKER.encode()):
+        return None
+    value = first[len(PID_MARKER):]
+    return int(value) if value.isdigit() else None
+
+
+def _without_pid_line(stderr: str) -> str:
+    return stderr.split("\n", 1)[1] if stderr.startswith(PID_MARKER) else stderr
 
 
 def fetch_host_key(entry: DeviceEntry):

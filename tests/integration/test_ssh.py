@@ -1,6 +1,7 @@
 """SshTransport against a real OpenSSH sshd (the emulated SSH device), and the CLI on top."""
 
 import hashlib
+import time
 import subprocess
 from dataclasses import replace
 
@@ -46,9 +47,12 @@ def test_lines_stream_and_timeout(ssh):
     lines = []
     ssh.shell(["sh", "-c", "echo one; echo two"], on_line=lines.append)
     assert lines == ["one", "two"]
+    marker = f"{ssh.workdir()}/survived"
     with pytest.raises(TransportError, match="timed out"):
-        ssh.shell(["sleep", "5"], timeout=0.5)
+        ssh.shell(["sh", "-c", f"sleep 2; touch '{marker}'"], timeout=0.5)
     assert ssh.shell(["true"]).ok  # the connection survives a timed-out command
+    time.sleep(2.5)
+    assert not ssh.exists(marker)  # and the command was killed on the device
 
 
 def test_push_pull_stat_atomic(ssh, tmp_path):

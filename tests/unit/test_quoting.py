@@ -32,3 +32,9 @@ def test_bad_env_names_are_refused(name):
 def test_empty_command_is_refused():
     with pytest.raises(ValueError):
         build_command([])
+
+
+def test_replace_shell_makes_the_program_the_shells_pid(tmp_path):
+    cmd = build_command(["sh", "-c", "echo $$"], cwd=str(tmp_path), env={"A": "1"}, replace_shell=True)
+    out = subprocess.run(["/bin/sh", "-c", f"echo $$; {cmd}"], capture_output=True, text=True).stdout.split()
+    assert out[0] == out[1]

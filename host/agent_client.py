@@ -10,6 +10,7 @@ from pathlib import Path
 
 from aiot.device_agent import protocol
 from aiot.host.deploy import deploy_agent, push_file
+from aiot.host.device_setup import agent_env
 from aiot.host.errors import AgentError, DeviceCommandError
 from aiot.host.transports.base import Transport
 
@@ -33,6 +34,7 @@ class AgentSession:
             staging = Path(self._tmp.name)
         self.staging = staging
         self.root = deploy_agent(transport, staging)
+        self.env = agent_env(transport)  # runtimes from `aiot devices setup`, if any
 
     def close(self) -> None:
         """Remove the local staging folder and release the device connection."""
@@ -67,7 +69,7 @@ class AgentSession:
 
         result = self.transport.shell(
             [self.transport.python(), "-m", "device_agent", *args],
-            cwd=self.root, timeout=timeout, on_line=on_line,
+            cwd=self.root, env=self.env, timeout=timeout, on_line=on_line,
         )
         for line in human:
             log.debug("agent: %s", line)

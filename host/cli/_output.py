@@ -81,10 +81,21 @@ def progress_enabled() -> bool:
 
 @contextmanager
 def spinner(text: str):
-    """A status spinner on stderr for a step that can take more than a second."""
+    """A status spinner on stderr for a step that can take more than a second.
+
+    Yields an object whose ``update(text)`` changes the shown text (a plain line when
+    progress display is off).
+    """
     if progress_enabled():
-        with err.status(text):
-            yield
+        with err.status(text) as status:
+            yield status
     else:
         message(text)
-        yield
+        yield _PlainStatus()
+
+
+class _PlainStatus:
+    """``update`` prints the new step as a line (no live display: piped output, CI)."""
+
+    def update(self, text: str) -> None:
+        message(text)

@@ -173,3 +173,32 @@ def render_info(facts: dict):
         if value not in (None, ""):
             table.add_row(key, str(value))
     return table
+
+
+@app.command("setup")
+def setup(
+    device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Install the agent's runtimes (numpy, onnxruntime, ai-edge-litert) on a board from this host.
+
+    Wheels matching the board's Python, CPU and glibc are downloaded here and pushed, so the
+    board needs no internet.
+    """
+    from aiot.host.cli._output import message, print_json, spinner
+    from aiot.host.device_setup import setup_device
+    from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.paths import cache_dir
+
+    name = resolve_name(device)
+    transport = open_transport(name)
+    try:
+        with spinner(f"setting up {name}…") as status:
+            summary = setup_device(transport, cache_dir(), on_step=lambda step: status.update(f"{name}: {step}…"))
+    finally:
+        transport.close()
+    if as_json:
+        print_json(summary)
+        return
+    message(f"{name}: installed {', '.join(summary['requirements'])} into {summary['site']} "
+            f"({len(summary['wheels'])} wheels, {summary['sent_bytes'] / 1e6:.1f} MB sent)")

@@ -1,0 +1,161 @@
+"""``aiot devices setup``: give a board's Python the agent's runtimes without internet on the board.
+
+The host asks the device's Python for its version, CPU architecture and glibc, downloads
+matching manylinux wheels (numpy, onnxruntime, ai-edge-litert and their dependencies, pinned
+to the host's versions where the host has them) with pip, pushes them content-addressed, and
+unpacks them on the device into ``<workdir>/runtime/site`` with a few lines of standard-library
+Python. The agent then runs with that folder on ``PYTHONPATH``. Android phones have no Python;
+they will use native benchmark binaries (see :data:`NATIVE_ONLY`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from aiot.host.deploy import push_file
+from aiot.host.errors import AiotError, DeviceCommandError
+from aiot.host.transports.base import Transport
+
+log = logging.getLogger(__name__)
+
+RUNTIMES = ("numpy", "onnxruntime", "ai-edge-litert")
+NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries instead
+COMPLETE = ".complete"
+OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
+
+_FACTS = ("import json, platform, sys; "
+          "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'machine': platform.machine(), "
+          "'glibc': platform.libc_ver()[1]}))")
+
+# Unpacks wheels (zip files) into a folder; *.data/purelib|platlib go to the top, as pip does.
+_UNPACK = """
+import os, shutil, sys, zipfile
+target = sys.argv[1]
+shutil.rmtree(target, ignore_errors=True)
+os.makedirs(target)
+for wheel in sys.argv[2:]:
+    zipfile.ZipFile(wheel).extractall(target)
+for name in os.listdir(target):
+    if name.endswith('.data'):
+        for lib in ('purelib', 'platlib'):
+            src = os.path.join(target, name, lib)
+            if os.path.isdir(src):
+                shutil.copytree(src, target, dirs_exist_ok=True)
+        shutil.rmtree(os.path.join(target, name))
+"""
+
+
+@dataclass(frozen=True)
+class DevicePython:
+    """What the wheels must match."""
+
+    version: str  # "3.11"
+    machine: str  # "aarch64", "x86_64"
+    glibc: str  # "2.36"; empty on musl or unknown
+
+
+def runtime_site(transport: Transport) -> str:
+    """Where the unpacked runtimes live on the device."""
+    return posixpath.join(transport.workdir(), "runtime", "site")
+
+
+def agent_env(transport: Transport) -> dict[str, str]:
+    """Extra environment for the agent: the set-up runtimes, if this device has them."""
+    site = runtime_site(transport)
+    return {"PYTHONPATH": site} if transport.exists(posixpath.join(site, COMPLETE)) else {}
+
+
+def describe_python(transport: Transport) -> DevicePython:
+    """Version, architecture and glibc of the device's agent Python."""
+    result = transport.shell([transport.python(), "-c", _FACTS], timeout=60)
+    if not result.ok:
+        raise AiotError(f"'{transport.name}' cannot run its Python '{transport.python()}': "
+                        f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.exit_code}",
+                        f"install python3 on the device or set its path: aiot devices add {transport.name} "
+                        "--python PATH --replace")
+    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    return DevicePython(facts["version"], facts["machine"], facts["glibc"])
+
+
+def platform_tags(python: DevicePython) -> list[str]:
+    """manylinux tags a wheel may carry to load on this device, newest glibc first."""
+    if not python.glibc:
+        raise AiotError(f"the device's Python reports no glibc ({python.machine}): musl and other libcs "
+                        "have no manylinux wheels", "install the runtimes on the device yourself")
+    major, minor = (int(p) for p in python.glibc.split(".")[:2])
+    if major != 2:
+        raise AiotError(f"unexpected glibc {python.glibc} on the device")
+    tags = [f"manylinux_2_{m}_{python.machine}" for m in range(minor, OLDEST_MANYLINUX - 1, -1)]
+    return [*tags, f"manylinux2014_{python.machine}"]
+
+
+def requirements() -> list[str]:
+    """The runtimes, pinned to the host's versions so host and device run the same code."""
+    pinned = []
+    for name in RUNTIMES:
+        try:
+            pinned.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pinned.append(name)
+    return pinned
+
+
+def download_wheels(python: DevicePython, cache: Path) -> list[Path]:
+    """Wheels for ``python`` in a cache folder keyed by platform and requirements."""
+    reqs = requirements()
+    key = hashlib.sha256(json.dumps([python.version, python.machine, python.glibc, reqs]).encode())
+    folder = cache / "device-wheels" / f"cp{python.version.replace('.', '')}-{python.machine}-{key.hexdigest()[:12]}"
+    marker = folder / COMPLETE
+    if not marker.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
+                "--only-binary=:all:", "--implementation", "cp", "--python-version", python.version,
+                "-d", str(folder)]
+        for tag in platform_tags(python):
+            argv += ["--platform", tag]
+        log.info("downloading %s for %s", " ".join(reqs), python)
+        done = subprocess.run([*argv, *reqs], capture_output=True, text=True)
+        if done.returncode != 0:
+            reason = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["pip failed"]
+            raise AiotError(f"no wheels for Python {python.version} on {python.machine}: {reason[0]}",
+                            "check the network to PyPI, or install the runtimes on the device yourself")
+        marker.write_text("\n".join(reqs) + "\n")
+    return sorted(folder.glob("*.whl"))
+
+
+def setup_device(transport: Transport, cache: Path,
+                 on_step: Callable[[str], None] = lambda step: None) -> dict:
+    """Install the agent's runtimes on the device; returns what was installed.
+
+    Raises:
+        AiotError: the device cannot take Python wheels (phone, musl) or a step failed.
+    """
+    if transport.kind in NATIVE_ONLY:
+        raise AiotError(f"'{transport.name}' is an {transport.kind} device: phones run native benchmark "
+                        "binaries, not Python wheels", "nothing to set up for it here")
+    on_step("asking the device's Python")
+    python = describe_python(transport)
+    on_step(f"downloading wheels for Python {python.version} on {python.machine}")
+    wheels = download_wheels(python, cache)
+    on_step(f"pushing {len(wheels)} wheels")
+    pushed = [push_file(transport, wheel) for wheel in wheels]
+    on_step("unpacking on the device")
+    site = runtime_site(transport)
+    unpack = transport.shell([transport.python(), "-c", _UNPACK, site, *(p.remote for p in pushed)],
+                             timeout=600)
+    if not unpack.ok:
+        raise DeviceCommandError(transport.name, unpack)
+    marker = transport.shell(["touch", posixpath.join(site, COMPLETE)])
+    if not marker.ok:
+        raise DeviceCommandError(transport.name, marker)
+    return {"python": python.__dict__, "site": site, "requirements": requirements(),
+            "wheels": [w.name for w in wheels], "sent_bytes": sum(p.size for p in pushed if p.sent)}

@@ -1,0 +1,68 @@
+"""`aiot devices setup` on an emulated SSH board whose Python has no runtimes (Debian's python3).
+
+Downloads manylinux wheels from PyPI once per test session (cached in AIOT_CACHE_DIR).
+"""
+
+import platform
+import shutil
+import subprocess
+
+import pytest
+
+from aiot.host.emulator.ssh import start_sshd
+
+BARE_PYTHON = shutil.which("python3.11", path="/usr/bin") or shutil.which("python3", path="/usr/bin")
+FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]
+
+
+def _bare_python_lacks_runtimes() -> bool:
+    if not BARE_PYTHON:
+        return False
+    probe = subprocess.run([BARE_PYTHON, "-c", "import numpy"], capture_output=True)
+    return probe.returncode != 0
+
+
+pytestmark = pytest.mark.skipif(not _bare_python_lacks_runtimes(),
+                                reason="needs a system python3 without numpy to play the bare board")
+
+
+@pytest.fixture
+def bare_board(tmp_path, cli):
+    proc, _, entry = start_sshd("bare", tmp_path)
+    cli("devices", "add", "bare", "--transport", "ssh", "--host", entry.host, "--port", str(entry.port),
+        "--user", entry.user, "--key", entry.key, "--workdir", entry.workdir, "--python", BARE_PYTHON)
+    cli("devices", "trust", "bare", "--yes")
+    yield entry
+    proc.terminate()
+    proc.wait(5)
+
+
+def test_setup_installs_runtimes_and_the_board_then_measures(cli, bare_board):
+    assert set(cli.json("devices", "info", "bare")["agent"]["runtimes"].values()) == {None}
+    failed = cli("run", "--device", "bare", "--model", "tiny_cnn", "--format", "onnx", *FAST, code=1)
+    assert "failed" in failed.stderr
+    summary = cli.json("devices", "setup", "bare")
+    version = subprocess.run([BARE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout.strip()
+    assert summary["python"]["version"] == version and summary["python"]["machine"] == platform.machine()
+    assert any(w.startswith("onnxruntime-") for w in summary["wheels"])
+    assert any(w.startswith("ai_edge_litert-") for w in summary["wheels"])
+    runtimes = cli.json("devices", "info", "bare")["agent"]["runtimes"]
+    assert runtimes["onnxruntime"] and runtimes["litert"]
+    records = cli.json("sweep", "--device", "bare", "--model", "tiny_cnn", "--format", "onnx,tflite",
+                       "--threads", "1", *FAST)
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert records[0]["provenance"]["device"]["python_path"] == BARE_PYTHON
+    again = cli.json("devices", "setup", "bare")
+    assert again["sent_bytes"] == 0  # wheels are content-addressed: nothing is sent twice
+
+
+def test_setup_refuses_phones(cli):
+    from aiot.host.device_setup import setup_device
+    from aiot.host.errors import AiotError
+
+    class Phone:
+        kind, name = "adb", "pixel"
+
+    with pytest.raises(AiotError, match="native benchmark binaries"):
+        setup_device(Phone(), None)

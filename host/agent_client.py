@@ -75,7 +75,10 @@ class AgentSession:
             log.debug("agent: %s", line)
         final = messages[-1] if messages else None
         if final and final["event"] == "error":
-            raise AgentError(f"agent on {self.transport.name}: {final['type']}: {final['message']}")
+            hint = None
+            if final["type"] in ("ModuleNotFoundError", "ImportError"):
+                hint = f"the device's Python lacks a runtime: run aiot devices setup {self.transport.name}"
+            raise AgentError(f"agent on {self.transport.name}: {final['type']}: {final['message']}", hint)
         if final is None:
             if result.exit_code != 0:
                 raise DeviceCommandError(self.transport.name, result)

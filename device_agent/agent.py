@@ -118,6 +118,19 @@ def _peak_rss_kb() -> int:
     return peak // 1024 if sys.platform == "darwin" else peak  # macOS reports bytes
 
 
+def output_fingerprint(output, head: int = 64) -> dict:
+    """The model's output on the seeded input, small enough to store with every record.
+
+    Comparing it across devices (x86 vs ARM64, CPU vs delegate) shows numerical drift
+    without shipping tensors around: the first ``head`` values, the size and the L2 norm.
+    """
+    import numpy as np
+
+    flat = np.asarray(output, dtype=np.float64).ravel()
+    return {"size": int(flat.size), "l2": float(np.sqrt(np.dot(flat, flat))),
+            "head": [float(v) for v in flat[:head]]}
+
+
 def run(spec: dict) -> dict:
     """Execute one validated run spec and return the ``result`` event's fields."""
     import numpy as np
@@ -139,6 +152,7 @@ def run(spec: dict) -> dict:
     t0 = time.perf_counter_ns()
     session.invoke()
     first_ns = time.perf_counter_ns() - t0
+    fingerprint = output_fingerprint(session.output())
 
     warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"], "warmup")
     samples = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure")
@@ -150,6 +164,7 @@ def run(spec: dict) -> dict:
         "input_shape": list(session.input_shape),
         "load_ms": load_ns / 1e6,
         "first_inference_ms": first_ns / 1e6,
+        "output": fingerprint,
         "warmup": {"count": len(warm), "seconds": sum(warm) / 1e9},
         "samples_ns": samples,
         "stats_ms": summarize_ms(samples),

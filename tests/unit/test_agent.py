@@ -101,3 +101,16 @@ def test_agent_main_speaks_only_protocol_on_errors(tmp_path, capsys):
     assert agent_mod.main(["run", str(spec)]) == 3
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("@@AIOT ") and '"event":"error"' in line
+
+
+def test_output_fingerprint_matches_pytorch_on_the_seeded_input(session, onnx_model):
+    import numpy as np
+
+    model, path = onnx_model
+    res = session.run(_spec(push_file(session.transport, path).remote, seed=7))
+    x = np.random.default_rng(7).standard_normal((1, 1, 8, 8)).astype(np.float32)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy().ravel()
+    got = res["output"]
+    assert got["size"] == 3 and np.allclose(got["head"], want, atol=1e-5)
+    assert abs(got["l2"] - float(np.linalg.norm(want))) < 1e-5

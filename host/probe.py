@@ -10,6 +10,13 @@ import re
 
 from aiot.host.transports.base import Transport
 
+# Android properties read when ``getprop`` exists; they win over kernel files where both say.
+ANDROID_PROPS = (
+    "ro.product.model", "ro.product.manufacturer", "ro.board.platform", "ro.soc.manufacturer",
+    "ro.soc.model", "ro.hardware", "ro.product.cpu.abi", "ro.build.version.release",
+    "ro.build.version.sdk",
+)
+
 # Each section starts with a marker line; missing files simply yield empty sections.
 _PROBE_SCRIPT = r"""
 echo '@@uname'; uname -s -r -m 2>/dev/null
@@ -25,7 +32,23 @@ for d in /sys/devices/system/cpu/cpu[0-9]*; do
   echo "$n ${max:--} ${min:--} ${cur:--}"
 done
 echo '@@devicetree'; cat /proc/device-tree/model 2>/dev/null | tr -d '\0'; echo
-"""
+echo '@@compatible'; cat /proc/device-tree/compatible 2>/dev/null | tr '\0' '\n'
+echo '@@thermal'
+for z in /sys/class/thermal/thermal_zone*; do
+  [ -r "$z/temp" ] || continue
+  printf '%s\t%s\t%s\n' "${z##*/}" "$(cat "$z/type" 2>/dev/null)" "$(cat "$z/temp" 2>/dev/null)"
+done
+echo '@@power'
+for p in /sys/class/power_supply/*; do
+  [ -d "$p" ] || continue
+  printf '%s\t%s\t%s\t%s\t%s\n' "${p##*/}" "$(cat "$p/type" 2>/dev/null)" \
+    "$(cat "$p/capacity" 2>/dev/null)" "$(cat "$p/status" 2>/dev/null)" "$(cat "$p/temp" 2>/dev/null)"
+done
+echo '@@getprop'
+if command -v getprop >/dev/null 2>&1; then
+  for k in ANDROID_PROPS; do echo "[$k]: [$(getprop "$k")]"; done
+fi
+""".replace("ANDROID_PROPS", " ".join(ANDROID_PROPS))
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -41,7 +64,10 @@ def _sections(text: str) -> dict[str, list[str]]:
 
 
 def parse_cpuinfo(lines: list[str]) -> dict:
-    """CPU model name (x86 ``model name``, ARM ``Hardware``/``CPU part``) and processor count."""
+    """CPU model name (x86 ``model name``, ARM ``Hardware``/``CPU part``) and processor count.
+
+    ``hardware`` is the ARM ``Hardware`` line alone: a SoC name on older kernels.
+    """
     fields: dict[str, str] = {}
     processors = 0
     for line in lines:
@@ -53,7 +79,8 @@ def parse_cpuinfo(lines: list[str]) -> dict:
     model = fields.get("model name") or fields.get("Hardware") or fields.get("Model") or ""
     if not model and "CPU part" in fields:
         model = f"ARM part {fields['CPU part']} (implementer {fields.get('CPU implementer', '?')})"
-    return {"cpu_model": model or "unknown", "processors": processors}
+    return {"cpu_model": model or "unknown", "processors": processors,
+            "hardware": fields.get("Hardware") or None}
 
 
 def parse_clusters(lines: list[str]) -> list[dict]:
@@ -111,23 +138,127 @@ def parse_os_release(lines: list[str]) -> str | None:
     return None
 
 
-def probe_linux(transport: Transport) -> dict:
-    """Hardware and OS facts of a Linux or Android device, from one shell round trip."""
-    result = transport.shell(["sh", "-c", _PROBE_SCRIPT], timeout=30)
-    sec = _sections(result.stdout)
+def parse_getprop(lines: list[str]) -> dict[str, str]:
+    """Android properties from ``getprop`` output (``[key]: [value]``); empty values are dropped."""
+    props = {}
+    for line in lines:
+        m = re.match(r"\[([^\]]+)\]: \[(.*)\]\s*$", line)
+        if m and m.group(2).strip():
+            props[m.group(1)] = m.group(2).strip()
+    return props
+
+
+def _to_int(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
+def kernel_celsius(raw: str) -> float | None:
+    """A thermal-zone reading in °C.
+
+    The sysfs ABI says millidegrees; some older Android kernels report whole degrees, and no
+    real sensor reads 200 °C or a millidegree value that small, so magnitude tells them apart.
+    """
+    value = _to_int(raw)
+    if value is None:
+        return None
+    return round(value / 1000, 1) if abs(value) >= 200 else float(value)
+
+
+def parse_thermal(lines: list[str]) -> list[dict]:
+    """Thermal zones (``zone<TAB>type<TAB>temp`` lines) in zone order, temperatures in °C."""
+    zones = []
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0].strip():
+            zone, kind, temp = (p.strip() for p in parts)
+            zones.append({"zone": zone, "type": kind or None, "temp_c": kernel_celsius(temp)})
+    return sorted(zones, key=lambda z: _to_int(re.sub(r"\D", "", z["zone"]) or "0"))
+
+
+def parse_power_supplies(lines: list[str]) -> list[dict]:
+    """Batteries, USB and mains supplies (``name<TAB>type<TAB>capacity<TAB>status<TAB>temp``).
+
+    ``capacity`` is percent charge; ``temp`` is tenths of a degree per the power_supply ABI.
+    """
+    supplies = []
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) == 5 and parts[0].strip():
+            name, kind, capacity, status, temp = (p.strip() for p in parts)
+            tenths = _to_int(temp)
+            supplies.append({
+                "name": name, "type": kind or None, "capacity_pct": _to_int(capacity),
+                "status": status or None, "temp_c": None if tenths is None else tenths / 10,
+            })
+    return supplies
+
+
+def detect_soc(props: dict[str, str], compatible: list[str], hardware: str | None) -> dict:
+    """The SoC and its maker, from the most to the least reliable source.
+
+    Android properties (``ro.soc.model``, ``ro.board.platform``, ``ro.hardware``) first, then the
+    device tree's ``compatible`` list, whose last entry names the SoC (``brcm,bcm2711``), then the
+    ``Hardware`` line of /proc/cpuinfo.
+    """
+    maker = props.get("ro.soc.manufacturer")
+    for key in ("ro.soc.model", "ro.board.platform", "ro.hardware"):
+        if props.get(key):
+            return {"soc": props[key], "soc_manufacturer": maker}
+    entries = [c.strip() for c in compatible if c.strip()]
+    if entries:
+        vendor, _, soc = entries[-1].rpartition(",")
+        return {"soc": soc, "soc_manufacturer": maker or vendor or None}
+    return {"soc": hardware or None, "soc_manufacturer": maker}
+
+
+def android_facts(props: dict[str, str]) -> dict:
+    """Model, maker, ABI and Android version from properties; only the keys that are set."""
+    release, sdk = props.get("ro.build.version.release"), props.get("ro.build.version.sdk", "")
+    facts = {
+        "model": props.get("ro.product.model"),
+        "manufacturer": props.get("ro.product.manufacturer"),
+        "abi": props.get("ro.product.cpu.abi"),
+        "android_version": release,
+        "android_sdk": _to_int(sdk),
+        "distribution": f"Android {release}" if release else None,
+    }
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+def parse_probe(text: str) -> dict:
+    """Facts from the probe script's output; pure, so recorded outputs make the tests."""
+    sec = _sections(text)
     uname = (sec.get("uname") or [""])[0].split()
     cpu = parse_cpuinfo(sec.get("cpuinfo", []))
     clusters = parse_clusters(sec.get("cpufreq", []))
-    cores = sum(len(c["cores"]) for c in clusters) or cpu["processors"]
     board = " ".join(sec.get("devicetree", [])).strip() or None
-    return {
+    props = parse_getprop(sec.get("getprop", []))
+    facts = {
         "os": uname[0] if uname else None,
         "kernel": uname[1] if len(uname) > 1 else None,
         "abi": uname[2] if len(uname) > 2 else None,
         "distribution": parse_os_release(sec.get("os", [])),
         "cpu_model": cpu["cpu_model"],
         "board": board,
-        "cores": cores,
+        "model": board,
+        "manufacturer": None,
+        **detect_soc(props, sec.get("compatible", []), cpu["hardware"]),
+        "cores": sum(len(c["cores"]) for c in clusters) or cpu["processors"],
         "clusters": clusters,
         **parse_meminfo(sec.get("meminfo", [])),
+        "thermal_zones": parse_thermal(sec.get("thermal", [])),
+        "power_supplies": parse_power_supplies(sec.get("power", [])),
+        "android_version": None,
+        "android_sdk": None,
     }
+    facts.update(android_facts(props))
+    if props:
+        facts["android_props"] = props
+    return facts
+
+
+def probe_linux(transport: Transport) -> dict:
+    """Hardware and OS facts of a Linux or Android device, from one shell round trip."""
+    result = transport.shell(["sh", "-c", _PROBE_SCRIPT], timeout=30)
+    return parse_probe(result.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
@@ -160,18 +161,87 @@ def render_info(facts: dict):
     )
     runtimes = ", ".join(f"{k} {v}" if v else f"{k} [dim](not importable)[/]"
                          for k, v in facts["agent"]["runtimes"].items())
+    maker = " ".join(p for p in (facts.get("manufacturer"), facts.get("model")) if p)
+    soc = " ".join(p for p in (facts.get("soc_manufacturer"), facts.get("soc")) if p)
     rows = [
-        ("transport", facts.get("transport")), ("cpu", facts.get("cpu_model")),
+        ("transport", facts.get("transport")), ("model", maker if maker != facts.get("board") else None),
+        ("soc", soc), ("cpu", facts.get("cpu_model")),
         ("board", facts.get("board")), ("cores", facts.get("cores")), ("clusters", clusters),
         ("abi", facts.get("abi")), ("os", f"{facts.get('os')} {facts.get('kernel')}"),
         ("distribution", facts.get("distribution")),
         ("memory", f"{facts.get('mem_total_mib')} MiB total, {facts.get('mem_available_mib')} MiB available"),
+        ("thermal", thermal_summary(facts.get("thermal_zones", []))),
+        ("battery", battery_summary(facts.get("power_supplies", []))),
         ("python", f"{facts['agent']['python']} ({facts.get('python_path')})"),
         ("runtimes", runtimes), ("agent", facts["agent"]["agent_version"]),
     ]
     for key, value in rows:
         if value not in (None, ""):
             table.add_row(key, str(value))
+    return table
+
+
+def thermal_summary(zones: list[dict]) -> str:
+    """A few zones by name, or the zone count and the hottest one (phones have dozens)."""
+    read = [z for z in zones if z["temp_c"] is not None]
+    if len(read) <= 4:
+        return ", ".join(f"{z['type'] or z['zone']} {z['temp_c']:.1f} °C" for z in read)
+    hottest = max(read, key=lambda z: z["temp_c"])
+    return f"{len(read)} zones, hottest {hottest['type'] or hottest['zone']} {hottest['temp_c']:.1f} °C"
+
+
+def battery_summary(supplies: list[dict]) -> str:
+    """Charge, status and temperature of each battery (USB and mains supplies are left out)."""
+    parts = []
+    for s in supplies:
+        if (s["type"] or "").lower() != "battery":
+            continue
+        bits = [f"{s['capacity_pct']}%" if s["capacity_pct"] is not None else None, s["status"],
+                f"{s['temp_c']:.1f} °C" if s["temp_c"] is not None else None]
+        parts.append(f"{s['name']}: " + ", ".join(b for b in bits if b))
+    return "; ".join(parts)
+
+
+@app.command("doctor")
+def doctor(
+    device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check that a device can run benchmarks: reachable, workdir, free space, Python, runtimes.
+
+    Each failed check says how to fix it; the exit code is 1 when any check failed.
+    """
+    from aiot.host.cli._output import message, out, print_json, spinner
+    from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.doctor import diagnose
+
+    name = resolve_name(device)
+    transport = open_transport(name)
+    try:
+        with spinner(f"checking {name}…"):
+            checks = diagnose(transport)
+    finally:
+        transport.close()
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        print_json({"name": name, "ok": not failed,
+                    "checks": [{**dataclasses.asdict(c), "status": c.status} for c in checks]})
+    else:
+        out.print(render_checks(name, checks))
+        message(f"{name}: {len(failed)} of {len(checks)} checks failed" if failed else f"{name}: all checks passed")
+    if failed:
+        raise typer.Exit(1)
+
+
+def render_checks(name: str, checks: list):
+    """A Rich table of doctor checks: status, what was found, and the fix."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table("check", "status", "detail", "fix", title=f"doctor {escape(name)}")
+    marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]fail[/]"}
+    for c in checks:
+        table.add_row(c.name, marks[c.status], escape(c.detail), escape(c.fix or ""))
     return table
 
 

@@ -32,12 +32,13 @@ NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries
 COMPLETE = ".complete"
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
 
-_FACTS = ("import json, platform, sys; "
+#: Prints the facts a wheel must match as one JSON line; run by the device's Python.
+FACTS_SCRIPT = ("import json, platform, sys; "
           "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'machine': platform.machine(), "
           "'glibc': platform.libc_ver()[1]}))")
 
-# Unpacks wheels (zip files) into a folder; *.data/purelib|platlib go to the top, as pip does.
-_UNPACK = """
+#: Unpacks wheels (zip files) into a folder; *.data/purelib|platlib go to the top, as pip does.
+UNPACK_SCRIPT = """
 import os, shutil, sys, zipfile
 target = sys.argv[1]
 shutil.rmtree(target, ignore_errors=True)
@@ -76,13 +77,18 @@ def agent_env(transport: Transport) -> dict[str, str]:
 
 def describe_python(transport: Transport) -> DevicePython:
     """Version, architecture and glibc of the device's agent Python."""
-    result = transport.shell([transport.python(), "-c", _FACTS], timeout=60)
+    result = transport.shell([transport.python(), "-c", FACTS_SCRIPT], timeout=60)
     if not result.ok:
         raise AiotError(f"'{transport.name}' cannot run its Python '{transport.python()}': "
                         f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.exit_code}",
                         f"install python3 on the device or set its path: aiot devices add {transport.name} "
                         "--python PATH --replace")
-    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    return parse_facts(result.stdout)
+
+
+def parse_facts(stdout: str) -> DevicePython:
+    """The :data:`FACTS_SCRIPT` output (its last line) as a DevicePython."""
+    facts = json.loads(stdout.strip().splitlines()[-1])
     return DevicePython(facts["version"], facts["machine"], facts["glibc"])
 
 
@@ -150,7 +156,7 @@ def setup_device(transport: Transport, cache: Path,
     pushed = [push_file(transport, wheel) for wheel in wheels]
     on_step("unpacking on the device")
     site = runtime_site(transport)
-    unpack = transport.shell([transport.python(), "-c", _UNPACK, site, *(p.remote for p in pushed)],
+    unpack = transport.shell([transport.python(), "-c", UNPACK_SCRIPT, site, *(p.remote for p in pushed)],
                              timeout=600)
     if not unpack.ok:
         raise DeviceCommandError(transport.name, unpack)

@@ -151,6 +151,11 @@ class Workspace:
             info = session.transport.info()
             info["agent"] = session.hello()
             info["name"] = device
+            machine = info["agent"].get("machine")
+            if machine and info.get("abi") and _arch(machine) != _arch(info["abi"]):
+                # A userland of another architecture than the kernel (an emulated arm64 board
+                # under qemu-user): the runtimes' architecture is the one that matters.
+                info["kernel_abi"], info["abi"] = info["abi"], machine
             self._device_info[device] = info
         return self._device_info[device]
 
@@ -158,6 +163,12 @@ class Workspace:
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
+
+
+def _arch(name: str) -> str:
+    """One spelling per CPU architecture (Android ABIs, uname, Python's platform.machine)."""
+    name = name.lower()
+    return {"arm64-v8a": "aarch64", "arm64": "aarch64", "amd64": "x86_64", "armeabi-v7a": "armv7l"}.get(name, name)
 
 
 def failure_reason(exc: BaseException) -> str:

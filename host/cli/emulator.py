@@ -13,15 +13,17 @@ app = typer.Typer(no_args_is_help=True, help="Start, list and stop emulated ADB 
 def start(
     kind: Annotated[str, typer.Argument(help="ssh (a private sshd) or adb (a device-side adbd).")],
     name: Annotated[str | None, typer.Option(help="Device name [default: emu-KIND-N].")] = None,
-    arch: Annotated[str | None, typer.Option(help="x86_64 or arm64 [default: this machine's].")] = None,
+    arch: Annotated[str | None, typer.Option(
+        help="x86_64 or arm64 [default: this machine's]. arm64 on x86_64 runs the device's Python under "
+             "qemu-user: real outputs, meaningless timings.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
     from aiot.host.cli._output import message, print_json, spinner
     from aiot.host.emulator import manager
 
-    with spinner(f"starting emulated {kind} device…"):
-        state = manager.start(kind, name=name, arch=arch)
+    with spinner(f"starting emulated {kind} device…") as status:
+        state = manager.start(kind, name=name, arch=arch, on_step=lambda step: status.update(f"{step}…"))
     if as_json:
         print_json({"name": state.name, "kind": state.kind, "arch": state.arch, "port": state.port,
                     "pid": state.pid})

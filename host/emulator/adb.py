@@ -31,20 +31,24 @@ echo
 """
 
 
-def _abi() -> str:
-    machine = platform.machine().lower()
+def _abi(machine: str) -> str:
+    machine = machine.lower()
     return {"aarch64": "arm64-v8a", "arm64": "arm64-v8a", "x86_64": "x86_64", "amd64": "x86_64"}.get(machine, machine)
 
 
-def device_props(name: str) -> dict[str, str]:
-    """What ``getprop`` answers on the emulated device; honest about being an emulator."""
+def device_props(name: str, machine: str | None = None) -> dict[str, str]:
+    """What ``getprop`` answers on the emulated device; honest about being an emulator.
+
+    ``machine`` is the CPU architecture its programs run as (this machine's by default).
+    """
+    machine = machine or platform.machine()
     return {
         "ro.product.name": "aiot_emulated",
         "ro.product.model": f"aiot-adbd {name}",
         "ro.product.device": "aiot_emulated",
         "ro.product.manufacturer": "aiot (emulated)",
-        "ro.product.cpu.abi": _abi(),
-        "ro.hardware": platform.machine(),
+        "ro.product.cpu.abi": _abi(machine),
+        "ro.hardware": machine,
         "ro.aiot.emulated": "1",
     }
 
@@ -56,9 +60,9 @@ def _free_port_outside_scan() -> int:
             return port
 
 
-def write_device_files(folder: Path, name: str) -> None:
+def write_device_files(folder: Path, name: str, machine: str | None = None) -> None:
     """``props.txt`` and ``bin/getprop`` for the emulator in ``folder``."""
-    props = device_props(name)
+    props = device_props(name, machine)
     (folder / "props.txt").write_text("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -82,14 +86,18 @@ def launch_adbd(folder: Path, port: int, auth_keys: Path | None = None,
 
 
 def start_adb_device(name: str, folder: Path, port: int | None = None, auth_keys: Path | None = None,
-                     shell_v2: bool = True) -> tuple[subprocess.Popen, int, DeviceEntry]:
+                     shell_v2: bool = True, python: str | None = None,
+                     machine: str | None = None) -> tuple[subprocess.Popen, int, DeviceEntry]:
     """Start emulator ``name`` in ``folder``; returns (process, port, inventory entry).
 
+    ``python`` is the device's agent Python and ``machine`` its CPU architecture (this
+    machine's by default); an emulated arm64 device passes its aarch64 ``bin/python3``, which
+    is then also the ``python3`` first on the device shell's PATH.
     The device is connected to the adb server (started if needed) before this returns.
     """
     from aiot.host.transports.adb import connect_tcp
 
-    write_device_files(folder, name)
+    write_device_files(folder, name, machine)
     port = port or _free_port_outside_scan()
     proc = launch_adbd(folder, port, auth_keys, shell_v2)
     serial = f"127.0.0.1:{port}"
@@ -103,7 +111,7 @@ def start_adb_device(name: str, folder: Path, port: int | None = None, auth_keys
     entry = DeviceEntry(
         name=name, transport="adb", serial=serial, workdir=str(workdir),
         # The emulated device runs on this machine, so its agent uses this Python and runtimes.
-        python=sys.executable,
+        python=python or sys.executable,
         labels={"emulated": "adb", "board": "aiot emulator (adbd on loopback via the adb server)"},
     )
     return proc, port, entry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 
 from aiot.host import inventory
 from aiot.host.emulator.ssh import remove_folder
@@ -10,6 +11,7 @@ from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
 from aiot.host.errors import UnknownName, UsageError
 
 KINDS = ("ssh", "adb")
+ARCHES = ("x86_64", "arm64")
 
 
 def _default_name(kind: str) -> str:
@@ -25,14 +27,21 @@ def _native_arch() -> str:
     return {"aarch64": "arm64", "amd64": "x86_64"}.get(machine, machine)
 
 
-def start(kind: str, name: str | None = None, arch: str | None = None) -> EmulatorState:
-    """Start an emulated device in the background and add it to the inventory."""
+def start(kind: str, name: str | None = None, arch: str | None = None,
+          on_step: Callable[[str], None] = lambda step: None) -> EmulatorState:
+    """Start an emulated device in the background and add it to the inventory.
+
+    ``arch`` other than this machine's runs the device's Python under qemu-user (arm64 only;
+    see :mod:`aiot.host.emulator.arm64`); its first start builds a cached aarch64 userland.
+    """
     if kind not in KINDS:
         raise UsageError(f"unknown emulator kind '{kind}'", f"use one of {', '.join(KINDS)}")
-    arch = arch or _native_arch()
-    if arch != _native_arch():
-        raise UsageError(f"--arch {arch} emulation is not implemented yet",
-                         f"use the native --arch {_native_arch()}")
+    arch = {"aarch64": "arm64", "amd64": "x86_64"}.get(arch or "", arch) or _native_arch()
+    if arch not in ARCHES:
+        raise UsageError(f"unknown --arch '{arch}'", f"use one of {', '.join(ARCHES)}")
+    if arch != _native_arch() and arch != "arm64":
+        raise UsageError(f"--arch {arch} cannot be emulated on this {_native_arch()} machine",
+                         f"use --arch {_native_arch()} or arm64")
     name = name or _default_name(kind)
     existing = inventory.load()
     if name in existing:
@@ -43,7 +52,18 @@ def start(kind: str, name: str | None = None, arch: str | None = None) -> Emulat
     folder.mkdir(parents=True)
     proc = None
     try:
-        proc, port, entry = _start_server(kind, name, folder)
+        python = None
+        if arch != _native_arch():
+            from aiot.host.emulator.arm64 import prepare_device
+            from aiot.host.paths import cache_dir
+
+            python = str(prepare_device(folder, cache_dir(), on_step))
+        on_step(f"starting the {kind} server")
+        proc, port, entry = _start_server(kind, name, folder, python)
+        if python is not None:
+            from aiot.host.emulator.arm64 import LABELS
+
+            entry.labels.update(LABELS)
         state = EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port, folder=str(folder))
         state.save()
         inventory.add(entry)
@@ -56,14 +76,14 @@ def start(kind: str, name: str | None = None, arch: str | None = None) -> Emulat
     return state
 
 
-def _start_server(kind: str, name: str, folder):
+def _start_server(kind: str, name: str, folder, python: str | None):
     if kind == "ssh":
         from aiot.host.emulator.ssh import start_sshd
 
-        return start_sshd(name, folder)
+        return start_sshd(name, folder, python=python)
     from aiot.host.emulator.adb import start_adb_device
 
-    return start_adb_device(name, folder)
+    return start_adb_device(name, folder, python=python, machine="aarch64" if python else None)
 
 
 def running() -> list[dict]:

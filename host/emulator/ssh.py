@@ -71,8 +71,11 @@ def _sshd_config(folder: Path, port: int) -> Path:
     return config
 
 
-def start_sshd(name: str, folder: Path) -> tuple[subprocess.Popen, int, DeviceEntry]:
-    """Start sshd for emulator ``name`` in ``folder``; returns (process, port, inventory entry)."""
+def start_sshd(name: str, folder: Path, python: str | None = None) -> tuple[subprocess.Popen, int, DeviceEntry]:
+    """Start sshd for emulator ``name`` in ``folder``; returns (process, port, inventory entry).
+
+    ``python`` is the device's agent Python; by default this machine's (same architecture).
+    """
     if not Path(SSHD).exists():
         raise AiotError("OpenSSH server is not installed", "run: apt-get install openssh-server")
     host_public = _write_keypair(folder / "host_key")
@@ -97,7 +100,7 @@ def start_sshd(name: str, folder: Path) -> tuple[subprocess.Popen, int, DeviceEn
         key=str(folder / "client_key"), known_hosts=str(folder / "known_hosts"),
         workdir=str(root / "aiot"),
         # The emulated device runs on this machine, so its agent uses this Python and runtimes.
-        python=sys.executable,
+        python=python or sys.executable,
         labels={"emulated": "ssh", "board": "aiot emulator (sshd on loopback)"},
     )
     return proc, port, entry

@@ -38,3 +38,11 @@ def test_list_parsing():
 @pytest.mark.parametrize("cores, expected", [(1, [1]), (2, [1, 2]), (6, [1, 2, 4, 6]), (8, [1, 2, 4, 8])])
 def test_demo_thread_counts(cores, expected):
     assert thread_counts(cores) == expected
+
+
+def test_arch_spellings_of_android_uname_and_python_agree():
+    from aiot.host.runs import _arch
+
+    assert _arch("arm64-v8a") == _arch("aarch64") == _arch("ARM64")
+    assert _arch("AMD64") == _arch("x86_64")
+    assert _arch("aarch64") != _arch("x86_64")

@@ -1,0 +1,188 @@
+"""An emulated arm64 board: a Debian aarch64 userland run by qemu-user on this machine.
+
+``aiot emulator start ssh|adb --arch arm64`` gives the emulated device an aarch64 CPython
+(bookworm's, unpacked by ``mmdebstrap --variant=extract``) with aarch64 manylinux wheels of
+the agent's runtimes, executed by ``qemu-aarch64-static``. The device's ``python3`` is a
+small wrapper that starts it in a private mount namespace where ``/proc/cpuinfo`` describes an
+aarch64 CPU: under qemu-user the guest otherwise reads the host's x86 cpuinfo, and
+onnxruntime and LiteRT (through pytorch/cpuinfo) crash on it.
+
+The userland is cached under ``<cache>/arm64-userland/<key>``, keyed by the Debian suite, its
+packages and the runtime versions, so only the first start downloads anything. Timings under
+emulation say nothing about ARM hardware (kernels run hundreds of times slower); such a
+device is for correctness and for comparing outputs of one artifact across architectures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from aiot.host.errors import AiotError
+
+log = logging.getLogger(__name__)
+
+SUITE = "bookworm"
+#: Enough Debian for numpy, onnxruntime and LiteRT: the interpreter, its stdlib, libstdc++.
+PACKAGES = ("python3.11-minimal", "libpython3.11-stdlib", "libstdc++6")
+GUEST_PYTHON = "/usr/bin/python3.11"
+#: Where the runtimes go inside the userland: a folder Debian's Python has on sys.path.
+GUEST_SITE = "usr/lib/python3/dist-packages"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+TOOLS = {"qemu-aarch64-static": "qemu-user-static", "mmdebstrap": "mmdebstrap", "unshare": "util-linux"}
+COMPLETE = ".complete"
+#: Cores the fake cpuinfo describes; Cortex-A76 (part 0xd0b) as in a Raspberry Pi 5.
+CORES = 4
+
+_CPU_BLOCK = """processor\t: {n}
+BogoMIPS\t: 108.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x4
+CPU part\t: 0xd0b
+CPU revision\t: 1
+
+"""
+
+_WRAPPER = """#!/bin/sh
+# python3 of an aiot emulated arm64 device: aarch64 CPython under qemu-user, in a private
+# mount namespace whose /proc/cpuinfo describes an aarch64 CPU (the host's x86 one crashes
+# onnxruntime and LiteRT). exec all the way down, so the PID a caller sees is qemu's.
+exec unshare {unshare_flags} sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' \\
+  sh {cpuinfo} {qemu} -L {root} {root}{python} "$@"
+"""
+
+
+def cpuinfo_text(cores: int = CORES) -> str:
+    """A ``/proc/cpuinfo`` of an aarch64 CPU with ``cores`` cores."""
+    return "".join(_CPU_BLOCK.format(n=n) for n in range(cores))
+
+
+def missing_tools() -> list[str]:
+    """Debian packages to install before arm64 emulation works (empty when all are there)."""
+    return sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None})
+
+
+def check_tools() -> None:
+    """Raise AiotError naming the packages to install, if any tool is missing."""
+    missing = missing_tools()
+    if missing:
+        raise AiotError(f"arm64 emulation needs {', '.join(missing)}, which is not installed",
+                        f"run: apt-get install {' '.join(missing)}  (or scripts/bootstrap.sh)")
+
+
+def debian_mirror() -> str:
+    """The Debian mirror this machine's apt uses (``AIOT_DEBIAN_MIRROR`` wins), else deb.debian.org."""
+    if os.environ.get("AIOT_DEBIAN_MIRROR"):
+        return os.environ["AIOT_DEBIAN_MIRROR"]
+    for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        for line in source.read_text(errors="replace").splitlines():
+            uri = line.partition("URIs:")[2].split()
+            if line.startswith("URIs:") and uri and uri[0].rstrip("/").endswith("/debian"):
+                return uri[0]
+    return DEFAULT_MIRROR
+
+
+def userland_key(requirements: list[str]) -> str:
+    """Cache key of a userland: what it is built from."""
+    facts = [SUITE, list(PACKAGES), requirements, CORES]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:16]
+
+
+def write_wrapper(path: Path, userland: Path) -> Path:
+    """Write the device's ``python3`` wrapper for ``userland`` at ``path`` (made executable)."""
+    from aiot.host.transports.quoting import quote
+
+    # Root can mount in a new mount namespace; anyone else needs a user namespace for it.
+    flags = "--mount" if os.geteuid() == 0 else "--mount --map-root-user"
+    path.write_text(_WRAPPER.format(unshare_flags=flags, cpuinfo=quote(str(userland / "cpuinfo")),
+                                    qemu=quote(shutil.which("qemu-aarch64-static") or "qemu-aarch64-static"),
+                                    root=quote(str(userland / "root")), python=GUEST_PYTHON))
+    path.chmod(0o755)
+    return path
+
+
+def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: None) -> Path:
+    """The cached aarch64 userland with the runtimes installed; built on first use.
+
+    Built in a temporary folder beside the cache entry and renamed into place when complete,
+    so an interrupted build never leaves a half userland that a later start would trust.
+    """
+    from aiot.host.device_setup import requirements
+
+    check_tools()
+    folder = cache / "arm64-userland" / userland_key(requirements())
+    if (folder / COMPLETE).exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
+    try:
+        on_step(f"unpacking Debian {SUITE} arm64 (python3.11)")
+        _debootstrap(work / "root")
+        (work / "cpuinfo").write_text(cpuinfo_text())
+        on_step("downloading aarch64 wheels of the runtimes")
+        _install_runtimes(work, cache)
+        (work / COMPLETE).write_text(json.dumps({"suite": SUITE, "packages": PACKAGES,
+                                                 "requirements": requirements()}) + "\n")
+        try:
+            work.rename(folder)
+        except OSError:  # another start finished first; theirs is as good as ours
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return folder
+
+
+def prepare_device(folder: Path, cache: Path, on_step: Callable[[str], None] = lambda step: None) -> Path:
+    """Give the emulator in ``folder`` an aarch64 ``bin/python3``; returns its path."""
+    userland = ensure_userland(cache, on_step)
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    return write_wrapper(bin_dir / "python3", userland)
+
+
+LABELS = {"arch": "arm64", "cpu": "aarch64 under qemu-user: outputs are real, timings are not"}
+
+
+def _debootstrap(root: Path) -> None:
+    argv = ["mmdebstrap", "--variant=extract", "--architectures=arm64", f"--include={','.join(PACKAGES)}",
+            SUITE, str(root), f"deb {debian_mirror()} {SUITE} main"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("E:")] or ["mmdebstrap failed"]
+        raise AiotError(f"could not build the arm64 userland: {errors[-1]}",
+                        "check that this machine reaches its Debian mirror (AIOT_DEBIAN_MIRROR overrides it)")
+
+
+def _install_runtimes(work: Path, cache: Path) -> None:
+    """aarch64 wheels matching the guest Python, unpacked natively into its site folder."""
+    from aiot.host.device_setup import FACTS_SCRIPT, UNPACK_SCRIPT, download_wheels, parse_facts
+
+    wrapper = write_wrapper(work / "python3", work)
+    facts = subprocess.run([str(wrapper), "-c", FACTS_SCRIPT], capture_output=True, text=True, timeout=120)
+    if facts.returncode != 0:
+        raise AiotError(f"the emulated aarch64 Python does not start: {facts.stderr.strip()[-300:]}",
+                        "check that qemu-user-static is installed and unshare may create mount namespaces")
+    python = parse_facts(facts.stdout)
+    wheels = download_wheels(python, cache)
+    # The same unpacking the device does in `aiot devices setup`, run here at native speed.
+    site = work / "root" / GUEST_SITE
+    done = subprocess.run([sys.executable, "-c", UNPACK_SCRIPT, str(site), *map(str, wheels)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AiotError(f"could not unpack the aarch64 wheels: {done.stderr.strip().splitlines()[-1:]}")
+    wrapper.unlink()
+
+
+__all__ = ["LABELS", "check_tools", "cpuinfo_text", "ensure_userland", "missing_tools", "prepare_device",
+           "write_wrapper"]

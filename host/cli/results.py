@@ -13,7 +13,7 @@ import typer
 from aiot.host.errors import UsageError
 from aiot.host.fileio import write_text_atomic
 
-app = typer.Typer(no_args_is_help=True, help="Stored results: list, show, export.")
+app = typer.Typer(no_args_is_help=True, help="Stored results: list, show, export, compare outputs across devices.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
@@ -137,3 +137,38 @@ def export(
     else:
         write_text_atomic(out_file, text)
         message(escape(f"wrote {len(records)} records to {out_file}"))
+
+
+@app.command("outputs")
+def outputs(
+    ctx: typer.Context,
+    sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+    reference: Annotated[str | None, typer.Option(
+        help="Device whose outputs the others are compared with [default: a real (not emulated) device].")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare each artifact's outputs across devices (e.g. x86_64 vs an emulated arm64 board).
+
+    Exits with code 1 when a device's output fingerprint differs beyond tolerance.
+    """
+    from rich.table import Table
+
+    from aiot.host.cli._output import message, out, print_json
+    from aiot.host.output_drift import ATOL, RTOL, output_drift
+
+    with _open(ctx) as store:
+        drifts = output_drift(store.query(kind="latency", status="ok", sweep_id=sweep), reference)
+    if as_json:
+        print_json([d.to_dict() for d in drifts])
+    elif not drifts:
+        message("no artifact has ok runs on two or more devices to compare")
+    else:
+        table = Table("model", "format", "threads", "device", "reference", "max |Δ|", "L2 rel Δ", "verdict",
+                      caption=f"tolerance |Δ| ≤ {ATOL:g} + {RTOL:g}·|ref|")
+        for d in drifts:
+            colour = "green" if d.verdict == "match" else "red"
+            table.add_row(d.model or "—", d.format or "—", str(d.threads or "—"), d.device, d.reference_device, f"{d.max_abs:.3g}",
+                          f"{d.l2_rel:.3g}", f"[{colour}]{d.verdict}[/]")
+        out.print(table)
+    if any(d.verdict != "match" for d in drifts):
+        raise typer.Exit(1)

@@ -1,0 +1,84 @@
+"""Emulated arm64 devices: an aarch64 userland under qemu-user behind a real sshd and a real adb server.
+
+The first test builds the cached userland (Debian arm64 python3.11 + aarch64 wheels, ~15 s and
+~60 MB of downloads); the others reuse it. Timings under emulation are meaningless, so these
+tests check what emulation is for: the runtimes load and run there, and an artifact's outputs
+on aarch64 match those on x86_64.
+"""
+
+import subprocess
+
+import pytest
+
+from aiot.host import inventory
+from aiot.host.emulator import arm64
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(arm64.missing_tools()),
+                       reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
+]
+
+FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0"]
+
+
+def _ok_records(cli, device):
+    records = [r for r in cli.json("results", "list") if r["device"] == device]
+    assert records and all(r["status"] == "ok" for r in records), [(r["status"], r["reason"]) for r in records]
+    return records
+
+
+def test_ssh_arm64_sweep_runs_on_aarch64_and_matches_x86(cli, session_cache):
+    started = cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pi")
+    assert started["arch"] == "arm64"
+    try:
+        cli("sweep", "-m", "tiny_cnn", "-f", "tflite,onnx", "-d", "pi,local", "--threads", "1,2", *FAST)
+        records = _ok_records(cli, "pi")
+        assert {(r["format"], r["threads"]) for r in records} == {("tflite", 1), ("tflite", 2), ("onnx", 1), ("onnx", 2)}
+        device = records[0]["provenance"]["device"]
+        # The runtimes ran as aarch64 code on this x86_64 kernel, and the record says so.
+        assert device["agent"]["machine"] == "aarch64" and device["abi"] == "aarch64"
+        assert device["kernel_abi"] == "x86_64"
+        assert device["labels"]["emulated"] == "ssh" and device["labels"]["arch"] == "arm64"
+        assert {r["provenance"]["runtime"]["backend"] for r in records} == {"litert", "onnxruntime"}
+        drifts = cli.json("results", "outputs", "--reference", "local")
+        on_pi = [d for d in drifts if d["device"] == "pi"]
+        assert len(on_pi) == 4 and all(d["verdict"] == "match" for d in on_pi), on_pi
+        # Only one userland was built, and no half-built one was left behind.
+        built = list((session_cache / "arm64-userland").iterdir())
+        assert len(built) == 1 and (built[0] / ".complete").exists()
+    finally:
+        cli("emulator", "stop", "pi")
+
+
+def test_adb_arm64_device_reports_arm64_abi_and_runs_both_runtimes(cli, tmp_path):
+    cli.json("emulator", "start", "adb", "--arch", "arm64", "--name", "phone64")
+    try:
+        info = cli.json("devices", "info", "phone64")
+        assert info["abi"] == "arm64-v8a"
+        cli("sweep", "-m", "tiny_cnn", "-f", "tflite,onnx", "-d", "phone64", "--threads", "1", *FAST)
+        records = _ok_records(cli, "phone64")
+        assert {r["format"] for r in records} == {"tflite", "onnx"}
+        assert all(r["provenance"]["device"]["agent"]["machine"] == "aarch64" for r in records)
+    finally:
+        cli("emulator", "stop", "phone64")
+
+
+def test_device_python_is_aarch64_with_a_fake_aarch64_cpuinfo(cli, session_cache):
+    cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "board")
+    try:
+        python = inventory.load()["board"].python
+        probe = ("import platform, onnxruntime; from ai_edge_litert.interpreter import Interpreter; "
+                 "print(platform.machine(), 'CPU part' in open('/proc/cpuinfo').read())")
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["aarch64", "True"]
+    finally:
+        cli("emulator", "stop", "board")
+
+
+def test_missing_qemu_is_one_clear_line(cli, monkeypatch):
+    monkeypatch.setattr(arm64.shutil, "which", lambda tool: None if tool == "qemu-aarch64-static" else "/bin/true")
+    result = cli("emulator", "start", "ssh", "--arch", "arm64", "--name", "nope", code=1)
+    assert "qemu-user-static" in result.stderr and "Traceback" not in result.stderr
+    assert "nope" not in inventory.load()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from aiot.host.errors import TransportError
 from aiot.host.fileio import sha256_file
 from aiot.host.transports.base import Transport
 
@@ -41,8 +42,18 @@ def push_file(transport: Transport, local: Path, sha256: str | None = None) -> P
     if existing is not None and existing.size == size:
         log.debug("%s already on %s", local.name, transport.name)
         return Pushed(remote, digest, size, sent=False)
-    transport.push(local, remote)
+    push(transport, local, remote)
     return Pushed(remote, digest, size, sent=True)
+
+
+def push(transport: Transport, local: Path, remote: str) -> None:
+    """``transport.push``, with a failure blamed on a read-only or full workdir when it is one."""
+    try:
+        transport.push(local, remote)
+    except TransportError as exc:
+        from aiot.host.doctor import explain_push_failure
+
+        raise explain_push_failure(transport, exc) from None
 
 
 def _agent_files() -> list[tuple[str, bytes]]:
@@ -84,9 +95,9 @@ def deploy_agent(transport: Transport, staging: Path) -> str:
         local = staging / "device_agent" / rel
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(data)
-        transport.push(local, posixpath.join(root, "device_agent", rel))
+        push(transport, local, posixpath.join(root, "device_agent", rel))
     # The marker goes last: a push interrupted half-way is redone next time.
     done = staging / ".complete"
     done.write_text(version)
-    transport.push(done, marker)
+    push(transport, done, marker)
     return root

@@ -86,6 +86,24 @@ def diagnose(transport: Transport) -> list[Check]:
     return checks
 
 
+def explain_push_failure(transport: Transport, exc: TransportError) -> TransportError:
+    """The error to report for a failed push: the workdir's problem (unwritable, full) if it has one.
+
+    A push fails with the transport's words ("Failure", "[Errno 30] ..."); the workdir and
+    free-space checks say what is wrong and what to do. When they find nothing, or the device
+    is gone, the original error stands.
+    """
+    try:
+        verdict = check_workdir(transport)
+        if verdict.ok:
+            verdict = check_space(transport)
+    except TransportError:
+        return exc
+    if verdict.ok and not verdict.warn:
+        return exc
+    return TransportError(f"push to '{transport.name}' failed: {verdict.detail}", verdict.fix)
+
+
 def _run_checks(transport: Transport, checks: list[Check]) -> None:
     """Append each check's verdict; later checks run only where earlier ones make sense."""
     checks.append(check_reachable(transport))

@@ -320,7 +320,10 @@ def _sync_send(stream: Stream, spec: str) -> None:
             error = error or f"unexpected sync id {ident!r} during SEND"
             break
     if out is not None:
-        out.close()
+        try:
+            out.close()  # flushes: a full disk can fail here, not in write()
+        except OSError as exc:
+            error = error or f"{path}: {exc.strerror or exc}"
         if error is None:
             try:
                 os.chmod(tmp, mode)

@@ -157,7 +157,42 @@ def push(
               f"  agent in {escape(agent.root)}")
 
 
+def pull(
+    ctx: typer.Context,
+    device: Device = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Folder to copy into "
+                                                 "[default: RESULTS/pulled/DEVICE].")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy the files a device left in WORKDIR/outputs (profiles, logs) into the results folder.
+
+    File names come from the device; any that could land outside the folder are refused.
+    """
+    from rich.markup import escape
+
+    from aiot.host.cli._output import message, out, print_json, spinner, state
+    from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.pull import outputs_dir, pull_outputs
+
+    name = resolve_name(device)
+    transport = open_transport(name)
+    dest = out_dir or state(ctx).results_dir() / "pulled" / name
+    with spinner(f"pulling from {name}…"):
+        pulled = pull_outputs(transport, dest)
+    if as_json:
+        print_json([{"name": p.name, "local": str(p.local) if p.local else None, "size_bytes": p.size,
+                     "refused": p.refused} for p in pulled])
+    elif not pulled:
+        message(escape(f"nothing to pull: {name}:{outputs_dir(transport)} has no files"))
+    for p in pulled if not as_json else []:
+        line = f"[red]✗[/] {escape(p.refused)}" if p.refused else f"[green]✓[/] {escape(str(p.local))} ({p.size:,} B)"
+        out.print(line)
+    if any(p.refused for p in pulled):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.command("push")(push)
+    app.command("pull")(pull)
     app.command("run")(run)
     app.command("sweep")(sweep)

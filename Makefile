@@ -13,6 +13,7 @@ test: setup
 bench: setup
 	.venv/bin/python bench/cli_startup.py
 	.venv/bin/python bench/agent_fidelity.py
+	.venv/bin/python bench/transports.py
 
 clean-venv:
 	rm -rf .venv

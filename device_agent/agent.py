@@ -73,11 +73,18 @@ def validate_spec(raw: dict) -> dict:
     return spec
 
 
-def _timed_loop(session, min_runs: int, min_s: float, max_s: float, phase: str) -> list[int]:
-    """Per-iteration ``invoke`` latencies in ns, TFLite benchmark semantics."""
+def _timed_loop(session, min_runs: int, min_s: float, max_s: float,
+                phase: str) -> tuple[list[int], tuple[int, int] | None]:
+    """Per-iteration ``invoke`` latencies in ns, TFLite benchmark semantics.
+
+    Also returns the loop's span, ``perf_counter_ns`` at the first iteration's start and the
+    last one's end (None without iterations), so callers can place it in wall-clock time
+    without an extra clock read inside the loop.
+    """
     samples: list[int] = []
     clock = time.perf_counter_ns
     start = clock()
+    first_t0 = last_t1 = None
     budget_min, budget_max = min_s * 1e9, max_s * 1e9
     next_report = start
     while True:
@@ -87,11 +94,25 @@ def _timed_loop(session, min_runs: int, min_s: float, max_s: float, phase: str) 
             break
         t0 = clock()
         session.invoke()
-        samples.append(clock() - t0)
+        last_t1 = clock()
+        samples.append(last_t1 - t0)
+        if first_t0 is None:
+            first_t0 = t0
         if t0 >= next_report:
             emit("progress", phase=phase, done=len(samples), total=min_runs)
             next_report = t0 + 250_000_000  # at most four progress lines per second
-    return samples
+    return samples, (None if first_t0 is None else (first_t0, last_t1))
+
+
+def wall_clock_s(perf_ns: int, anchor: tuple[int, int]) -> float:
+    """Epoch seconds (``time.time`` scale) of a ``perf_counter_ns`` reading.
+
+    ``anchor`` is a ``(time_ns(), perf_counter_ns())`` pair read back to back; mapping
+    through it keeps wall-clock reads out of the timed loop.
+    """
+    wall_ns, perf_anchor_ns = anchor
+    # int / int is correctly rounded; int / 1e9 would first round the ns count to a float.
+    return (wall_ns + (perf_ns - perf_anchor_ns)) / 1_000_000_000
 
 
 def _accuracy(session, dataset: dict) -> dict:
@@ -154,8 +175,10 @@ def run(spec: dict) -> dict:
     first_ns = time.perf_counter_ns() - t0
     fingerprint = output_fingerprint(session.output())
 
-    warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"], "warmup")
-    samples = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure")
+    warm, _ = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
+                          "warmup")
+    anchor = (time.time_ns(), time.perf_counter_ns())
+    samples, span = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure")
     result = {
         "backend": backend.NAME,
         "runtime_version": backend.version(),
@@ -168,6 +191,11 @@ def run(spec: dict) -> dict:
         "warmup": {"count": len(warm), "seconds": sum(warm) / 1e9},
         "samples_ns": samples,
         "stats_ms": summarize_ms(samples),
+        # Wall clock (epoch s) of the first timed iteration's start and the last one's end, for
+        # the host to measure its own overhead around the timed region. Device clock: a host
+        # comparing them with its own clock must correct for the offset between the two.
+        "measure_start_unix_s": wall_clock_s(span[0], anchor) if span else None,
+        "measure_end_unix_s": wall_clock_s(span[1], anchor) if span else None,
         "accuracy": _accuracy(session, spec["dataset"]) if spec.get("dataset") else None,
     }
     # Peak RSS after everything ran: the high-water mark of this process.

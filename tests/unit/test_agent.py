@@ -53,6 +53,25 @@ def test_run_reports_raw_samples_and_stats(session, onnx_model):
     assert {p[0] for p in progress} >= {"load", "measure"}
 
 
+def test_run_places_the_timed_loop_in_wall_clock_time(session, onnx_model):
+    import time
+
+    remote = push_file(session.transport, onnx_model[1]).remote
+    before = time.time()
+    res = session.run(_spec(remote))
+    after = time.time()
+    start, end = res["measure_start_unix_s"], res["measure_end_unix_s"]
+    assert before < start < end < after
+    # The span covers every timed iteration, plus only the loop's own bookkeeping between them.
+    assert end - start >= sum(res["samples_ns"]) / 1e9 - 1e-6
+
+
+def test_wall_clock_maps_perf_counter_readings_through_the_anchor():
+    anchor = (1_700_000_000_000_000_000, 5_000)
+    assert agent_mod.wall_clock_s(5_000, anchor) == 1_700_000_000.0
+    assert agent_mod.wall_clock_s(5_000 + 250_000_000, anchor) == 1_700_000_000.25
+
+
 def test_min_seconds_extends_the_run(session, onnx_model):
     remote = push_file(session.transport, onnx_model[1]).remote
     res = session.run(_spec(remote, min_runs=1, min_s=0.3))

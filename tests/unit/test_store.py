@@ -23,6 +23,19 @@ def test_pending_then_ok_round_trip(tmp_path):
     assert got.finished_at is not None
 
 
+def test_finished_at_has_sub_second_precision(tmp_path):
+    from datetime import datetime, timezone
+
+    with open_store(tmp_path) as store:
+        rec = _begin(store)
+        before = datetime.now(timezone.utc)
+        store.finish(rec.id, "ok")
+        after = datetime.now(timezone.utc)
+        finished = datetime.fromisoformat(store.get(rec.id).finished_at)
+    # Microseconds are kept, so this brackets the write instead of rounding it to a second.
+    assert before <= finished <= after
+
+
 def test_query_filters_and_limit(tmp_path):
     with open_store(tmp_path) as store:
         ids = [_begin(store, sweep_id="a" if i < 3 else "b").id for i in range(5)]

@@ -29,6 +29,11 @@ def private_adb_server():
 
     from aiot.host.emulator.ssh import free_port
 
+    if os.environ.get("AIOT_TEST_DEVICE"):
+        # Real hardware: its phones are authorized with the user's own adb server; a second
+        # server would fight it for the USB devices. Leave that server alone.
+        yield
+        return
     previous = os.environ.get("ANDROID_ADB_SERVER_PORT")
     os.environ["ANDROID_ADB_SERVER_PORT"] = str(free_port())
     yield

@@ -13,7 +13,7 @@ from aiot.converters.sidecar import read_sidecar, verify_artifact
 from aiot.host.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
 
 torch = pytest.importorskip("torch")
-FORMATS = ["onnx", "tflite"]
+FORMATS = ["onnx", "ort", "tflite"]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,20 @@ def test_sidecar_describes_the_artifact(converted, fmt):
     assert side["toolchain"]["torch"].startswith("2.13") and side["parity"] == res.parity
     assert side["converter"]["ops"] and side["format"] == fmt
     assert verify_artifact(res.artifact)["format"] == fmt
+
+
+def test_ort_is_an_ort_flatbuffer_of_the_optimized_graph(converted):
+    res = converted[1]["ort"]
+    assert res.artifact.read_bytes()[4:8] == b"ORTM"
+    converter = read_sidecar(res.artifact)["converter"]
+    assert converter["optimization"] == "basic" and "Conv" in converter["ops"]
+    assert "Conv" in converter["source_ops"]
+
+
+def test_ort_refuses_the_machine_specific_level(tmp_path):
+    with pytest.raises(UsageError, match="specific to this machine"):
+        convert_model("tiny_cnn", "ort", tmp_path, options={"optimization": "all"})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tflite_ops_are_builtin(converted):

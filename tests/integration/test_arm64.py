@@ -32,9 +32,11 @@ def test_ssh_arm64_sweep_runs_on_aarch64_and_matches_x86(cli, session_cache):
     started = cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pi")
     assert started["arch"] == "arm64"
     try:
-        cli("sweep", "-m", "tiny_cnn", "-f", "tflite,onnx", "-d", "pi,local", "--threads", "1,2", *FAST)
+        # .ort is optimized on x86_64 at a portable level; it must load and agree on aarch64 too.
+        cli("sweep", "-m", "tiny_cnn", "-f", "tflite,onnx,ort", "-d", "pi,local", "--threads", "1,2", *FAST)
         records = _ok_records(cli, "pi")
-        assert {(r["format"], r["threads"]) for r in records} == {("tflite", 1), ("tflite", 2), ("onnx", 1), ("onnx", 2)}
+        assert {(r["format"], r["threads"]) for r in records} == {
+            (fmt, threads) for fmt in ("tflite", "onnx", "ort") for threads in (1, 2)}
         device = records[0]["provenance"]["device"]
         # The runtimes ran as aarch64 code on this x86_64 kernel, and the record says so.
         assert device["agent"]["machine"] == "aarch64" and device["abi"] == "aarch64"
@@ -43,7 +45,7 @@ def test_ssh_arm64_sweep_runs_on_aarch64_and_matches_x86(cli, session_cache):
         assert {r["provenance"]["runtime"]["backend"] for r in records} == {"litert", "onnxruntime"}
         drifts = cli.json("results", "outputs", "--reference", "local")
         on_pi = [d for d in drifts if d["device"] == "pi"]
-        assert len(on_pi) == 4 and all(d["verdict"] == "match" for d in on_pi), on_pi
+        assert len(on_pi) == 6 and all(d["verdict"] == "match" for d in on_pi), on_pi
         # Only one userland was built, and no half-built one was left behind.
         built = list((session_cache / "arm64-userland").iterdir())
         assert len(built) == 1 and (built[0] / ".complete").exists()

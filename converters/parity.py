@@ -6,6 +6,7 @@ deterministic inputs, one image at a time (artifacts are exported at batch 1).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 from pathlib import Path
@@ -42,6 +43,21 @@ def compare_outputs(reference, actual, atol: float, rtol: float) -> dict:
     }
 
 
+@contextlib.contextmanager
+def _torch_threads_kept():
+    """Keep the host's torch thread count: the PyTorch Mobile backend sets it process-wide,
+    which is right in the agent's own process but not in this one, where training follows."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            torch.set_num_threads(before)
+
+
 def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
     """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first).
 
@@ -53,7 +69,7 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
     from aiot.device_agent import backends
 
     backend = backends.load(backend_name)
-    with toolchain_output_to_log(log):
+    with toolchain_output_to_log(log), _torch_threads_kept():
         try:
             session = backend.open(str(artifact), 1)
         except Exception as exc:

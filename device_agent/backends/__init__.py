@@ -14,6 +14,7 @@ import importlib
 MODULES = {
     "onnxruntime": ".onnxruntime_backend",
     "litert": ".litert_backend",
+    "pytorch_mobile": ".pytorch_mobile_backend",
 }
 
 

@@ -13,7 +13,7 @@ from aiot.converters.sidecar import read_sidecar, verify_artifact
 from aiot.host.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
 
 torch = pytest.importorskip("torch")
-FORMATS = ["onnx", "ort", "tflite"]
+FORMATS = ["onnx", "ort", "ptl", "tflite"]
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +56,33 @@ def test_ort_refuses_the_machine_specific_level(tmp_path):
     with pytest.raises(UsageError, match="specific to this machine"):
         convert_model("tiny_cnn", "ort", tmp_path, options={"optimization": "all"})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ptl_carries_its_input_shape_and_keeps_host_threads(converted):
+    from aiot.device_agent.backends.pytorch_mobile_backend import input_meta
+
+    res = converted[1]["ptl"]
+    assert input_meta(str(res.artifact)) == {"shape": [1, 1, 28, 28], "dtype": "float32"}
+    converter = read_sidecar(res.artifact)["converter"]
+    assert "aten::_convolution" in converter["ops"] or "aten::conv2d" in converter["ops"]
+    before = torch.get_num_threads()
+    check_parity("ptl", "pytorch_mobile", res.artifact, build_source_model("tiny_cnn")[1],
+                 torch.randn(2, 1, 28, 28), 1e-4)
+    assert torch.get_num_threads() == before
+
+
+def test_ptl_optimize_yes_is_refused_clearly_without_xnnpack(tmp_path):
+    from aiot.converters.ptl import _maybe_optimize
+    from aiot.host.errors import ConversionError
+
+    traced = torch.jit.trace(torch.nn.Conv2d(1, 2, 3).eval(), torch.randn(1, 1, 8, 8))
+    try:
+        _, optimized = _maybe_optimize(traced, "yes")
+    except ConversionError as exc:
+        assert "XNNPACK" in exc.one_line()
+    else:
+        assert optimized  # this torch has XNNPACK: the optimization really ran
+    assert _maybe_optimize(traced, "no")[1] is False
 
 
 def test_tflite_ops_are_builtin(converted):
@@ -141,7 +168,7 @@ def test_options_are_validated_before_work(tmp_path):
 def test_unknown_format_and_model_suggest():
     with pytest.raises(UnknownName) as info:
         get_converter("tflit")
-    assert info.value.close == ["tflite"]
+    assert info.value.close[0] == "tflite"
     with pytest.raises(UnknownName, match="model"):
         convert_model("resnet19", "onnx", ".")
 

@@ -27,7 +27,14 @@ from aiot.host.transports.base import Transport
 
 log = logging.getLogger(__name__)
 
-RUNTIMES = ("numpy", "onnxruntime", "ai-edge-litert")
+#: The agent's runtimes: import name -> pip distribution. Importing LiteRT's interpreter
+#: module (not just the package) proves its native library loads.
+RUNTIME_MODULES = {
+    "numpy": "numpy",
+    "onnxruntime": "onnxruntime",
+    "ai_edge_litert.interpreter": "ai-edge-litert",
+}
+RUNTIMES = tuple(RUNTIME_MODULES.values())
 NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries instead
 COMPLETE = ".complete"
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use

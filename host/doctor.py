@@ -13,19 +13,14 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from aiot.host.device_setup import NATIVE_ONLY, agent_env
+from aiot.host.device_setup import NATIVE_ONLY, RUNTIME_MODULES, agent_env
 from aiot.host.errors import TransportError
 from aiot.host.probe import probe_linux
 from aiot.host.transports.base import ShellResult, Transport
 
 MIN_PYTHON = (3, 9)
 LOW_SPACE_MB = 200
-# import name -> pip distribution; importing the interpreter module proves LiteRT loads.
-RUNTIMES = {
-    "numpy": "numpy",
-    "onnxruntime": "onnxruntime",
-    "ai_edge_litert.interpreter": "ai-edge-litert",
-}
+RUNTIMES = dict(RUNTIME_MODULES)  # import name -> pip distribution
 
 _VERSION_SCRIPT = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from aiot.host.arch import canonical
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.store.store import RunRecord, Store
 
@@ -152,7 +153,7 @@ class Workspace:
             info["agent"] = session.hello()
             info["name"] = device
             machine = info["agent"].get("machine")
-            if machine and info.get("abi") and _arch(machine) != _arch(info["abi"]):
+            if machine and info.get("abi") and canonical(machine) != canonical(info["abi"]):
                 # A userland of another architecture than the kernel (an emulated arm64 board
                 # under qemu-user): the runtimes' architecture is the one that matters.
                 info["kernel_abi"], info["abi"] = info["abi"], machine
@@ -163,12 +164,6 @@ class Workspace:
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
-
-
-def _arch(name: str) -> str:
-    """One spelling per CPU architecture (Android ABIs, uname, Python's platform.machine)."""
-    name = name.lower()
-    return {"arm64-v8a": "aarch64", "arm64": "aarch64", "amd64": "x86_64", "armeabi-v7a": "armv7l"}.get(name, name)
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -8,11 +8,11 @@ answers with the properties below; the device's workdir is a folder of the emula
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
+from aiot.host import arch
 from aiot.host.emulator.ssh import free_port, wait_for_port
 from aiot.host.inventory import DeviceEntry
 
@@ -31,23 +31,18 @@ echo
 """
 
 
-def _abi(machine: str) -> str:
-    machine = machine.lower()
-    return {"aarch64": "arm64-v8a", "arm64": "arm64-v8a", "x86_64": "x86_64", "amd64": "x86_64"}.get(machine, machine)
-
-
 def device_props(name: str, machine: str | None = None) -> dict[str, str]:
     """What ``getprop`` answers on the emulated device; honest about being an emulator.
 
     ``machine`` is the CPU architecture its programs run as (this machine's by default).
     """
-    machine = machine or platform.machine()
+    machine = arch.canonical(machine) if machine else arch.native()
     return {
         "ro.product.name": "aiot_emulated",
         "ro.product.model": f"aiot-adbd {name}",
         "ro.product.device": "aiot_emulated",
         "ro.product.manufacturer": "aiot (emulated)",
-        "ro.product.cpu.abi": _abi(machine),
+        "ro.product.cpu.abi": arch.android_abi(machine),
         "ro.hardware": machine,
         "ro.aiot.emulated": "1",
     }

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable
 
+from aiot.host import arch as arch_names
 from aiot.host import inventory
 from aiot.host.emulator.ssh import remove_folder
 from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
@@ -23,8 +23,7 @@ def _default_name(kind: str) -> str:
 
 
 def _native_arch() -> str:
-    machine = platform.machine().lower()
-    return {"aarch64": "arm64", "amd64": "x86_64"}.get(machine, machine)
+    return arch_names.option_name(arch_names.native())
 
 
 def start(kind: str, name: str | None = None, arch: str | None = None,
@@ -36,7 +35,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     """
     if kind not in KINDS:
         raise UsageError(f"unknown emulator kind '{kind}'", f"use one of {', '.join(KINDS)}")
-    arch = {"aarch64": "arm64", "amd64": "x86_64"}.get(arch or "", arch) or _native_arch()
+    arch = arch_names.option_name(arch) if arch else _native_arch()
     if arch not in ARCHES:
         raise UsageError(f"unknown --arch '{arch}'", f"use one of {', '.join(ARCHES)}")
     if arch != _native_arch() and arch != "arm64":
@@ -59,7 +58,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
 
             python = str(prepare_device(folder, cache_dir(), on_step))
         on_step(f"starting the {kind} server")
-        proc, port, entry = _start_server(kind, name, folder, python)
+        proc, port, entry = _start_server(kind, name, folder, python, arch)
         if python is not None:
             from aiot.host.emulator.arm64 import LABELS
 
@@ -76,14 +75,14 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     return state
 
 
-def _start_server(kind: str, name: str, folder, python: str | None):
+def _start_server(kind: str, name: str, folder, python: str | None, arch: str):
     if kind == "ssh":
         from aiot.host.emulator.ssh import start_sshd
 
         return start_sshd(name, folder, python=python)
     from aiot.host.emulator.adb import start_adb_device
 
-    return start_adb_device(name, folder, python=python, machine="aarch64" if python else None)
+    return start_adb_device(name, folder, python=python, machine=arch_names.canonical(arch))
 
 
 def running() -> list[dict]:

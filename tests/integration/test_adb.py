@@ -31,14 +31,6 @@ def _stop(proc, entry):
     forget_tcp(entry.serial)
 
 
-@pytest.fixture(scope="module")
-def adbd(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("emu-adb")
-    proc, port, entry = start_adb_device("emu-test", folder)
-    yield entry
-    _stop(proc, entry)
-
-
 @pytest.fixture
 def adb(adbd):
     transport = AdbTransport(adbd)

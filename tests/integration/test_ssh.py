@@ -15,15 +15,6 @@ from aiot.host.transports.ssh import SshTransport
 FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]
 
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("emu-ssh")
-    proc, port, entry = start_sshd("emu-test", folder)
-    yield entry
-    proc.terminate()
-    proc.wait(5)
-
-
 @pytest.fixture
 def ssh(sshd):
     transport = SshTransport(sshd)

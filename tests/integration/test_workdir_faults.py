@@ -11,10 +11,8 @@ from dataclasses import replace
 import pytest
 
 from aiot.host.deploy import push_file
-from aiot.host.emulator.adb import start_adb_device
-from aiot.host.emulator.ssh import start_sshd
 from aiot.host.errors import TransportError
-from aiot.host.transports.adb import AdbTransport, forget_tcp
+from aiot.host.transports.adb import AdbTransport
 from aiot.host.transports.local import LocalTransport
 from aiot.host.transports.ssh import SshTransport
 
@@ -41,14 +39,8 @@ def mounts(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def entries(tmp_path_factory):
-    ssh_proc, _, ssh_entry = start_sshd("emu-faults", tmp_path_factory.mktemp("ssh"))
-    adb_proc, _, adb_entry = start_adb_device("emu-faults-adb", tmp_path_factory.mktemp("adb"))
-    yield {"ssh": ssh_entry, "adb": adb_entry}
-    forget_tcp(adb_entry.serial)
-    for proc in (ssh_proc, adb_proc):
-        proc.terminate()
-        proc.wait(5)
+def entries(sshd, adbd):
+    return {"ssh": sshd, "adb": adbd}
 
 
 def _transport(kind, entries, workdir, monkeypatch):

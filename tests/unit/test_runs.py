@@ -41,7 +41,7 @@ def test_demo_thread_counts(cores, expected):
 
 
 def test_arch_spellings_of_android_uname_and_python_agree():
-    from aiot.host.runs import _arch
+    from aiot.host.arch import canonical as _arch
 
     assert _arch("arm64-v8a") == _arch("aarch64") == _arch("ARM64")
     assert _arch("AMD64") == _arch("x86_64")

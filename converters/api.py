@@ -19,6 +19,7 @@ from aiot.host.quiet import toolchain_output_to_log
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
+PARITY_DATASET = "fashion-mnist"
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,19 @@ def _reusable(artifact: Path, source_hash: str, options: dict) -> dict | None:
 def _check_ready(fmt: str, options: dict | None):
     converter = get_converter(fmt)
     resolved = resolve_options(converter, options)
+    check = getattr(converter, "check_options", None)
+    if check is not None:
+        check(resolved)
     avail = converter.availability()
     if not avail.ok:
-        raise MissingDependency(f"the {converter.name} toolchain", avail.extra or "all", avail.reason)
+        raise MissingDependency(f"the {converter.name} toolchain", avail.extra or "all", avail.reason,
+                                hint=avail.hint)
     return converter, resolved
 
 
 def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
-                  options: dict | None = None, parity_samples: int = 8, reuse: bool = True,
+                  options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
+                  reuse: bool = True,
                   progress: Callable[[str], None] | None = None) -> ConversionResult:
     """Convert a zoo model, verify the artifact loads in its runtime, and check parity.
 
@@ -118,13 +124,17 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     example = spec.example_input(batch=1, seed=0)
     _notify(progress, "export")
-    facts = _export(converter, model, example, artifact, resolved)
+    facts = _export(converter, model, example, artifact, resolved,
+                    spec if getattr(converter, "uses_spec", False) else None)
     parity = None
-    if converter.backend is not None:
+    runner = converter.backend or getattr(converter, "reference_outputs", None)
+    if runner is not None:
         _notify(progress, "parity")
+        tolerance = _tolerance(converter, resolved)
         try:
-            parity = check_parity(converter.name, converter.backend, artifact, model,
-                                  spec.example_input(batch=parity_samples, seed=1), converter.atol)
+            parity = check_parity(converter.name, runner, artifact, model,
+                                  spec.example_input(batch=parity_samples, seed=1),
+                                  dataset=_parity_images(spec, dataset_samples), **tolerance)
         except BaseException:
             artifact.unlink(missing_ok=True)
             raise
@@ -147,11 +157,41 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     return ConversionResult(artifact, sidecar, parity, sha, size, time.perf_counter() - started, cached=False)
 
 
-def _export(converter, model, example, artifact: Path, options: dict) -> dict:
+def _tolerance(converter, options: dict) -> dict:
+    """``atol``/``rtol``/``min_top1`` for parity: per options where the converter says so."""
+    rule = getattr(converter, "parity_tolerance", None)
+    if rule is not None:
+        return dict(rule(options))
+    return {"atol": converter.atol, "rtol": 1e-3, "min_top1": None}
+
+
+def _parity_images(spec, count: int):
+    """``(dataset name, torch batch)`` of real test images for parity, or None without data.
+
+    Fashion-MNIST is preprocessed to any model's input (resized, replicated to RGB): not the
+    model's own domain for ImageNet models, but real image statistics, which is what
+    quantized formats must be judged on (random noise saturates their calibrated ranges).
+    """
+    if count <= 0:
+        return None
+    import torch
+
+    from aiot.host.datasets import load_dataset
+
+    try:
+        x, _y = load_dataset(PARITY_DATASET, spec.input, split="test", limit=count, seed=1)
+    except AiotError as exc:
+        log.info("parity without real images: %s", exc.message)
+        return None
+    return PARITY_DATASET, torch.from_numpy(x)
+
+
+def _export(converter, model, example, artifact: Path, options: dict, spec=None) -> dict:
     """Run the converter, turning toolchain exceptions into a ConversionError."""
+    extra = {"spec": spec} if spec is not None else {}
     try:
         with toolchain_output_to_log(log):
-            return converter.export(model, example, artifact, options)
+            return converter.export(model, example, artifact, options, **extra)
     except AiotError:
         raise
     except Exception as exc:

@@ -18,6 +18,7 @@ class Availability:
     ok: bool
     reason: str = ""
     extra: str | None = None
+    hint: str | None = None  # how to fix it when it is not a pip extra (e.g. a toolchain)
 
 
 def modules_available(modules: dict[str, str], extra: str) -> Availability:
@@ -61,6 +62,17 @@ class Converter(Protocol):
         ...
 
 
+# Optional members a converter may add (looked up with getattr, so the protocol stays small):
+#   check_options(options) -> None: raise UsageError for bad option values before any work.
+#   reference_outputs(artifact, inputs) -> ndarray: for emit-only formats (backend None), a
+#       NumPy executor of the format's semantics that parity compares with PyTorch.
+#   artifact_files(artifact) -> list[Path]: extra files that belong to the artifact.
+#   parity_tolerance(options) -> {"atol", "rtol", "min_top1"}: when parity depends on options
+#       (quantized artifacts are judged on top-1 agreement over real images, not logits).
+#   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess
+#       calibration images for the model's input.
+
+
 CONVERTERS: Registry[Converter] = Registry("format")
 
 
@@ -88,6 +100,7 @@ def format_table() -> list[dict]:
         rows.append({
             "name": conv.name, "extension": conv.extension, "backend": conv.backend,
             "available": avail.ok, "reason": avail.reason, "extra": avail.extra,
+            "hint": avail.hint or (f"pip install 'aiot[{avail.extra}]'" if avail.extra else None),
             "description": conv.description,
             "options": {k: f"{h} [default: {d}]" for k, (d, h) in conv.options.items()},
         })

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from aiot.host.errors import AccuracyMismatch, ArtifactError
@@ -17,7 +19,7 @@ from aiot.host.quiet import toolchain_output_to_log
 log = logging.getLogger(__name__)
 
 
-def compare_outputs(reference, actual, atol: float, rtol: float) -> dict:
+def compare_outputs(reference, actual, atol: float | None, rtol: float | None) -> dict:
     """Error statistics between two ``(N, classes)`` arrays; ``ok`` when within tolerance.
 
     The relative error is normalised by the largest reference magnitude per sample, so
@@ -36,8 +38,9 @@ def compare_outputs(reference, actual, atol: float, rtol: float) -> dict:
     max_abs = float(diff.max())
     max_rel = float((diff / scale).max())
     agreement = float(np.mean(ref.argmax(1) == act.argmax(1)))
+    within = (atol is not None and max_abs <= atol) or (rtol is not None and max_rel <= rtol)
     return {
-        "ok": bool(max_abs <= atol or max_rel <= rtol),
+        "ok": bool(within or (atol is None and rtol is None)),
         "max_abs": max_abs, "max_rel": max_rel, "mean_abs": float(diff.mean()),
         "top1_agreement": agreement, "n": int(len(ref)), "atol": atol, "rtol": rtol,
     }
@@ -68,7 +71,14 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
 
     from aiot.device_agent import backends
 
-    backend = backends.load(backend_name)
+    try:
+        backend = backends.load(backend_name)
+    except backends.BackendUnavailable:
+        toolchain = getattr(importlib.import_module(backends.MODULES[backend_name],
+                                                    backends.__name__), "TOOLCHAIN", None)
+        if toolchain is None:
+            raise
+        return _run_in_toolchain(toolchain, backend_name, artifact, inputs)
     with toolchain_output_to_log(log), _torch_threads_kept():
         try:
             session = backend.open(str(artifact), 1)
@@ -83,24 +93,92 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
     return np.stack([r.reshape(-1) for r in rows])
 
 
-def check_parity(fmt: str, backend: str, artifact: Path, model, inputs, atol: float,
-                 rtol: float = 1e-3) -> dict:
-    """Compare ``artifact`` with ``model`` on ``inputs`` (a torch batch).
+def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs):
+    """Outputs from the agent's ``predict`` command run by a toolchain's interpreter.
+
+    The agent package is run from aiot's installed folder (it is standard-library only),
+    exactly as on a device, so the runtime that checks parity is the one that times.
+    """
+    import json
+    import tempfile
+
+    import numpy as np
+
+    import aiot.device_agent
+    from aiot.host import toolchains
+
+    agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="aiot-predict-") as tmp:
+        spec = {"v": 1, "backend": backend_name, "artifact": str(Path(artifact).resolve()),
+                "inputs": str(Path(tmp) / "x.npy"), "outputs": str(Path(tmp) / "y.npy"), "threads": 1}
+        np.save(spec["inputs"], np.ascontiguousarray(inputs, dtype=np.float32))
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        stdout = toolchains.run_module(toolchain, "device_agent", ["predict", str(Path(tmp) / "spec.json")],
+                                       cwd=agent_parent)
+        _raise_agent_error(stdout, artifact)
+        return np.load(spec["outputs"])
+
+
+def _raise_agent_error(stdout: str, artifact: Path) -> None:
+    from aiot.device_agent import protocol
+
+    for line in stdout.splitlines():
+        msg = protocol.decode(line)
+        if msg and msg["event"] == "error":
+            raise ArtifactError(f"{artifact.name}: {msg['type']}: {msg['message']}",
+                                "the file is truncated or corrupt; re-convert it")
+
+
+def check_parity(fmt: str, backend: str | Callable, artifact: Path, model, inputs, atol: float | None,
+                 rtol: float | None = 1e-3, min_top1: float | None = None,
+                 dataset: tuple[str, object] | None = None) -> dict:
+    """Compare ``artifact`` with ``model`` on ``inputs`` (a seeded random torch batch) and on
+    real images.
+
+    Args:
+        backend: the agent backend that runs the artifact, or, for emit-only formats, a
+            reference executor ``(artifact, inputs as numpy) -> outputs`` of the format's
+            semantics.
+        atol, rtol: float formats must match PyTorch's outputs within these on every input.
+        min_top1: quantized formats cannot match logits; they must instead agree with
+            PyTorch's top-1 on at least this fraction of the real images.
+        dataset: ``(name, torch batch)`` of preprocessed real images, or None.
 
     Returns:
-        The parity report (max_abs, max_rel, mean_abs, top1_agreement, n, atol, rtol, ok).
+        The parity report (max_abs, max_rel, mean_abs, top1_agreement, n, atol, rtol, ok), with
+        a ``dataset`` entry (name, n, top1_agreement, max_abs) when real images were used.
 
     Raises:
         AccuracyMismatch: outside tolerance; the report is attached.
     """
+    report = _compare_batch(backend, artifact, model, inputs, atol, rtol)
+    if dataset is not None:
+        name, images = dataset
+        on_data = _compare_batch(backend, artifact, model, images, atol, rtol)
+        report["dataset"] = {"name": name, "n": on_data["n"], "ok": on_data["ok"],
+                             "top1_agreement": on_data["top1_agreement"],
+                             "max_abs": on_data["max_abs"]}
+    if min_top1 is not None:
+        agreement = report.get("dataset", report)["top1_agreement"]
+        report.update(ok=bool(agreement >= min_top1), min_top1=min_top1)
+    elif dataset is not None:
+        report["ok"] = bool(report["ok"] and report["dataset"]["ok"])
+    log.info("%s parity: max abs %.3g, max rel %.3g, top-1 %.0f%%%s", fmt, report["max_abs"],
+             report["max_rel"], 100 * report["top1_agreement"],
+             f", on {report['dataset']['name']} {100 * report['dataset']['top1_agreement']:.0f}%"
+             if "dataset" in report else "")
+    if not report["ok"]:
+        raise AccuracyMismatch(fmt, report)
+    return report
+
+
+def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> dict:
     import torch
 
     with torch.no_grad():
         reference = model(inputs).reshape(len(inputs), -1).numpy()
-    actual = run_artifact(backend, artifact, inputs.numpy())
-    report = compare_outputs(reference, actual, atol, rtol)
-    log.info("%s parity: max abs %.3g, max rel %.3g, top-1 %.0f%%", fmt, report["max_abs"],
-             report["max_rel"], 100 * report["top1_agreement"])
-    if not report["ok"]:
-        raise AccuracyMismatch(fmt, report)
-    return report
+    if callable(backend):
+        actual = backend(artifact, inputs.numpy())
+    else:
+        actual = run_artifact(backend, artifact, inputs.numpy())
+    return compare_outputs(reference, actual, atol, rtol)

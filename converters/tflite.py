@@ -34,35 +34,125 @@ def tflite_ops(path: Path) -> list[str]:
     return sorted(ops)
 
 
+QUANT_MODES = {
+    "fp32": "float32 weights and activations",
+    "fp16": "float16 weights (dequantized at load), float32 compute",
+    "dynamic-int8": "int8 weights, activations quantized on the fly",
+    "int8": "full integer: int8 weights and activations, calibrated on a dataset shard",
+}
+#: Parity rule per mode: float modes must match PyTorch's logits closely on any input; an
+#: integer model cannot, so it must agree with PyTorch's top-1 on real images instead.
+TOLERANCE = {
+    "fp32": {"atol": 1e-4, "rtol": 1e-3, "min_top1": None},
+    "fp16": {"atol": 1e-2, "rtol": 1e-2, "min_top1": None},
+    "dynamic-int8": {"atol": None, "rtol": None, "min_top1": 0.9},
+    "int8": {"atol": None, "rtol": None, "min_top1": 0.8},
+}
+
+
 class TfliteConverter:
-    """FP32 TFLite. FP16 and INT8 quantization are options for a later issue."""
+    """TFLite via litert-torch; FP16 and INT8 variants by ai-edge-quantizer on the float file."""
 
     name = "tflite"
     extension = ".tflite"
     backend = "litert"
     description = "TFLite via litert-torch, run by LiteRT with XNNPACK (NNAPI/GPU on Android)"
     atol = 1e-4
-    options = {"quant": ("fp32", "weights and activations: fp32 (fp16/int8 not implemented yet)")}
+    uses_spec = True  # int8 calibration preprocesses a dataset for the model's input
+    options = {
+        "quant": ("fp32", " | ".join(QUANT_MODES)),
+        "calibration": ("fashion-mnist", "dataset whose train split calibrates quant=int8"),
+        "calibration_samples": ("100", "images used to calibrate quant=int8"),
+    }
 
     def availability(self) -> Availability:
         return modules_available({"litert_torch": "litert-torch", "ai_edge_litert": "ai-edge-litert"}, "tflite")
 
     def toolchain_versions(self) -> dict[str, str]:
-        return {pkg: version(pkg) for pkg in ("torch", "litert-torch", "ai-edge-litert")}
+        return {pkg: version(pkg) for pkg in ("torch", "litert-torch", "ai-edge-litert", "ai-edge-quantizer")}
 
-    def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
-        if options["quant"] != "fp32":
-            raise UsageError(f"tflite quant={options['quant']} is not implemented yet", "use quant=fp32")
+    def check_options(self, options: dict[str, str]) -> None:
+        """Refuse a bad quant mode, sample count or dataset name before any work."""
+        if options["quant"] not in QUANT_MODES:
+            raise UsageError(f"tflite quant must be one of {', '.join(QUANT_MODES)}, got "
+                             f"'{options['quant']}'", "e.g. --opt quant=int8")
+        samples = options["calibration_samples"]
+        if not samples.isdigit() or int(samples) < 1:
+            raise UsageError(f"calibration_samples must be a positive integer, got '{samples}'")
+        if options["quant"] == "int8":
+            from aiot.host.datasets.base import canonical_name
+
+            canonical_name(options["calibration"])  # UnknownName with suggestions
+
+    def parity_tolerance(self, options: dict[str, str]) -> dict:
+        """How close the artifact must be to PyTorch for this quant mode."""
+        return TOLERANCE[options["quant"]]
+
+    def export(self, model, example, out_path: Path, options: dict[str, str], spec=None) -> dict:
         import litert_torch
 
-        write_atomic(out_path, lambda tmp: litert_torch.convert(model, (example,)).export(str(tmp)))
+        quant = options["quant"]
+        calibration = None
+        if quant == "fp32":
+            write_atomic(out_path, lambda tmp: litert_torch.convert(model, (example,)).export(str(tmp)))
+        else:
+            calibration = _calibration_batches(spec, options) if quant == "int8" else None
+            float_model = out_path.with_name(out_path.name + ".fp32.tmp")
+            try:
+                litert_torch.convert(model, (example,)).export(str(float_model))
+                write_atomic(out_path, lambda tmp: tmp.write_bytes(
+                    _quantize(float_model, quant, calibration)))
+            finally:
+                float_model.unlink(missing_ok=True)
         ops = tflite_ops(out_path)
         custom = [op for op in ops if op.startswith("CUSTOM")]
         if custom:
             out_path.unlink(missing_ok=True)
             raise ConversionError(self.name, "verify", f"artifact needs custom ops {custom} "
                                   "that stock LiteRT cannot run")
-        return {"ops": ops, "quant": "fp32"}
+        facts = {"ops": ops, "quant": quant}
+        if calibration is not None:
+            facts["calibration"] = {"dataset": options["calibration"], "split": "train",
+                                    "samples": len(calibration)}
+        return facts
+
+
+def _calibration_batches(spec, options: dict[str, str]):
+    """Preprocessed train-split images (batch 1 each) that set int8 activation ranges."""
+    from aiot.host.datasets import load_dataset
+
+    x, _y = load_dataset(options["calibration"], spec.input, split="train",
+                         limit=int(options["calibration_samples"]), seed=0)
+    return [x[i : i + 1] for i in range(len(x))]
+
+
+def _quantize(float_model: Path, quant: str, calibration) -> bytes:
+    """The float model quantized by ai-edge-quantizer (recipes named as LiteRT documents them)."""
+    from ai_edge_quantizer import quantizer, recipe, qtyping
+    from ai_edge_quantizer.algorithm_manager import AlgorithmName
+
+    qt = quantizer.Quantizer(str(float_model))
+    if quant == "fp16":
+        qt.add_weight_only_config(regex=".*", operation_name=qtyping.TFLOperationName.ALL_SUPPORTED,
+                                  num_bits=16, algorithm_key=AlgorithmName.FLOAT_CASTING)
+    elif quant == "dynamic-int8":
+        qt.load_quantization_recipe(recipe.dynamic_wi8_afp32())
+    else:
+        qt.load_quantization_recipe(recipe.static_wi8_ai8())
+    result = None
+    if qt.need_calibration:
+        signature, input_name = _signature_input(float_model)
+        result = qt.calibrate({signature: [{input_name: x} for x in calibration]})
+    return bytes(qt.quantize(result, enable_progress_report=False).quantized_model)
+
+
+def _signature_input(path: Path) -> tuple[str, str]:
+    """``(signature key, its first input name)`` of a litert-torch export."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    signatures = Interpreter(model_path=str(path)).get_signature_list()
+    key = next(iter(signatures))
+    return key, signatures[key]["inputs"][0]
 
 
 CONVERTERS.add("tflite", TfliteConverter())

@@ -203,19 +203,54 @@ def run(spec: dict) -> dict:
     return result
 
 
+def predict(spec: dict) -> dict:
+    """Outputs for a batch of inputs, one inference per row: ``predict`` spec → ``predicted``.
+
+    The spec names an ``inputs`` ``.npy`` (batch first) and an ``outputs`` path, written
+    atomically. The host uses it for parity where a runtime lives in another environment.
+    """
+    import os
+
+    import numpy as np
+
+    for key in ("inputs", "outputs"):
+        if not isinstance(spec.get(key), str) or not spec[key]:
+            raise SpecError(f"predict spec needs a non-empty string '{key}'")
+    backend = backends.load(spec["backend"])
+    try:
+        session = backend.open(spec["artifact"], spec["threads"])
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+    x = np.load(spec["inputs"], allow_pickle=False)
+    rows = [np.array(session.run(np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
+                                 .reshape(session.input_shape)), copy=True).reshape(-1)
+            for i in range(len(x))]
+    out = np.stack(rows) if rows else np.zeros((0,), np.float32)
+    tmp = spec["outputs"] + ".part.npy"
+    np.save(tmp, out)
+    os.replace(tmp, spec["outputs"])
+    return {"n": int(len(rows)), "output_shape": list(out.shape), "runtime_version": backend.version()}
+
+
+COMMANDS = {"run": ("result", run), "predict": ("predicted", predict)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello`` or ``python -m device_agent run SPEC.json``."""
+    """``python -m device_agent hello | run SPEC.json | predict SPEC.json``."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hello"]:
         emit("hello", **hello())
         return 0
-    if len(argv) != 2 or argv[0] != "run":
-        emit("error", type="usage", message="usage: python -m device_agent hello | run SPEC.json")
+    if len(argv) != 2 or argv[0] not in COMMANDS:
+        emit("error", type="usage",
+             message="usage: python -m device_agent hello | run SPEC.json | predict SPEC.json")
         return 2
+    event, command = COMMANDS[argv[0]]
     try:
         with open(argv[1], encoding="utf-8") as fh:
             spec = validate_spec(json.load(fh))
-        emit("result", **run(spec))
+        emit(event, **command(spec))
         return 0
     except (SpecError, ArtifactLoadError, OSError, json.JSONDecodeError,
             backends.BackendUnavailable) as exc:

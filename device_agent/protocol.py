@@ -8,6 +8,9 @@ Events (protocol v1):
     hello     agent_version, python, platform, machine, runtimes {name: version | null}
     progress  phase ("load" | "warmup" | "measure" | "accuracy"), done, total
     result    the run's measurements (see ``agent.run``)
+    predicted n, output_shape, runtime_version: outputs of a ``predict`` spec were written
+              (see ``agent.predict``; added with agent 0.2.0 as a new event, so
+              protocol v1 still holds for everything older hosts ask)
     error     type, message
 """
 
@@ -17,7 +20,7 @@ import json
 
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
-EVENTS = ("hello", "progress", "result", "error")
+EVENTS = ("hello", "progress", "result", "predicted", "error")
 
 
 def encode(event: str, **fields) -> str:

@@ -49,7 +49,7 @@ class AgentSession:
         self.close()
 
     def _invoke(self, args: list[str], timeout: float | None,
-                on_progress: ProgressCallback | None) -> dict:
+                on_progress: ProgressCallback | None, backend: str | None = None) -> dict:
         """Run the agent, return its final ``result``/``hello`` message."""
         messages: list[dict] = []
         human: list[str] = []
@@ -68,7 +68,7 @@ class AgentSession:
                 messages.append(msg)
 
         result = self.transport.shell(
-            [self.transport.python(), "-m", "device_agent", *args],
+            [self.transport.python(backend), "-m", "device_agent", *args],
             cwd=self.root, env=self.env, timeout=timeout, on_line=on_line,
         )
         for line in human:
@@ -96,7 +96,7 @@ class AgentSession:
         spec_file = self.staging / "run-spec.json"
         spec_file.write_text(json.dumps(spec, sort_keys=True))
         remote = push_file(self.transport, spec_file).remote
-        msg = self._invoke(["run", remote], timeout, on_progress)
+        msg = self._invoke(["run", remote], timeout, on_progress, backend=spec.get("backend"))
         if msg["event"] != "result":
             raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, expected result")
         return {k: v for k, v in msg.items() if k not in ("v", "event")}

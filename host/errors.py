@@ -43,10 +43,11 @@ class UnknownName(AiotError):
 class MissingDependency(AiotError):
     """An optional toolchain is not installed."""
 
-    def __init__(self, what: str, extra: str, detail: str | None = None) -> None:
+    def __init__(self, what: str, extra: str, detail: str | None = None,
+                 hint: str | None = None) -> None:
         super().__init__(
             f"{what} is not installed" + (f" ({detail})" if detail else ""),
-            f"run: pip install 'aiot[{extra}]'",
+            hint or f"run: pip install 'aiot[{extra}]'",
         )
         self.extra = extra
 
@@ -67,14 +68,21 @@ class AccuracyMismatch(ConversionError):
     """The artifact's outputs differ from PyTorch's beyond tolerance."""
 
     def __init__(self, fmt: str, report: dict) -> None:
-        super().__init__(
-            fmt,
-            "parity",
-            f"max abs error {report['max_abs']:.3g} > tolerance {report['atol']:.3g}, "
-            f"top-1 agreement {report['top1_agreement']:.1%}",
-            "the exported graph does not match the PyTorch model; report it with the sidecar",
-        )
+        super().__init__(fmt, "parity", self._describe(report),
+                         "the exported graph does not match the PyTorch model; report it with the sidecar")
         self.report = report
+
+    @staticmethod
+    def _describe(report: dict) -> str:
+        data = report.get("dataset")
+        if report.get("min_top1") is not None:
+            where = report if data is None else data
+            return (f"top-1 agreement {where['top1_agreement']:.1%} < required "
+                    f"{report['min_top1']:.0%}" + (f" on {data['name']}" if data else ""))
+        atol = report.get("atol")
+        limit = f"{atol:.3g}" if atol is not None else f"rel {report.get('rtol')}"
+        worst = max(report["max_abs"], (data or {}).get("max_abs", 0.0))
+        return f"max abs error {worst:.3g} > tolerance {limit}, top-1 agreement {report['top1_agreement']:.1%}"
 
 
 class ArtifactError(AiotError):

@@ -53,3 +53,40 @@ class TinyCNN(nn.Module):
 def tiny_cnn(num_classes: int = 10, in_channels: int = 1, image_size: int = 28) -> TinyCNN:
     """Build the tiny CNN (see :class:`TinyCNN`)."""
     return TinyCNN(num_classes, in_channels, image_size)
+
+
+class TinyBNN(nn.Module):
+    """A small binarized network for tests of binarized runtimes (LCE, daBNN).
+
+    Full-precision first conv (1→64, BN, ReLU, 2x2 max-pool) and last linear layer, as in
+    BiBench; in between three binary 3x3 convs each followed by BatchNorm: 64→64, 64→128 at
+    stride 2 (an even 14 px input, the case LCE's padding fusion gets wrong) and 128→128,
+    then global average pooling. Channel counts are multiples of 64, as daBNN requires.
+    """
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1) -> None:
+        super().__init__()
+        from aiot.models.binary import BinaryConv2d
+
+        self.features = nn.Sequential(OrderedDict([
+            ("conv1", nn.Conv2d(in_channels, 64, 3, padding=1, bias=False)),
+            ("bn1", nn.BatchNorm2d(64)),
+            ("relu1", nn.ReLU()),
+            ("pool1", nn.MaxPool2d(2, 2)),
+            ("bconv2", BinaryConv2d(64, 64, 3, padding=1)),
+            ("bn2", nn.BatchNorm2d(64)),
+            ("bconv3", BinaryConv2d(64, 128, 3, stride=2, padding=1)),
+            ("bn3", nn.BatchNorm2d(128)),
+            ("bconv4", BinaryConv2d(128, 128, 3, padding=1)),
+            ("bn4", nn.BatchNorm2d(128)),
+            ("pool4", nn.AdaptiveAvgPool2d(1)),
+        ]))  # fmt: skip
+        self.classifier = nn.Linear(128, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.classifier(self.features(x).flatten(1))
+
+
+def tiny_bnn(num_classes: int = 10, in_channels: int = 1) -> TinyBNN:
+    """Build the tiny binarized network (see :class:`TinyBNN`)."""
+    return TinyBNN(num_classes, in_channels)

@@ -44,7 +44,7 @@ from aiot.models.preprocessing import (
 from aiot.models.resnet import resnet
 from aiot.models.spec import InputSpec, ModelSpec
 from aiot.models.squeezenet import squeezenet
-from aiot.models.tiny import tiny_cnn
+from aiot.models.tiny import tiny_bnn, tiny_cnn
 from aiot.models.vgg_small import vgg_small
 
 #: Every model of the zoo, by name; ``ZOO.get(name)`` raises UnknownName with suggestions.
@@ -212,6 +212,21 @@ def _register_extras() -> None:
             builder=partial(tiny_cnn, num_classes=10, in_channels=1, image_size=28),
         ),
         aliases=("tiny", "tinycnn", "tiny-cnn"),
+    )
+    _add(
+        "tiny_bnn",
+        ModelSpec(
+            name="tiny_bnn",
+            family="tiny_bnn",
+            variant="test",
+            paper="aiot",
+            input=MNIST_INPUT,
+            num_classes=10,
+            reference_flops_m=None,
+            description="Tiny binarized CNN for tests of LCE and daBNN (3 binary convs, 28 px grayscale).",
+            builder=partial(tiny_bnn, num_classes=10, in_channels=1),
+        ),
+        aliases=("tinybnn", "tiny-bnn"),
     )
 
 

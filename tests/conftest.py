@@ -50,8 +50,18 @@ def private_adb_server():
         os.environ["ANDROID_ADB_SERVER_PORT"] = previous
 
 
+@pytest.fixture(scope="session")
+def toolchains_dir():
+    """The user's toolchain environments (gigabytes, installed by bootstrap): tests use them
+    rather than isolating them away with the per-session cache."""
+    from aiot.host import toolchains
+
+    return str(toolchains.root_dir())
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(monkeypatch, tmp_path, session_cache):
+def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
+    monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
     monkeypatch.setenv("AIOT_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("AIOT_CACHE_DIR", str(session_cache))
     monkeypatch.setenv("AIOT_LOCAL_WORKDIR", str(tmp_path / "device"))

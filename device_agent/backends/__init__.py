@@ -15,6 +15,7 @@ MODULES = {
     "onnxruntime": ".onnxruntime_backend",
     "litert": ".litert_backend",
     "pytorch_mobile": ".pytorch_mobile_backend",
+    "lce": ".lce_backend",
 }
 
 

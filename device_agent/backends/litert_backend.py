@@ -28,6 +28,58 @@ def version() -> str | None:
         return "unknown"
 
 
+class _IoQuantization:
+    """Float in, float out for integer-quantized models (e.g. full INT8 post-training).
+
+    Such a model's input and output tensors are int8 with a scale and zero point; callers
+    (timing, accuracy, parity) always deal in float32, so the input is quantized before
+    ``invoke`` and the output dequantized after — outside the timed region, as TFLite's
+    ``benchmark_model`` feeds an already quantized tensor.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.input, self.output = _io_params(path)
+
+    def quantize(self, x):
+        if self.input is None:
+            return x
+        import numpy as np
+
+        scale, zero, dtype = self.input
+        info = np.iinfo(dtype)
+        return np.clip(np.round(x / scale) + zero, info.min, info.max).astype(dtype)
+
+    def dequantize(self, y):
+        if self.output is None:
+            return y
+        import numpy as np
+
+        scale, zero, _dtype = self.output
+        return ((y.astype(np.float32) - zero) * scale).astype(np.float32)
+
+
+def _io_params(path: str):
+    """``(scale, zero_point, numpy dtype)`` of the first input and output, None if float."""
+    import builtins  # this module's own ``open`` is the backend entry point
+
+    from ai_edge_litert import schema_py_generated as schema
+
+    with builtins.open(path, "rb") as fh:
+        model = schema.Model.GetRootAsModel(fh.read(), 0)
+    graph = model.Subgraphs(0)
+    integer = {schema.TensorType.INT8: "int8", schema.TensorType.UINT8: "uint8",
+               schema.TensorType.INT16: "int16"}
+
+    def params(index: int):
+        tensor = graph.Tensors(index)
+        quant = tensor.Quantization()
+        if tensor.Type() not in integer or quant is None or quant.ScaleLength() == 0:
+            return None
+        return float(quant.Scale(0)), int(quant.ZeroPoint(0)), integer[tensor.Type()]
+
+    return params(graph.Inputs(0)), params(graph.Outputs(0))
+
+
 class CompiledModelSession:
     """A ``CompiledModel`` with its input/output buffers for the first signature."""
 
@@ -50,8 +102,10 @@ class CompiledModelSession:
         outputs = self._model.get_output_tensor_details(self._sig)
         in_name, in_detail = next(iter(inputs.items()))
         out_name, out_detail = next(iter(outputs.items()))
+        self._io = _IoQuantization(path)
         self.input_shape = tuple(int(d) for d in in_detail["shape"])
-        self.input_dtype = np.dtype(_DTYPES.get(in_detail["dtype"], "float32"))
+        self.input_dtype = (np.dtype("float32") if self._io.input else
+                            np.dtype(_DTYPES.get(in_detail["dtype"], "float32")))
         self._out_shape = tuple(int(d) for d in out_detail["shape"])
         self._out_dtype = np.dtype(_DTYPES.get(out_detail["dtype"], "float32"))
         self._in = {n: self._model.create_input_buffer_by_name(self._sig, n) for n in inputs}
@@ -59,7 +113,7 @@ class CompiledModelSession:
         self._in_buf, self._out_buf = self._in[in_name], self._out[out_name]
 
     def set_input(self, x) -> None:
-        self._in_buf.write(x)
+        self._in_buf.write(self._io.quantize(x))
 
     def invoke(self) -> None:
         self._model.run_by_name(self._sig, self._in, self._out)
@@ -68,7 +122,7 @@ class CompiledModelSession:
         count = 1
         for d in self._out_shape:
             count *= d
-        return self._out_buf.read(count, self._out_dtype).reshape(self._out_shape)
+        return self._io.dequantize(self._out_buf.read(count, self._out_dtype).reshape(self._out_shape))
 
     def run(self, x):
         self.set_input(x)
@@ -88,18 +142,19 @@ class InterpreterSession:
         self._interp.allocate_tensors()
         inp = self._interp.get_input_details()[0]
         self._input_index = inp["index"]
+        self._io = _IoQuantization(path)
         self.input_shape = tuple(int(d) for d in inp["shape"])
-        self.input_dtype = inp["dtype"]
+        self.input_dtype = "float32" if self._io.input else inp["dtype"]
         self._output_index = self._interp.get_output_details()[0]["index"]
 
     def set_input(self, x) -> None:
-        self._interp.set_tensor(self._input_index, x)
+        self._interp.set_tensor(self._input_index, self._io.quantize(x))
 
     def invoke(self) -> None:
         self._interp.invoke()
 
     def output(self):
-        return self._interp.get_tensor(self._output_index)
+        return self._io.dequantize(self._interp.get_tensor(self._output_index))
 
     def run(self, x):
         self.set_input(x)

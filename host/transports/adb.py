@@ -179,7 +179,7 @@ class AdbTransport:
     def workdir(self) -> str:
         return self.entry.workdir
 
-    def python(self) -> str:
+    def python(self, backend: str | None = None) -> str:
         return self.entry.python
 
     def shell(self, argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None,

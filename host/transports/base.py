@@ -64,8 +64,12 @@ class Transport(Protocol):
         """
         ...
 
-    def python(self) -> str:
-        """The Python interpreter the device agent runs under on this device."""
+    def python(self, backend: str | None = None) -> str:
+        """The Python interpreter the device agent runs under on this device.
+
+        ``backend`` names the runtime a run needs; a device may keep a runtime in its own
+        environment (aiot's host keeps LCE in the ``lce`` toolchain, for NumPy < 2).
+        """
         ...
 
     def push(self, local: Path, remote: str) -> None:

@@ -51,8 +51,15 @@ class LocalTransport:
     def close(self) -> None:
         """Nothing to release for this machine."""
 
-    def python(self) -> str:
-        """The interpreter the agent runs under: the one running aiot, which has its runtimes."""
+    def python(self, backend: str | None = None) -> str:
+        """The interpreter the agent runs under: the one running aiot, which has its runtimes,
+        except for a runtime that lives in a toolchain environment (LCE) when it is installed."""
+        if backend is not None:
+            from aiot.host.toolchains import runtime_python
+
+            found = runtime_python(backend)
+            if found is not None:
+                return str(found)
         return sys.executable
 
     def shell(

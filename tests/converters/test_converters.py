@@ -160,9 +160,13 @@ def test_options_are_validated_before_work(tmp_path):
     assert "opset" in info.value.hint
     with pytest.raises(UsageError, match="opset must be"):
         convert_model("tiny_cnn", "onnx", tmp_path, options={"opset": "99"})
-    with pytest.raises(UsageError, match="not implemented"):
-        convert_model("tiny_cnn", "tflite", tmp_path, options={"quant": "int8"})
-    assert not list(tmp_path.glob("*.onnx"))
+    with pytest.raises(UsageError, match="quant must be one of fp32, fp16, dynamic-int8, int8"):
+        convert_model("tiny_cnn", "tflite", tmp_path, options={"quant": "int4"})
+    with pytest.raises(UsageError, match="calibration_samples must be a positive integer"):
+        convert_model("tiny_cnn", "tflite", tmp_path, options={"quant": "int8", "calibration_samples": "0"})
+    with pytest.raises(UnknownName, match="dataset"):
+        convert_model("tiny_cnn", "tflite", tmp_path, options={"quant": "int8", "calibration": "fmnst"})
+    assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob("*.tflite"))
 
 
 def test_unknown_format_and_model_suggest():

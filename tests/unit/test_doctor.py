@@ -17,7 +17,7 @@ class OtherPython(LocalTransport):
         super().__init__()
         self.python_path, self.kind = python_path, kind
 
-    def python(self) -> str:
+    def python(self, backend=None) -> str:
         return self.python_path
 
 

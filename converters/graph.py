@@ -1,0 +1,187 @@
+"""One lowering of a PyTorch model into a flat list of CNN layers, for the emitters.
+
+Formats without a PyTorch exporter (Caffe2 NetDef, daBNN, the TensorFlow graph LCE
+converts) are written from this list rather than each walking ``nn.Module`` trees their own
+way. The model is traced with ``torch.fx`` (standard layers and :class:`BinaryConv2d` are
+leaves), shapes are propagated with the example input, and every node becomes a
+:class:`Layer` with a kind from :data:`KINDS`. Anything else is refused with the name of
+the offending node, so a format never silently drops an operation.
+
+Shapes are NCHW, batch included.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+from aiot.host.errors import ConversionError
+
+#: Layer kinds an emitter may meet, with the attributes each carries.
+KINDS = {
+    "input": "",
+    "conv": "module (nn.Conv2d: weight OIHW, bias, stride, padding, groups, dilation)",
+    "bconv": "module (BinaryConv2d: binary_weight(), alpha(), binary_padding, pad_value, stride)",
+    "bn": "module (nn.BatchNorm2d, eval statistics)",
+    "relu": "", "relu6": "",
+    "maxpool": "kernel, stride, padding, ceil_mode",
+    "avgpool": "kernel, stride, padding, ceil_mode, count_include_pad",
+    "global_avgpool": "",
+    "linear": "module (nn.Linear)",
+    "add": "", "concat": "axis",
+    "flatten": "start_dim",
+}
+
+
+@dataclass
+class Layer:
+    """One operation: ``name`` is its output's name, ``inputs`` name earlier layers."""
+
+    name: str
+    kind: str
+    inputs: list[str]
+    shape: tuple[int, ...]
+    module: object | None = None
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Graph:
+    """Layers in execution order; ``output`` names the layer whose value is returned."""
+
+    layers: list[Layer]
+    output: str
+
+    def by_name(self) -> dict[str, Layer]:
+        """Layers keyed by name."""
+        return {layer.name: layer for layer in self.layers}
+
+    def consumers(self, name: str) -> list[Layer]:
+        """Layers that read ``name``."""
+        return [layer for layer in self.layers if name in layer.inputs]
+
+
+def _pair(value) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _module_layer(fmt: str, name: str, module, inputs, shape) -> Layer:
+    from torch import nn
+
+    from aiot.models.binary import BinaryConv2d
+
+    if isinstance(module, BinaryConv2d):
+        return Layer(name, "bconv", inputs, shape, module)
+    if isinstance(module, nn.Conv2d):
+        return Layer(name, "conv", inputs, shape, module)
+    if isinstance(module, nn.BatchNorm2d):
+        return Layer(name, "bn", inputs, shape, module)
+    if isinstance(module, nn.ReLU):
+        return Layer(name, "relu", inputs, shape)
+    if isinstance(module, nn.ReLU6):
+        return Layer(name, "relu6", inputs, shape)
+    if isinstance(module, nn.Linear):
+        return Layer(name, "linear", inputs, shape, module)
+    if isinstance(module, nn.MaxPool2d):
+        return Layer(name, "maxpool", inputs, shape, attrs={
+            "kernel": _pair(module.kernel_size), "stride": _pair(module.stride or module.kernel_size),
+            "padding": _pair(module.padding), "ceil_mode": bool(module.ceil_mode)})
+    if isinstance(module, nn.AvgPool2d):
+        return Layer(name, "avgpool", inputs, shape, attrs={
+            "kernel": _pair(module.kernel_size), "stride": _pair(module.stride or module.kernel_size),
+            "padding": _pair(module.padding), "ceil_mode": bool(module.ceil_mode),
+            "count_include_pad": bool(module.count_include_pad)})
+    if isinstance(module, nn.AdaptiveAvgPool2d) and _pair(module.output_size) == (1, 1):
+        return Layer(name, "global_avgpool", inputs, shape)
+    if isinstance(module, nn.Flatten) and module.end_dim == -1:
+        return Layer(name, "flatten", inputs, shape, attrs={"start_dim": int(module.start_dim)})
+    if isinstance(module, (nn.Dropout, nn.Identity)):
+        return Layer(name, "identity", inputs, shape)
+    raise ConversionError(fmt, "lower", f"layer '{name}' ({type(module).__name__}) has no "
+                          f"{fmt} equivalent", "pick a model built from standard CNN layers")
+
+
+def _function_layer(fmt: str, node, inputs, shape) -> Layer:
+    import torch
+
+    target, args, kwargs = node.target, node.args, node.kwargs
+    if target in (operator.add, torch.add) or (node.op == "call_method" and target == "add"):
+        return Layer(node.name, "add", inputs, shape)
+    if target is torch.cat:
+        axis = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+        return Layer(node.name, "concat", inputs, shape, attrs={"axis": int(axis)})
+    if target in (torch.flatten, "flatten"):
+        start = kwargs.get("start_dim", args[1] if len(args) > 1 else 0)
+        return Layer(node.name, "flatten", inputs, shape, attrs={"start_dim": int(start)})
+    if target in (torch.relu, torch.nn.functional.relu, "relu"):
+        return Layer(node.name, "relu", inputs, shape)
+    label = getattr(target, "__name__", str(target))
+    raise ConversionError(fmt, "lower", f"operation '{label}' at node '{node.name}' has no "
+                          f"{fmt} equivalent", "pick a model built from standard CNN layers")
+
+
+def _node_inputs(node) -> list[str]:
+    """Names of the graph nodes ``node`` reads, in argument order (lists flattened)."""
+    import torch.fx
+
+    names: list[str] = []
+
+    def visit(arg) -> None:
+        if isinstance(arg, torch.fx.Node):
+            names.append(arg.name)
+        elif isinstance(arg, (list, tuple)):
+            for item in arg:
+                visit(item)
+
+    for arg in node.args:
+        visit(arg)
+    return names
+
+
+def lower(model, example, fmt: str) -> Graph:
+    """The model as a :class:`Graph` of known layer kinds (identities removed).
+
+    Raises:
+        ConversionError: the model cannot be traced or uses an operation outside KINDS.
+    """
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from aiot.models.binary import BinaryConv2d
+
+    class _Tracer(torch.fx.Tracer):
+        def is_leaf_module(self, module, qualname):  # BinaryConv2d is one layer, not its code
+            return isinstance(module, BinaryConv2d) or super().is_leaf_module(module, qualname)
+
+    model = model.eval()
+    try:
+        traced = torch.fx.GraphModule(model, _Tracer().trace(model))
+        with torch.no_grad():
+            ShapeProp(traced).propagate(example)
+    except Exception as exc:
+        raise ConversionError(fmt, "lower", f"the model cannot be traced: {exc}".splitlines()[0][:300],
+                              "the emitter needs a model without data-dependent control flow") from None
+    modules = dict(traced.named_modules())
+    layers: list[Layer] = []
+    alias: dict[str, str] = {}  # identity outputs -> what they pass through
+    output = None
+    for node in traced.graph.nodes:
+        inputs = [alias.get(name, name) for name in _node_inputs(node)]
+        meta = node.meta.get("tensor_meta")
+        shape = tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else ()
+        if node.op == "placeholder":
+            layers.append(Layer(node.name, "input", [], shape))
+            continue
+        if node.op == "output":
+            output = inputs[0]
+            continue
+        if node.op == "call_module":
+            layer = _module_layer(fmt, node.name, modules[node.target], inputs, shape)
+        else:
+            layer = _function_layer(fmt, node, inputs, shape)
+        if layer.kind == "identity":
+            alias[node.name] = inputs[0]
+            continue
+        layers.append(layer)
+    return Graph(layers, output)

@@ -1,0 +1,157 @@
+"""Larq Compute Engine (binarized TFLite with ``LceQuantize``/``LceBconv2d``).
+
+The PyTorch BNN is lowered to aiot's layer list (:mod:`aiot.converters.graph`), written as
+JSON + NPZ, and rebuilt as a TensorFlow graph by :mod:`aiot.converters.lce_build` *inside*
+the ``lce`` toolchain environment, where LCE's MLIR converter turns it into a flatbuffer.
+No Larq, no Keras, nothing of TensorFlow in aiot's own process.
+
+A converter that "succeeds" must have really binarized: LCE silently keeps a float
+``CONV_2D`` when a pattern does not match (larq/compute-engine#631), so the op list must
+hold one ``LceBconv2d`` per binary convolution of the source model, or the artifact is
+refused. Parity runs in the LCE interpreter (same toolchain: it needs NumPy < 2).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+from aiot.converters.base import CONVERTERS, Availability
+from aiot.host.errors import ConversionError
+from aiot.host.fileio import write_atomic
+
+log = logging.getLogger(__name__)
+
+TOOLCHAIN = "lce"
+
+
+def _bn_affine(module) -> dict:
+    """Eval-mode BatchNorm as ``x * scale + shift`` (per channel)."""
+    import torch
+
+    with torch.no_grad():
+        scale = module.weight / torch.sqrt(module.running_var + module.eps)
+        shift = module.bias - module.running_mean * scale
+    return {"scale": scale.numpy(), "shift": shift.numpy()}
+
+
+def _layer_record(layer) -> tuple[dict, dict]:
+    """JSON description and NumPy parameters of one lowered layer."""
+    import torch
+
+    record = {"name": layer.name, "kind": layer.kind, "inputs": layer.inputs,
+              "attrs": dict(layer.attrs)}
+    params: dict = {}
+    module = layer.module
+    with torch.no_grad():
+        if layer.kind == "conv":
+            if tuple(module.dilation) != (1, 1):
+                raise ConversionError("lce", "lower", f"layer '{layer.name}' is dilated",
+                                      "dilated convolutions are not supported by this emitter")
+            record["attrs"].update(stride=list(module.stride), padding=list(module.padding),
+                                   groups=module.groups)
+            params["weight"] = module.weight.numpy()
+            if module.bias is not None:
+                params["bias"] = module.bias.numpy()
+        elif layer.kind == "bconv":
+            record["attrs"].update(stride=list(module.stride), pad=module.binary_padding,
+                                   pad_value=module.pad_value)
+            params["weight_sign"] = module.binary_weight().numpy()
+            alpha = module.alpha()
+            if alpha is not None:
+                params["alpha"] = alpha.numpy()
+        elif layer.kind == "bn":
+            params.update(_bn_affine(module))
+        elif layer.kind == "linear":
+            params["weight"] = module.weight.numpy()
+            if module.bias is not None:
+                params["bias"] = module.bias.numpy()
+        elif layer.kind in ("maxpool", "avgpool"):
+            if layer.attrs.get("ceil_mode"):
+                raise ConversionError("lce", "lower", f"pooling layer '{layer.name}' uses ceil_mode",
+                                      "ceil_mode pooling is not supported by this emitter")
+            record["attrs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in layer.attrs.items()}
+    return record, {f"{layer.name}/{key}": value for key, value in params.items()}
+
+
+def write_graph(graph, example, folder: Path) -> tuple[Path, Path, int]:
+    """``graph.json`` and ``weights.npz`` for :mod:`lce_build`; returns them and #bconvs."""
+    import numpy as np
+
+    records, arrays = [], {}
+    for layer in graph.layers:
+        record, params = _layer_record(layer)
+        records.append(record)
+        arrays.update({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in params.items()})
+    binary = sum(1 for layer in graph.layers if layer.kind == "bconv")
+    spec = {"layers": records, "output": graph.output, "input_shape": list(example.shape)}
+    graph_file, weights_file = folder / "graph.json", folder / "weights.npz"
+    graph_file.write_text(json.dumps(spec), encoding="utf-8")
+    np.savez(weights_file, **arrays)
+    return graph_file, weights_file, binary
+
+
+class LceConverter:
+    """PyTorch BNN → TensorFlow graph → LCE converter, in the ``lce`` toolchain."""
+
+    name = "lce"
+    extension = ".tflite"
+    backend = "lce"
+    description = ("Larq Compute Engine binarized TFLite (LceBconv2d), run by the LCE "
+                   "interpreter; lce_benchmark_model on ARM devices")
+    atol = 1e-3  # binary convs accumulate exactly; float layers around them differ in order
+    options: dict[str, tuple[str, str]] = {}
+
+    def availability(self) -> Availability:
+        from aiot.host import toolchains
+
+        if toolchains.installed(TOOLCHAIN) is None:
+            return Availability(False, "the lce toolchain environment is not installed",
+                                hint=f"run: aiot toolchains install {TOOLCHAIN}")
+        return Availability(True)
+
+    def toolchain_versions(self) -> dict[str, str]:
+        from importlib.metadata import version
+
+        from aiot.host import toolchains
+
+        marker = toolchains.installed(TOOLCHAIN) or {}
+        return {"torch": version("torch"), **marker.get("versions", {})}
+
+    def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
+        from aiot.converters.graph import lower
+        from aiot.converters.tflite import tflite_ops
+        from aiot.host import toolchains
+
+        graph = lower(model, example, self.name)
+        with tempfile.TemporaryDirectory(prefix="aiot-lce-") as tmp:
+            graph_file, weights_file, binary = write_graph(graph, example, Path(tmp))
+            if binary == 0:
+                raise ConversionError(self.name, "lower", "this model has no binary convolutions",
+                                      "LCE is for binarized models: use tiny_bnn or a binarized model")
+            script = Path(__file__).with_name("lce_build.py")
+            write_atomic(out_path, lambda dst: toolchains.run_script(
+                TOOLCHAIN, script, [str(graph_file), str(weights_file), str(dst)]))
+        ops = tflite_ops(out_path)
+        found = _count_op(out_path, "LceBconv2d")
+        if found != binary:
+            out_path.unlink(missing_ok=True)
+            raise ConversionError(self.name, "verify", f"LCE binarized {found} of {binary} binary "
+                                  "convolutions; the rest stayed float",
+                                  "the graph did not match LCE's patterns; report it with the model")
+        return {"ops": ops, "binary_convs": binary}
+
+
+def _count_op(path: Path, custom: str) -> int:
+    """How many operators of the custom code ``custom`` the flatbuffer holds."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(path.read_bytes(), 0)
+    codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
+    graph = model.Subgraphs(0)
+    return sum(1 for i in range(graph.OperatorsLength()) if codes[graph.Operators(i).OpcodeIndex()] == custom)
+
+
+CONVERTERS.add("lce", LceConverter())

@@ -1,0 +1,99 @@
+"""LCE: a binarized PyTorch model becomes LceBconv2d ops that match PyTorch in LCE's interpreter.
+
+Needs the ``lce`` toolchain environment (TensorFlow 2.16 + LCE + NumPy < 2), which
+``scripts/bootstrap.sh`` installs; ``make test`` sets AIOT_REQUIRE_TOOLCHAINS=1 so that a
+missing toolchain fails there instead of skipping.
+"""
+
+import os
+
+import pytest
+
+from aiot.converters import format_table
+from aiot.converters.api import convert_model
+from aiot.converters.sidecar import read_sidecar
+from aiot.host import toolchains
+from aiot.host.errors import ConversionError, MissingDependency
+
+torch = pytest.importorskip("torch")
+
+
+def _need_lce():
+    if toolchains.installed("lce") is None:
+        if os.environ.get("AIOT_REQUIRE_TOOLCHAINS") == "1":
+            pytest.fail("the lce toolchain is not installed: run aiot toolchains install lce")
+        pytest.skip("lce toolchain not installed (aiot toolchains install lce)")
+
+
+@pytest.fixture(scope="module")
+def lce_bnn(tmp_path_factory):
+    _need_lce()
+    return convert_model("tiny_bnn", "lce", tmp_path_factory.mktemp("lce"))
+
+
+@pytest.mark.slow
+def test_every_binary_conv_becomes_an_lce_bconv(lce_bnn):
+    side = read_sidecar(lce_bnn.artifact)
+    ops = side["converter"]["ops"]
+    assert "CUSTOM:LceBconv2d" in ops and "CUSTOM:LceQuantize" in ops
+    assert side["converter"]["binary_convs"] == 3
+    # the stride-2 binary conv is padded before binarizing: PADV2, never a fused SAME
+    assert "PADV2" in ops
+    assert side["toolchain"]["larq-compute-engine"] == "0.16.0"
+
+
+@pytest.mark.slow
+def test_lce_interpreter_matches_pytorch_on_noise_and_real_images(lce_bnn):
+    parity = lce_bnn.parity
+    assert parity["ok"] and parity["max_abs"] < 1e-3 and parity["top1_agreement"] == 1.0
+    assert parity["dataset"]["name"] == "fashion-mnist" and parity["dataset"]["top1_agreement"] == 1.0
+
+
+@pytest.mark.slow
+def test_float_stride2_padding_is_not_misfused(tmp_path):
+    """LCE's converter turns a symmetric pad before a stride-2 conv into SAME, which pads
+    (0, 1) on even sizes; our emitter must dodge it (error 4.9 before the fix)."""
+    _need_lce()
+    from torch import nn
+
+    from aiot.converters.graph import lower
+    from aiot.converters.lce import write_graph
+    from aiot.converters.parity import run_artifact
+    from aiot.converters.tflite import tflite_ops
+    from aiot.models.binary import BinaryConv2d
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3), nn.BatchNorm2d(64),
+                          BinaryConv2d(64, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).eval()
+    example = torch.randn(1, 3, 32, 32)
+    graph_file, weights_file, binary = write_graph(lower(model, example, "lce"), example, tmp_path)
+    from pathlib import Path
+
+    import aiot.converters.lce as lce_module
+
+    script = Path(lce_module.__file__).with_name("lce_build.py")
+    toolchains.run_script("lce", script, [str(graph_file), str(weights_file), str(tmp_path / "m.tflite")])
+    assert "CUSTOM:LceBconv2d" in tflite_ops(tmp_path / "m.tflite") and binary == 1
+    inputs = torch.randn(4, 3, 32, 32)
+    actual = run_artifact("lce", tmp_path / "m.tflite", inputs.numpy())
+    with torch.no_grad():
+        expected = model(inputs).numpy()
+    assert abs(actual - expected).max() < 1e-3
+
+
+@pytest.mark.slow
+def test_a_float_model_is_refused_with_a_reason(tmp_path):
+    _need_lce()
+    with pytest.raises(ConversionError, match="no binary convolutions"):
+        convert_model("tiny_cnn", "lce", tmp_path)
+    assert not list(tmp_path.glob("*.tflite"))
+
+
+def test_missing_toolchain_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", str(tmp_path / "none"))
+    row = next(r for r in format_table() if r["name"] == "lce")
+    assert not row["available"] and row["hint"] == "run: aiot toolchains install lce"
+    with pytest.raises(MissingDependency) as info:
+        convert_model("tiny_bnn", "lce", tmp_path)
+    assert info.value.hint == "run: aiot toolchains install lce"

@@ -210,7 +210,9 @@ def run_script(name: str, script: Path, args: list[str], timeout: float = 900) -
         ToolchainError: not installed, timed out, or the script failed (its last error
             line is the message; the full output goes to the debug log).
     """
-    return run_python(name, [str(script), *args], timeout=timeout, what=script.name)
+    # -P: the script's own folder must not shadow packages (aiot's converters/executorch.py
+    # would otherwise be imported as the toolchain's ``executorch``).
+    return run_python(name, ["-P", str(script), *args], timeout=timeout, what=script.name)
 
 
 def run_module(name: str, module: str, args: list[str], cwd: Path, timeout: float = 900) -> str:

@@ -16,6 +16,7 @@ MODULES = {
     "litert": ".litert_backend",
     "pytorch_mobile": ".pytorch_mobile_backend",
     "lce": ".lce_backend",
+    "executorch": ".executorch_backend",
 }
 
 

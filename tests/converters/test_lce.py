@@ -1,11 +1,8 @@
 """LCE: a binarized PyTorch model becomes LceBconv2d ops that match PyTorch in LCE's interpreter.
 
 Needs the ``lce`` toolchain environment (TensorFlow 2.16 + LCE + NumPy < 2), which
-``scripts/bootstrap.sh`` installs; ``make test`` sets AIOT_REQUIRE_TOOLCHAINS=1 so that a
-missing toolchain fails there instead of skipping.
+``scripts/bootstrap.sh`` installs.
 """
-
-import os
 
 import pytest
 
@@ -19,10 +16,9 @@ torch = pytest.importorskip("torch")
 
 
 def _need_lce():
-    if toolchains.installed("lce") is None:
-        if os.environ.get("AIOT_REQUIRE_TOOLCHAINS") == "1":
-            pytest.fail("the lce toolchain is not installed: run aiot toolchains install lce")
-        pytest.skip("lce toolchain not installed (aiot toolchains install lce)")
+    from tests.converters.conftest import need_toolchain
+
+    need_toolchain("lce")
 
 
 @pytest.fixture(scope="module")

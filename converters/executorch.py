@@ -1,0 +1,83 @@
+"""ExecuTorch (``.pte``): ``torch.export`` here, XNNPACK lowering in the ``executorch`` toolchain.
+
+ExecuTorch requires NumPy 2 and brings a large dependency set (coremltools, pandas, …), so
+it lives in its own toolchain environment with the same torch as aiot's; the exported
+program crosses over as a ``.pt2`` file. With ``delegate=xnnpack`` (the default) the whole
+graph should land in XNNPACK partitions; operators left outside run on ExecuTorch's
+portable kernels, which are ~100x slower, so they are listed in the sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+from aiot.converters.base import CONVERTERS, Availability
+from aiot.host.errors import UsageError
+from aiot.host.fileio import write_atomic
+
+log = logging.getLogger(__name__)
+
+TOOLCHAIN = "executorch"
+DELEGATES = ("xnnpack", "portable")
+
+
+class ExecutorchConverter:
+    """torch.export → to_edge_transform_and_lower(XnnpackPartitioner) → .pte."""
+
+    name = "executorch"
+    extension = ".pte"
+    backend = "executorch"
+    description = "ExecuTorch program lowered to XNNPACK, run by the ExecuTorch runtime"
+    atol = 1e-4
+    options = {"delegate": ("xnnpack", "xnnpack (lower to XNNPACK) or portable (no delegate)")}
+
+    def availability(self) -> Availability:
+        from aiot.host import toolchains
+
+        if toolchains.installed(TOOLCHAIN) is None:
+            return Availability(False, "the executorch toolchain environment is not installed",
+                                hint=f"run: aiot toolchains install {TOOLCHAIN}")
+        return Availability(True)
+
+    def toolchain_versions(self) -> dict[str, str]:
+        from aiot.host import toolchains
+
+        return dict((toolchains.installed(TOOLCHAIN) or {}).get("versions", {}))
+
+    def check_options(self, options: dict[str, str]) -> None:
+        """Refuse an unknown delegate before any work."""
+        if options["delegate"] not in DELEGATES:
+            raise UsageError(f"executorch delegate must be one of {', '.join(DELEGATES)}, "
+                             f"got '{options['delegate']}'", "e.g. --opt delegate=xnnpack")
+
+    def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
+        import torch
+
+        from aiot.host import toolchains
+
+        with tempfile.TemporaryDirectory(prefix="aiot-et-") as tmp:
+            program = Path(tmp) / "program.pt2"
+            with torch.no_grad():
+                torch.export.save(torch.export.export(model.eval(), (example,)), program)
+            script = Path(__file__).with_name("executorch_lower.py")
+            report: dict = {}
+
+            def lower(dst: Path) -> None:
+                stdout = toolchains.run_script(TOOLCHAIN, script, [str(program), str(dst),
+                                                                   options["delegate"]])
+                report.update(json.loads(stdout.strip().splitlines()[-1]))
+
+            write_atomic(out_path, lower)
+        ops = report.get("ops", {})
+        delegated = ops.get("executorch_call_delegate", 0)
+        portable = sorted(op for op in ops if op != "executorch_call_delegate")
+        if options["delegate"] == "xnnpack" and portable:
+            log.warning("%s: %d operator kinds stay on portable kernels: %s", out_path.name,
+                        len(portable), ", ".join(portable))
+        return {"ops": sorted(ops), "xnnpack_partitions": delegated, "portable_ops": portable}
+
+
+CONVERTERS.add("executorch", ExecutorchConverter())

@@ -1,0 +1,43 @@
+"""Lower an exported PyTorch program to an ExecuTorch ``.pte``.
+
+Runs INSIDE the ``executorch`` toolchain environment as a script:
+``python executorch_lower.py PROGRAM.pt2 OUT.pte xnnpack|portable``. aiot's own process does
+the ``torch.export`` (same torch version on both sides) and hands over the saved program;
+this script imports nothing from aiot. It prints one JSON line: the operators left in the
+lowered graph (``executorch_call_delegate`` for each XNNPACK partition, ``aten`` ops run by
+the portable kernels) and the versions that shaped the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+
+def main(argv: list[str]) -> int:
+    program_path, out_path, delegate = argv
+    from importlib.metadata import version
+
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+
+    program = torch.export.load(program_path)
+    partitioners = []
+    if delegate == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        partitioners.append(XnnpackPartitioner())
+    edge = to_edge_transform_and_lower(program, partitioner=partitioners)
+    graph = edge.exported_program().graph_module.graph
+    ops = Counter(str(n.target) for n in graph.nodes
+                  if n.op == "call_function" and "getitem" not in str(n.target))
+    with open(out_path, "wb") as fh:
+        fh.write(edge.to_executorch().buffer)
+    print(json.dumps({"ops": dict(ops), "versions": {"executorch": version("executorch"),
+                                                     "torch": version("torch")}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -41,8 +41,14 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     from aiot.converters.sidecar import read_sidecar
 
     converter = get_converter(request.format)
+    if request.native:
+        return _measure_native(request, workspace, listener, provenance)
+    if request.delegate:
+        raise UsageError(f"delegate '{request.delegate}' needs a native runner",
+                         "add --native benchmark_model (NNAPI and GPU are not in Python runtimes)")
     if converter.backend is None:
-        raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here")
+        raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here",
+                         "time it on a device with its native benchmark binary (--native)")
     listener.on_stage(request, "convert")
     conv = convert_model(request.model, request.format, workspace.artifacts_dir,
                          weights=request.weights)
@@ -71,6 +77,58 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
         "p90_ms": result["stats_ms"]["p90"],
         "load_ms": result["load_ms"],
         "accuracy": accuracy["top1"] if accuracy else None,
+    }
+
+
+def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
+                    provenance: dict) -> dict:
+    """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
+    from aiot.converters import get_converter
+    from aiot.converters.api import convert_model
+    from aiot.converters.sidecar import read_sidecar
+    from aiot.host import native
+
+    adapter = native.get_adapter(request.native)
+    if request.format not in adapter.formats:
+        raise UsageError(f"{adapter.tool} does not run '{request.format}' artifacts",
+                         f"it runs: {', '.join(adapter.formats)}")
+    binary = native.resolve_binary(adapter.tool, request.device, request.binary)
+    if not binary.is_file():
+        raise UsageError(f"{adapter.tool} binary {binary} does not exist", "check the path")
+    listener.on_stage(request, "convert")
+    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights)
+    sidecar = read_sidecar(conv.artifact)
+    listener.on_stage(request, "push")
+    transport = workspace.transport(request.device)
+    provenance["device"] = workspace.device_info(request.device, agent=False)
+    pushed = push_file(transport, conv.artifact, conv.sha256)
+    companions = {}
+    for extra in getattr(get_converter(request.format), "artifact_files", lambda _a: [])(conv.artifact):
+        if extra != conv.artifact:  # e.g. Caffe2's init net beside its predict net
+            companions[extra.name.split(".")[-2]] = push_file(transport, extra).remote
+    deployed = native.ensure_binary(transport, binary)
+    shape = (1, *sidecar["input"]["shape"])
+    p = request.params
+    spec = native.NativeSpec(threads=request.threads if adapter.supports_threads else None,
+                             warmup=p.warmup_runs, runs=p.min_runs, delegate=request.delegate,
+                             inputs=(native.InputSpec(shape),), companions=companions)
+    listener.on_stage(request, "measure")
+    result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
+                               timeout=p.run_timeout(), env=deployed.env())
+    provenance.update(
+        artifact={"file": conv.artifact.name, "sha256": conv.sha256, "size_bytes": conv.size_bytes,
+                  "parity": conv.parity},
+        converter=sidecar.get("converter"), toolchain=sidecar.get("toolchain"),
+        source=sidecar.get("source"),
+        runtime={"backend": result["backend"], "version": result.get("runtime_version"),
+                 "binary": binary.name, "binary_digest": deployed.digest},
+    )
+    stats = result.get("stats_ms") or {}
+    return {
+        "result": result, "artifact_sha256": conv.sha256, "size_bytes": conv.size_bytes,
+        # Most tools print a mean only: the median column stays empty rather than invented.
+        "median_ms": stats.get("median"), "p90_ms": stats.get("p90"),
+        "load_ms": result.get("load_ms"), "accuracy": None,
     }
 
 

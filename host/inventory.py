@@ -66,6 +66,7 @@ class DeviceEntry:
     known_hosts: str | None = None
     python: str = "python3"
     labels: dict[str, str] = field(default_factory=dict)
+    binaries: dict[str, str] = field(default_factory=dict)  # native tool -> local path
 
     def validate(self) -> DeviceEntry:
         """Raise UsageError naming the first problem; returns self."""
@@ -83,6 +84,10 @@ class DeviceEntry:
             raise UsageError(f"device '{self.name}': port {self.port} is out of range")
         if not self.workdir.startswith("/"):
             raise UsageError(f"device '{self.name}': workdir must be an absolute path")
+        if self.binaries:
+            from aiot.host.native.config import binaries_from_table
+
+            binaries_from_table(self.binaries, f"device '{self.name}'")  # known tools, paths
         return self
 
     def to_toml(self) -> dict:

@@ -62,13 +62,18 @@ class RunRequest:
     dataset: str | None = None
     dataset_limit: int | None = None
     params: MeasureParams = field(default_factory=MeasureParams)
+    native: str | None = None  # a native benchmark tool instead of the agent
+    binary: Path | None = None  # its local file; else the device's inventory entry
+    delegate: str | None = None  # native runs only (NNAPI/GPU are not in Python runtimes)
 
     def label(self) -> str:
-        return f"{self.model} · {self.format} · {self.threads}t @ {self.device}"
+        runner = f" · {self.native}" if self.native else ""
+        return f"{self.model} · {self.format}{runner} · {self.threads}t @ {self.device}"
 
     def to_spec(self) -> dict:
         spec = asdict(self)
         spec["weights"] = str(self.weights) if self.weights else None
+        spec["binary"] = str(self.binary) if self.binary else None
         return spec
 
 
@@ -134,7 +139,18 @@ class Workspace:
         self.results_dir = results_dir
         self.artifacts_dir = results_dir / "artifacts"
         self._sessions: dict[str, object] = {}
+        self._transports: dict[str, object] = {}
         self._device_info: dict[str, dict] = {}
+
+    def transport(self, device: str):
+        """A transport to ``device`` without deploying the agent (native runs need none)."""
+        from aiot.host.devices import open_transport
+
+        if device in self._sessions:
+            return self._sessions[device].transport
+        if device not in self._transports:
+            self._transports[device] = open_transport(device)
+        return self._transports[device]
 
     def session(self, device: str):
         """The agent session for ``device``, deployed on first use."""
@@ -145,25 +161,35 @@ class Workspace:
             self._sessions[device] = AgentSession(open_transport(device))
         return self._sessions[device]
 
-    def device_info(self, device: str) -> dict:
-        """Probe + agent hello for ``device``, once per invocation."""
-        if device not in self._device_info:
-            session = self.session(device)
-            info = session.transport.info()
-            info["agent"] = session.hello()
+    def device_info(self, device: str, agent: bool = True) -> dict:
+        """Probe + agent hello for ``device`` (probe only with ``agent=False``), cached."""
+        known = self._device_info.get(device)
+        if known is not None and (not agent or "agent" in known):
+            return known
+        if not agent:
+            info = self.transport(device).info()
             info["name"] = device
-            machine = info["agent"].get("machine")
-            if machine and info.get("abi") and canonical(machine) != canonical(info["abi"]):
-                # A userland of another architecture than the kernel (an emulated arm64 board
-                # under qemu-user): the runtimes' architecture is the one that matters.
-                info["kernel_abi"], info["abi"] = info["abi"], machine
             self._device_info[device] = info
-        return self._device_info[device]
+            return info
+        session = self.session(device)
+        info = session.transport.info()
+        info["agent"] = session.hello()
+        info["name"] = device
+        machine = info["agent"].get("machine")
+        if machine and info.get("abi") and canonical(machine) != canonical(info["abi"]):
+            # A userland of another architecture than the kernel (an emulated arm64 board
+            # under qemu-user): the runtimes' architecture is the one that matters.
+            info["kernel_abi"], info["abi"] = info["abi"], machine
+        self._device_info[device] = info
+        return info
 
     def close(self) -> None:
         for session in self._sessions.values():
             session.close()
+        for transport in self._transports.values():
+            transport.close()
         self._sessions.clear()
+        self._transports.clear()
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -19,6 +19,9 @@ WarmupMinS = Annotated[float, typer.Option(help="Warm-up seconds (at least).")]
 MinRuns = Annotated[int, typer.Option(help="Timed iterations (at least).")]
 MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
 MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
+Native = Annotated[str | None, typer.Option("--native", help="Time with this native benchmark binary instead of the agent (benchmark_model, lce_benchmark_model, speed_benchmark_torch, benchmark_single_model, executor_runner, onnxruntime_perf_test, speed_benchmark).")]
+Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file [default: the device's [binaries] entry in the inventory].")]
+Delegate = Annotated[str | None, typer.Option("--delegate", help="Delegate for --native runs (e.g. nnapi, gpu, xnnpack).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed [default: max-s + warm-up + 300].")]
 
 
@@ -39,6 +42,25 @@ def parse_threads(value: str) -> list[int]:
     if any(t < 1 for t in threads):
         raise UsageError("thread counts must be ≥ 1")
     return threads
+
+
+def _validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
+    """The native tool exists, runs every requested format and knows the delegate."""
+    if native is None:
+        if delegate:
+            raise UsageError(f"--delegate {delegate} needs --native (NNAPI and GPU delegates "
+                             "are not in the Python runtimes)", "e.g. --native benchmark_model")
+        return
+    from aiot.host.native import get_adapter
+
+    adapter = get_adapter(native)
+    wrong = [f for f in formats if f not in adapter.formats]
+    if wrong:
+        raise UsageError(f"{adapter.tool} does not run {', '.join(wrong)} artifacts",
+                         f"it runs: {', '.join(adapter.formats)}")
+    if delegate and delegate not in adapter.delegates:
+        raise UsageError(f"{adapter.tool} has no delegate '{delegate}'",
+                         f"its delegates: {', '.join(adapter.delegates) or 'none'}")
 
 
 def _validate_names(devices: list[str], models: list[str], formats: list[str]) -> None:
@@ -65,7 +87,8 @@ def _print_records(records, as_json: bool) -> None:
         print_run_table(records)
 
 
-def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json):
+def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json,
+           native=None, binary=None, delegate=None):
     from aiot.host.cli._output import state
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.runs import Workspace, expand_sweep, run_sweep
@@ -73,8 +96,10 @@ def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, para
 
     params.validate()
     _validate_names(devices, models, formats)
+    _validate_native(native, formats, delegate)
     requests = expand_sweep(devices, models, formats, threads, weights=weights, dataset=dataset,
-                            dataset_limit=limit, params=params)
+                            dataset_limit=limit, params=params, native=native, binary=binary,
+                            delegate=delegate)
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store, RichRunListener() as listener:
         records = run_sweep(requests, store, Workspace(results_dir), listener)
@@ -92,6 +117,7 @@ def run(
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    native: Native = None, binary: Binary = None, delegate: Delegate = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
@@ -99,7 +125,7 @@ def run(
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
-           dataset, limit, params, as_json)
+           dataset, limit, params, as_json, native, binary, delegate)
 
 
 def sweep(
@@ -111,6 +137,7 @@ def sweep(
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    native: Native = None, binary: Binary = None, delegate: Delegate = None,
 ) -> None:
     """Measure every combination of devices × models × formats × thread counts."""
     from aiot.host.devices import resolve_name
@@ -119,7 +146,7 @@ def sweep(
     devices = split_list(device, "devices") if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
-           parse_threads(threads), weights, dataset, limit, params, as_json)
+           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary, delegate)
 
 
 def push(

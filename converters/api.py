@@ -68,15 +68,26 @@ def artifact_name(model_name: str, fmt: str, extension: str) -> str:
     return f"{model_name}{extension}" if extension == f".{fmt}" else f"{model_name}.{fmt}{extension}"
 
 
-def _reusable(artifact: Path, source_hash: str, options: dict) -> dict | None:
+def artifact_files(converter, artifact: Path) -> list[Path]:
+    """Every file of the artifact (one, or e.g. Caffe2's predict net and init net)."""
+    files = getattr(converter, "artifact_files", None)
+    return list(files(artifact)) if files else [artifact]
+
+
+def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dict | None:
     """The sidecar of an existing artifact if it was made from the same model and options."""
-    if not artifact.exists() or not sidecar_path(artifact).exists():
+    if not all(f.exists() for f in artifact_files(converter, artifact)) or not sidecar_path(artifact).exists():
         return None
     try:
         sidecar = verify_artifact(artifact)
     except ArtifactError as exc:
         log.info("re-exporting %s: %s", artifact.name, exc.message)
         return None
+    companions = sidecar.get("artifact", {}).get("companions", {})
+    for path in artifact_files(converter, artifact):
+        if path != artifact and companions.get(path.name) != sha256_file(path):
+            log.info("re-exporting %s: %s changed since conversion", artifact.name, path.name)
+            return None
     same = (sidecar.get("source", {}).get("state_sha256") == source_hash
             and sidecar.get("converter", {}).get("options") == options
             and sidecar.get("aiot_version") == aiot.__version__)
@@ -116,7 +127,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     spec, model = build_source_model(model_name, weights)
     source_hash = state_sha256(model)
     artifact = Path(out_dir) / artifact_name(spec.name, converter.name, converter.extension)
-    cached = _reusable(artifact, source_hash, resolved) if reuse else None
+    cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
                                 cached["artifact"]["sha256"], cached["artifact"]["size_bytes"],
@@ -136,14 +147,16 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                                   spec.example_input(batch=parity_samples, seed=1),
                                   dataset=_parity_images(spec, dataset_samples), **tolerance)
         except BaseException:
-            artifact.unlink(missing_ok=True)
+            for path in artifact_files(converter, artifact):
+                path.unlink(missing_ok=True)
             raise
     sha, size = sha256_file(artifact), artifact.stat().st_size
     sidecar = write_sidecar(artifact, {
         "aiot_version": aiot.__version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "format": converter.name, "backend": converter.backend,
-        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size},
+        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size,
+                     **_companions(converter, artifact)},
         "source": {"model": spec.name, "weights": str(weights) if weights else None,
                    "weights_sha256": sha256_file(Path(weights)) if weights else None,
                    "random_init_seed": None if weights else RANDOM_INIT_SEED,
@@ -155,6 +168,12 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "parity": parity,
     })
     return ConversionResult(artifact, sidecar, parity, sha, size, time.perf_counter() - started, cached=False)
+
+
+def _companions(converter, artifact: Path) -> dict:
+    """``{"companions": {file name: sha256}}`` for the other files of a multi-file artifact."""
+    others = {p.name: sha256_file(p) for p in artifact_files(converter, artifact) if p != artifact}
+    return {"companions": others} if others else {}
 
 
 def _tolerance(converter, options: dict) -> dict:

@@ -66,7 +66,8 @@ class Converter(Protocol):
 #   check_options(options) -> None: raise UsageError for bad option values before any work.
 #   reference_outputs(artifact, inputs) -> ndarray: for emit-only formats (backend None), a
 #       NumPy executor of the format's semantics that parity compares with PyTorch.
-#   artifact_files(artifact) -> list[Path]: extra files that belong to the artifact.
+#   artifact_files(artifact) -> list[Path]: every file of a multi-file artifact, the main one
+#       included (Caffe2's predict net + init net); deleted and checked together.
 #   parity_tolerance(options) -> {"atol", "rtol", "min_top1"}: when parity depends on options
 #       (quantized artifacts are judged on top-1 agreement over real images, not logits).
 #   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess

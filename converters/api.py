@@ -30,7 +30,7 @@ class ConversionResult:
     sidecar: Path
     parity: dict
     sha256: str
-    size_bytes: int
+    size_bytes: int  # all files of the artifact (Caffe2: predict net + init net)
     seconds: float
     cached: bool
 
@@ -130,7 +130,8 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
-                                cached["artifact"]["sha256"], cached["artifact"]["size_bytes"],
+                                cached["artifact"]["sha256"],
+                                cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
                                 time.perf_counter() - started, cached=True)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     example = spec.example_input(batch=1, seed=0)
@@ -151,11 +152,12 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                 path.unlink(missing_ok=True)
             raise
     sha, size = sha256_file(artifact), artifact.stat().st_size
+    total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
     sidecar = write_sidecar(artifact, {
         "aiot_version": aiot.__version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "format": converter.name, "backend": converter.backend,
-        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size,
+        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                      **_companions(converter, artifact)},
         "source": {"model": spec.name, "weights": str(weights) if weights else None,
                    "weights_sha256": sha256_file(Path(weights)) if weights else None,
@@ -167,7 +169,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "toolchain": converter.toolchain_versions(),
         "parity": parity,
     })
-    return ConversionResult(artifact, sidecar, parity, sha, size, time.perf_counter() - started, cached=False)
+    return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
 
 
 def _companions(converter, artifact: Path) -> dict:

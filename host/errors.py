@@ -61,7 +61,7 @@ class ConversionError(AiotError):
 
     def __init__(self, fmt: str, stage: str, message: str, hint: str | None = None) -> None:
         super().__init__(f"{fmt} conversion failed at {stage}: {message}", hint)
-        self.format, self.stage = fmt, stage
+        self.format, self.stage, self.detail = fmt, stage, message
 
 
 class AccuracyMismatch(ConversionError):

@@ -34,7 +34,7 @@ def _print_format_table(as_json: bool) -> None:
     table = Table("format", "file", "runs on", "available", "description")
     for r in rows:
         status = "[green]yes[/]" if r["available"] else f"[red]no[/] — {r['reason']}" + (
-            f" (pip install 'aiot[{r['extra']}]')" if r.get("extra") else "")
+            f" ({r['hint']})" if r.get("hint") else "")
         table.add_row(r["name"], r["extension"], r["backend"] or "emit-only", status, r["description"])
     out.print(table)
 
@@ -61,6 +61,9 @@ def convert(
     from aiot.host.cli._output import out, print_json, spinner, state
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
+    if fmt == "all":
+        _convert_all(model, out_dir, weights, parse_options(opt), as_json)
+        return
     with spinner(f"converting {model} to {fmt}…"):
         res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt))
     report = {
@@ -73,8 +76,52 @@ def convert(
     p = res.parity
     out.print(f"[green]✓[/] {escape(str(res.artifact))} ({res.size_bytes / 1e6:.2f} MB"
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
-    out.print(f"  parity vs PyTorch on {p['n']} inputs: max abs {p['max_abs']:.2e} (tol {p['atol']:.0e}), "
-              f"max rel {p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
+    if p:
+        out.print(f"  parity vs PyTorch: {_parity_line(p)}")
+
+
+def _parity_line(p: dict) -> str:
+    atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
+    line = (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} (tol {atol}), max rel "
+            f"{p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
+    data = p.get("dataset")
+    if data:
+        line += f"; {data['n']} {data['name']} images: top-1 agreement {data['top1_agreement']:.0%}"
+    if p.get("min_top1") is not None:
+        line += f" (required ≥ {p['min_top1']:.0%})"
+    return line
+
+
+def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aiot.converters.matrix import convert_all
+    from aiot.host.cli._output import out, print_json, spinner
+
+    with spinner(f"converting {model} to every format…") as status:
+        rows = convert_all(model, out_dir, weights, options,
+                           progress=lambda fmt: status.update(f"converting {model} to {fmt}…"))
+    if as_json:
+        print_json(rows)
+    else:
+        colour = {"ok": "green", "unsupported": "yellow", "unavailable": "yellow", "failed": "red"}
+        table = Table("format", "status", "size", "max abs err", "top-1 agree (noise/images)",
+                      "seconds", "runs on", title=f"{model} in every format")
+        for r in rows:
+            state_text = f"[{colour[r['status']]}]{r['status']}[/]"
+            if r["reason"]:
+                state_text += f": {escape(r['reason'])}"
+            agree = "—" if r["top1_agreement"] is None else (
+                f"{r['top1_agreement']:.0%} / " + ("—" if r["dataset_top1_agreement"] is None
+                                                    else f"{r['dataset_top1_agreement']:.0%}"))
+            table.add_row(r["format"], state_text,
+                          "—" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.2f} MB",
+                          "—" if r["max_abs"] is None else f"{r['max_abs']:.1e}", agree,
+                          "—" if r["seconds"] is None else f"{r['seconds']:.1f}", r["runs_on"])
+        out.print(table)
+    if any(r["status"] == "failed" for r in rows):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,85 @@
+"""One model into every registered format: ``aiot convert MODEL --format all``.
+
+Each format becomes a row whatever happens — a failure is a row, never a crash:
+
+* ``ok``: exported, loaded and run by its runtime (or, for emit-only formats, by aiot's
+  reference executor of the format), op list checked, parity with PyTorch within tolerance;
+* ``unsupported``: the model cannot be expressed in the format (a float model for a
+  binarized runtime, a layer the format lacks) — a fact about the pair, not a bug;
+* ``unavailable``: the format's toolchain is not installed here (the row says how to fix it);
+* ``failed``: export, verification or parity went wrong (the reason is in the row).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from aiot.host.errors import AiotError, ConversionError, UsageError
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "unsupported", "unavailable", "failed")
+
+
+def split_options(options: dict[str, str], formats: list[str]) -> dict[str, dict[str, str]]:
+    """``{"tflite.quant": "int8"}`` → ``{"tflite": {"quant": "int8"}}``; bare keys refused,
+    since one option name can mean different things to different formats."""
+    per_format: dict[str, dict[str, str]] = {fmt: {} for fmt in formats}
+    for key, value in options.items():
+        fmt, sep, name = key.partition(".")
+        if not sep or fmt not in per_format:
+            raise UsageError(f"option '{key}' does not name a format",
+                             "with --format all, prefix options: --opt tflite.quant=int8")
+        per_format[fmt][name] = value
+    return per_format
+
+
+def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
+                options: dict[str, str] | None = None, progress=None) -> list[dict]:
+    """One row per registered format (see the module docstring for the statuses)."""
+    from aiot.converters import CONVERTERS
+    from aiot.converters.api import build_source_model
+
+    build_source_model(model_name, weights)  # bad model name or weights: fail before any row
+    formats = [conv.name for conv in CONVERTERS]
+    per_format = split_options(options or {}, formats)
+    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress) for fmt in formats]
+
+
+def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress) -> dict:
+    from aiot.converters import get_converter
+    from aiot.converters.api import convert_model
+
+    converter = get_converter(fmt)
+    row = {"format": fmt, "runs_on": converter.backend or "reference executor (emit-only)",
+           "status": None, "reason": None, "size_bytes": None, "max_abs": None,
+           "top1_agreement": None, "dataset_top1_agreement": None, "seconds": None,
+           "artifact": None, "ops": None}
+    avail = converter.availability()
+    if not avail.ok:
+        hint = avail.hint or (f"pip install 'aiot[{avail.extra}]'" if avail.extra else "")
+        return {**row, "status": "unavailable", "reason": f"{avail.reason}; {hint}".strip("; ")}
+    if progress:
+        progress(fmt)
+    started = time.perf_counter()
+    try:
+        res = convert_model(model_name, fmt, out_dir, weights=weights, options=options)
+    except ConversionError as exc:
+        status = "unsupported" if exc.stage == "lower" else "failed"
+        return {**row, "status": status, "reason": exc.detail, "seconds": time.perf_counter() - started}
+    except AiotError as exc:
+        return {**row, "status": "failed", "reason": exc.message, "seconds": time.perf_counter() - started}
+    except Exception as exc:  # a toolchain bug must not hide the other formats' rows
+        log.debug("%s conversion crashed", fmt, exc_info=True)
+        return {**row, "status": "failed", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                "seconds": time.perf_counter() - started}
+    from aiot.converters.sidecar import read_sidecar
+
+    parity = res.parity or {}
+    return {**row, "status": "ok", "size_bytes": res.size_bytes, "artifact": str(res.artifact),
+            "max_abs": parity.get("max_abs"), "top1_agreement": parity.get("top1_agreement"),
+            "dataset_top1_agreement": (parity.get("dataset") or {}).get("top1_agreement"),
+            "seconds": res.seconds, "cached": res.cached,
+            "ops": len(read_sidecar(res.artifact).get("converter", {}).get("ops") or [])}

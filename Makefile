@@ -7,8 +7,9 @@ setup:
 demo: setup
 	.venv/bin/aiot demo
 
+# AIOT_REQUIRE_TOOLCHAINS: bootstrap installed them, so a missing one fails instead of skipping.
 test: setup
-	.venv/bin/python -m pytest -m "slow or not slow" -q
+	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q
 
 bench: setup
 	.venv/bin/python bench/cli_startup.py

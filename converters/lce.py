@@ -102,6 +102,7 @@ class LceConverter:
     description = ("Larq Compute Engine binarized TFLite (LceBconv2d), run by the LCE "
                    "interpreter; lce_benchmark_model on ARM devices")
     atol = 1e-3  # binary convs accumulate exactly; float layers around them differ in order
+    binary_native = True  # binarizes exactly as PyTorch does: parity on logits, not top-1
     options: dict[str, tuple[str, str]] = {}
 
     def availability(self) -> Availability:

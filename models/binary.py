@@ -38,8 +38,14 @@ class _SignSTE(torch.autograd.Function):
 
 
 def binary_sign(x: Tensor) -> Tensor:
-    """+1 where ``x >= 0``, -1 elsewhere; straight-through gradient for training."""
-    return _SignSTE.apply(x)
+    """+1 where ``x >= 0``, -1 elsewhere; straight-through gradient for training.
+
+    Without autograd (inference, export) it is a plain ``where``, which every exporter
+    (TorchScript, ONNX, torch.export) can trace; the autograd Function only when training.
+    """
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _SignSTE.apply(x)
+    return torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
 
 
 class BinaryConv2d(nn.Conv2d):

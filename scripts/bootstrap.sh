@@ -35,13 +35,19 @@ fi
 
 stamp="$VENV/.aiot-installed"
 want="$(cat pyproject.toml | sha256sum | cut -c1-16) $EXTRAS"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
+  # torch first and pinned: the CPU build on disk. A looser request would let a dependency
+  # pull a multi-GB CUDA build instead.
+  $PIP install "torch==2.13.0"
+  $PIP install -e ".[$EXTRAS]"
+  echo "$want" > "$stamp"
 fi
-PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
-# torch first and pinned: the CPU build on disk. A looser request would let a dependency
-# pull a multi-GB CUDA build instead.
-$PIP install "torch==2.13.0"
-$PIP install -e ".[$EXTRAS]"
-echo "$want" > "$stamp"
+
+# Isolated toolchains (own venvs, cached by their pinned requirements; a no-op when present):
+# LCE needs TensorFlow and NumPy < 2, ExecuTorch NumPy 2 and a large dependency set.
+# AIOT_TOOLCHAINS="" skips them (their converters then report "unavailable").
+for toolchain in ${AIOT_TOOLCHAINS-lce executorch}; do
+  "$VENV/bin/aiot" toolchains install "$toolchain"
+done
 echo "bootstrap: ready ($VENV)"

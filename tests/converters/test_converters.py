@@ -212,3 +212,12 @@ def test_resnet18_issue_acceptance(fmt, tmp_path):
     pytest.importorskip("litert_torch")
     res = convert_model("resnet18", fmt, tmp_path)
     assert res.parity["ok"] and res.parity["top1_agreement"] == 1.0
+
+
+def test_binarized_model_in_a_float_runtime_is_judged_on_top1(tmp_path):
+    """sign(x) flips where x is within rounding of 0 once a runtime folds BatchNorm, so logits
+    of a BNN in ONNX Runtime cannot match PyTorch's exactly; top-1 on real images must."""
+    pytest.importorskip("onnxruntime")
+    res = convert_model("tiny_bnn", "onnx", tmp_path)
+    assert res.parity["ok"] and res.parity["min_top1"] == 0.9
+    assert res.parity["dataset"]["top1_agreement"] >= 0.9

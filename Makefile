@@ -15,6 +15,7 @@ bench: setup
 	.venv/bin/python bench/cli_startup.py
 	.venv/bin/python bench/agent_fidelity.py
 	.venv/bin/python bench/transports.py
+	.venv/bin/python bench/formats.py
 
 clean-venv:
 	rm -rf .venv

@@ -5,6 +5,7 @@ onnx, litert-torch are imported inside ``export``), so ``aiot convert --list`` i
 """
 
 from aiot.converters import caffe2 as _caffe2  # noqa: F401 - registers "caffe2"
+from aiot.converters import dabnn as _dabnn  # noqa: F401 - registers "dabnn"
 from aiot.converters import executorch as _executorch  # noqa: F401 - registers "executorch"
 from aiot.converters import lce as _lce  # noqa: F401 - registers "lce"
 from aiot.converters import onnx as _onnx  # noqa: F401 - registers "onnx"

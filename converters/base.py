@@ -29,6 +29,23 @@ def modules_available(modules: dict[str, str], extra: str) -> Availability:
     return Availability(True)
 
 
+def toolchain_available(name: str) -> Availability:
+    """Availability of a format whose toolchain lives in an isolated environment."""
+    from aiot.host import toolchains
+
+    if toolchains.installed(name) is None:
+        return Availability(False, f"the {name} toolchain environment is not installed",
+                            hint=f"run: aiot toolchains install {name}")
+    return Availability(True)
+
+
+def toolchain_versions(name: str) -> dict[str, str]:
+    """Versions recorded when toolchain ``name`` was installed (empty if it is not)."""
+    from aiot.host import toolchains
+
+    return dict((toolchains.installed(name) or {}).get("versions", {}))
+
+
 @runtime_checkable
 class Converter(Protocol):
     """One artifact format. Implementations are light objects; heavy imports live in ``export``.

@@ -14,7 +14,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability
+from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
 from aiot.host.errors import UsageError
 from aiot.host.fileio import write_atomic
 
@@ -35,17 +35,10 @@ class ExecutorchConverter:
     options = {"delegate": ("xnnpack", "xnnpack (lower to XNNPACK) or portable (no delegate)")}
 
     def availability(self) -> Availability:
-        from aiot.host import toolchains
-
-        if toolchains.installed(TOOLCHAIN) is None:
-            return Availability(False, "the executorch toolchain environment is not installed",
-                                hint=f"run: aiot toolchains install {TOOLCHAIN}")
-        return Availability(True)
+        return toolchain_available(TOOLCHAIN)
 
     def toolchain_versions(self) -> dict[str, str]:
-        from aiot.host import toolchains
-
-        return dict((toolchains.installed(TOOLCHAIN) or {}).get("versions", {}))
+        return toolchain_versions(TOOLCHAIN)
 
     def check_options(self, options: dict[str, str]) -> None:
         """Refuse an unknown delegate before any work."""

@@ -18,7 +18,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability
+from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
 from aiot.host.errors import ConversionError
 from aiot.host.fileio import write_atomic
 
@@ -106,20 +106,12 @@ class LceConverter:
     options: dict[str, tuple[str, str]] = {}
 
     def availability(self) -> Availability:
-        from aiot.host import toolchains
-
-        if toolchains.installed(TOOLCHAIN) is None:
-            return Availability(False, "the lce toolchain environment is not installed",
-                                hint=f"run: aiot toolchains install {TOOLCHAIN}")
-        return Availability(True)
+        return toolchain_available(TOOLCHAIN)
 
     def toolchain_versions(self) -> dict[str, str]:
         from importlib.metadata import version
 
-        from aiot.host import toolchains
-
-        marker = toolchains.installed(TOOLCHAIN) or {}
-        return {"torch": version("torch"), **marker.get("versions", {})}
+        return {"torch": version("torch"), **toolchain_versions(TOOLCHAIN)}
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         from aiot.converters.graph import lower

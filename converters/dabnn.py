@@ -1,0 +1,126 @@
+"""daBNN (``.dab``): binarized networks for ARM phones, written directly as daBNN's flatbuffer.
+
+daBNN's own converter (onnx2bnn) has no Linux wheel and wants binary convolutions as a
+Sign→Pad(-1)→Conv ONNX pattern that today's PyTorch exporters no longer produce, so aiot
+emits the file itself (:mod:`aiot.converters.dab_schema`) from its layer list
+(:mod:`aiot.converters.graph`) and checks it with a NumPy executor of the runtime's
+semantics (:mod:`aiot.converters.dabnn_reference`). Timing happens on devices with daBNN's
+``benchmark_single_model``.
+
+Mapping (as onnx2bnn writes it, NHWC):
+
+* conv → ``FpConv2D`` (OHWI weights); linear → ``FpConv2D`` whose kernel covers the whole
+  input (its weights permuted from PyTorch's CHW flattening to HWC), because the runtime
+  has no case for the schema's ``FC`` layer; flatten → nothing (the data is already flat);
+* binary conv → ``BinConv2D`` (weights bit-packed, 128-bit aligned unless C == 64). It
+  outputs ``popcount(x XOR w)`` = (K - dot) / 2 over K = C*kh*kw taps, so the BatchNorm that
+  must follow it becomes onnx2bnn's rewritten ``Affine``: with ``s = gamma/sqrt(var+eps)``,
+  ``t = beta - mean*s`` and the layer's alpha folded in, ``a = -2*s*alpha`` and
+  ``b = t + K*s*alpha``; other BatchNorms become ``Affine(s, t)``;
+* relu → ``Relu``; max/average pooling → ``MaxPool``/``AvePool``; global average pooling →
+  ``AvePool`` with the map's size as kernel (onnx2bnn's kernel -1 "global" form reaches the
+  generic kernel with stride 0 and a kernel of 2**64-1); add → ``Add``; concat of two
+  equal-channel tensors → ``Concat`` on axis 3.
+
+sign(0): PyTorch's binary layers map 0 to +1, daBNN's bit packing maps it to -1 (bit 1 iff
+x > 0). Two places make zeros common, and both are made exact: a binary conv reading a
+ReLU-derived (non-negative) tensor gets an ``Affine(1, 2**-126)`` "sign shift" before it
+(every input becomes > 0, as PyTorch's signs are all +1); an ``Affine`` feeding a binary
+conv has ``b`` nudged, per channel and only where needed, by a few float32 ulps so that
+every reachable popcount lands on PyTorch's side of zero even with FMA rounding.
+
+Affine, Relu and Add run in place on daBNN; an emitted graph in which one would overwrite a
+tensor that a later layer still reads is refused (Add swaps its operands first).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from importlib.metadata import version
+from pathlib import Path
+
+from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.host.errors import ArtifactError, ConversionError
+from aiot.host.fileio import write_atomic
+
+log = logging.getLogger(__name__)
+
+from aiot.converters.dabnn_emit import (  # noqa: F401 - emit and keep_signs are public here too
+    FORMAT,
+    LAYOUT,
+    MODEL_VERSION,
+    emit,
+    keep_signs,
+)
+
+class DabnnConverter:
+    """Graph lowering → daBNN flatbuffer, checked by aiot's NumPy executor of daBNN."""
+
+    name = FORMAT
+    extension = ".dab"
+    backend = None
+    description = ("daBNN flatbuffer for binarized models (NHWC, bit-packed binary convs), timed "
+                   "on devices with daBNN's own benchmark_single_model; verified by aiot's "
+                   "NumPy reference executor")
+    # Logits pass through float convs, popcount rescaling and pooling in float32 with a
+    # different summation order than PyTorch; 1e-3 leaves room for that (and for the few-ulp
+    # sign nudges) while any flipped binary activation moves logits far more.
+    atol = 1e-3
+    binary_native = True  # sign shifts and nudges make it binarize as PyTorch: parity on logits
+    options: dict[str, tuple[str, str]] = {}  # noqa: RUF012 - the protocol's attribute
+
+    def availability(self) -> Availability:
+        """Needs only the flatbuffers runtime package (and NumPy, a core dependency)."""
+        return modules_available({"flatbuffers": "flatbuffers"}, FORMAT)
+
+    def toolchain_versions(self) -> dict[str, str]:
+        """Versions of the packages that shaped the file."""
+        return {pkg: version(pkg) for pkg in ("torch", "flatbuffers", "numpy")}
+
+    def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
+        """Lower, emit, write atomically, then re-read and run the file once."""
+        from aiot.converters.dab_schema import build_model
+        from aiot.converters.graph import lower
+
+        out_path = Path(out_path)
+        graph = lower(model, example, FORMAT)
+        dab, facts = emit(graph)
+        data = build_model(dab)
+        write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
+        try:
+            _verify(out_path, graph, example)
+        except BaseException:
+            out_path.unlink(missing_ok=True)
+            raise
+        for warning in facts["device_warnings"]:
+            log.warning("%s", warning)
+        return facts
+
+    def reference_outputs(self, artifact: Path, inputs):
+        """Logits ``(N, classes)`` of the artifact on ``inputs`` (N, C, H, W), by NumPy.
+
+        Raises:
+            ArtifactError: the file is missing, truncated, corrupt or not runnable by daBNN.
+        """
+        from aiot.converters.dabnn_reference import load_model, run_model
+
+        return run_model(load_model(artifact), inputs)
+
+
+def _verify(path: Path, graph, example) -> None:
+    """Re-read the file and run the example: the output must have PyTorch's size."""
+    from aiot.converters.dabnn_reference import load_model, run_model
+
+    try:
+        out = run_model(load_model(path), example.detach().cpu().numpy())
+    except ArtifactError as exc:  # just written by this process: the emitter is at fault
+        raise ConversionError(FORMAT, "verify", exc.message,
+                              "aiot emitted a model it cannot run; please report it") from None
+    expected = math.prod(graph.by_name()[graph.output].shape[1:])
+    if out.shape[1] != expected:
+        raise ConversionError(FORMAT, "verify", f"the model gives {out.shape[1]} outputs, "
+                              f"PyTorch {expected}", "please report it")
+
+
+CONVERTERS.add(FORMAT, DabnnConverter())

@@ -4,6 +4,8 @@ import shutil
 
 import pytest
 
+from tests.converters.conftest import randomize_bn
+
 from aiot.converters import caffe2  # registers "caffe2"
 from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.caffe2_proto import parse_net
@@ -52,18 +54,7 @@ class AllOps(nn.Module):
         return self.fc(torch.flatten(self.gap(self.same(x)), 1))
 
 
-def _randomize_bn(model, seed=0):
-    """BN away from identity, so the emitted SpatialBN arguments matter."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                c = m.num_features
-                m.weight.copy_(torch.rand(c, generator=gen) + 0.5)
-                m.bias.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
-                m.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
-    return model.eval()
+_randomize_bn = randomize_bn
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,12 @@
 """daBNN (.dab): hand-written flatbuffer, bit packing, refusals, and NumPy-reference parity."""
 
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
+
+from tests.converters.conftest import randomize_bn
 
 from aiot.converters import dabnn  # registers "dabnn"
 from aiot.converters.api import build_source_model, convert_model
@@ -30,18 +33,7 @@ CONVERTER = dabnn.DabnnConverter()
 TINY_OPS = ["Affine", "AvePool", "BinConv2D", "FpConv2D", "MaxPool", "Relu"]
 
 
-def _randomize_bn(model, seed=0):
-    """BatchNorm away from identity, so the Affine rewrite really has to fold statistics."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                c = m.num_features
-                m.weight.copy_(torch.randn(c, generator=gen))  # both signs: a' flips too
-                m.bias.copy_(torch.randn(c, generator=gen) * 3)
-                m.running_mean.copy_(torch.randn(c, generator=gen) * 10)
-                m.running_var.copy_(torch.rand(c, generator=gen) * 50 + 0.5)
-    return model.eval()
+_randomize_bn = partial(randomize_bn, signed_gamma=True, bias=3, mean=10, var=50)
 
 
 def _export(model, shape, path):

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiot
@@ -155,7 +155,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
     sidecar = write_sidecar(artifact, {
         "aiot_version": aiot.__version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "format": converter.name, "backend": converter.backend,
         "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                      **_companions(converter, artifact)},

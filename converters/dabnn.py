@@ -54,6 +54,7 @@ from aiot.converters.dabnn_emit import (  # noqa: F401 - emit and keep_signs are
     keep_signs,
 )
 
+
 class DabnnConverter:
     """Graph lowering → daBNN flatbuffer, checked by aiot's NumPy executor of daBNN."""
 

@@ -117,7 +117,7 @@ def build(tf, graph: dict, weights):
             elif kind == "flatten":
                 y = _flatten(tf, ins[0])
             elif kind == "linear":
-                y = tf.matmul(ins[0], w["weight"].T) + (w["bias"] if "bias" in w else 0.0)
+                y = tf.matmul(ins[0], w["weight"].T) + w.get("bias", 0.0)
             elif kind == "add":
                 y = ins[0] + ins[1]
             elif kind == "concat":
@@ -133,12 +133,12 @@ def build(tf, graph: dict, weights):
 
 def main(argv: list[str]) -> int:
     graph_path, weights_path, out_path = argv
+    import larq_compute_engine as lce
     import numpy as np
     import tensorflow as tf
 
-    import larq_compute_engine as lce
-
-    graph = json.load(open(graph_path, encoding="utf-8"))
+    with open(graph_path, encoding="utf-8") as fh:
+        graph = json.load(fh)
     forward = build(tf, graph, np.load(weights_path))
 
     class Model(tf.Module):

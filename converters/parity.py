@@ -42,7 +42,7 @@ def compare_outputs(reference, actual, atol: float | None, rtol: float | None) -
     return {
         "ok": bool(within or (atol is None and rtol is None)),
         "max_abs": max_abs, "max_rel": max_rel, "mean_abs": float(diff.mean()),
-        "top1_agreement": agreement, "n": int(len(ref)), "atol": atol, "rtol": rtol,
+        "top1_agreement": agreement, "n": len(ref), "atol": atol, "rtol": rtol,
     }
 
 
@@ -61,7 +61,7 @@ def _torch_threads_kept():
             torch.set_num_threads(before)
 
 
-def run_artifact(backend_name: str, artifact: Path, inputs) -> "object":
+def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
     """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first).
 
     Raises:

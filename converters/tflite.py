@@ -128,7 +128,7 @@ def _calibration_batches(spec, options: dict[str, str]):
 
 def _quantize(float_model: Path, quant: str, calibration) -> bytes:
     """The float model quantized by ai-edge-quantizer (recipes named as LiteRT documents them)."""
-    from ai_edge_quantizer import quantizer, recipe, qtyping
+    from ai_edge_quantizer import qtyping, quantizer, recipe
     from ai_edge_quantizer.algorithm_manager import AlgorithmName
 
     qt = quantizer.Quantizer(str(float_model))

@@ -131,7 +131,7 @@ def _accuracy(session, dataset: dict) -> dict:
         correct += int(int(np.argmax(session.run(sample))) == int(y[i]))
         if i % step == 0:
             emit("progress", phase="accuracy", done=i, total=len(x))
-    return {"correct": correct, "total": int(len(x)), "top1": correct / len(x) if len(x) else 0.0}
+    return {"correct": correct, "total": len(x), "top1": correct / len(x) if len(x) else 0.0}
 
 
 def _peak_rss_kb() -> int:
@@ -230,7 +230,7 @@ def predict(spec: dict) -> dict:
     tmp = spec["outputs"] + ".part.npy"
     np.save(tmp, out)
     os.replace(tmp, spec["outputs"])
-    return {"n": int(len(rows)), "output_shape": list(out.shape), "runtime_version": backend.version()}
+    return {"n": len(rows), "output_shape": list(out.shape), "runtime_version": backend.version()}
 
 
 COMMANDS = {"run": ("result", run), "predict": ("predicted", predict)}

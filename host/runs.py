@@ -106,7 +106,7 @@ def expand_sweep(devices: list[str], models: list[str], formats: list[str], thre
             for d, m, f, t in itertools.product(devices, models, formats, threads)]
 
 
-def run_sweep(requests: list[RunRequest], store: Store, workspace: "Workspace",
+def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
               listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
     """Execute ``requests`` in order, recording each; returns the finished records."""
     from aiot.host.executor import execute_run

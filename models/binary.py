@@ -27,12 +27,12 @@ class _SignSTE(torch.autograd.Function):
     """sign with sign(0) = +1 forward; clipped identity (hardtanh') backward."""
 
     @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:  # noqa: D102 - autograd hook
+    def forward(ctx, x: Tensor) -> Tensor:
         ctx.save_for_backward(x)
         return torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:  # noqa: D102 - autograd hook
+    def backward(ctx, grad: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors
         return grad * (x.abs() <= 1).to(grad.dtype)
 

@@ -25,7 +25,7 @@ def _wrapper_module():
     spec = importlib.util.find_spec("larq_compute_engine")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("larq_compute_engine is not installed")
-    folder = os.path.join(list(spec.submodule_search_locations)[0], "tflite", "python")
+    folder = os.path.join(next(iter(spec.submodule_search_locations)), "tflite", "python")
     library = next((f for f in os.listdir(folder) if f.startswith("interpreter_wrapper_lite")), None)
     if library is None:
         raise ImportError(f"no interpreter_wrapper_lite library in {folder}")

@@ -4,8 +4,6 @@ import shutil
 
 import pytest
 
-from tests.converters.conftest import randomize_bn
-
 from aiot.converters import caffe2  # registers "caffe2"
 from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.caffe2_proto import parse_net
@@ -14,6 +12,7 @@ from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
 from aiot.host.errors import ArtifactError, ConversionError
 from aiot.host.fileio import sha256_file
+from tests.converters.conftest import randomize_bn
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("google.protobuf")

@@ -6,8 +6,6 @@ from functools import partial
 import numpy as np
 import pytest
 
-from tests.converters.conftest import randomize_bn
-
 from aiot.converters import dabnn  # registers "dabnn"
 from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.dab_schema import (
@@ -24,6 +22,7 @@ from aiot.converters.graph import lower
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
 from aiot.host.errors import AccuracyMismatch, ArtifactError, ConversionError
+from tests.converters.conftest import randomize_bn
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("flatbuffers")

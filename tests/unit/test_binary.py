@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aiot.models.binary import BinaryConv2d, binary_sign  # noqa: E402
+from aiot.models.binary import BinaryConv2d, binary_sign
 
 
 def test_sign_of_zero_is_plus_one_and_gradient_is_clipped_identity():

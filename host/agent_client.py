@@ -85,7 +85,7 @@ class AgentSession:
             raise AgentError(f"agent on {self.transport.name} printed no result")
         return final
 
-    def hello(self, timeout: float = 60) -> dict:
+    def hello(self, timeout: float = 240) -> dict:  # importing torch under qemu takes ~45 s
         """The agent's self-description: versions and importable runtimes."""
         msg = self._invoke(["hello"], timeout, None)
         return {k: v for k, v in msg.items() if k not in ("v", "event")}

@@ -35,6 +35,16 @@ RUNTIME_MODULES = {
     "ai_edge_litert.interpreter": "ai-edge-litert",
 }
 RUNTIMES = tuple(RUNTIME_MODULES.values())
+
+#: Runtimes a device takes only when asked (``--with torch``), by machine: what to download
+#: with ``--no-deps`` (pip evaluates a wheel's environment markers for *this* machine, so a
+#: resolver run would ask for x86 CUDA packages). torch runs ``.ptl`` (PyTorch Mobile's lite
+#: interpreter). PyPI's aarch64 torch 2.13 is a CUDA build; 2.9.1 is the newest CPU aarch64
+#: build there, and its lite interpreter reads the bytecode (v8) that aiot's torch writes.
+OPTIONAL_RUNTIMES = {
+    "torch": {"aarch64": ("torch==2.9.1", "filelock", "typing-extensions", "sympy", "mpmath",
+                          "networkx", "jinja2", "markupsafe", "fsspec")},
+}
 NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries instead
 COMPLETE = ".complete"
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
@@ -122,10 +132,32 @@ def requirements() -> list[str]:
     return pinned
 
 
-def download_wheels(python: DevicePython, cache: Path) -> list[Path]:
+def optional_requirements(python: DevicePython, extras: tuple[str, ...]) -> list[str]:
+    """Pinned packages of the optional runtimes ``extras`` for this device's machine.
+
+    Raises:
+        UsageError: unknown runtime, or none published for this machine.
+    """
+    from aiot.host.errors import UsageError
+
+    reqs: list[str] = []
+    for extra in extras:
+        if extra not in OPTIONAL_RUNTIMES:
+            raise UsageError(f"unknown optional runtime '{extra}'", f"known: {', '.join(OPTIONAL_RUNTIMES)}")
+        by_machine = OPTIONAL_RUNTIMES[extra]
+        if python.machine not in by_machine:
+            raise UsageError(f"no {extra} wheels are set up for {python.machine} devices",
+                             f"install {extra} on the device yourself (machines: {', '.join(by_machine)})")
+        reqs += by_machine[python.machine]
+    return reqs
+
+
+def download_wheels(python: DevicePython, cache: Path, extras: tuple[str, ...] = ()) -> list[Path]:
     """Wheels for ``python`` in a cache folder keyed by platform and requirements."""
     reqs = requirements()
-    key = hashlib.sha256(json.dumps([python.version, python.machine, python.glibc, reqs]).encode())
+    optional = optional_requirements(python, extras)
+    key = hashlib.sha256(json.dumps([python.version, python.machine, python.glibc, reqs,
+                                     *([optional] if optional else [])]).encode())
     folder = cache / "device-wheels" / f"cp{python.version.replace('.', '')}-{python.machine}-{key.hexdigest()[:12]}"
     marker = folder / COMPLETE
     if not marker.exists():
@@ -135,19 +167,27 @@ def download_wheels(python: DevicePython, cache: Path) -> list[Path]:
                 "-d", str(folder)]
         for tag in platform_tags(python):
             argv += ["--platform", tag]
-        log.info("downloading %s for %s", " ".join(reqs), python)
-        done = subprocess.run([*argv, *reqs], capture_output=True, text=True)
-        if done.returncode != 0:
-            reason = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["pip failed"]
-            raise AiotError(f"no wheels for Python {python.version} on {python.machine}: {reason[0]}",
-                            "check the network to PyPI, or install the runtimes on the device yourself")
-        marker.write_text("\n".join(reqs) + "\n")
+        log.info("downloading %s for %s", " ".join(reqs + optional), python)
+        _pip_download(argv, reqs, python)
+        if optional:
+            _pip_download([*argv, "--no-deps"], optional, python)
+        marker.write_text("\n".join(reqs + optional) + "\n")
     return sorted(folder.glob("*.whl"))
 
 
+def _pip_download(argv: list[str], reqs: list[str], python: DevicePython) -> None:
+    done = subprocess.run([*argv, *reqs], capture_output=True, text=True)
+    if done.returncode != 0:
+        reason = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["pip failed"]
+        raise AiotError(f"no wheels for Python {python.version} on {python.machine}: {reason[0]}",
+                        "check the network to PyPI, or install the runtimes on the device yourself")
+
+
 def setup_device(transport: Transport, cache: Path,
-                 on_step: Callable[[str], None] = lambda step: None) -> dict:
-    """Install the agent's runtimes on the device; returns what was installed.
+                 on_step: Callable[[str], None] = lambda step: None,
+                 extras: tuple[str, ...] = ()) -> dict:
+    """Install the agent's runtimes (and optional ``extras``) on the device; returns what was
+    installed.
 
     Raises:
         AiotError: the device cannot take Python wheels (phone, musl) or a step failed.
@@ -158,7 +198,7 @@ def setup_device(transport: Transport, cache: Path,
     on_step("asking the device's Python")
     python = describe_python(transport)
     on_step(f"downloading wheels for Python {python.version} on {python.machine}")
-    wheels = download_wheels(python, cache)
+    wheels = download_wheels(python, cache, extras)
     on_step(f"pushing {len(wheels)} wheels")
     pushed = [push_file(transport, wheel) for wheel in wheels]
     on_step("unpacking on the device")
@@ -170,5 +210,6 @@ def setup_device(transport: Transport, cache: Path,
     marker = transport.shell(["touch", posixpath.join(site, COMPLETE)])
     if not marker.ok:
         raise DeviceCommandError(transport.name, marker)
-    return {"python": python.__dict__, "site": site, "requirements": requirements(),
+    return {"python": python.__dict__, "site": site,
+            "requirements": requirements() + optional_requirements(python, extras),
             "wheels": [w.name for w in wheels], "sent_bytes": sum(p.size for p in pushed if p.sent)}

@@ -71,6 +71,9 @@ def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("AIOT_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("AIOT_INVENTORY", str(tmp_path / "devices.toml"))
+    # known_hosts lives in the config folder: never the user's (a recycled port of an earlier
+    # emulated sshd would otherwise meet a "different host key recorded" there).
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     for name in ("AIOT_DEVICE", "ANDROID_SERIAL"):
         monkeypatch.delenv(name, raising=False)
     yield

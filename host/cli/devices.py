@@ -248,6 +248,8 @@ def render_checks(name: str, checks: list):
 @app.command("setup")
 def setup(
     device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    with_runtimes: Annotated[str | None, typer.Option(
+        "--with", help="Optional runtimes, comma-separated: torch (PyTorch Mobile .ptl; aarch64).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Install the agent's runtimes (numpy, onnxruntime, ai-edge-litert) on a board from this host.
@@ -264,7 +266,9 @@ def setup(
     transport = open_transport(name)
     try:
         with spinner(f"setting up {name}…") as status:
-            summary = setup_device(transport, cache_dir(), on_step=lambda step: status.update(f"{name}: {step}…"))
+            extras = tuple(w.strip() for w in (with_runtimes or "").split(",") if w.strip())
+            summary = setup_device(transport, cache_dir(), on_step=lambda step: status.update(f"{name}: {step}…"),
+                                   extras=extras)
     finally:
         transport.close()
     if as_json:

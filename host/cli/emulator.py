@@ -16,6 +16,9 @@ def start(
     arch: Annotated[str | None, typer.Option(
         help="x86_64 or arm64 [default: this machine's]. arm64 on x86_64 runs the device's Python under "
              "qemu-user: real outputs, meaningless timings.")] = None,
+    with_runtimes: Annotated[str | None, typer.Option(
+        "--with", help="Optional runtimes for an arm64 userland, comma-separated: torch (PyTorch "
+                       "Mobile .ptl; CPU torch 2.9.1, the newest aarch64 CPU build on PyPI).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
@@ -23,7 +26,9 @@ def start(
     from aiot.host.emulator import manager
 
     with spinner(f"starting emulated {kind} device…") as status:
-        state = manager.start(kind, name=name, arch=arch, on_step=lambda step: status.update(f"{step}…"))
+        extras = tuple(w.strip() for w in (with_runtimes or "").split(",") if w.strip())
+        state = manager.start(kind, name=name, arch=arch, on_step=lambda step: status.update(f"{step}…"),
+                              extras=extras)
     if as_json:
         print_json({"name": state.name, "kind": state.kind, "arch": state.arch, "port": state.port,
                     "pid": state.pid})

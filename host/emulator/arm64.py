@@ -111,8 +111,10 @@ def write_wrapper(path: Path, userland: Path) -> Path:
     return path
 
 
-def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: None) -> Path:
-    """The cached aarch64 userland with the runtimes installed; built on first use.
+def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: None,
+                    extras: tuple[str, ...] = ()) -> Path:
+    """The cached aarch64 userland with the runtimes (and optional ``extras``, e.g. torch)
+    installed; built on first use.
 
     Built in a temporary folder beside the cache entry and renamed into place when complete,
     so an interrupted build never leaves a half userland that a later start would trust.
@@ -120,7 +122,8 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     from aiot.host.device_setup import requirements
 
     check_tools()
-    folder = cache / "arm64-userland" / userland_key(requirements())
+    extras = tuple(sorted(set(extras)))
+    folder = cache / "arm64-userland" / userland_key(requirements() + [f"+{e}" for e in extras])
     if (folder / COMPLETE).exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -129,10 +132,10 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
         on_step(f"unpacking Debian {SUITE} arm64 (python3.11)")
         _debootstrap(work / "root")
         (work / "cpuinfo").write_text(cpuinfo_text())
-        on_step("downloading aarch64 wheels of the runtimes")
-        _install_runtimes(work, cache)
+        on_step("downloading aarch64 wheels of the runtimes" + (f" (+{', '.join(extras)})" if extras else ""))
+        _install_runtimes(work, cache, extras)
         (work / COMPLETE).write_text(json.dumps({"suite": SUITE, "packages": PACKAGES,
-                                                 "requirements": requirements()}) + "\n")
+                                                 "requirements": requirements(), "extras": extras}) + "\n")
         try:
             work.rename(folder)
         except OSError:  # another start finished first; theirs is as good as ours
@@ -143,9 +146,10 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     return folder
 
 
-def prepare_device(folder: Path, cache: Path, on_step: Callable[[str], None] = lambda step: None) -> Path:
+def prepare_device(folder: Path, cache: Path, on_step: Callable[[str], None] = lambda step: None,
+                   extras: tuple[str, ...] = ()) -> Path:
     """Give the emulator in ``folder`` an aarch64 ``bin/python3``; returns its path."""
-    userland = ensure_userland(cache, on_step)
+    userland = ensure_userland(cache, on_step, extras)
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)
     return write_wrapper(bin_dir / "python3", userland)
@@ -164,7 +168,7 @@ def _debootstrap(root: Path) -> None:
                         "check that this machine reaches its Debian mirror (AIOT_DEBIAN_MIRROR overrides it)")
 
 
-def _install_runtimes(work: Path, cache: Path) -> None:
+def _install_runtimes(work: Path, cache: Path, extras: tuple[str, ...] = ()) -> None:
     """aarch64 wheels matching the guest Python, unpacked natively into its site folder."""
     from aiot.host.device_setup import FACTS_SCRIPT, UNPACK_SCRIPT, download_wheels, parse_facts
 
@@ -174,7 +178,7 @@ def _install_runtimes(work: Path, cache: Path) -> None:
         raise AiotError(f"the emulated aarch64 Python does not start: {facts.stderr.strip()[-300:]}",
                         "check that qemu-user-static is installed and unshare may create mount namespaces")
     python = parse_facts(facts.stdout)
-    wheels = download_wheels(python, cache)
+    wheels = download_wheels(python, cache, extras)
     # The same unpacking the device does in `aiot devices setup`, run here at native speed.
     site = work / "root" / GUEST_SITE
     done = subprocess.run([sys.executable, "-c", UNPACK_SCRIPT, str(site), *map(str, wheels)],

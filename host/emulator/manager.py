@@ -27,7 +27,8 @@ def _native_arch() -> str:
 
 
 def start(kind: str, name: str | None = None, arch: str | None = None,
-          on_step: Callable[[str], None] = lambda step: None) -> EmulatorState:
+          on_step: Callable[[str], None] = lambda step: None,
+          extras: tuple[str, ...] = ()) -> EmulatorState:
     """Start an emulated device in the background and add it to the inventory.
 
     ``arch`` other than this machine's runs the device's Python under qemu-user (arm64 only;
@@ -41,6 +42,14 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if arch != _native_arch() and arch != "arm64":
         raise UsageError(f"--arch {arch} cannot be emulated on this {_native_arch()} machine",
                          f"use --arch {_native_arch()} or arm64")
+    from aiot.host.device_setup import OPTIONAL_RUNTIMES
+
+    unknown = [e for e in extras if e not in OPTIONAL_RUNTIMES]
+    if unknown:
+        raise UsageError(f"unknown optional runtime '{unknown[0]}'", f"known: {', '.join(OPTIONAL_RUNTIMES)}")
+    if extras and arch == _native_arch():
+        raise UsageError("--with adds runtimes to an emulated arm64 userland",
+                         "a native emulator runs aiot's own Python, which has them already")
     name = name or _default_name(kind)
     existing = inventory.load()
     if name in existing:
@@ -56,7 +65,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
             from aiot.host.emulator.arm64 import prepare_device
             from aiot.host.paths import cache_dir
 
-            python = str(prepare_device(folder, cache_dir(), on_step))
+            python = str(prepare_device(folder, cache_dir(), on_step, extras))
         on_step(f"starting the {kind} server")
         proc, port, entry = _start_server(kind, name, folder, python, arch)
         if python is not None:

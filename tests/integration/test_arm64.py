@@ -84,3 +84,23 @@ def test_missing_qemu_is_one_clear_line(cli, monkeypatch):
     result = cli("emulator", "start", "ssh", "--arch", "arm64", "--name", "nope", code=1)
     assert "qemu-user-static" in result.stderr and "Traceback" not in result.stderr
     assert "nope" not in inventory.load()
+
+
+def test_ptl_runs_on_arm64_with_the_optional_torch_runtime(cli):
+    """PyTorch Mobile on aarch64 Python: PyPI's aarch64 torch 2.13 is a CUDA build, so the
+    userland takes CPU torch 2.9.1, whose lite interpreter must run the .ptl aiot's torch
+    2.13 wrote and give the same outputs as x86_64."""
+    cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pitorch", "--with", "torch")
+    try:
+        cli("sweep", "-m", "tiny_cnn", "-f", "ptl", "-d", "pitorch,local", "--threads", "1", *FAST)
+        runtime = _ok_records(cli, "pitorch")[0]["provenance"]["runtime"]
+        assert runtime["backend"] == "pytorch_mobile" and runtime["version"].startswith("2.9.1")
+        on_pi = [d for d in cli.json("results", "outputs", "--reference", "local") if d["device"] == "pitorch"]
+        assert len(on_pi) == 1 and on_pi[0]["verdict"] == "match", on_pi
+    finally:
+        cli("emulator", "stop", "pitorch")
+
+
+def test_unknown_optional_runtime_is_refused_before_building(cli):
+    res = cli("emulator", "start", "ssh", "--arch", "arm64", "--with", "tensorflow", code=1)
+    assert "unknown optional runtime 'tensorflow'" in res.stderr and "known: torch" in res.stderr

@@ -16,6 +16,8 @@ bench: setup
 	.venv/bin/python bench/agent_fidelity.py
 	.venv/bin/python bench/transports.py
 	.venv/bin/python bench/formats.py
+	.venv/bin/aiot toolchains install onnx2tf
+	.venv/bin/python bench/tflite_paths.py
 
 clean-venv:
 	rm -rf .venv

@@ -75,6 +75,13 @@ TOOLCHAINS.add("executorch", Toolchain(
     ("torch==2.13.0", "executorch==1.5.1"),
     ("executorch.exir", "executorch.runtime"),
 ))
+TOOLCHAINS.add("onnx2tf", Toolchain(
+    "onnx2tf",
+    "onnx2tf 1.x (TensorFlow 2.19): the other public PyTorch→TFLite path, for bench/tflite_paths.py",
+    # onnx2tf 1.29.24 is the newest for Python 3.11 and pins TF 2.19 / NumPy 1.26 itself.
+    ("onnx2tf==1.29.24",),
+    ("onnx2tf", "tensorflow"),
+))
 
 
 def root_dir() -> Path:

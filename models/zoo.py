@@ -198,36 +198,19 @@ def _register_extras() -> None:
         ),
         aliases=_variant_aliases(("vgg_small", *vgg_aliases), "mnist"),
     )
-    _add(
-        "tiny_cnn",
-        ModelSpec(
-            name="tiny_cnn",
-            family="tiny_cnn",
-            variant="test",
-            paper="aiot",
-            input=MNIST_INPUT,
-            num_classes=10,
-            reference_flops_m=None,
-            description="Tiny 3-conv CNN for tests and demos (28 px grayscale, 10 classes).",
-            builder=partial(tiny_cnn, num_classes=10, in_channels=1, image_size=28),
-        ),
-        aliases=("tiny", "tinycnn", "tiny-cnn"),
-    )
-    _add(
-        "tiny_bnn",
-        ModelSpec(
-            name="tiny_bnn",
-            family="tiny_bnn",
-            variant="test",
-            paper="aiot",
-            input=MNIST_INPUT,
-            num_classes=10,
-            reference_flops_m=None,
-            description="Tiny binarized CNN for tests of LCE and daBNN (3 binary convs, 28 px grayscale).",
-            builder=partial(tiny_bnn, num_classes=10, in_channels=1),
-        ),
-        aliases=("tinybnn", "tiny-bnn"),
-    )
+    _add_test_model("tiny_cnn", partial(tiny_cnn, num_classes=10, in_channels=1, image_size=28),
+                    "Tiny 3-conv CNN for tests and demos (28 px grayscale, 10 classes).",
+                    ("tiny", "tinycnn", "tiny-cnn"))
+    _add_test_model("tiny_bnn", partial(tiny_bnn, num_classes=10, in_channels=1),
+                    "Tiny binarized CNN for tests of LCE and daBNN (3 binary convs, 28 px grayscale).",
+                    ("tinybnn", "tiny-bnn"))
+
+
+def _add_test_model(name: str, builder, description: str, aliases: tuple[str, ...]) -> None:
+    """A small 28 px grayscale, 10-class network of our own for tests and demos."""
+    _add(name, ModelSpec(name=name, family=name, variant="test", paper="aiot", input=MNIST_INPUT,
+                         num_classes=10, reference_flops_m=None, description=description,
+                         builder=builder), aliases=aliases)
 
 
 def get_model_spec(name: str) -> ModelSpec:

@@ -20,6 +20,15 @@ MODULES = {
 }
 
 
+class SessionBase:
+    """What every backend session shares: ``run`` is set input, invoke, read output."""
+
+    def run(self, x):
+        self.set_input(x)
+        self.invoke()
+        return self.output()
+
+
 class BackendUnavailable(RuntimeError):
     """The runtime a backend drives cannot be imported on this machine."""
 

@@ -7,6 +7,8 @@ XNNPACK threadpool, reset here to the run's thread count before loading.
 
 from __future__ import annotations
 
+from . import SessionBase
+
 NAME = "executorch"
 EXTENSIONS = (".pte",)
 TOOLCHAIN = "executorch"  # host-side environment that has this runtime
@@ -26,7 +28,7 @@ def version() -> str | None:
         return "unknown"
 
 
-class Session:
+class Session(SessionBase):
     """The ``forward`` method of one loaded program."""
 
     api = "executorch_runtime"
@@ -55,10 +57,6 @@ class Session:
     def output(self):
         return self._out[0].detach().numpy()
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self.output()
 
 
 def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name

@@ -13,6 +13,8 @@ region includes those two copies (microseconds for a classifier's tensors).
 
 from __future__ import annotations
 
+from . import SessionBase
+
 NAME = "lce"
 EXTENSIONS = (".tflite",)
 TOOLCHAIN = "lce"  # host-side environment that has this runtime
@@ -50,7 +52,7 @@ def version() -> str | None:
         return None
 
 
-class Session:
+class Session(SessionBase):
     """One LCE interpreter; ``use_xnnpack`` for the float layers, as LCE's benchmarks do."""
 
     api = "lce_interpreter"
@@ -78,10 +80,6 @@ class Session:
     def output(self):
         return self._out[0]
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self.output()
 
 
 def open_file(path: str):

@@ -7,6 +7,8 @@ device only has an older wheel. The session records which API ran.
 
 from __future__ import annotations
 
+from . import SessionBase
+
 NAME = "litert"
 EXTENSIONS = (".tflite",)
 
@@ -80,7 +82,7 @@ def _io_params(path: str):
     return params(graph.Inputs(0)), params(graph.Outputs(0))
 
 
-class CompiledModelSession:
+class CompiledModelSession(SessionBase):
     """A ``CompiledModel`` with its input/output buffers for the first signature."""
 
     api = "compiled_model"
@@ -124,13 +126,9 @@ class CompiledModelSession:
             count *= d
         return self._io.dequantize(self._out_buf.read(count, self._out_dtype).reshape(self._out_shape))
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self.output()
 
 
-class InterpreterSession:
+class InterpreterSession(SessionBase):
     """The classic ``Interpreter`` with tensors allocated."""
 
     api = "interpreter"
@@ -156,10 +154,6 @@ class InterpreterSession:
     def output(self):
         return self._io.dequantize(self._interp.get_tensor(self._output_index))
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self.output()
 
 
 def _has_compiled_model() -> bool:

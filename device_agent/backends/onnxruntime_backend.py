@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SessionBase
+
 NAME = "onnxruntime"
 EXTENSIONS = (".onnx", ".ort")
 
@@ -15,7 +17,7 @@ def version() -> str | None:
     return onnxruntime.__version__
 
 
-class Session:
+class Session(SessionBase):
     """One loaded model; input is set once and ``invoke`` runs it."""
 
     def __init__(self, path: str, threads: int) -> None:
@@ -45,10 +47,6 @@ class Session:
     def output(self):
         return self._out
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self._out
 
 
 def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SessionBase
+
 import json
 import zipfile
 
@@ -28,7 +30,7 @@ def input_meta(path: str) -> dict:
         return json.loads(archive.read(names[0]))
 
 
-class Session:
+class Session(SessionBase):
     """One loaded module; input is set once and ``invoke`` runs it."""
 
     def __init__(self, path: str, threads: int) -> None:
@@ -56,10 +58,6 @@ class Session:
     def output(self):
         return self._out.numpy()
 
-    def run(self, x):
-        self.set_input(x)
-        self.invoke()
-        return self.output()
 
 
 def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name

@@ -221,3 +221,17 @@ def test_binarized_model_in_a_float_runtime_is_judged_on_top1(tmp_path):
     res = convert_model("tiny_bnn", "onnx", tmp_path)
     assert res.parity["ok"] and res.parity["min_top1"] == 0.9
     assert res.parity["dataset"]["top1_agreement"] >= 0.9
+
+
+def test_truncated_tflite_is_refused_before_litert_reads_it(converted, tmp_path):
+    """LiteRT trusts a file's offsets and can crash the process on a truncated model (it
+    did, once, in this suite); the backend walks the flatbuffer first, bounds-checked."""
+    from aiot.device_agent.backends.litert_backend import check_flatbuffer
+
+    data = converted[1]["tflite"].artifact.read_bytes()
+    check_flatbuffer(str(converted[1]["tflite"].artifact))
+    broken = tmp_path / "cut.tflite"
+    for fraction in (0.05, 0.2, 0.33, 0.5, 0.8, 0.99):
+        broken.write_bytes(data[: int(len(data) * fraction)])
+        with pytest.raises(ValueError, match="truncated or corrupt|not a TFLite"):
+            check_flatbuffer(str(broken))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 
+from aiot.converters.graph import bn_scale_shift, pair
 from aiot.host.errors import ConversionError
 
 log = logging.getLogger(__name__)
@@ -64,18 +65,6 @@ def _float_row_warnings(emitter, output: str) -> list[str]:
             if name != output and (w * c) % 4 and w * c != 1]
 
 
-def _bn_affine(bn):
-    """Eval-mode BatchNorm as per-channel ``(scale, shift)`` in float64."""
-    import numpy as np
-
-    mean = bn.running_mean.detach().double().numpy()
-    var = bn.running_var.detach().double().numpy()
-    gamma = np.ones_like(mean) if bn.weight is None else bn.weight.detach().double().numpy()
-    beta = np.zeros_like(mean) if bn.bias is None else bn.bias.detach().double().numpy()
-    scale = gamma / np.sqrt(var + bn.eps)
-    return scale, beta - mean * scale
-
-
 def keep_signs(a, b, coef, shift, taps: int):
     """``b`` (float32) nudged so daBNN's binarization of ``a*p + b`` matches PyTorch's.
 
@@ -104,10 +93,6 @@ def keep_signs(a, b, coef, shift, taps: int):
     moved = np.where(moved > high[fix], np.nextafter(moved, np.float32(-np.inf)), moved)
     new[fix] = moved
     return new, int(fix.sum())
-
-
-def _pair(value) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(int(v) for v in value)
 
 
 class _Emitter:
@@ -182,11 +167,11 @@ class _Emitter:
 
     def square(self, layer, what: str, value) -> int:
         """One size for both axes, or a refusal."""
-        pair = _pair(value)
-        if pair[0] != pair[1]:
-            self.refuse(layer, f"its {what} {pair} differs between height and width; daBNN's "
+        both = pair(value)
+        if both[0] != both[1]:
+            self.refuse(layer, f"its {what} {both} differs between height and width; daBNN's "
                         "kernels take one value for both", f"use a square {what}")
-        return pair[0]
+        return both[0]
 
     def feeds_sign(self, name: str) -> bool:
         """Whether ``name`` reaches a binary conv through value-preserving layers only."""
@@ -216,7 +201,7 @@ class _Emitter:
         if conv.groups != 1:
             self.refuse(layer, f"groups={conv.groups}; daBNN's FpConv2D has no groups",
                         "use ordinary (groups=1) convolutions")
-        if _pair(conv.dilation) != (1, 1) or conv.padding_mode != "zeros":
+        if pair(conv.dilation) != (1, 1) or conv.padding_mode != "zeros":
             self.refuse(layer, "dilated or non-zero padded; daBNN runs plain convolutions only")
         if isinstance(conv.padding, str):
             pad = 0 if conv.padding == "valid" else (conv.kernel_size[0] - 1) // 2
@@ -246,7 +231,7 @@ class _Emitter:
         if conv.pad_value != -1:
             self.refuse(layer, f"pads with {conv.pad_value:+g}; daBNN pads binary convolutions "
                         "with -1 (a 0 bit)", "build the layer with pad_value=-1")
-        if _pair(conv.dilation) != (1, 1):
+        if pair(conv.dilation) != (1, 1):
             self.refuse(layer, "dilated; daBNN runs binary convolutions undilated")
         consumers = [c.kind for c in self.graph.consumers(layer.name)]
         if consumers != ["bn"]:
@@ -292,7 +277,7 @@ class _Emitter:
         if bn.running_mean is None or bn.running_var is None:
             self.refuse(layer, "uses batch statistics at inference (track_running_stats=False)",
                         "use BatchNorm2d with running statistics")
-        scale, shift = _bn_affine(bn)
+        scale, shift = bn_scale_shift(bn)
         producer = layer.inputs[0]
         if producer in self.binary:
             taps, alpha = self.binary[producer]

@@ -281,10 +281,10 @@ def _im2col(x, kernel: int, stride: int, pad: int, fill: float):
     out_w = (width + 2 * pad - kernel) // stride + 1
     if out_h < 1 or out_w < 1 or kernel < 1:
         raise ValueError(f"window {kernel} does not fit a {height}x{width} map padded by {pad}")
+    from aiot.converters.windows import window_taps
+
     padded = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=fill)
-    span_h, span_w = (out_h - 1) * stride + 1, (out_w - 1) * stride + 1
-    taps = [padded[:, i: i + span_h: stride, j: j + span_w: stride]
-            for i in range(kernel) for j in range(kernel)]
+    taps = window_taps(padded, (kernel, kernel), (stride, stride), (out_h, out_w), axes=(1, 2))
     return np.stack(taps, axis=3).reshape(n, out_h, out_w, -1)
 
 

@@ -61,8 +61,25 @@ class Graph:
         return [layer for layer in self.layers if name in layer.inputs]
 
 
-def _pair(value) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(value)
+def pair(value) -> tuple[int, int]:
+    """``3`` or ``(3, 3)`` → ``(3, 3)``: PyTorch's int-or-tuple layer arguments."""
+    return (value, value) if isinstance(value, int) else tuple(v if v is None else int(v) for v in value)
+
+
+def bn_scale_shift(bn):
+    """Eval-mode BatchNorm as per-channel ``(scale, shift)`` float64 arrays: ``x*scale + shift``.
+
+    Every emitter that cannot write BatchNorm as such (LCE's TF graph, daBNN's Affine) folds it
+    with this one computation; float64, so the rounding happens once, where each format casts.
+    """
+    import numpy as np
+
+    mean = bn.running_mean.detach().double().numpy()
+    var = bn.running_var.detach().double().numpy()
+    gamma = np.ones_like(mean) if bn.weight is None else bn.weight.detach().double().numpy()
+    beta = np.zeros_like(mean) if bn.bias is None else bn.bias.detach().double().numpy()
+    scale = gamma / np.sqrt(var + bn.eps)
+    return scale, beta - mean * scale
 
 
 def _module_layer(fmt: str, name: str, module, inputs, shape) -> Layer:
@@ -84,14 +101,14 @@ def _module_layer(fmt: str, name: str, module, inputs, shape) -> Layer:
         return Layer(name, "linear", inputs, shape, module)
     if isinstance(module, nn.MaxPool2d):
         return Layer(name, "maxpool", inputs, shape, attrs={
-            "kernel": _pair(module.kernel_size), "stride": _pair(module.stride or module.kernel_size),
-            "padding": _pair(module.padding), "ceil_mode": bool(module.ceil_mode)})
+            "kernel": pair(module.kernel_size), "stride": pair(module.stride or module.kernel_size),
+            "padding": pair(module.padding), "ceil_mode": bool(module.ceil_mode)})
     if isinstance(module, nn.AvgPool2d):
         return Layer(name, "avgpool", inputs, shape, attrs={
-            "kernel": _pair(module.kernel_size), "stride": _pair(module.stride or module.kernel_size),
-            "padding": _pair(module.padding), "ceil_mode": bool(module.ceil_mode),
+            "kernel": pair(module.kernel_size), "stride": pair(module.stride or module.kernel_size),
+            "padding": pair(module.padding), "ceil_mode": bool(module.ceil_mode),
             "count_include_pad": bool(module.count_include_pad)})
-    if isinstance(module, nn.AdaptiveAvgPool2d) and _pair(module.output_size) == (1, 1):
+    if isinstance(module, nn.AdaptiveAvgPool2d) and pair(module.output_size) == (1, 1):
         return Layer(name, "global_avgpool", inputs, shape)
     if isinstance(module, nn.Flatten) and module.end_dim == -1:
         return Layer(name, "flatten", inputs, shape, attrs={"start_dim": int(module.start_dim)})

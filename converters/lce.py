@@ -19,22 +19,13 @@ import tempfile
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
+from aiot.converters.graph import bn_scale_shift
 from aiot.host.errors import ConversionError
 from aiot.host.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
 TOOLCHAIN = "lce"
-
-
-def _bn_affine(module) -> dict:
-    """Eval-mode BatchNorm as ``x * scale + shift`` (per channel)."""
-    import torch
-
-    with torch.no_grad():
-        scale = module.weight / torch.sqrt(module.running_var + module.eps)
-        shift = module.bias - module.running_mean * scale
-    return {"scale": scale.numpy(), "shift": shift.numpy()}
 
 
 def _layer_record(layer) -> tuple[dict, dict]:
@@ -63,7 +54,7 @@ def _layer_record(layer) -> tuple[dict, dict]:
             if alpha is not None:
                 params["alpha"] = alpha.numpy()
         elif layer.kind == "bn":
-            params.update(_bn_affine(module))
+            params["scale"], params["shift"] = bn_scale_shift(module)
         elif layer.kind == "linear":
             params["weight"] = module.weight.numpy()
             if module.bias is not None:

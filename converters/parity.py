@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -70,15 +69,12 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
     import numpy as np
 
     from aiot.device_agent import backends
+    from aiot.host.toolchains import backend_toolchain
 
-    try:
-        backend = backends.load(backend_name)
-    except backends.BackendUnavailable:
-        toolchain = getattr(importlib.import_module(backends.MODULES[backend_name],
-                                                    backends.__name__), "TOOLCHAIN", None)
-        if toolchain is None:
-            raise
+    toolchain = backend_toolchain(backend_name)
+    if toolchain is not None:
         return _run_in_toolchain(toolchain, backend_name, artifact, inputs)
+    backend = backends.load(backend_name)
     with toolchain_output_to_log(log), _torch_threads_kept():
         try:
             session = backend.open(str(artifact), 1)

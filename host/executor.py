@@ -84,7 +84,7 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
                     provenance: dict) -> dict:
     """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
     from aiot.converters import get_converter
-    from aiot.converters.api import convert_model
+    from aiot.converters.api import artifact_files, convert_model
     from aiot.converters.sidecar import read_sidecar
     from aiot.host import native
 
@@ -103,7 +103,7 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     provenance["device"] = workspace.device_info(request.device, agent=False)
     pushed = push_file(transport, conv.artifact, conv.sha256)
     companions = {}
-    for extra in getattr(get_converter(request.format), "artifact_files", lambda _a: [])(conv.artifact):
+    for extra in artifact_files(get_converter(request.format), conv.artifact):
         if extra != conv.artifact:  # e.g. Caffe2's init net beside its predict net
             companions[extra.name.split(".")[-2]] = push_file(transport, extra).remote
     deployed = native.ensure_binary(transport, binary)

@@ -120,8 +120,9 @@ def python(name: str) -> Path | None:
     return _env_python(env_dir(toolchain)) if installed(name) else None
 
 
-def runtime_python(backend: str) -> Path | None:
-    """The toolchain interpreter that has ``backend``'s runtime when aiot's own lacks it."""
+def backend_toolchain(backend: str) -> str | None:
+    """The toolchain that holds agent backend ``backend``'s runtime when aiot's own Python
+    cannot import it (LCE: NumPy < 2), else None."""
     import importlib
 
     from aiot.device_agent import backends
@@ -132,7 +133,13 @@ def runtime_python(backend: str) -> Path | None:
     toolchain = getattr(module, "TOOLCHAIN", None)
     if toolchain is None or module.version() is not None:
         return None
-    return python(toolchain)
+    return toolchain
+
+
+def runtime_python(backend: str) -> Path | None:
+    """The toolchain interpreter that has ``backend``'s runtime when aiot's own lacks it."""
+    toolchain = backend_toolchain(backend)
+    return python(toolchain) if toolchain else None
 
 
 def require_python(name: str) -> Path:

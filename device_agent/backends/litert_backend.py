@@ -39,8 +39,8 @@ class _IoQuantization:
     ``benchmark_model`` feeds an already quantized tensor.
     """
 
-    def __init__(self, path: str) -> None:
-        self.input, self.output = _io_params(path)
+    def __init__(self, model) -> None:
+        self.input, self.output = _io_params(model)
 
     def quantize(self, x):
         if self.input is None:
@@ -60,14 +60,15 @@ class _IoQuantization:
         return ((y.astype(np.float32) - zero) * scale).astype(np.float32)
 
 
-def _io_params(path: str):
-    """``(scale, zero_point, numpy dtype)`` of the first input and output, None if float."""
-    import builtins  # this module's own ``open`` is the backend entry point
+def _io_params(model):
+    """``(scale, zero_point, numpy dtype)`` of the first input and output, None if float.
 
+    ``model`` is the parsed flatbuffer (:func:`check_flatbuffer`), or a path to read it from.
+    """
     from ai_edge_litert import schema_py_generated as schema
 
-    with builtins.open(path, "rb") as fh:
-        model = schema.Model.GetRootAsModel(fh.read(), 0)
+    if isinstance(model, str):
+        model = check_flatbuffer(model)
     graph = model.Subgraphs(0)
     integer = {schema.TensorType.INT8: "int8", schema.TensorType.UINT8: "uint8",
                schema.TensorType.INT16: "int16"}
@@ -87,7 +88,7 @@ class CompiledModelSession(SessionBase):
 
     api = "compiled_model"
 
-    def __init__(self, path: str, threads: int) -> None:
+    def __init__(self, path: str, threads: int, io: _IoQuantization) -> None:
         import numpy as np
         from ai_edge_litert.compiled_model import CompiledModel
         from ai_edge_litert.environment import Environment, EnvironmentOptions
@@ -104,7 +105,7 @@ class CompiledModelSession(SessionBase):
         outputs = self._model.get_output_tensor_details(self._sig)
         in_name, in_detail = next(iter(inputs.items()))
         out_name, out_detail = next(iter(outputs.items()))
-        self._io = _IoQuantization(path)
+        self._io = io
         self.input_shape = tuple(int(d) for d in in_detail["shape"])
         self.input_dtype = (np.dtype("float32") if self._io.input else
                             np.dtype(_DTYPES.get(in_detail["dtype"], "float32")))
@@ -133,14 +134,14 @@ class InterpreterSession(SessionBase):
 
     api = "interpreter"
 
-    def __init__(self, path: str, threads: int) -> None:
+    def __init__(self, path: str, threads: int, io: _IoQuantization) -> None:
         from ai_edge_litert.interpreter import Interpreter
 
         self._interp = Interpreter(model_path=path, num_threads=threads)
         self._interp.allocate_tensors()
         inp = self._interp.get_input_details()[0]
         self._input_index = inp["index"]
-        self._io = _IoQuantization(path)
+        self._io = io
         self.input_shape = tuple(int(d) for d in inp["shape"])
         self.input_dtype = "float32" if self._io.input else inp["dtype"]
         self._output_index = self._interp.get_output_details()[0]["index"]
@@ -164,8 +165,9 @@ def _has_compiled_model() -> bool:
     return True
 
 
-def check_flatbuffer(path: str) -> None:
-    """Refuse a truncated or corrupt ``.tflite`` before LiteRT reads it.
+def check_flatbuffer(path: str):
+    """The parsed ``.tflite`` (schema ``Model``); a truncated or corrupt one is refused
+    before LiteRT reads it.
 
     LiteRT trusts the file's offsets: a truncated model can make it read past the end and
     crash the whole process (seen with a model cut to a third). Walking every table and
@@ -201,12 +203,13 @@ def check_flatbuffer(path: str) -> None:
                 op.InputsAsNumpy(), op.OutputsAsNumpy()
     except Exception as exc:  # any out-of-bounds read of a damaged file
         raise ValueError(f"{path} is truncated or corrupt ({type(exc).__name__})") from None
+    return model
 
 
 def open(path: str, threads: int, api: str | None = None):  # noqa: A001 - the backend protocol's name
     """Load ``path`` with ``threads`` CPU threads (``api``: force "compiled_model" or "interpreter")."""
-    check_flatbuffer(path)
+    io = _IoQuantization(check_flatbuffer(path))  # one read of the file serves both
     api = api or ("compiled_model" if _has_compiled_model() else "interpreter")
     if api == "compiled_model":
-        return CompiledModelSession(path, threads)
-    return InterpreterSession(path, threads)
+        return CompiledModelSession(path, threads, io)
+    return InterpreterSession(path, threads, io)

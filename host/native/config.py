@@ -7,9 +7,9 @@
     onnxruntime_perf_test = "~/ort-1.21/android-arm64/onnxruntime_perf_test"
 
 Binaries are per device because they are per ABI and OS (an Android build does not run on a
-Raspberry Pi OS board). ``DeviceEntry`` does not know this table yet — ``inventory.load`` must
-accept a ``binaries`` field before an inventory holding one loads — so it is read here from the
-raw TOML.
+Raspberry Pi OS board). ``DeviceEntry.binaries`` carries the table for ``aiot devices``; it is
+read here from the raw TOML so that a bad tool name is reported as such even in an entry that
+is otherwise incomplete.
 """
 
 from __future__ import annotations

@@ -37,8 +37,6 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
              provenance: dict) -> dict:
     """Convert, push and run; fills ``provenance`` and returns the finishing columns."""
     from aiot.converters import get_converter
-    from aiot.converters.api import convert_model
-    from aiot.converters.sidecar import read_sidecar
 
     converter = get_converter(request.format)
     if request.native:
@@ -49,10 +47,7 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     if converter.backend is None:
         raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here",
                          "time it on a device with its native benchmark binary (--native)")
-    listener.on_stage(request, "convert")
-    conv = convert_model(request.model, request.format, workspace.artifacts_dir,
-                         weights=request.weights)
-    sidecar = read_sidecar(conv.artifact)
+    conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     session = workspace.session(request.device)
     provenance["device"] = workspace.device_info(request.device)
@@ -61,13 +56,8 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     listener.on_stage(request, "measure")
     result = session.run(_agent_spec(request, pushed.remote, converter.backend, dataset),
                          timeout=request.params.run_timeout(), on_progress=listener.on_progress)
-    provenance.update(
-        artifact={"file": conv.artifact.name, "sha256": conv.sha256, "size_bytes": conv.size_bytes,
-                  "parity": conv.parity},
-        converter=sidecar.get("converter"), toolchain=sidecar.get("toolchain"),
-        source=sidecar.get("source"),
-        runtime={"backend": result["backend"], "version": result["runtime_version"]},
-    )
+    provenance.update(_artifact_provenance(conv, sidecar),
+                      runtime={"backend": result["backend"], "version": result["runtime_version"]})
     accuracy = result.get("accuracy")
     return {
         "result": result,
@@ -80,12 +70,29 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     }
 
 
+def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
+    """The request's artifact (converted, or reused from the cache) and its sidecar."""
+    from aiot.converters.api import convert_model
+    from aiot.converters.sidecar import read_sidecar
+
+    listener.on_stage(request, "convert")
+    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights)
+    return conv, read_sidecar(conv.artifact)
+
+
+def _artifact_provenance(conv, sidecar: dict) -> dict:
+    """What a record keeps about the artifact it measured, whoever ran it."""
+    return {"artifact": {"file": conv.artifact.name, "sha256": conv.sha256,
+                         "size_bytes": conv.size_bytes, "parity": conv.parity},
+            "converter": sidecar.get("converter"), "toolchain": sidecar.get("toolchain"),
+            "source": sidecar.get("source")}
+
+
 def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
                     provenance: dict) -> dict:
     """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
     from aiot.converters import get_converter
-    from aiot.converters.api import artifact_files, convert_model
-    from aiot.converters.sidecar import read_sidecar
+    from aiot.converters.api import artifact_files
     from aiot.host import native
 
     adapter = native.get_adapter(request.native)
@@ -95,9 +102,7 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     binary = native.resolve_binary(adapter.tool, request.device, request.binary)
     if not binary.is_file():
         raise UsageError(f"{adapter.tool} binary {binary} does not exist", "check the path")
-    listener.on_stage(request, "convert")
-    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights)
-    sidecar = read_sidecar(conv.artifact)
+    conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     transport = workspace.transport(request.device)
     provenance["device"] = workspace.device_info(request.device, agent=False)
@@ -115,14 +120,9 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     listener.on_stage(request, "measure")
     result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
                                timeout=p.run_timeout(), env=deployed.env())
-    provenance.update(
-        artifact={"file": conv.artifact.name, "sha256": conv.sha256, "size_bytes": conv.size_bytes,
-                  "parity": conv.parity},
-        converter=sidecar.get("converter"), toolchain=sidecar.get("toolchain"),
-        source=sidecar.get("source"),
-        runtime={"backend": result["backend"], "version": result.get("runtime_version"),
-                 "binary": binary.name, "binary_digest": deployed.digest},
-    )
+    provenance.update(_artifact_provenance(conv, sidecar),
+                      runtime={"backend": result["backend"], "version": result.get("runtime_version"),
+                               "binary": binary.name, "binary_digest": deployed.digest})
     stats = result.get("stats_ms") or {}
     return {
         "result": result, "artifact_sha256": conv.sha256, "size_bytes": conv.size_bytes,

@@ -9,8 +9,15 @@ A :class:`BinaryConv2d` computes ``conv(sign(pad(x, -1)), sign(W)) * alpha``:
   ternary, which daBNN cannot express and LCE only supports in a slow path; -1 padding is
   daBNN's own convention, and padding before the sign also avoids LCE's mis-fusion of
   symmetric padding into SAME for stride-2 convolutions;
-* ``alpha`` is an optional per-output-channel scale (mean |W|, XNOR-Net style), which LCE
-  folds into its output multiplier and daBNN into the following BatchNorm.
+* ``alpha`` is an optional per-output-channel scale (mean |W|, XNOR-Net style, or fixed
+  values in the ``fixed_alpha`` buffer), which LCE folds into its output multiplier and daBNN
+  into the following BatchNorm;
+* ``threshold`` is an optional per-input-channel activation threshold (ReActNet's RSign,
+  "activation mean-shifting"): the layer binarizes ``x - threshold``. It is subtracted before
+  padding, so padded positions stay -1 whatever the threshold.
+
+The BiBench algorithms (:mod:`aiot.models.bibench`) train their own layers and are frozen
+into this one for deployment (:func:`aiot.models.bibench.freeze`).
 
 Training uses the straight-through estimator (gradient passed where |x| <= 1). The
 algorithm-specific binarizers of BiBench build on this layer.
@@ -69,6 +76,9 @@ class BinaryConv2d(nn.Conv2d):
         self.binary_padding = int(padding)
         self.pad_value = float(pad_value)
         self.scale = bool(scale)
+        # Deployment-time constants set by freezing a trained BiBench layer (None: unused).
+        self.register_buffer("fixed_alpha", None)
+        self.register_buffer("threshold", None)
 
     def binary_weight(self) -> Tensor:
         """The ±1 weights (without alpha)."""
@@ -76,11 +86,15 @@ class BinaryConv2d(nn.Conv2d):
 
     def alpha(self) -> Tensor | None:
         """Per-output-channel scale ``(O,)``, or None when the layer has none."""
+        if self.fixed_alpha is not None:
+            return self.fixed_alpha
         if not self.scale:
             return None
         return self.weight.abs().mean(dim=(1, 2, 3))
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.threshold is not None:
+            x = x - self.threshold.view(1, -1, 1, 1)
         if self.binary_padding:
             p = self.binary_padding
             x = F.pad(x, (p, p, p, p), value=self.pad_value)

@@ -11,7 +11,8 @@ Naming:
 * VGG-Small is CIFAR-sized by design, so ``vgg_small`` *is* the CIFAR model (variant
   ``"cifar"``, alias ``vgg_small_cifar``); ``vgg_small_mnist`` is its 28 px sibling. There is
   no ImageNet VGG-Small.
-* ``tiny_cnn``: the test/demo network (variant ``"test"``), 1x28x28.
+* ``tiny_cnn``: the test/demo network (variant ``"test"``), 1x28x28; ``tiny_bnn`` and
+  ``tiny_vgg`` are its binarized-runtime siblings.
 
 Aliases such as ``mobilenetv2``, ``inception-v3``, ``vggsmall`` or ``resnet-18`` resolve too
 (case-insensitive), for every variant (``resnet-18-cifar``, ``mobilenetv2_mnist``).
@@ -44,7 +45,7 @@ from aiot.models.preprocessing import (
 from aiot.models.resnet import resnet
 from aiot.models.spec import InputSpec, ModelSpec
 from aiot.models.squeezenet import squeezenet
-from aiot.models.tiny import tiny_bnn, tiny_cnn
+from aiot.models.tiny import tiny_bnn, tiny_cnn, tiny_vgg
 from aiot.models.vgg_small import vgg_small
 
 #: Every model of the zoo, by name; ``ZOO.get(name)`` raises UnknownName with suggestions.
@@ -204,6 +205,9 @@ def _register_extras() -> None:
     _add_test_model("tiny_bnn", partial(tiny_bnn, num_classes=10, in_channels=1),
                     "Tiny binarized CNN for tests of LCE and daBNN (3 binary convs, 28 px grayscale).",
                     ("tinybnn", "tiny-bnn"))
+    _add_test_model("tiny_vgg", partial(tiny_vgg, num_classes=10, in_channels=1),
+                    "Tiny VGG-style CNN to binarize with a BiBench algorithm (the FP twin of tiny_bnn).",
+                    ("tinyvgg", "tiny-vgg"))
 
 
 def _add_test_model(name: str, builder, description: str, aliases: tuple[str, ...]) -> None:

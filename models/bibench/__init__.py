@@ -1,0 +1,66 @@
+"""aiot.models.bibench: BiBench's eight binarized operators and the tools around them.
+
+One module per algorithm (:mod:`~aiot.models.bibench.bnn`, ``xnor``, ``dorefa``,
+``bireal``, ``xnorpp``, ``reactnet``, ``recu``, ``fda``), each a drop-in ``Conv2d`` and
+``Linear`` written from the papers (see :mod:`~aiot.models.bibench.base` for the shared
+skeleton). Usage::
+
+    from aiot.models import get_model_spec
+    from aiot.models.bibench import binarize, freeze, verdicts
+
+    spec = get_model_spec("resnet18_mnist")
+    model = binarize(spec.build(), "reactnet", (1, *spec.input.shape))
+    ...  # train it
+    deployable = freeze(model, "lce")    # BinaryConv2d layers the LCE/daBNN emitters read
+"""
+
+from aiot.models.bibench.algorithms import ALGORITHMS, Algorithm, get_algorithm
+from aiot.models.bibench.base import BinarizedConv2d, BinarizedLayer, BinarizedLinear
+from aiot.models.bibench.binarize import (
+    binarizable_layers,
+    binarize,
+    binarized_layers,
+    update_schedules,
+)
+from aiot.models.bibench.deployability import LIBRARIES, Verdict, verdict, verdicts
+from aiot.models.bibench.freeze import freeze
+
+__all__ = [
+    "ALGORITHMS",
+    "LIBRARIES",
+    "Algorithm",
+    "BinarizedConv2d",
+    "BinarizedLayer",
+    "BinarizedLinear",
+    "Verdict",
+    "binarizable_layers",
+    "binarize",
+    "binarized_layers",
+    "build_binarized",
+    "freeze",
+    "get_algorithm",
+    "update_schedules",
+    "verdict",
+    "verdicts",
+]
+
+
+def build_binarized(spec, algorithm: str | None, weights=None):
+    """``spec.build()`` binarized with ``algorithm`` (None: full precision), then ``weights``.
+
+    Args:
+        spec: a :class:`aiot.models.ModelSpec`.
+        algorithm: algorithm name or None.
+        weights: a state_dict file of the (binarized) model, or None for its random init.
+    """
+    import torch
+
+    from aiot.models.spec import load_weights
+
+    model = spec.build()
+    if algorithm:
+        binarize(model, algorithm, (1, *spec.input.shape))
+    if weights is not None:
+        load_weights(model, weights)
+    model.eval()
+    return model

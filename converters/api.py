@@ -35,19 +35,41 @@ class ConversionResult:
     cached: bool
 
 
-def build_source_model(model_name: str, weights: Path | None = None):
+def build_source_model(model_name: str, weights: Path | None = None, binarize: str | None = None):
     """The PyTorch model a conversion starts from: loaded weights, or a seeded random init.
 
     Seeding makes an untrained model reproducible, so its artifact can be cached and its
-    accuracy compared with PyTorch's in a later process.
+    accuracy compared with PyTorch's in a later process. With ``binarize``, the model is
+    binarized with that BiBench algorithm first, so ``weights`` are those of the binarized
+    model (``aiot train --binarize``).
     """
     import torch
 
     from aiot.models import get_model_spec
+    from aiot.models.bibench import build_binarized
 
     spec = get_model_spec(model_name)
     torch.manual_seed(RANDOM_INIT_SEED)
-    return spec, spec.build(weights=weights)
+    return spec, build_binarized(spec, binarize, weights)
+
+
+def deployable_model(model, converter, example):
+    """What the converter exports: a binarized model frozen into BinaryConv2d layers.
+
+    Binarized models of a deployable algorithm are frozen for every format (the frozen
+    model is exactly the eval-mode one, and BinaryConv2d is what the binary emitters read);
+    others (XNOR, XNOR++) reach float formats as they are and binary formats not at all.
+    """
+    from aiot.models.bibench import freeze, verdict
+
+    algorithm = getattr(model, "binarized_with", None)
+    if algorithm is None:
+        return model
+    binary_format = getattr(converter, "binary_native", False)
+    deployable = all(not verdict(algorithm, lib).refused for lib in ("lce", "dabnn"))
+    if binary_format or deployable:
+        return freeze(model, converter.name, example)
+    return model
 
 
 def state_sha256(model) -> str:
@@ -57,6 +79,15 @@ def state_sha256(model) -> str:
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
+
+
+def model_label(model_name: str, binarize: str | None) -> str:
+    """``resnet18`` or, binarized, ``resnet18.bnn``: how artifacts and records name the model."""
+    if not binarize:
+        return model_name
+    from aiot.models.bibench import get_algorithm
+
+    return f"{model_name}.{get_algorithm(binarize).name}"
 
 
 def artifact_name(model_name: str, fmt: str, extension: str) -> str:
@@ -94,8 +125,10 @@ def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dic
     return sidecar if same else None
 
 
-def _check_ready(fmt: str, options: dict | None):
+def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
     converter = get_converter(fmt)
+    if binarize:
+        _check_deployable(converter, binarize)
     resolved = resolve_options(converter, options)
     check = getattr(converter, "check_options", None)
     if check is not None:
@@ -107,10 +140,20 @@ def _check_ready(fmt: str, options: dict | None):
     return converter, resolved
 
 
+def _check_deployable(converter, binarize: str) -> None:
+    """Refuse, before any work, an algorithm that BiBench's Table 4 says cannot deploy."""
+    from aiot.models.bibench import LIBRARIES, verdict
+
+    if converter.name in LIBRARIES and verdict(binarize, converter.name).refused:
+        found = verdict(binarize, converter.name)
+        raise ConversionError(converter.name, "check", f"{found.algorithm} is not deployable: "
+                              f"{found.reason}", "deploy bnn, dorefa, bireal, reactnet, recu or fda")
+
+
 def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
                   options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
-                  reuse: bool = True,
-                  progress: Callable[[str], None] | None = None) -> ConversionResult:
+                  reuse: bool = True, progress: Callable[[str], None] | None = None,
+                  binarize: str | None = None) -> ConversionResult:
     """Convert a zoo model, verify the artifact loads in its runtime, and check parity.
 
     Everything that can be validated (format, options, toolchain, model, weights) is checked
@@ -123,10 +166,11 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     from aiot.converters.parity import check_parity
 
     started = time.perf_counter()
-    converter, resolved = _check_ready(fmt, options)
-    spec, model = build_source_model(model_name, weights)
+    converter, resolved = _check_ready(fmt, options, binarize)
+    spec, model = build_source_model(model_name, weights, binarize)
     source_hash = state_sha256(model)
-    artifact = Path(out_dir) / artifact_name(spec.name, converter.name, converter.extension)
+    label = model_label(spec.name, binarize)
+    artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension)
     cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
@@ -135,6 +179,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                                 time.perf_counter() - started, cached=True)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     example = spec.example_input(batch=1, seed=0)
+    model = deployable_model(model, converter, example)
     _notify(progress, "export")
     facts = _export(converter, model, example, artifact, resolved,
                     spec if getattr(converter, "uses_spec", False) else None)
@@ -159,7 +204,8 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "format": converter.name, "backend": converter.backend,
         "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                      **_companions(converter, artifact)},
-        "source": {"model": spec.name, "weights": str(weights) if weights else None,
+        "source": {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
+                   "weights": str(weights) if weights else None,
                    "weights_sha256": sha256_file(Path(weights)) if weights else None,
                    "random_init_seed": None if weights else RANDOM_INIT_SEED,
                    "state_sha256": source_hash},
@@ -195,9 +241,10 @@ def _tolerance(converter, options: dict, model=None) -> dict:
 
 
 def _is_binarized(model) -> bool:
+    from aiot.models.bibench import BinarizedLayer
     from aiot.models.binary import BinaryConv2d
 
-    return any(isinstance(m, BinaryConv2d) for m in model.modules())
+    return any(isinstance(m, (BinaryConv2d, BinarizedLayer)) for m in model.modules())
 
 
 def _parity_images(spec, count: int):

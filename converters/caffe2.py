@@ -324,6 +324,8 @@ _EMITTERS = {
     "conv": _emit_conv, "bconv": _emit_bconv, "bn": _emit_bn,
     "relu": lambda nets, layer, shapes: nets.layer(layer, "Relu"),
     "relu6": lambda nets, layer, shapes: nets.layer(layer, "Clip", min=0.0, max=6.0),
+    "hardtanh": lambda nets, layer, shapes: nets.layer(
+        layer, "Clip", min=layer.attrs["min"], max=layer.attrs["max"]),
     "maxpool": _emit_pool, "avgpool": _emit_pool,
     "global_avgpool": lambda nets, layer, shapes: nets.layer(
         layer, "AveragePool", global_pooling=1, order=ORDER),

@@ -21,9 +21,11 @@ from aiot.host.errors import ConversionError
 KINDS = {
     "input": "",
     "conv": "module (nn.Conv2d: weight OIHW, bias, stride, padding, groups, dilation)",
-    "bconv": "module (BinaryConv2d: binary_weight(), alpha(), binary_padding, pad_value, stride)",
+    "bconv": "module (BinaryConv2d: binary_weight(), alpha(), threshold, binary_padding, pad_value, "
+             "stride)",
     "bn": "module (nn.BatchNorm2d, eval statistics)",
     "relu": "", "relu6": "",
+    "hardtanh": "min, max (a clamp; binarized backbones use it instead of ReLU)",
     "maxpool": "kernel, stride, padding, ceil_mode",
     "avgpool": "kernel, stride, padding, ceil_mode, count_include_pad",
     "global_avgpool": "",
@@ -97,6 +99,9 @@ def _module_layer(fmt: str, name: str, module, inputs, shape) -> Layer:
         return Layer(name, "relu", inputs, shape)
     if isinstance(module, nn.ReLU6):
         return Layer(name, "relu6", inputs, shape)
+    if isinstance(module, nn.Hardtanh):
+        return Layer(name, "hardtanh", inputs, shape,
+                     attrs={"min": float(module.min_val), "max": float(module.max_val)})
     if isinstance(module, nn.Linear):
         return Layer(name, "linear", inputs, shape, module)
     if isinstance(module, nn.MaxPool2d):

@@ -50,6 +50,8 @@ def _layer_record(layer) -> tuple[dict, dict]:
             record["attrs"].update(stride=list(module.stride), pad=module.binary_padding,
                                    pad_value=module.pad_value)
             params["weight_sign"] = module.binary_weight().numpy()
+            if module.threshold is not None:  # ReActNet's learned activation threshold
+                params["threshold"] = module.threshold.numpy()
             alpha = module.alpha()
             if alpha is not None:
                 params["alpha"] = alpha.numpy()

@@ -58,6 +58,8 @@ def _conv(tf, x, layer, w):
 
 def _bconv(tf, x, layer, w):
     attrs = layer["attrs"]
+    if "threshold" in w:  # a float subtraction before the binarization (mean-shifting)
+        x = x - w["threshold"]
     x = _pad(tf, x, attrs["pad"], attrs["pad_value"])
     x = tf.where(x >= 0.0, 1.0, -1.0)
     stride = attrs["stride"]
@@ -108,6 +110,8 @@ def build(tf, graph: dict, weights):
                 y = tf.nn.relu(ins[0])
             elif kind == "relu6":
                 y = tf.nn.relu6(ins[0])
+            elif kind == "hardtanh":
+                y = tf.clip_by_value(ins[0], layer["attrs"]["min"], layer["attrs"]["max"])
             elif kind == "maxpool":
                 y = _pool(tf, ins[0], layer, "max")
             elif kind == "avgpool":

@@ -37,18 +37,21 @@ def split_options(options: dict[str, str], formats: list[str]) -> dict[str, dict
 
 
 def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
-                options: dict[str, str] | None = None, progress=None) -> list[dict]:
+                options: dict[str, str] | None = None, progress=None,
+                binarize: str | None = None) -> list[dict]:
     """One row per registered format (see the module docstring for the statuses)."""
     from aiot.converters import CONVERTERS
     from aiot.converters.api import build_source_model
 
-    build_source_model(model_name, weights)  # bad model name or weights: fail before any row
+    build_source_model(model_name, weights, binarize)  # bad name or weights: fail before any row
     formats = [conv.name for conv in CONVERTERS]
     per_format = split_options(options or {}, formats)
-    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress) for fmt in formats]
+    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize)
+            for fmt in formats]
 
 
-def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress) -> dict:
+def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
+         binarize: str | None = None) -> dict:
     from aiot.converters import get_converter
     from aiot.converters.api import convert_model
 
@@ -65,9 +68,10 @@ def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progr
         progress(fmt)
     started = time.perf_counter()
     try:
-        res = convert_model(model_name, fmt, out_dir, weights=weights, options=options)
+        res = convert_model(model_name, fmt, out_dir, weights=weights, options=options,
+                            binarize=binarize)
     except ConversionError as exc:
-        status = "unsupported" if exc.stage == "lower" else "failed"
+        status = "unsupported" if exc.stage in ("lower", "check", "freeze") else "failed"
         return {**row, "status": status, "reason": exc.detail, "seconds": time.perf_counter() - started}
     except AiotError as exc:
         return {**row, "status": "failed", "reason": exc.message, "seconds": time.perf_counter() - started}

@@ -76,7 +76,8 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
     from aiot.converters.sidecar import read_sidecar
 
     listener.on_stage(request, "convert")
-    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights)
+    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights,
+                         binarize=request.binarize)
     return conv, read_sidecar(conv.artifact)
 
 

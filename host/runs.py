@@ -65,10 +65,12 @@ class RunRequest:
     native: str | None = None  # a native benchmark tool instead of the agent
     binary: Path | None = None  # its local file; else the device's inventory entry
     delegate: str | None = None  # native runs only (NNAPI/GPU are not in Python runtimes)
+    binarize: str | None = None  # a BiBench algorithm the model was binarized with
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
-        return f"{self.model} · {self.format}{runner} · {self.threads}t @ {self.device}"
+        model = f"{self.model}+{self.binarize}" if self.binarize else self.model
+        return f"{model} · {self.format}{runner} · {self.threads}t @ {self.device}"
 
     def to_spec(self) -> dict:
         spec = asdict(self)

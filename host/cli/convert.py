@@ -44,6 +44,9 @@ def convert(
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder [default: <results>/artifacts].")] = None,
     weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: random init).")] = None,
+    binarize: Annotated[str | None, typer.Option(
+        help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "
+             "recu, fda); --weights are then the binarized model's (aiot train --binarize).")] = None,
     opt: Annotated[list[str], typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")] = [],  # noqa: B006 - Typer needs a literal default
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
@@ -62,10 +65,11 @@ def convert(
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
     if fmt == "all":
-        _convert_all(model, out_dir, weights, parse_options(opt), as_json)
+        _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize)
         return
     with spinner(f"converting {model} to {fmt}…"):
-        res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt))
+        res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
+                            binarize=binarize)
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
         "size_bytes": res.size_bytes, "seconds": res.seconds, "cached": res.cached, "parity": res.parity,
@@ -92,7 +96,8 @@ def _parity_line(p: dict) -> str:
     return line
 
 
-def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool) -> None:
+def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool,
+                 binarize: str | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -100,7 +105,7 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
     from aiot.host.cli._output import out, print_json, spinner
 
     with spinner(f"converting {model} to every format…") as status:
-        rows = convert_all(model, out_dir, weights, options,
+        rows = convert_all(model, out_dir, weights, options, binarize=binarize,
                            progress=lambda fmt: status.update(f"converting {model} to {fmt}…"))
     if as_json:
         print_json(rows)

@@ -1,11 +1,20 @@
 """Train a zoo model on a dataset and cache the weights: Adam, per-step cosine schedule, cross-entropy.
 
 Weights are keyed by a hash of everything that changes them (model, input spec, dataset
-selection, hyper-parameters, recipe version), so ``train`` is cheap to call again: with
-``reuse=True`` a finished run is returned from its JSON summary without touching torch's
-optimiser. Files are written to a temporary name and renamed into place, the weights before
-their summary, so an interrupted run (Ctrl-C, crash, full disk) never leaves a file that a
-later run would trust.
+selection, hyper-parameters, binarization, recipe version), so ``train`` is cheap to call
+again: with ``reuse=True`` a finished run is returned from its JSON summary without touching
+torch's optimiser. Files are written to a temporary name and renamed into place, the weights
+before their summary, so an interrupted run (Ctrl-C, crash, full disk) never leaves a file
+that a later run would trust.
+
+Binarized training follows BiBench's pipeline: the full-precision model is trained first
+with the same recipe (or reused from the cache), binarized with the chosen algorithm
+(:func:`aiot.models.bibench.binarize`) and fine-tuned; each binarized layer's schedule
+(ReCU's tau, FDA's Fourier terms) is advanced before every epoch.
+
+Every finished epoch is checkpointed (model, optimizer, schedule, data-order RNG, history)
+beside the weights; a run that was interrupted resumes from its last checkpoint when the same
+configuration is trained again, and the checkpoint is deleted once the weights are saved.
 """
 
 from __future__ import annotations
@@ -29,6 +38,10 @@ log = logging.getLogger(__name__)
 
 #: Bump when the training recipe changes in a way that changes the weights.
 RECIPE_VERSION = 1
+#: Format of the per-epoch checkpoint.
+CHECKPOINT_VERSION = 1
+#: How a binarized model starts: from the trained full-precision model (BiBench) or random init.
+INITS = ("fp", "scratch")
 #: Format of the JSON summary beside the weights.
 SUMMARY_VERSION = 1
 
@@ -57,6 +70,9 @@ class TrainConfig:
             split is always evaluated in full.
         threads: torch intra-op threads while training (None: torch's default). Not part of
             :meth:`key`, since it does not change what is learned.
+        binarize: a BiBench algorithm (``bnn``, ``reactnet``, …) or None for full precision.
+        init: for binarized models, ``fp`` (fine-tune the full-precision model trained with
+            the same recipe, BiBench's pipeline) or ``scratch``.
     """
 
     model: str
@@ -69,6 +85,8 @@ class TrainConfig:
     seed: int = 0
     limit: int | None = None
     threads: int | None = None
+    binarize: str | None = None
+    init: str = "fp"
 
     def validate(self) -> None:
         """Raise :class:`UsageError` for values that cannot work."""
@@ -83,10 +101,19 @@ class TrainConfig:
             (self.limit is None or self.limit >= 1, f"limit must be at least 1, got {self.limit}"),
             (self.threads is None or self.threads >= 1,
              f"threads must be at least 1, got {self.threads}"),
+            (self.init in INITS, f"unknown init '{self.init}' (known: {', '.join(INITS)})"),
         ]
         for ok, problem in checks:
             if not ok:
                 raise UsageError(problem)
+        if self.binarize:
+            from aiot.models.bibench import get_algorithm
+
+            get_algorithm(self.binarize)  # UnknownName with close names
+
+    def full_precision(self) -> TrainConfig:
+        """The same recipe without binarization: the model BiBench fine-tunes from."""
+        return TrainConfig(**{**asdict(self), "binarize": None, "init": "fp"})
 
     def key(self) -> str:
         """A stable 16-hex-digit hash of everything that determines the trained weights.
@@ -112,6 +139,11 @@ class TrainConfig:
             "schedule": self.schedule.lower(),
             "seed": self.seed,
         }
+        if self.binarize:  # absent for full precision, so earlier keys stay valid
+            from aiot.models.bibench import get_algorithm
+
+            payload["binarize"] = get_algorithm(self.binarize).name
+            payload["init"] = self.full_precision().key() if self.init == "fp" else "scratch"
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,7 +201,12 @@ def weights_file(config: TrainConfig, weights_dir: Path, key: str | None = None)
     if is_folder(dataset):  # a path: keep its last component, the key tells folders apart
         dataset = "folder-" + Path(dataset.split(":", 1)[1]).name
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", dataset)
-    return weights_dir / f"{get_model_spec(config.model).name}-{safe}-{key or config.key()}.pt"
+    model = get_model_spec(config.model).name
+    if config.binarize:
+        from aiot.models.bibench import get_algorithm
+
+        model = f"{model}.{get_algorithm(config.binarize).name}"
+    return weights_dir / f"{model}-{safe}-{key or config.key()}.pt"
 
 
 def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Path | None = None,
@@ -204,12 +241,25 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
     if reuse and (cached := _read_cached(path, config, key)) is not None:
         log.info("reusing %s (test accuracy %.4f)", path, cached.test_accuracy)
         return cached
+    start = None
+    if config.binarize and config.init == "fp":
+        start = train(config.full_precision(), progress, weights_dir, reuse=True).weights_path
     with _torch_threads(config.threads):
-        return _train_and_save(config, key, path, progress)
+        return _train_and_save(config, key, path, progress, start)
 
 
-def _train_and_save(config: TrainConfig, key: str, path: Path,
-                    progress: Progress | None) -> TrainResult:
+def _build(spec, config: TrainConfig, start: Path | None):
+    """The model to train: fresh, or binarized (from the trained FP weights ``start``)."""
+    model = spec.build(weights=start)
+    if config.binarize:
+        from aiot.models.bibench import binarize
+
+        binarize(model, config.binarize, (1, *spec.input.shape))
+    return model
+
+
+def _train_and_save(config: TrainConfig, key: str, path: Path, progress: Progress | None,
+                    start: Path | None = None) -> TrainResult:
     import torch
 
     from aiot.host.datasets import dataset_fingerprint, load_dataset
@@ -223,8 +273,10 @@ def _train_and_save(config: TrainConfig, key: str, path: Path,
     log.info("training %s on %s: %d train / %d test images, %d epoch(s)", spec.name, config.dataset,
              len(y_train), len(y_test), config.epochs)
     torch.manual_seed(config.seed)
-    model = spec.build()
-    history = _fit(model, torch.from_numpy(x_train), torch.from_numpy(y_train), config, progress)
+    model = _build(spec, config, start)
+    checkpoint = path.with_suffix(".ckpt")
+    history = _fit(model, torch.from_numpy(x_train), torch.from_numpy(y_train), config, progress,
+                   checkpoint, key)
     accuracy = evaluate(model, torch.from_numpy(x_test), torch.from_numpy(y_test), progress)
     seconds = time.perf_counter() - started
     result = TrainResult(weights_path=path, config=config, test_accuracy=accuracy,
@@ -241,6 +293,7 @@ def _train_and_save(config: TrainConfig, key: str, path: Path,
     del summary["weights_path"], summary["cached"]  # where it lives and how it was got vary
     # The summary is written last: it is the marker that the weights beside it are complete.
     write_text_atomic(path.with_suffix(".json"), json.dumps(summary, indent=2, sort_keys=True))
+    checkpoint.unlink(missing_ok=True)
     log.info("trained %s in %.1f s: test accuracy %.4f -> %s", spec.name, seconds, accuracy, path)
     return result
 
@@ -270,10 +323,17 @@ def _optimizer(model, config: TrainConfig):
     return cls(model.parameters(), lr=config.lr)
 
 
-def _fit(model, x, y, config: TrainConfig, progress: Progress | None) -> list[dict]:
-    """The training loop; returns one history entry per epoch."""
+def _fit(model, x, y, config: TrainConfig, progress: Progress | None,
+         checkpoint: Path | None = None, key: str = "") -> list[dict]:
+    """The training loop; returns one history entry per epoch.
+
+    With ``checkpoint``, every finished epoch is saved there and a checkpoint of the same
+    ``key`` found at the start is resumed from.
+    """
     import torch
     import torch.nn.functional as F
+
+    from aiot.models.bibench import update_schedules
 
     optimizer = _optimizer(model, config)
     steps = _batches(len(y), config.batch_size)
@@ -285,10 +345,13 @@ def _fit(model, x, y, config: TrainConfig, progress: Progress | None) -> list[di
         scheduler = None
     # A private generator: the data order depends on the seed only, not on what else ran.
     order = torch.Generator().manual_seed(config.seed)
-    history, done = [], 0
+    state = _Resumable(model, optimizer, scheduler, order)
+    history = state.resume(checkpoint, key) if checkpoint else []
+    done = len(history) * len(steps)
     model.train()
-    for epoch in range(1, config.epochs + 1):
+    for epoch in range(len(history) + 1, config.epochs + 1):
         epoch_start = time.perf_counter()
+        update_schedules(model, epoch, config.epochs)
         perm = torch.randperm(len(y), generator=order)
         loss_sum, seen = 0.0, 0
         for start, stop in steps:
@@ -308,8 +371,53 @@ def _fit(model, x, y, config: TrainConfig, progress: Progress | None) -> list[di
                  "seconds": time.perf_counter() - epoch_start}
         log.debug("epoch %d: %s", epoch, entry)
         history.append(entry)
+        if checkpoint:
+            state.save(checkpoint, key, history)
     model.eval()
     return history
+
+
+@dataclass
+class _Resumable:
+    """Everything a training run needs to continue exactly where an epoch ended."""
+
+    model: Any
+    optimizer: Any
+    scheduler: Any
+    order: Any  # the data-order torch.Generator
+
+    def save(self, path: Path, key: str, history: list[dict]) -> None:
+        """Write the checkpoint atomically (an interrupted save keeps the previous one)."""
+        import torch
+
+        payload = {"v": CHECKPOINT_VERSION, "key": key, "history": history,
+                   "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                   "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                   "order": self.order.get_state(), "rng": torch.get_rng_state()}
+        write_atomic(path, lambda tmp: torch.save(payload, tmp))
+
+    def resume(self, path: Path, key: str) -> list[dict]:
+        """Load ``path`` if it is a checkpoint of ``key``; returns the epochs it holds."""
+        import torch
+
+        if not path.is_file():
+            return []
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+            if payload.get("v") != CHECKPOINT_VERSION or payload.get("key") != key:
+                return []
+            self.model.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            if self.scheduler is not None and payload["scheduler"] is not None:
+                self.scheduler.load_state_dict(payload["scheduler"])
+            self.order.set_state(payload["order"])
+            torch.set_rng_state(payload["rng"])
+        except Exception as exc:  # noqa: BLE001 - a bad checkpoint only costs a restart
+            log.warning("ignoring unreadable checkpoint %s (%s); training from the start", path, exc)
+            return []
+        history = [dict(h) for h in payload["history"]]
+        log.info("resuming from %s after epoch %d", path, len(history))
+        return history
 
 
 def evaluate(model, x, y, progress: Progress | None = None, batch_size: int = _EVAL_BATCH) -> float:

@@ -23,7 +23,8 @@ def train_and_record(config, store: Store, progress: Callable[[str, int, int], N
     except BaseException as exc:
         from aiot.host.runs import failure_reason
 
-        reason = "interrupted by user" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
+        reason = ("interrupted by user; the same command resumes from the last finished epoch"
+                  if isinstance(exc, KeyboardInterrupt) else failure_reason(exc))
         store.finish(record.id, "failed", reason=reason)
         raise
     summary = {

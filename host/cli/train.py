@@ -47,6 +47,11 @@ def train(
     lr: Annotated[float, typer.Option(help="Adam learning rate (cosine schedule).")] = 1e-3,
     limit: Annotated[int | None, typer.Option(help="Use at most N training images.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    binarize: Annotated[str | None, typer.Option(
+        help="Binarize with a BiBench algorithm: bnn, xnor, dorefa, bireal, xnorpp, reactnet, recu, fda.")] = None,
+    from_scratch: Annotated[bool, typer.Option(
+        "--from-scratch", help="Binarized models: start from random weights instead of fine-tuning "
+                               "the full-precision model trained with the same recipe.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Retrain even if cached weights exist.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
@@ -64,15 +69,22 @@ def train(
     if not dataset.startswith("folder:"):
         DATASETS.get(dataset)
     config = TrainConfig(model=spec.name, dataset=dataset, epochs=epochs, batch_size=batch_size,
-                         lr=lr, seed=seed, limit=limit)
-    message(f"training {spec.name} on {dataset} for {epochs} epoch(s)…")
+                         lr=lr, seed=seed, limit=limit, binarize=binarize,
+                         init="scratch" if from_scratch else "fp")
+    config.validate()
+    label = spec.name
+    if binarize:
+        from aiot.models.bibench import get_algorithm
+
+        label = f"{spec.name} binarized with {get_algorithm(binarize).title}"
+    message(f"training {label} on {dataset} for {epochs} epoch(s)…")
     with open_store(state(ctx).results_dir()) as store, TrainProgress() as progress:
         result, record = train_and_record(config, store, progress=progress, reuse=not fresh)
     if as_json:
         print_json(record.to_dict())
         return
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
-    out.print(f"[green]✓[/] {spec.name}: test accuracy {result.test_accuracy:.2%} ({how})\n"
+    out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
               f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}")
 
 

@@ -22,6 +22,15 @@ from aiot.models.bibench.binarize import (
     binarized_layers,
     update_schedules,
 )
+from aiot.models.bibench.complexity import (
+    BinarizedComplexity,
+    BinarizedCount,
+    binarized_complexity,
+    count_binarized,
+    module_complexity,
+    om_comp,
+    om_comp_by_algorithm,
+)
 from aiot.models.bibench.deployability import LIBRARIES, Verdict, verdict, verdicts
 from aiot.models.bibench.freeze import freeze
 
@@ -29,16 +38,23 @@ __all__ = [
     "ALGORITHMS",
     "LIBRARIES",
     "Algorithm",
+    "BinarizedComplexity",
+    "BinarizedCount",
     "BinarizedConv2d",
     "BinarizedLayer",
     "BinarizedLinear",
     "Verdict",
     "binarizable_layers",
     "binarize",
+    "binarized_complexity",
     "binarized_layers",
     "build_binarized",
+    "count_binarized",
     "freeze",
     "get_algorithm",
+    "module_complexity",
+    "om_comp",
+    "om_comp_by_algorithm",
     "update_schedules",
     "verdict",
     "verdicts",

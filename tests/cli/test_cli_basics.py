@@ -2,7 +2,8 @@
 
 import pytest
 
-COMMANDS = ["convert", "push", "run", "sweep", "train", "demo", "devices", "models", "results"]
+COMMANDS = ["convert", "push", "run", "sweep", "train", "demo", "devices", "models", "results",
+            "complexity", "score"]
 
 
 def test_help_lists_every_command(cli):
@@ -11,7 +12,7 @@ def test_help_lists_every_command(cli):
         assert command in out
 
 
-@pytest.mark.parametrize("group", ["devices", "models", "results"])
+@pytest.mark.parametrize("group", ["devices", "models", "results", "score"])
 def test_groups_without_arguments_show_help(cli, group):
     result = cli(group, code=2)
     assert "Usage" in result.output

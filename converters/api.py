@@ -128,7 +128,7 @@ def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dic
 def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
     converter = get_converter(fmt)
     if binarize:
-        _check_deployable(converter, binarize)
+        check_deployable(converter, binarize)
     resolved = resolve_options(converter, options)
     check = getattr(converter, "check_options", None)
     if check is not None:
@@ -140,10 +140,11 @@ def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
     return converter, resolved
 
 
-def _check_deployable(converter, binarize: str) -> None:
-    """Refuse, before any work, an algorithm that BiBench's Table 4 says cannot deploy."""
-    from aiot.models.bibench import LIBRARIES, verdict
+def check_deployable(converter, binarize: str) -> None:
+    """Refuse, before any work, an unknown algorithm or one BiBench's Table 4 says cannot deploy."""
+    from aiot.models.bibench import LIBRARIES, get_algorithm, verdict
 
+    get_algorithm(binarize)  # UnknownName with close names
     if converter.name in LIBRARIES and verdict(binarize, converter.name).refused:
         found = verdict(binarize, converter.name)
         raise ConversionError(converter.name, "check", f"{found.algorithm} is not deployable: "

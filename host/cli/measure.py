@@ -11,6 +11,7 @@ from aiot.host.errors import UsageError
 
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name [default: $AIOT_DEVICE or local].")]
 Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: random init).")]
+Binarize = Annotated[str | None, typer.Option(help="Binarize the model with a BiBench algorithm (bnn, reactnet, …) before converting; --weights are then the binarized model's.")]
 Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
 Limit = Annotated[int | None, typer.Option(help="Use at most this many test images for accuracy.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -87,8 +88,19 @@ def _print_records(records, as_json: bool) -> None:
         print_run_table(records)
 
 
+def _validate_binarize(binarize: str | None, formats: list[str]) -> None:
+    """Unknown algorithm, or one Table 4 says cannot deploy to a format: fail before any run."""
+    if not binarize:
+        return
+    from aiot.converters.api import check_deployable
+    from aiot.converters.base import get_converter
+
+    for fmt in formats:
+        check_deployable(get_converter(fmt), binarize)
+
+
 def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json,
-           native=None, binary=None, delegate=None):
+           native=None, binary=None, delegate=None, binarize=None):
     from aiot.host.cli._output import state
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.runs import Workspace, expand_sweep, run_sweep
@@ -97,9 +109,10 @@ def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, para
     params.validate()
     _validate_names(devices, models, formats)
     _validate_native(native, formats, delegate)
+    _validate_binarize(binarize, formats)
     requests = expand_sweep(devices, models, formats, threads, weights=weights, dataset=dataset,
                             dataset_limit=limit, params=params, native=native, binary=binary,
-                            delegate=delegate)
+                            delegate=delegate, binarize=binarize)
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store, RichRunListener() as listener:
         records = run_sweep(requests, store, Workspace(results_dir), listener)
@@ -118,6 +131,7 @@ def run(
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
+    binarize: Binarize = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
@@ -125,7 +139,7 @@ def run(
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
-           dataset, limit, params, as_json, native, binary, delegate)
+           dataset, limit, params, as_json, native, binary, delegate, binarize)
 
 
 def sweep(
@@ -138,6 +152,7 @@ def sweep(
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
+    binarize: Binarize = None,
 ) -> None:
     """Measure every combination of devices × models × formats × thread counts."""
     from aiot.host.devices import resolve_name
@@ -146,7 +161,8 @@ def sweep(
     devices = split_list(device, "devices") if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
     _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
-           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary, delegate)
+           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary, delegate,
+           binarize)
 
 
 def push(
@@ -155,6 +171,7 @@ def push(
     fmt: Annotated[str, typer.Option("--format", "-f", help="Artifact format.")],
     device: Device = None,
     weights: Weights = None,
+    binarize: Binarize = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Convert (if needed) and push an artifact and the device agent to a device."""
@@ -169,7 +186,8 @@ def push(
     name = resolve_name(device)
     _validate_names([name], [model], [fmt])
     with spinner(f"converting {model} to {fmt}…"):
-        conv = convert_model(model, fmt, state(ctx).results_dir() / "artifacts", weights=weights)
+        conv = convert_model(model, fmt, state(ctx).results_dir() / "artifacts", weights=weights,
+                             binarize=binarize)
     transport = open_transport(name)
     with spinner(f"pushing to {name}…"), AgentSession(transport) as agent:
         pushed = push_file(transport, conv.artifact, conv.sha256)

@@ -61,6 +61,9 @@ def list_models(
 
 @app.command("info")
 def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet18.")],
+         binarize: Annotated[str | None, typer.Option(
+             help="Also show this BiBench algorithm's binarized model: which layers, "
+                  "deployability on LCE and daBNN, r_c and r_s.")] = None,
          as_json: JsonOpt = False) -> None:
     """Show one model: input spec (layout, channel order, normalisation), size and MACs."""
     from rich.table import Table
@@ -69,7 +72,10 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
     from aiot.models import get_model_spec
 
     spec = get_model_spec(model)
+    binarized = _binarized_facts(spec, binarize) if binarize else None
     row = _describe(spec, _facts_with_progress([spec.name])[spec.name])
+    if binarized:
+        row["binarized"] = binarized
     if as_json:
         print_json(row)
         return
@@ -77,7 +83,7 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
     table.add_column(style="bold")
     table.add_column()
     inp = row["input"]
-    for key, value in [
+    rows = [
         ("family / variant", f"{row['family']} / {row['variant']}"), ("paper", row["paper"]),
         ("input", f"{'×'.join(map(str, inp['shape']))} {inp['layout']} {inp['channel_order']}"),
         ("normalisation", f"mean {inp['mean']} std {inp['std']}"),
@@ -85,6 +91,36 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
         ("MACs", f"{row['macs']:,}"),
         ("paper MACs", f"{row['reference_flops_m']:.0f} M" if row["reference_flops_m"] else "—"),
         ("about", row["description"]),
-    ]:
+    ]
+    if binarized:
+        rows += _binarized_rows(binarized)
+    for key, value in rows:
         table.add_row(key, str(value))
     out.print(table)
+
+
+def _binarized_facts(spec, algorithm: str) -> dict:
+    """What binarizing ``spec`` with ``algorithm`` gives: layers, verdicts, complexity."""
+    from aiot.models.bibench import binarized_complexity, binarized_layers, build_binarized, get_algorithm, verdicts
+
+    algo = get_algorithm(algorithm)
+    model = build_binarized(spec, algo.name)
+    layers = [name for name, _ in binarized_layers(model)]
+    complexity = binarized_complexity(spec, algo.name)
+    return {**algo.to_dict(), "binarized_layers": layers,
+            "deployability": [v.to_dict() for v in verdicts(algo)],
+            "r_c": complexity.r_c, "r_s": complexity.r_s,
+            "storage_bytes": complexity.storage_bytes}
+
+
+def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
+    layers = facts["binarized_layers"]
+    shown = ", ".join(layers[:4]) + (f", … ({len(layers)} in all)" if len(layers) > 4 else "")
+    rows = [("binarized with", f"{facts['title']} ({facts['paper']}): scale {facts['scale']}, "
+                               f"gradient {facts['gradient']}"),
+            ("binarized layers", shown),
+            ("r_c / r_s", f"{facts['r_c']:.2f} / {facts['r_s']:.2f} "
+                          f"(storage {facts['storage_bytes'] / 1e6:.2f} MB)")]
+    for v in facts["deployability"]:
+        rows.append((f"deploys to {v['library']}", f"{v['deployable']}: {v['reason']}"))
+    return rows

@@ -29,6 +29,23 @@ ReLU-derived (non-negative) tensor gets an ``Affine(1, 2**-126)`` "sign shift" b
 conv has ``b`` nudged, per channel and only where needed, by a few float32 ulps so that
 every reachable popcount lands on PyTorch's side of zero even with FMA rounding.
 
+Frozen BiBench models (:func:`aiot.models.bibench.freeze`) bring two things daBNN lacks:
+
+* ``Hardtanh`` (clamp to [lo, hi]; binarize() puts it before binary convs). daBNN has no
+  clamp, so it is dropped where only binary convs read it, directly or through max-pools
+  (which commute with a monotone clamp): sign(clamp(v) - t) == sign(v - t) for
+  ``lo < t <= hi`` (t = 0 without a threshold). Outside that band the clamp alone decides:
+  +1 for every v when ``t <= lo``, -1 when ``t > hi``; those channels of the BatchNorm
+  that starts the chain become the constant ``Affine(0, ±1)`` (refused if no such
+  BatchNorm). A clamp that a float layer (or the model's output) also reads is refused;
+* ReActNet's per-input-channel threshold ``t`` (binarize ``x - t``): daBNN cannot shift
+  activations before binarizing (BiBench Table 4), so ``t`` is subtracted from the ``b`` of
+  the BatchNorm's Affine that produces the input, looking through dropped clamps and
+  max-pools (both commute with a per-channel shift), when that BatchNorm feeds binary convs
+  needing the same thresholds and nothing else; otherwise the binary conv is refused. The
+  sign-of-zero nudges below are computed on the shifted values. All-zero thresholds need
+  nothing.
+
 Affine, Relu and Add run in place on daBNN; an emitted graph in which one would overwrite a
 tensor that a later layer still reads is refused (Add swaps its operands first).
 """

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass, field
 
-from aiot.converters.graph import bn_scale_shift, pair
+from aiot.converters.graph import Layer, bn_scale_shift, pair
 from aiot.host.errors import ConversionError
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ def emit(graph):
                               "daBNN is for binarized models: use tiny_bnn")
     emitter = _Emitter(graph)
     for layer in graph.layers:
+        if layer.name in emitter.plan.refusals:
+            emitter.refuse(layer, *emitter.plan.refusals[layer.name])
         getattr(emitter, f"_{layer.kind}")(layer)
     output = emitter.dab[graph.output]
     if emitter.layers[-1].params["output"] != output:
@@ -55,6 +58,8 @@ def emit(graph):
         "binary_convs": len(emitter.binary), "dab_version": MODEL_VERSION, "layout": LAYOUT,
         "input": model.inputs[0].name, "output": output, "sign_shifts": len(emitter.shifts),
         "sign_nudged_channels": emitter.nudged, "device_warnings": emitter.warnings,
+        "dropped_clamps": len(emitter.plan.dropped), "folded_thresholds": emitter.folded,
+        "constant_sign_channels": emitter.constant,
     }
 
 
@@ -119,6 +124,9 @@ class _Emitter:
         self.last_read = _last_reads(graph)
         self.position = {layer.name: index for index, layer in enumerate(graph.layers)}
         self.non_negative = _non_negative(graph)
+        self.plan = _sign_plan(graph)
+        self.folded = 0  # channels whose binarization threshold became part of an Affine's b
+        self.constant = 0  # channels a clamp binarizes to one sign whatever the input
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -176,7 +184,7 @@ class _Emitter:
     def feeds_sign(self, name: str) -> bool:
         """Whether ``name`` reaches a binary conv through value-preserving layers only."""
         for consumer in self.graph.consumers(name):
-            if consumer.kind == "bconv" or (consumer.kind in ("maxpool", "concat")
+            if consumer.kind == "bconv" or (consumer.kind in ("maxpool", "concat", "hardtanh")
                                             and self.feeds_sign(consumer.name)):
                 return True
         return False
@@ -278,6 +286,14 @@ class _Emitter:
             self.refuse(layer, "uses batch statistics at inference (track_running_stats=False)",
                         "use BatchNorm2d with running statistics")
         scale, shift = bn_scale_shift(bn)
+        fold = self.plan.folds.get(layer.name)
+        fixed = np.zeros(len(scale), bool)  # channels whose sign a clamp decides (see _Fold)
+        if fold is not None:  # the binary convs it feeds binarize bn(x) - t: fold the -t in
+            shift = shift - fold.threshold
+            fixed = fold.constant != 0
+            self.folded += int((fold.threshold != 0).sum())
+            self.constant += int(fixed.sum())
+        live = ~fixed
         producer = layer.inputs[0]
         if producer in self.binary:
             taps, alpha = self.binary[producer]
@@ -285,18 +301,27 @@ class _Emitter:
             a = (-2 * coef).astype(np.float32)
             b = (shift + taps * coef).astype(np.float32)
             if self.feeds_sign(layer.name):
-                b, count = keep_signs(a, b, coef, shift, taps)
+                b[live], count = keep_signs(a[live], b[live], coef[live], shift[live], taps)
                 self.nudged += count
         else:
             a, b = scale.astype(np.float32), shift.astype(np.float32)
             if self.feeds_sign(layer.name):  # BN(0) == 0 exactly: keep PyTorch's +1
-                self.nudged += int((b == 0).sum())
-                b = np.where(b == 0, np.float32(SIGN_SHIFT), b)
+                zero = (b == 0) & live
+                self.nudged += int(zero.sum())
+                b[zero] = np.float32(SIGN_SHIFT)
+        if fixed.any():  # a = 0, b = +-1: daBNN's bit (a*x + b > 0) is the decided sign
+            a[fixed] = 0
+            b[fixed] = fold.constant[fixed]
         self.add("Affine", layer, {"input": self.src(layer), "a": self.weight(f"{layer.name}_a", a),
                                    "b": self.weight(f"{layer.name}_b", b)})
 
     def _relu(self, layer) -> None:
         self.add("Relu", layer, {"input": self.src(layer)})
+
+    def _hardtanh(self, layer) -> None:
+        # dropped (see _sign_plan, which refused it if anything but a binary conv reads it):
+        # the binary convs binarize the unclamped tensor, with their thresholds folded
+        self.dab[layer.name] = self.src(layer)
 
     def _relu6(self, layer) -> None:
         self.refuse(layer, "daBNN has no ReLU6 (clip) layer", "use ReLU")
@@ -377,16 +402,159 @@ def _hwc(shape) -> tuple[int, int, int]:
 def _last_reads(graph) -> dict[str, float]:
     """Graph name → index of the last layer reading it (the output: never dead)."""
     last: dict[str, float] = {}
+    alias: dict[str, str] = {}  # layers that emit nothing read (and are read as) their input
     for index, layer in enumerate(graph.layers):
+        if layer.kind in _ALIASES:
+            alias[layer.name] = alias.get(layer.inputs[0], layer.inputs[0])
         for name in layer.inputs:
             last[name] = index
-    last[graph.output] = math.inf
+            last[alias.get(name, name)] = index
+    last[graph.output] = last[alias.get(graph.output, graph.output)] = math.inf
     return last
+
+
+_ALIASES = ("flatten", "hardtanh")  # graph kinds the emitter writes no daBNN layer for
+_SIGN_PATH = ("maxpool", "hardtanh")  # between a BatchNorm and the binary convs it is folded for
+_CLAMP = "daBNN has no clamp operator"
+_SHIFT = ("binarizes x - threshold (ReActNet's activation mean-shifting), and daBNN cannot shift "
+          "activations before binarizing (BiBench Table 4: no mean-shifting); aiot folds the "
+          "threshold into the BatchNorm before the layer only when that BatchNorm feeds binary "
+          "convolutions with the same threshold and nothing else (max-pools and Hardtanh may "
+          "sit between)")
+_SHIFT_HINT = ("give every thresholded binary convolution a BatchNorm2d of its own right before "
+               "it, or deploy ReActNet with LCE, which runs the shift")
+
+
+@dataclass
+class _Fold:
+    """What a BatchNorm's Affine absorbs for the binary convolutions it feeds, per channel.
+
+    ``threshold`` is subtracted from its shift (0: none); ``constant`` is 0, or +1/-1 where a
+    clamp on the way decides the binary conv's sign for every input (the Affine then
+    writes that constant: ``a = 0``, ``b = ±1``).
+    """
+
+    threshold: object  # float64 (C,)
+    constant: object  # int8 (C,)
+
+    def trivial(self) -> bool:
+        return not (self.threshold.any() or self.constant.any())
+
+    def same(self, other: _Fold) -> bool:
+        import numpy as np
+
+        return (np.array_equal(self.threshold, other.threshold)
+                and np.array_equal(self.constant, other.constant))
+
+
+@dataclass
+class _SignPlan:
+    """Which clamps are dropped, which BatchNorms absorb thresholds, and what is refused.
+
+    ``refusals`` maps a layer name to ``(why, hint)``, raised when the emitter reaches it.
+    """
+
+    dropped: set = field(default_factory=set)
+    folds: dict = field(default_factory=dict)
+    refusals: dict = field(default_factory=dict)
+
+
+def _sign_plan(graph) -> _SignPlan:
+    """Drop every hardtanh and fold every binarization threshold, or say why not.
+
+    A hardtanh ``clamp(v, lo, hi)`` read only by binary convs (through max-pools, which
+    commute with any monotone function and with per-channel shifts) is dropped: the binary
+    conv's sign of ``clamp(v) - t`` equals that of ``v - t`` when ``lo < t <= hi``, is +1 for
+    every ``v`` when ``t <= lo`` and -1 when ``t > hi`` (a sign(v >= t) fact, exact in
+    float32: ``a - t`` keeps the sign of ``a`` against ``t`` under gradual underflow). Chained
+    clamps compose into one. Thresholds and decided signs (``t`` outside the band) are folded
+    into the BatchNorm that starts the chain: ``b -= t``, or ``a = 0, b = ±1``.
+    """
+    import numpy as np
+
+    plan = _SignPlan()
+    nodes = graph.by_name()
+    readers: dict[str, list] = {layer.name: [] for layer in graph.layers}
+    for layer in graph.layers:
+        for name in layer.inputs:
+            readers[name].append(layer)
+
+    def reached(name: str) -> tuple[list, list]:
+        """(binary convs, other readers) that ``name`` reaches through max-pools/clamps."""
+        convs, others, stack = [], [], [name]
+        if name == graph.output:
+            others.append(None)
+        while stack:
+            for reader in readers[stack.pop()]:
+                if reader.kind in _SIGN_PATH:
+                    stack.append(reader.name)
+                    if reader.name == graph.output:
+                        others.append(None)
+                elif reader.kind == "bconv":
+                    convs.append(reader)
+                else:
+                    others.append(reader)
+        return convs, others
+
+    def named(reader) -> str:
+        return "the model's output" if reader is None else f"'{reader.name}' ({reader.kind})"
+
+    for layer in graph.layers:
+        if layer.kind != "hardtanh":
+            continue
+        _convs, others = reached(layer.name)
+        if others:
+            reader = ("the model returns the clamped values" if others[0] is None
+                      else f"{named(others[0])} reads the clamped values too")
+            plan.refusals[layer.name] = (
+                f"{_CLAMP}; it is dropped only where binary convolutions alone read it "
+                f"(directly or through max-pools), but {reader}", "use ReLU before "
+                "full-precision layers and Hardtanh only before binary convolutions, as "
+                "binarize() does")
+        plan.dropped.add(layer.name)
+
+    def fold_of(conv) -> tuple[_Fold, Layer]:
+        """What ``conv`` needs from the start of its chain, and that start."""
+        channels = conv.module.in_channels
+        threshold = conv.module.threshold
+        t = (np.zeros(channels) if threshold is None
+             else threshold.detach().double().cpu().numpy().reshape(channels))
+        clamps, node = [], nodes[conv.inputs[0]]
+        while node.kind in _SIGN_PATH:
+            if node.kind == "hardtanh":
+                clamps.append((node.attrs["min"], node.attrs["max"]))
+            node = nodes[node.inputs[0]]
+        low, high = -math.inf, math.inf
+        for lo, hi in reversed(clamps):  # clamp(clamp(v, L, H), l, h) == clamp(v, L', H')
+            low, high = min(max(low, lo), hi), min(max(high, lo), hi)
+        constant = np.where(t <= low, 1, np.where(t > high, -1, 0)).astype(np.int8)
+        return _Fold(np.where(constant == 0, t, 0.0), constant), node
+
+    for layer in graph.layers:
+        if layer.kind != "bconv":
+            continue
+        fold, start = fold_of(layer)
+        if fold.trivial():
+            continue
+        convs, others = reached(start.name)
+        if start.kind != "bn":
+            why = f"its input comes from {named(start)}, not from a BatchNorm"
+        elif others:
+            why = f"'{start.name}' (bn) also feeds {named(others[0])}"
+        elif not all(fold.same(fold_of(conv)[0]) for conv in convs):
+            why = (f"'{start.name}' (bn) also feeds binary convolutions that need other "
+                   "thresholds")
+        else:
+            plan.folds[start.name] = fold
+            continue
+        plan.refusals[layer.name] = (f"{_SHIFT}, but {why}", _SHIFT_HINT)
+    return plan
 
 
 def _non_negative(graph) -> dict[str, bool]:
     """Graph name → whether its values are >= 0 by construction (ReLU and what keeps that)."""
-    keeps = ("maxpool", "avgpool", "global_avgpool", "flatten", "concat", "add")
+    # a dropped hardtanh's daBNN tensor is its (unclamped) input: it keeps what that has
+    keeps = ("maxpool", "avgpool", "global_avgpool", "flatten", "concat", "add", "hardtanh")
     result: dict[str, bool] = {}
     for layer in graph.layers:
         result[layer.name] = layer.kind == "relu" or (

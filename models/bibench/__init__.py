@@ -64,19 +64,40 @@ __all__ = [
 def build_binarized(spec, algorithm: str | None, weights=None):
     """``spec.build()`` binarized with ``algorithm`` (None: full precision), then ``weights``.
 
+    Without weights, a binarized model's BatchNorms get seeded random statistics and affine
+    parameters, as a trained network has: at PyTorch's identity BatchNorm, binary dot products
+    are integers, so residual additions produce exact zeros at the next sign's input, a tie
+    that no runtime's float arithmetic reproduces (a timing run does not care; a parity check
+    would fail on it).
+
     Args:
         spec: a :class:`aiot.models.ModelSpec`.
         algorithm: algorithm name or None.
         weights: a state_dict file of the (binarized) model, or None for its random init.
     """
-    import torch
-
     from aiot.models.spec import load_weights
 
     model = spec.build()
     if algorithm:
         binarize(model, algorithm, (1, *spec.input.shape))
+        if weights is None:
+            _trained_like_batchnorm(model)
     if weights is not None:
-        load_weights(model, weights)
+        load_weights(model, weights, spec.name)
     model.eval()
     return model
+
+
+def _trained_like_batchnorm(model, seed: int = 0) -> None:
+    import torch
+    from torch import nn
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d) and module.affine:
+                n = module.num_features
+                module.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+                module.bias.copy_(torch.randn(n, generator=generator) * 0.1)
+                module.running_mean.copy_(torch.randn(n, generator=generator) * 0.1)
+                module.running_var.copy_(torch.rand(n, generator=generator) + 0.5)

@@ -35,6 +35,10 @@ def _frozen_tiny_vgg(algorithm: str, seed: int = 0, randomized: bool = True):
     """Frozen tiny_vgg: BatchNorm statistics and (ReActNet) thresholds randomized, seeded."""
     torch.manual_seed(seed)
     model = build_binarized(get_model_spec("tiny_vgg"), algorithm)
+    if not randomized:  # PyTorch's identity BatchNorms: exact zeros before every sign
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.reset_parameters()
     if randomized:
         randomize_bn(model, seed, signed_gamma=True, bias=1, mean=1, var=2)
         gen = torch.Generator().manual_seed(seed + 100)

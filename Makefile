@@ -18,6 +18,7 @@ bench: setup
 	.venv/bin/python bench/formats.py
 	.venv/bin/aiot toolchains install onnx2tf
 	.venv/bin/python bench/tflite_paths.py
+	.venv/bin/python bench/bibench.py
 
 clean-venv:
 	rm -rf .venv

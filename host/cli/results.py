@@ -35,7 +35,10 @@ def print_run_table(records, compact: bool = False) -> None:
     table = Table(*lead, "format", "threads", "median ms", "p90 ms", "load ms", "accuracy", "size", "status")
     for r in records:
         status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
-        cells = [] if compact else [r.id[:8], r.device or "—", r.model or "—"]
+        model = r.model or "—"
+        if (r.spec or {}).get("binarize"):  # a binarized model: say with what
+            model = f"{model}.{r.spec['binarize']}"
+        cells = [] if compact else [r.id[:8], r.device or "—", model]
         table.add_row(*cells, r.format or "—", str(r.threads or "—"), fmt_ms(r.median_ms),
                       fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy), fmt_bytes(r.size_bytes),
                       status)

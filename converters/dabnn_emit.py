@@ -506,11 +506,11 @@ def _sign_plan(graph) -> _SignPlan:
         if others:
             reader = ("the model returns the clamped values" if others[0] is None
                       else f"{named(others[0])} reads the clamped values too")
-            plan.refusals[layer.name] = (
-                f"{_CLAMP}; it is dropped only where binary convolutions alone read it "
-                f"(directly or through max-pools), but {reader}", "use ReLU before "
-                "full-precision layers and Hardtanh only before binary convolutions, as "
-                "binarize() does")
+            why = (f"{_CLAMP}; it is dropped only where binary convolutions alone read it "
+                   f"(directly or through max-pools), but {reader}")
+            hint = ("use ReLU before full-precision layers and Hardtanh only before binary "
+                    "convolutions, as binarize() does")
+            plan.refusals[layer.name] = (why, hint)
         plan.dropped.add(layer.name)
 
     def fold_of(conv) -> tuple[_Fold, Layer]:

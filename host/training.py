@@ -288,7 +288,7 @@ def _train_and_save(config: TrainConfig, key: str, path: Path, progress: Progres
         "v": SUMMARY_VERSION, "key": key, **result.to_dict(), "weights_file": path.name,
         "weights_sha256": digest, "model": spec.name,
         "dataset_fingerprint": dataset_fingerprint(config.dataset, "train", config.limit, config.seed),
-        "train_images": int(len(y_train)), "test_images": int(len(y_test)), "torch": torch.__version__,
+        "train_images": len(y_train), "test_images": len(y_test), "torch": torch.__version__,
     }
     del summary["weights_path"], summary["cached"]  # where it lives and how it was got vary
     # The summary is written last: it is the marker that the weights beside it are complete.

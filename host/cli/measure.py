@@ -79,8 +79,8 @@ def _validate_names(devices: list[str], models: list[str], formats: list[str]) -
 
 
 def _print_records(records, as_json: bool) -> None:
-    from aiot.host.cli.results import print_run_table
     from aiot.host.cli._output import print_json
+    from aiot.host.cli.results import print_run_table
 
     if as_json:
         print_json([r.to_dict() for r in records])

@@ -101,7 +101,13 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
 
 def _binarized_facts(spec, algorithm: str) -> dict:
     """What binarizing ``spec`` with ``algorithm`` gives: layers, verdicts, complexity."""
-    from aiot.models.bibench import binarized_complexity, binarized_layers, build_binarized, get_algorithm, verdicts
+    from aiot.models.bibench import (
+        binarized_complexity,
+        binarized_layers,
+        build_binarized,
+        get_algorithm,
+        verdicts,
+    )
 
     algo = get_algorithm(algorithm)
     model = build_binarized(spec, algo.name)
@@ -116,11 +122,11 @@ def _binarized_facts(spec, algorithm: str) -> dict:
 def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
     layers = facts["binarized_layers"]
     shown = ", ".join(layers[:4]) + (f", … ({len(layers)} in all)" if len(layers) > 4 else "")
-    rows = [("binarized with", f"{facts['title']} ({facts['paper']}): scale {facts['scale']}, "
-                               f"gradient {facts['gradient']}"),
+    rows = [("binarized with", (f"{facts['title']} ({facts['paper']}): scale {facts['scale']}, "
+                               f"gradient {facts['gradient']}")),
             ("binarized layers", shown),
-            ("r_c / r_s", f"{facts['r_c']:.2f} / {facts['r_s']:.2f} "
-                          f"(storage {facts['storage_bytes'] / 1e6:.2f} MB)")]
+            ("r_c / r_s", (f"{facts['r_c']:.2f} / {facts['r_s']:.2f} "
+                          f"(storage {facts['storage_bytes'] / 1e6:.2f} MB)"))]
     for v in facts["deployability"]:
         rows.append((f"deploys to {v['library']}", f"{v['deployable']}: {v['reason']}"))
     return rows

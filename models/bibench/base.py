@@ -127,10 +127,11 @@ class BinarizedLayer:
         Default: one multiply per output element when the layer has a weight scale.
         Shapes exclude the batch dimension.
         """
-        return _numel(output_shape) if self.scale_params() else 0
+        return numel(output_shape) if self.scale_params() else 0
 
 
-def _numel(shape: tuple[int, ...]) -> int:
+def numel(shape: tuple[int, ...]) -> int:
+    """Number of elements of a tensor of ``shape``."""
     n = 1
     for d in shape:
         n *= int(d)
@@ -210,7 +211,7 @@ class BinarizedLinear(BinarizedLayer, nn.Linear):
 def _symmetric_padding(padding) -> int:
     if isinstance(padding, int):
         return padding
-    values = set(int(p) for p in padding)
+    values = {int(p) for p in padding}
     if len(values) != 1:
         raise ValueError(f"binarized convs need symmetric padding, got {padding}")
     return values.pop()

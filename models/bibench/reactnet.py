@@ -21,8 +21,8 @@ from torch import Tensor, nn
 from aiot.models.bibench.base import (
     BinarizedConv2d,
     BinarizedLinear,
-    _numel,
     channel_mean_abs,
+    numel,
     polynomial_derivative,
     sign_with,
 )
@@ -48,7 +48,7 @@ class _ReAct:
         return self.weight.shape[0] + self.threshold.numel()
 
     def extra_fp_ops(self, input_shape, output_shape) -> int:
-        return _numel(output_shape) + _numel(input_shape)  # alpha multiply + threshold subtract
+        return numel(output_shape) + numel(input_shape)  # alpha multiply + threshold subtract
 
 
 class ReActConv2d(_ReAct, BinarizedConv2d):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, _numel, channel_mean_abs
+from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, channel_mean_abs, numel
 
 
 class XNORConv2d(BinarizedConv2d):
@@ -39,9 +39,9 @@ class XNORConv2d(BinarizedConv2d):
 
     def extra_fp_ops(self, input_shape, output_shape) -> int:
         kh, kw = self.kernel_size
-        out_hw = _numel(output_shape[1:])
+        out_hw = numel(output_shape[1:])
         # |a| mean over channels, the k x k box filter, then alpha and K multiplies.
-        return _numel(input_shape) + kh * kw * out_hw + 2 * _numel(output_shape)
+        return numel(input_shape) + kh * kw * out_hw + 2 * numel(output_shape)
 
 
 class XNORLinear(BinarizedLinear):
@@ -59,4 +59,4 @@ class XNORLinear(BinarizedLinear):
         return self.out_features
 
     def extra_fp_ops(self, input_shape, output_shape) -> int:
-        return _numel(input_shape) + 2 * _numel(output_shape)
+        return numel(input_shape) + 2 * numel(output_shape)

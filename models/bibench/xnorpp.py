@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, _numel, channel_mean_abs
+from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, channel_mean_abs, numel
 
 
 class XNORPlusPlusConv2d(BinarizedConv2d):
@@ -53,7 +53,7 @@ class XNORPlusPlusConv2d(BinarizedConv2d):
         return self.out_channels + spatial
 
     def extra_fp_ops(self, input_shape, output_shape) -> int:
-        return _numel(output_shape)  # Gamma is a constant tensor at inference: one multiply
+        return numel(output_shape)  # Gamma is a constant tensor at inference: one multiply
 
 
 class XNORPlusPlusLinear(BinarizedLinear):

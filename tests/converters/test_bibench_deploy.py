@@ -14,13 +14,13 @@ from tests.converters.conftest import need_toolchain, randomize_bn
 torch = pytest.importorskip("torch")
 pytest.importorskip("flatbuffers")
 
-from aiot.converters.dab_schema import parse_model  # noqa: E402
-from aiot.converters.dabnn_reference import load_model, run_model  # noqa: E402
-from aiot.host.errors import ConversionError  # noqa: E402
-from aiot.models import get_model_spec  # noqa: E402
-from aiot.models.bibench import build_binarized, freeze  # noqa: E402
-from aiot.models.binary import BinaryConv2d  # noqa: E402
-from tests.converters.test_dabnn import CONVERTER, _export, _parity  # noqa: E402
+from aiot.converters.dab_schema import parse_model
+from aiot.converters.dabnn_reference import load_model, run_model
+from aiot.host.errors import ConversionError
+from aiot.models import get_model_spec
+from aiot.models.bibench import build_binarized, freeze
+from aiot.models.binary import BinaryConv2d
+from tests.converters.test_dabnn import _export, _parity
 
 nn = torch.nn
 SHAPE = (1, 28, 28)
@@ -185,8 +185,8 @@ def test_a_clamp_above_zero_decides_every_sign(tmp_path):
 
 
 @pytest.mark.parametrize(("model", "layer", "why"), [
-    (SharedBatchNorm(same=False), "b1", "'bn0' (bn) also feeds binary convolutions that need "
-                                        "other thresholds"),
+    (SharedBatchNorm(same=False), "b1", ("'bn0' (bn) also feeds binary convolutions that need "
+                                        "other thresholds")),
     (Residual(), "conv", "'bn0' (bn) also feeds 'add' (add)"),
     (_plain([]), "_0", "its input comes from 'input_1' (input), not from a BatchNorm"),
     (_plain([nn.BatchNorm2d(64), nn.ReLU()]), "_2", "its input comes from '_1' (relu)"),

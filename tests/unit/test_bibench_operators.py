@@ -9,11 +9,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch import nn  # noqa: E402
+from torch import nn
 
-from aiot.host.errors import ConversionError, UnknownName, UsageError  # noqa: E402
-from aiot.models import get_model_spec  # noqa: E402
-from aiot.models.bibench import (  # noqa: E402
+from aiot.host.errors import ConversionError, UnknownName, UsageError
+from aiot.models import get_model_spec
+from aiot.models.bibench import (
     ALGORITHMS,
     binarize,
     binarized_layers,
@@ -23,9 +23,9 @@ from aiot.models.bibench import (  # noqa: E402
     update_schedules,
     verdict,
 )
-from aiot.models.bibench.base import polynomial_derivative, sign_with, ste_derivative  # noqa: E402
-from aiot.models.bibench.fda import MAX_TERMS, fourier_derivative  # noqa: E402
-from aiot.models.bibench.recu import TAU_BEGIN, TAU_END, recu_weight  # noqa: E402
+from aiot.models.bibench.base import polynomial_derivative, sign_with, ste_derivative
+from aiot.models.bibench.fda import MAX_TERMS, fourier_derivative
+from aiot.models.bibench.recu import TAU_BEGIN, TAU_END, recu_weight
 
 POINTS = torch.tensor([-1.5, -0.5, 0.0, 0.5, 1.5])
 

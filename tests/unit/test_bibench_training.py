@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aiot.host.errors import UnknownName  # noqa: E402
-from aiot.host.training import TrainConfig, train  # noqa: E402
-from aiot.models.bibench import ALGORITHMS  # noqa: E402
+from aiot.host.errors import UnknownName
+from aiot.host.training import TrainConfig, train
+from aiot.models.bibench import ALGORITHMS
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
                                 reason="scikit-learn is not installed")

@@ -186,6 +186,8 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                     spec if getattr(converter, "uses_spec", False) else None)
     parity = None
     runner = converter.backend or getattr(converter, "reference_outputs", None)
+    if not getattr(converter, "parity_check", True):
+        runner = None
     if runner is not None:
         _notify(progress, "parity")
         tolerance = _tolerance(converter, resolved, model)

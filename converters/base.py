@@ -91,6 +91,8 @@ class Converter(Protocol):
 #       binarized model must match logits; float formats are judged on top-1 for them.
 #   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess
 #       calibration images for the model's input.
+#   parity_check = False: skip the parity step (default True when absent); for formats whose
+#       outputs mean nothing next to PyTorch's (the "null" test format). The sidecar's parity is null.
 
 
 CONVERTERS: Registry[Converter] = Registry("format")

@@ -4,18 +4,36 @@ The timing loop follows TFLite ``benchmark_model`` semantics: warm-up runs at le
 ``warmup_runs`` iterations and at least ``warmup_min_s`` seconds; the timed phase runs until
 both ``min_runs`` and ``min_s`` are reached, and never starts an iteration after ``max_s``.
 Only ``invoke()`` is inside the timed region; the input is set once beforehand.
+
+Repeat-until-stable (optional spec keys ``target_cv`` and ``max_runs``): once the minimum is
+reached, the loop goes on until the samples' robust CV (``stats.robust_cv``: 1.4826 · MAD /
+median, judged on at least ``MIN_CV_SAMPLES``) is at most ``target_cv``, or ``max_runs``
+samples, or ``max_s``. ``max_runs`` (at least ``min_runs``) caps the loop with or without a
+target, before ``min_s`` too; the result's ``stability`` says which rule ended it.
+
+The loop judges the robust CV rather than std / mean because one scheduler or GC spike among
+a hundred samples can double the std while the median, which is what aiot reports, barely
+moves: with std / mean a phone would seldom reach the target and every run would last until
+``max_s``. Both CVs are in ``stats_ms``. Note that a sample CV measures dispersion, not
+precision: it settles at the device's own spread rather than shrinking with more samples, so
+a target below that spread ends by ``max_runs`` or ``max_s`` with ``stable: false``.
+
+Peak memory is measured by its own command, ``memory``, in a process that does nothing
+else (see ``memory``); the ``run`` result keeps its ``peak_rss_kb`` for compatibility.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import platform
 import resource
 import sys
 import time
 
 from . import AGENT_VERSION, backends, protocol
-from .stats import summarize_ms
+from .stats import robust_cv, summarize_ms
 
 RUN_SPEC_VERSION = 1
 DEFAULTS = {
@@ -27,7 +45,13 @@ DEFAULTS = {
     "max_s": 150.0,
     "seed": 0,
     "dataset": None,
+    "target_cv": None,  # None: no repeat-until-stable; else keep going until robust CV <= it
+    "max_runs": None,  # None: no cap on the number of timed iterations (max_s still applies)
+    "cpus": None,  # None: no pinning; else the CPU numbers this process may run on
 }
+#: The CV of fewer samples says nothing; the stability check waits for this many.
+MIN_CV_SAMPLES = 10
+MEMORY_RUNS = 3  # inferences the ``memory`` command runs after loading
 
 
 class SpecError(ValueError):
@@ -70,28 +94,100 @@ def validate_spec(raw: dict) -> dict:
     for key in ("warmup_min_s", "min_s", "max_s"):
         if not isinstance(spec[key], (int, float)) or spec[key] < 0:
             raise SpecError(f"run spec field '{key}' must be a non-negative number")
+    _validate_stability(spec)
+    _validate_cpus(spec["cpus"])
     return spec
 
 
-def _timed_loop(session, min_runs: int, min_s: float, max_s: float,
-                phase: str) -> tuple[list[int], tuple[int, int] | None]:
+def _validate_cpus(cpus) -> None:
+    if cpus is None:
+        return
+    if not isinstance(cpus, list) or not cpus or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+        raise SpecError(f"run spec field 'cpus' must be a non-empty list of CPU numbers, got {cpus!r}")
+
+
+def pin(cpus) -> list[int] | None:
+    """Restrict this process (and the runtime threads it starts later) to ``cpus``.
+
+    Called before the model is loaded, so every runtime thread inherits the mask. Returns
+    the CPUs the process may use afterwards, as the kernel reports them.
+    """
+    if cpus is None:
+        return None
+    if not hasattr(os, "sched_setaffinity"):
+        raise SpecError("this OS cannot pin a process to CPUs (no sched_setaffinity)")
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as exc:
+        raise SpecError(f"cannot pin to CPUs {cpus}: {exc}") from None
+    return sorted(os.sched_getaffinity(0))
+
+
+def _validate_stability(spec: dict) -> None:
+    """``target_cv`` and ``max_runs``: each null (off) or a sensible number."""
+    target, cap = spec["target_cv"], spec["max_runs"]
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))
+                               or not 0 < target < math.inf):
+        raise SpecError(f"run spec field 'target_cv' must be a number > 0 (0.02 means 2 %) or "
+                        f"null, got {target!r}")
+    if cap is None:
+        return
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise SpecError(f"run spec field 'max_runs' must be a positive integer or null, "
+                        f"got {cap!r}")
+    if cap < spec["min_runs"]:
+        raise SpecError(f"run spec field 'max_runs' ({cap}) is below "
+                        f"'min_runs' ({spec['min_runs']})")
+
+
+class _StopRule:
+    """When the timed loop ends, and why (see ``_timed_loop``)."""
+
+    def __init__(self, min_runs: int, min_s: float, max_s: float, target_cv: float | None,
+                 max_runs: int | None) -> None:
+        self.min_runs, self.target_cv, self.max_runs = min_runs, target_cv, max_runs
+        self.min_ns, self.max_ns = min_s * 1e9, max_s * 1e9
+        self.next_check = MIN_CV_SAMPLES
+        self.extended = False  # ran past the minimum because the CV target was not met yet
+
+    def reason(self, samples: list[int], elapsed_ns: int) -> str | None:
+        """Why the loop stops before another iteration, or None to go on."""
+        n = len(samples)
+        if n >= self.min_runs and elapsed_ns >= self.min_ns:
+            if self.target_cv is None:
+                return "min_runs"
+            if n >= self.next_check or n == self.max_runs:
+                # Every n // 20 samples: the check sorts all of them, so keep it O(n log n) in all.
+                self.next_check = n + max(1, n // 20)
+                if robust_cv(samples) <= self.target_cv:
+                    return "target_cv" if self.extended else "min_runs"
+            self.extended = True
+        if samples and elapsed_ns >= self.max_ns:
+            return "max_s"
+        if self.max_runs is not None and n >= self.max_runs:
+            return "max_runs"
+        return None
+
+
+def _timed_loop(session, min_runs: int, min_s: float, max_s: float, phase: str,
+                target_cv: float | None = None, max_runs: int | None = None) -> dict:
     """Per-iteration ``invoke`` latencies in ns, TFLite benchmark semantics.
 
-    Also returns the loop's span, ``perf_counter_ns`` at the first iteration's start and the
-    last one's end (None without iterations), so callers can place it in wall-clock time
-    without an extra clock read inside the loop.
+    Returns ``samples`` and the loop's ``span``: ``perf_counter_ns`` at the first iteration's
+    start and the last one's end (None without iterations), so callers can place it in
+    wall-clock time without an extra clock read inside the loop; and ``stopped_by``, what
+    ended it: "min_runs" (the minimum count and seconds were enough, a ``target_cv`` already
+    met included), "target_cv" (met after running past the minimum), "max_runs" or "max_s".
+    The CV is checked between iterations (outside the timed region) every ``n // 20``
+    samples, so a run may go up to 5 % past the sample where the target was first met.
     """
     samples: list[int] = []
     clock = time.perf_counter_ns
-    start = clock()
+    start = next_report = clock()
     first_t0 = last_t1 = None
-    budget_min, budget_max = min_s * 1e9, max_s * 1e9
-    next_report = start
-    while True:
-        elapsed = clock() - start
-        enough = len(samples) >= min_runs and elapsed >= budget_min
-        if enough or (samples and elapsed >= budget_max):
-            break
+    rule = _StopRule(min_runs, min_s, max_s, target_cv, max_runs)
+    while (stopped_by := rule.reason(samples, clock() - start)) is None:
         t0 = clock()
         session.invoke()
         last_t1 = clock()
@@ -101,7 +197,8 @@ def _timed_loop(session, min_runs: int, min_s: float, max_s: float,
         if t0 >= next_report:
             emit("progress", phase=phase, done=len(samples), total=min_runs)
             next_report = t0 + 250_000_000  # at most four progress lines per second
-    return samples, (None if first_t0 is None else (first_t0, last_t1))
+    return {"samples": samples, "span": None if first_t0 is None else (first_t0, last_t1),
+            "stopped_by": stopped_by}
 
 
 def wall_clock_s(perf_ns: int, anchor: tuple[int, int]) -> float:
@@ -135,8 +232,21 @@ def _accuracy(session, dataset: dict) -> dict:
 
 
 def _peak_rss_kb() -> int:
+    """This process's high-water resident set (``ru_maxrss``) in KiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # macOS reports bytes
+
+
+def _current_rss_kb() -> int | None:
+    """The resident set now (``VmRSS`` in /proc/self/status), or None where there is no procfs."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])  # "VmRSS:   12345 kB"
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def output_fingerprint(output, head: int = 64) -> dict:
@@ -152,19 +262,25 @@ def output_fingerprint(output, head: int = 64) -> dict:
             "head": [float(v) for v in flat[:head]]}
 
 
+def _open(backend, spec: dict):
+    """The backend's session for the spec's artifact; a runtime's refusal is ArtifactLoadError."""
+    try:
+        return backend.open(spec["artifact"], spec["threads"])
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+
+
 def run(spec: dict) -> dict:
     """Execute one validated run spec and return the ``result`` event's fields."""
     import numpy as np
 
     backend = backends.load(spec["backend"])
     threads = spec["threads"]
+    pinned = pin(spec["cpus"])
     emit("progress", phase="load", done=0, total=1)
     t0 = time.perf_counter_ns()
-    try:
-        session = backend.open(spec["artifact"], threads)
-    except Exception as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+    session = _open(backend, spec)
     load_ns = time.perf_counter_ns() - t0
 
     rng = np.random.default_rng(spec["seed"])
@@ -175,22 +291,27 @@ def run(spec: dict) -> dict:
     first_ns = time.perf_counter_ns() - t0
     fingerprint = output_fingerprint(session.output())
 
-    warm, _ = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
-                          "warmup")
+    warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
+                       "warmup")["samples"]
     anchor = (time.time_ns(), time.perf_counter_ns())
-    samples, span = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure")
+    loop = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure",
+                       spec["target_cv"], spec["max_runs"])
+    samples, span = loop["samples"], loop["span"]
+    stats = summarize_ms(samples)
     result = {
         "backend": backend.NAME,
         "runtime_version": backend.version(),
         "api": getattr(session, "api", None),
         "threads": threads,
+        "cpus": pinned,
         "input_shape": list(session.input_shape),
         "load_ms": load_ns / 1e6,
         "first_inference_ms": first_ns / 1e6,
         "output": fingerprint,
         "warmup": {"count": len(warm), "seconds": sum(warm) / 1e9},
         "samples_ns": samples,
-        "stats_ms": summarize_ms(samples),
+        "stats_ms": stats,
+        "stability": _stability(spec["target_cv"], stats["robust_cv"], loop["stopped_by"]),
         # Wall clock (epoch s) of the first timed iteration's start and the last one's end, for
         # the host to measure its own overhead around the timed region. Device clock: a host
         # comparing them with its own clock must correct for the offset between the two.
@@ -201,6 +322,12 @@ def run(spec: dict) -> dict:
     # Peak RSS after everything ran: the high-water mark of this process.
     result["peak_rss_kb"] = _peak_rss_kb()
     return result
+
+
+def _stability(target_cv: float | None, cv: float, stopped_by: str) -> dict:
+    """The ``stability`` block of a result; ``stable`` judges the final samples' robust CV."""
+    return {"target_cv": target_cv, "cv": cv, "cv_metric": "robust_cv",
+            "stable": None if target_cv is None else cv <= target_cv, "stopped_by": stopped_by}
 
 
 def predict(spec: dict) -> dict:
@@ -217,11 +344,7 @@ def predict(spec: dict) -> dict:
         if not isinstance(spec.get(key), str) or not spec[key]:
             raise SpecError(f"predict spec needs a non-empty string '{key}'")
     backend = backends.load(spec["backend"])
-    try:
-        session = backend.open(spec["artifact"], spec["threads"])
-    except Exception as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+    session = _open(backend, spec)
     x = np.load(spec["inputs"], allow_pickle=False)
     rows = [np.array(session.run(np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
                                  .reshape(session.input_shape)), copy=True).reshape(-1)
@@ -233,18 +356,49 @@ def predict(spec: dict) -> dict:
     return {"n": len(rows), "output_shape": list(out.shape), "runtime_version": backend.version()}
 
 
-COMMANDS = {"run": ("result", run), "predict": ("predicted", predict)}
+def memory(spec: dict) -> dict:
+    """Resident memory of loading the model and running it: ``memory`` spec → ``memory``.
+
+    Meant to run alone in a fresh agent process (the host starts one per command), so the
+    high-water mark belongs to this model and not to a timing loop or an earlier run:
+    ``rss_before_load_kb`` is read after NumPy and the runtime are imported, so the step to
+    ``rss_after_load_kb`` is the model's own; ``peak_rss_kb`` (``ru_maxrss``) is the whole
+    process's peak after ``runs`` inferences (spec key, default 3). The ``rss_*`` readings
+    need /proc (Linux, Android) and are null elsewhere; ``peak_rss_kb`` is always there.
+    """
+    import numpy as np
+
+    runs = spec.get("runs", MEMORY_RUNS)
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise SpecError(f"memory spec field 'runs' must be a positive integer, got {runs!r}")
+    backend = backends.load(spec["backend"])
+    pin(spec["cpus"])
+    emit("progress", phase="load", done=0, total=1)
+    before = _current_rss_kb()
+    session = _open(backend, spec)
+    after = _current_rss_kb()
+    rng = np.random.default_rng(spec["seed"])
+    session.set_input(rng.standard_normal(session.input_shape).astype(session.input_dtype))
+    for _ in range(runs):
+        session.invoke()
+    return {"backend": backend.NAME, "runtime_version": backend.version(),
+            "threads": spec["threads"], "runs": runs, "rss_before_load_kb": before,
+            "rss_after_load_kb": after, "peak_rss_kb": _peak_rss_kb()}
+
+
+COMMANDS = {"run": ("result", run), "predict": ("predicted", predict),
+            "memory": ("memory", memory)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello | run SPEC.json | predict SPEC.json``."""
+    """``python -m device_agent hello | run SPEC.json | predict SPEC.json | memory SPEC.json``."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hello"]:
         emit("hello", **hello())
         return 0
     if len(argv) != 2 or argv[0] not in COMMANDS:
         emit("error", type="usage",
-             message="usage: python -m device_agent hello | run SPEC.json | predict SPEC.json")
+             message="usage: python -m device_agent hello | {run,predict,memory} SPEC.json")
         return 2
     event, command = COMMANDS[argv[0]]
     try:

@@ -11,7 +11,16 @@ Events (protocol v1):
     predicted n, output_shape, runtime_version: outputs of a ``predict`` spec were written
               (see ``agent.predict``; added with agent 0.2.0 as a new event, so
               protocol v1 still holds for everything older hosts ask)
+    memory    backend, runtime_version, threads, runs, rss_before_load_kb, rss_after_load_kb,
+              peak_rss_kb: answer to a ``memory`` spec (see ``agent.memory``; added with agent
+              0.3.0 as a new event, protocol v1 unchanged, like ``predicted``)
     error     type, message
+
+Agent 0.3.0 also added fields to ``result`` (``stability``; ``stats_ms`` gained ``mad``,
+``robust_cv``, ``trimmed_mean``, ``median_ci`` and ``outliers``) and optional run-spec keys
+(``target_cv``, ``max_runs``). Only additions, so neither the protocol version nor the run
+spec version changed; the host deploys the agent by content hash, so it always talks to the
+agent it ships.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import json
 
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
-EVENTS = ("hello", "progress", "result", "predicted", "error")
+EVENTS = ("hello", "progress", "result", "predicted", "memory", "error")
 
 
 def encode(event: str, **fields) -> str:

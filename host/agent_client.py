@@ -93,10 +93,18 @@ class AgentSession:
     def run(self, spec: dict, timeout: float | None = None,
             on_progress: ProgressCallback | None = None) -> dict:
         """Push ``spec`` and execute it; returns the agent's ``result`` fields."""
-        spec_file = self.staging / "run-spec.json"
+        return self._command("run", "result", spec, timeout, on_progress)
+
+    def memory(self, spec: dict, timeout: float | None = None) -> dict:
+        """Peak memory of ``spec``'s model in a fresh agent process (the ``memory`` command)."""
+        return self._command("memory", "memory", spec, timeout, None)
+
+    def _command(self, command: str, expected: str, spec: dict, timeout: float | None,
+                 on_progress: ProgressCallback | None) -> dict:
+        spec_file = self.staging / f"{command}-spec.json"
         spec_file.write_text(json.dumps(spec, sort_keys=True))
         remote = push_file(self.transport, spec_file).remote
-        msg = self._invoke(["run", remote], timeout, on_progress, backend=spec.get("backend"))
-        if msg["event"] != "result":
-            raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, expected result")
+        msg = self._invoke([command, remote], timeout, on_progress, backend=spec.get("backend"))
+        if msg["event"] != expected:
+            raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, expected {expected}")
         return {k: v for k, v in msg.items() if k not in ("v", "event")}

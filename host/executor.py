@@ -7,19 +7,31 @@ import logging
 from aiot.host.deploy import push_file
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.provenance import base_provenance
-from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason
+from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason, is_transient
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
 
 
-def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None) -> dict:
+def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None,
+                cpus: list[int] | None = None) -> dict:
     p = request.params
     return {
         "v": 1, "backend": backend, "artifact": artifact, "threads": request.threads,
         "warmup_runs": p.warmup_runs, "warmup_min_s": p.warmup_min_s, "min_runs": p.min_runs,
         "min_s": p.min_s, "max_s": p.max_s, "seed": p.seed, "dataset": dataset,
+        "target_cv": p.target_cv, "max_runs": p.max_runs, "cpus": cpus,
     }
+
+
+def _affinity(request: RunRequest, device_info: dict) -> dict | None:
+    """The CPUs a run is pinned to (its ``--cluster``), as recorded in provenance."""
+    if not request.cluster:
+        return None
+    from aiot.host.affinity import cluster_cpus, cpu_mask
+
+    cpus = cluster_cpus(device_info, request.cluster)
+    return {"cluster": request.cluster, "cpus": cpus, "mask": cpu_mask(cpus)}
 
 
 def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict | None:
@@ -53,10 +65,16 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     provenance["device"] = workspace.device_info(request.device)
     pushed = push_file(session.transport, conv.artifact, conv.sha256)
     dataset = _push_dataset(request, workspace, session.transport)
+    affinity = _affinity(request, provenance["device"])
+    spec = _agent_spec(request, pushed.remote, converter.backend, dataset,
+                       affinity["cpus"] if affinity else None)
     listener.on_stage(request, "measure")
-    result = session.run(_agent_spec(request, pushed.remote, converter.backend, dataset),
-                         timeout=request.params.run_timeout(), on_progress=listener.on_progress)
-    provenance.update(_artifact_provenance(conv, sidecar),
+    result = session.run(spec, timeout=request.params.run_timeout(),
+                         on_progress=lambda phase, done, total: listener.on_progress(request, phase, done, total))
+    if request.params.memory:
+        listener.on_stage(request, "memory")
+        result["memory"] = session.memory(spec, timeout=request.params.run_timeout())
+    provenance.update(_artifact_provenance(conv, sidecar), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result["runtime_version"]})
     accuracy = result.get("accuracy")
     return {
@@ -133,16 +151,36 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     }
 
 
+def skip_run(request: RunRequest, store: Store, sweep_id: str | None, reason: str,
+             context: dict | None = None) -> RunRecord:
+    """Record ``request`` as skipped with ``reason`` (a sweep keeps a row for every run)."""
+    record = store.begin(
+        "latency", request.to_spec(), {**base_provenance(), **(context or {})}, sweep_id=sweep_id,
+        device=request.device, model=request.model, format=request.format, threads=request.threads,
+    )
+    store.finish(record.id, "skipped", reason=reason)
+    return store.get(record.id)
+
+
 def execute_run(request: RunRequest, store: Store, workspace: Workspace,
-                listener: RunListener, sweep_id: str | None = None) -> RunRecord:
-    """Record ``request`` as pending, run it, and close the record as ok or failed."""
-    provenance = base_provenance()
+                listener: RunListener, sweep_id: str | None = None, context: dict | None = None,
+                cooldown=None) -> RunRecord:
+    """Record ``request`` as pending, run it, and close the record as ok or failed.
+
+    Args:
+        context: extra provenance (a campaign's sweep seed, order index and attempt).
+        cooldown: a :class:`aiot.host.cooldown.CooldownPolicy` gating the run on the device's
+            temperature and frequencies, or None.
+    """
+    provenance = {**base_provenance(), **(context or {})}
     record = store.begin(
         "latency", request.to_spec(), provenance, sweep_id=sweep_id, device=request.device,
         model=request.model, format=request.format, threads=request.threads,
     )
     try:
+        watch = _DeviceWatch(request, workspace, listener, cooldown)
         columns = _measure(request, workspace, listener, provenance)
+        provenance["device_state"] = watch.finish()
     except KeyboardInterrupt:
         store.finish(record.id, "failed", reason="interrupted by user", provenance=provenance)
         raise
@@ -150,7 +188,58 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
         if not isinstance(exc, AiotError):
             # A bug, not a user mistake: keep the traceback in the log, the sweep goes on.
             log.warning("run %s failed unexpectedly", request.label(), exc_info=True)
-        store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance)
+        error = {"type": type(exc).__name__, "transient": is_transient(exc)}
+        store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance,
+                     result={"error": error})
     else:
-        store.finish(record.id, "ok", provenance=provenance, **columns)
+        verdict = _verdict(request, columns["result"], provenance)
+        columns["result"]["validity"] = verdict
+        store.finish(record.id, "ok", provenance=provenance, validity=verdict["verdict"], **columns)
     return store.get(record.id)
+
+
+class _DeviceWatch:
+    """Telemetry around one run: gate its start on cool-down, compare before and after.
+
+    The device's baseline (temperature, frequency caps) is taken once per workspace, at its
+    first run; every run then waits until the device is back near it (no fixed sleep), and
+    throttling or a battery/charger change during the run invalidates it.
+    """
+
+    def __init__(self, request: RunRequest, workspace: Workspace, listener: RunListener,
+                 policy=None) -> None:
+        from functools import partial
+
+        from aiot.host.cooldown import CooldownPolicy, wait_for_cooldown
+        from aiot.host.telemetry import read_telemetry
+
+        self.policy = policy or CooldownPolicy()
+        self.source = partial(read_telemetry, workspace.transport(request.device))
+        self.baseline = workspace.baseline(request.device, self.source)
+        self.cooldown = None
+        if policy is not None:
+            listener.on_stage(request, "cool-down")
+            self.cooldown = wait_for_cooldown(self.source, self.baseline, self.policy)
+        self.before = self.source()
+
+    def finish(self) -> dict:
+        """Telemetry after the run and what changed, for the record's provenance."""
+        from aiot.host.cooldown import detect_throttling, device_state_changes
+
+        after = self.source()
+        return {
+            "baseline": self.baseline.to_dict(),
+            "cooldown": self.cooldown.to_dict() if self.cooldown else None,
+            "before": self.before.to_dict(), "after": after.to_dict(),
+            "throttling": detect_throttling(self.before, after, self.baseline, self.policy),
+            "changes": device_state_changes(self.before, after),
+        }
+
+
+def _verdict(request: RunRequest, result: dict, provenance: dict) -> dict:
+    """VALID / INVALID with reasons, from the samples, the telemetry and the device."""
+    from aiot.host.validity import judge
+
+    state = provenance.get("device_state") or {}
+    return judge(result, request.params.min_runs, provenance.get("device") or {},
+                 throttling=state.get("throttling"), state_changes=state.get("changes"))

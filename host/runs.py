@@ -35,6 +35,9 @@ class MeasureParams:
     max_s: float = 150.0
     seed: int = 0
     timeout_s: float | None = None  # None: max_s + warm-up + RUN_SLACK_S for load and accuracy
+    target_cv: float | None = None  # repeat until the robust CV is at most this (None: off)
+    max_runs: int | None = None  # cap on timed iterations (with target_cv: the give-up point)
+    memory: bool = False  # a separate pass, in a fresh agent process, for peak memory
 
     def run_timeout(self) -> float:
         """Seconds after which a run's agent is killed and the run recorded as failed."""
@@ -47,6 +50,10 @@ class MeasureParams:
             raise UsageError("--min-runs must be ≥ 1 and --warmup-runs ≥ 0")
         if min(self.warmup_min_s, self.min_s, self.max_s) < 0 or self.max_s < self.min_s:
             raise UsageError("times must be ≥ 0 and --max-s must be ≥ --min-s")
+        if self.target_cv is not None and not 0 < self.target_cv < 1:
+            raise UsageError(f"--target-cv must be between 0 and 1 (0.02 = 2 %), got {self.target_cv}")
+        if self.max_runs is not None and self.max_runs < self.min_runs:
+            raise UsageError(f"--max-runs ({self.max_runs}) must be ≥ --min-runs ({self.min_runs})")
         return self
 
 
@@ -66,11 +73,13 @@ class RunRequest:
     binary: Path | None = None  # its local file; else the device's inventory entry
     delegate: str | None = None  # native runs only (NNAPI/GPU are not in Python runtimes)
     binarize: str | None = None  # a BiBench algorithm the model was binarized with
+    cluster: str | None = None  # pin to this CPU cluster (prime/big/little/all) of the device
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
-        model = f"{self.model}+{self.binarize}" if self.binarize else self.model
-        return f"{model} · {self.format}{runner} · {self.threads}t @ {self.device}"
+        model = f"{self.model}.{self.binarize}" if self.binarize else self.model
+        cluster = f" on {self.cluster}" if self.cluster else ""
+        return f"{model} · {self.format}{runner} · {self.threads}t{cluster} @ {self.device}"
 
     def to_spec(self) -> dict:
         spec = asdict(self)
@@ -80,11 +89,14 @@ class RunRequest:
 
 
 class RunListener(Protocol):
-    """Receives progress; the CLI draws Rich progress from it, tests record it."""
+    """Receives progress; the CLI draws Rich progress from it, tests record it.
+
+    A campaign calls it from one thread per device, so implementations must be thread-safe.
+    """
 
     def on_run_start(self, request: RunRequest, index: int, total: int) -> None: ...
     def on_stage(self, request: RunRequest, stage: str) -> None: ...
-    def on_progress(self, phase: str, done: int, total: int) -> None: ...
+    def on_progress(self, request: RunRequest, phase: str, done: int, total: int) -> None: ...
     def on_run_end(self, record: RunRecord) -> None: ...
 
 
@@ -93,41 +105,41 @@ class NullListener:
 
     def on_run_start(self, request, index, total) -> None: ...
     def on_stage(self, request, stage) -> None: ...
-    def on_progress(self, phase, done, total) -> None: ...
+    def on_progress(self, request, phase, done, total) -> None: ...
     def on_run_end(self, record) -> None: ...
 
 
 def expand_sweep(devices: list[str], models: list[str], formats: list[str], threads: list[int],
+                 delegates: list[str | None] | None = None, clusters: list[str | None] | None = None,
                  **common) -> list[RunRequest]:
-    """Every combination, grouped by device, then model and format, threads innermost."""
+    """Every combination, grouped by device, then model, format, delegate and cluster,
+    threads innermost."""
     if not (devices and models and formats and threads):
         raise UsageError("a sweep needs at least one device, model, format and thread count")
     if any(t < 1 for t in threads):
         raise UsageError("thread counts must be ≥ 1")
-    return [RunRequest(d, m, f, t, **common)
-            for d, m, f, t in itertools.product(devices, models, formats, threads)]
+    return [RunRequest(d, m, f, t, delegate=g, cluster=c, **common)
+            for d, m, f, g, c, t in itertools.product(devices, models, formats, delegates or [None],
+                                                      clusters or [None], threads)]
 
 
 def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
               listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
-    """Execute ``requests`` in order, recording each; returns the finished records."""
-    from aiot.host.executor import execute_run
+    """Execute ``requests`` in the given order as one new sweep; returns the finished records.
 
-    listener = listener or NullListener()
+    A thin entry to :func:`aiot.host.campaign.run_campaign` (devices in parallel, retries,
+    pending records failed on Ctrl-C) without shuffling or resuming, for callers that
+    want exactly these runs now. ``store`` is only used to find the results folder.
+    """
+    from aiot.host.campaign import SweepPlan, run_campaign
+
+    del store  # each device worker opens its own connection to the same store
     sweep_id = sweep_id or uuid.uuid4().hex[:12]
-    records = []
     try:
-        for index, request in enumerate(requests):
-            listener.on_run_start(request, index, len(requests))
-            record = execute_run(request, store, workspace, listener, sweep_id)
-            listener.on_run_end(record)
-            records.append(record)
-    except KeyboardInterrupt:
-        store.fail_pending("interrupted by user", sweep_id=sweep_id)
-        raise
+        return run_campaign(SweepPlan(sweep_id, sweep_id, 0, list(requests)), workspace.results_dir,
+                            listener)
     finally:
         workspace.close()
-    return records
 
 
 class Workspace:
@@ -143,6 +155,15 @@ class Workspace:
         self._sessions: dict[str, object] = {}
         self._transports: dict[str, object] = {}
         self._device_info: dict[str, dict] = {}
+        self._baselines: dict[str, object] = {}
+
+    def baseline(self, device: str, source):
+        """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
+        if device not in self._baselines:
+            from aiot.host.cooldown import Baseline
+
+            self._baselines[device] = Baseline.capture(source)
+        return self._baselines[device]
 
     def transport(self, device: str):
         """A transport to ``device`` without deploying the agent (native runs need none)."""
@@ -185,6 +206,17 @@ class Workspace:
         self._device_info[device] = info
         return info
 
+    def forget(self, device: str) -> None:
+        """Close and drop ``device``'s session and transport: the next use reconnects."""
+        for pool in (self._sessions, self._transports):
+            held = pool.pop(device, None)
+            if held is not None:
+                try:
+                    held.close()
+                except Exception:
+                    log.debug("closing %s failed", device, exc_info=True)
+        self._device_info.pop(device, None)
+
     def close(self) -> None:
         for session in self._sessions.values():
             session.close()
@@ -192,6 +224,13 @@ class Workspace:
             transport.close()
         self._sessions.clear()
         self._transports.clear()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure may go away on retry: the device or the link to it, not the run."""
+    from aiot.host.errors import TransportError
+
+    return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ MODULES = {
     "pytorch_mobile": ".pytorch_mobile_backend",
     "lce": ".lce_backend",
     "executorch": ".executorch_backend",
+    "null": ".null_backend",  # TEST backend: sleeps per inference, to benchmark aiot itself
 }
 
 

@@ -22,7 +22,14 @@ MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
 MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
 Native = Annotated[str | None, typer.Option("--native", help="Time with this native benchmark binary instead of the agent (benchmark_model, lce_benchmark_model, speed_benchmark_torch, benchmark_single_model, executor_runner, onnxruntime_perf_test, speed_benchmark).")]
 Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file [default: the device's [binaries] entry in the inventory].")]
-Delegate = Annotated[str | None, typer.Option("--delegate", help="Delegate for --native runs (e.g. nnapi, gpu, xnnpack).")]
+Delegate = Annotated[str | None, typer.Option("--delegate", help="Delegate(s) for --native runs, comma-separated in a sweep (e.g. nnapi, gpu, xnnpack).")]
+TargetCv = Annotated[float | None, typer.Option(
+    "--target-cv", help="Repeat timed iterations until the robust CV (1.4826·MAD/median) is at most this, e.g. 0.02 (up to --max-runs / --max-s); runs that never get there are INVALID.")]
+MaxRuns = Annotated[int | None, typer.Option("--max-runs", help="Cap on timed iterations.")]
+Memory = Annotated[bool, typer.Option(
+    "--memory", help="Also measure peak memory, in its own pass in a fresh agent process (does not disturb timing).")]
+CooldownMaxS = Annotated[float, typer.Option(
+    "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed [default: max-s + warm-up + 300].")]
 
 
@@ -99,25 +106,49 @@ def _validate_binarize(binarize: str | None, formats: list[str]) -> None:
         check_deployable(get_converter(fmt), binarize)
 
 
+def _cooldown(max_s: float | None):
+    """The cool-down gate for ``--cooldown-max-s`` (0: no gating, telemetry still recorded)."""
+    if not max_s:
+        return None
+    from aiot.host.cooldown import CooldownPolicy
+
+    return CooldownPolicy(max_wait_s=max_s)
+
+
 def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json,
-           native=None, binary=None, delegate=None, binarize=None):
-    from aiot.host.cli._output import state
+           native=None, binary=None, delegates=None, binarize=None, clusters=None,
+           seed: int = 0, shuffle: bool = False, fresh: bool = True, retries: int = 3,
+           cooldown_max_s: float | None = 120.0):
+    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
+    from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
-    from aiot.host.runs import Workspace, expand_sweep, run_sweep
+    from aiot.host.runs import expand_sweep
     from aiot.host.store import open_store
 
     params.validate()
     _validate_names(devices, models, formats)
-    _validate_native(native, formats, delegate)
+    for delegate in delegates or [None]:
+        _validate_native(native, formats, delegate)
     _validate_binarize(binarize, formats)
-    requests = expand_sweep(devices, models, formats, threads, weights=weights, dataset=dataset,
-                            dataset_limit=limit, params=params, native=native, binary=binary,
-                            delegate=delegate, binarize=binarize)
+    if retries < 1:
+        raise UsageError("--retries must be at least 1")
+    requests = expand_sweep(devices, models, formats, threads, delegates=delegates, clusters=clusters,
+                            weights=weights, dataset=dataset, dataset_limit=limit, params=params,
+                            native=native, binary=binary, binarize=binarize)
     results_dir = state(ctx).results_dir()
-    with open_store(results_dir) as store, RichRunListener() as listener:
-        records = run_sweep(requests, store, Workspace(results_dir), listener)
+    with open_store(results_dir) as store:
+        plan = plan_sweep(requests, store, seed=seed, shuffle=shuffle, fresh=fresh)
+    if plan.done:
+        message(f"resuming sweep {plan.sweep_id}: {len(plan.done)} of {len(plan.requests)} runs already "
+                "done (--fresh measures everything again)")
+    if not plan.todo:
+        message(f"sweep {plan.sweep_id} is complete; see: aiot results list --sweep {plan.sweep_id}")
+        return
+    with RichRunListener() as listener:
+        records = run_campaign(plan, results_dir, listener,
+                               CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s)))
     _print_records(records, as_json)
-    if any(r.status != "ok" for r in records):
+    if any(r.status == "failed" for r in records):
         raise typer.Exit(1)
 
 
@@ -132,14 +163,20 @@ def run(
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="Pin the run to one CPU cluster of the device (prime, big, little; see devices info).")] = None,
+    cooldown_max_s: CooldownMaxS = 120.0,
+    target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
 
-    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
+                           target_cv=target_cv, max_runs=max_runs, memory=memory)
     _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
-           dataset, limit, params, as_json, native, binary, delegate, binarize)
+           dataset, limit, params, as_json, native, binary, [delegate], binarize,
+           [cluster] if cluster else None, cooldown_max_s=cooldown_max_s)
 
 
 def sweep(
@@ -153,16 +190,34 @@ def sweep(
     min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="CPU clusters to pin to, comma-separated (prime, big, little) [default: no pinning].")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = 0,
+    shuffle: Annotated[bool, typer.Option(
+        "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = True,
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Measure every run again instead of resuming this sweep's missing or failed runs.")] = False,
+    retries: Annotated[int, typer.Option(
+        help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = 3,
+    cooldown_max_s: CooldownMaxS = 120.0,
+    target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
 ) -> None:
-    """Measure every combination of devices × models × formats × thread counts."""
+    """Measure every combination of devices × models × formats × delegates × clusters × threads.
+
+    Devices run in parallel (each one's runs serially), in a seeded shuffled order; running
+    the same command again resumes the sweep (only missing or failed runs are redone).
+    """
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
 
     devices = split_list(device, "devices") if device else [resolve_name(None)]
-    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout)
+    params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
+                           target_cv=target_cv, max_runs=max_runs, memory=memory)
     _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
-           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary, delegate,
-           binarize)
+           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary,
+           split_list(delegate, "delegates") if delegate else None, binarize,
+           split_list(cluster, "clusters") if cluster else None,
+           seed=seed, shuffle=shuffle, fresh=fresh, retries=retries, cooldown_max_s=cooldown_max_s)
 
 
 def push(

@@ -72,6 +72,18 @@ def list_results(
         print_run_table(records)
 
 
+def _stats_line(stats: dict) -> str:
+    """Numbers with 4 significant digits; the median's CI and outlier count in short form."""
+    parts = [f"{k} {v:.4g}" for k, v in stats.items() if isinstance(v, (int, float))]
+    ci = stats.get("median_ci")
+    if ci:
+        parts.append(f"median {ci['level']:.0%} CI [{ci['low']:.4g}, {ci['high']:.4g}]")
+    outliers = stats.get("outliers")
+    if outliers:
+        parts.append(f"outliers {outliers['count']}")
+    return ", ".join(parts)
+
+
 @app.command("show")
 def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Record id (a prefix of ≥4 characters).")],
          as_json: JsonOpt = False) -> None:
@@ -92,9 +104,13 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     for key in FLAT_COLUMNS:
         if data.get(key) is not None:
             table.add_row(key, str(data[key]))
-    stats = (record.result or {}).get("stats_ms")
+    result = record.result or {}
+    stats = result.get("stats_ms")
     if stats:
-        table.add_row("stats (ms)", ", ".join(f"{k} {v:.4g}" for k, v in stats.items()))
+        table.add_row("stats (ms)", _stats_line(stats))
+    validity = result.get("validity")
+    if validity:
+        table.add_row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))
     prov = record.provenance
     device = prov.get("device") or {}
     table.add_row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")

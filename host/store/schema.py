@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +53,12 @@ def _to_v1(conn: sqlite3.Connection) -> None:
     _execute_all(conn, _V1)
 
 
-MIGRATIONS = {0: _to_v1}
+def _to_v2(conn: sqlite3.Connection) -> None:
+    """v2: each run's VALID / INVALID verdict (see aiot.host.validity); NULL for older runs."""
+    conn.execute("ALTER TABLE runs ADD COLUMN validity TEXT")
+
+
+MIGRATIONS = {0: _to_v1, 1: _to_v2}
 
 
 def current_version(conn: sqlite3.Connection) -> int:

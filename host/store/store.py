@@ -57,6 +57,7 @@ class RunRecord:
     p90_ms: float | None = None
     load_ms: float | None = None
     accuracy: float | None = None
+    validity: str | None = None
     result: dict | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
@@ -67,7 +68,7 @@ class RunRecord:
 _COLUMNS = (
     "id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
     "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
-    "load_ms", "accuracy", "spec_json", "result_json", "provenance_json",
+    "load_ms", "accuracy", "spec_json", "result_json", "provenance_json", "validity",
 )
 
 
@@ -187,6 +188,15 @@ class Store:
         return cur.rowcount
 
     # -- reading ---------------------------------------------------------------------------
+
+    def latest_sweep(self, key: str) -> str | None:
+        """The newest sweep id that is ``key`` or ``key.<suffix>`` (a ``--fresh`` restart)."""
+        row = self._conn.execute(
+            "SELECT sweep_id FROM runs WHERE sweep_id = ? OR sweep_id LIKE ? "
+            "GROUP BY sweep_id ORDER BY MAX(created_at) DESC, MAX(rowid) DESC LIMIT 1",
+            (key, key.replace("%", "") + ".%"),
+        ).fetchone()
+        return row[0] if row else None
 
     def get(self, record_id: str) -> RunRecord:
         """The record whose id is or starts with ``record_id`` (at least 4 characters)."""

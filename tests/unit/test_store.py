@@ -95,3 +95,26 @@ def test_finish_rejects_bad_status_and_columns(tmp_path):
         with pytest.raises(ValueError):
             store.finish(rec.id, "ok", not_a_column=1)
         assert store.get(rec.id).status == "pending"
+
+
+def test_a_v1_store_is_migrated_in_place_keeping_its_runs(tmp_path):
+    import json
+    import sqlite3
+
+    from aiot.host.store.schema import MIGRATIONS
+
+    conn = sqlite3.connect(tmp_path / "aiot.sqlite", isolation_level=None)
+    conn.execute("BEGIN")
+    MIGRATIONS[0](conn)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO runs (id, kind, status, created_at, spec_json, provenance_json) "
+                 "VALUES ('abcd1234', 'latency', 'ok', '2026-01-01T00:00:00Z', ?, '{}')",
+                 (json.dumps({"model": "m"}),))
+    conn.execute("COMMIT")
+    conn.close()
+    with open_store(tmp_path) as store:
+        old = store.get("abcd")
+        assert old.validity is None and old.spec == {"model": "m"}
+        new = store.begin("latency", {}, {})
+        store.finish(new.id, "ok", validity="VALID")
+        assert store.get(new.id).validity == "VALID"

@@ -1,0 +1,81 @@
+"""Null backend: a TEST runtime that sleeps instead of computing. Never a measurement of a model.
+
+It exists to benchmark aiot itself (the campaign engine, transports, the agent's overhead),
+in the manner of MLPerf's null SUT: many emulated devices can "run" models without the host's
+CPUs being the bottleneck, since a sleeping inference uses no CPU. Its artifact is a JSON file
+(``aiot convert MODEL --format null`` writes one)::
+
+    {"format": "aiot-null", "sleep_ms": 5.0, "input_shape": [1, 3, 224, 224], "outputs": 1000}
+
+Each ``invoke`` sleeps ``sleep_ms`` (``time.sleep``, so the OS timer's slack adds tens of µs)
+and the output is zeros of shape ``(1, outputs)``. It needs no runtime, only the NumPy the
+agent needs anyway, so it is available wherever the agent can run a model.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import time
+
+from . import SessionBase
+
+NAME = "null"
+EXTENSIONS = (".json",)
+FORMAT = "aiot-null"
+
+
+def version() -> str | None:
+    """The agent's version (the agent is this backend's whole runtime), or None without NumPy,
+    which the agent needs to run anything."""
+    import importlib.util
+
+    from .. import AGENT_VERSION
+
+    return AGENT_VERSION if importlib.util.find_spec("numpy") is not None else None
+
+
+def _check(doc) -> None:
+    """Raise ValueError naming the first field of a null artifact that is wrong."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"not a null-backend artifact (needs \"format\": \"{FORMAT}\")")
+    sleep = doc.get("sleep_ms")
+    if isinstance(sleep, bool) or not isinstance(sleep, (int, float)) or not 0 <= sleep < math.inf:
+        raise ValueError(f"'sleep_ms' must be a non-negative number, got {sleep!r}")
+    shape = doc.get("input_shape")
+    if not isinstance(shape, list) or not shape or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+        raise ValueError(f"'input_shape' must be a list of positive integers, got {shape!r}")
+    outputs = doc.get("outputs")
+    if isinstance(outputs, bool) or not isinstance(outputs, int) or outputs < 1:
+        raise ValueError(f"'outputs' must be a positive integer, got {outputs!r}")
+
+
+class Session(SessionBase):
+    """A loaded null artifact; ``threads`` is accepted and ignored (sleeping uses no core)."""
+
+    def __init__(self, path: str, threads: int) -> None:
+        import numpy as np
+
+        with io.open(path, encoding="utf-8") as fh:  # plain ``open`` is this module's own
+            doc = json.load(fh)
+        _check(doc)
+        self.sleep_s = doc["sleep_ms"] / 1000.0
+        self.input_shape = tuple(doc["input_shape"])
+        self.input_dtype = np.float32
+        self._out = np.zeros((1, doc["outputs"]), dtype=np.float32)
+
+    def set_input(self, x) -> None:
+        pass  # the input does not matter to a sleep
+
+    def invoke(self) -> None:
+        time.sleep(self.sleep_s)
+
+    def output(self):
+        return self._out
+
+
+def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
+    """Load the null artifact at ``path``."""
+    return Session(path, threads)

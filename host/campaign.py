@@ -83,6 +83,9 @@ class SweepPlan:
         seed: the shuffle seed (recorded in every run's provenance).
         requests: the runs, shuffled.
         done: run keys that already have an ok record in this sweep (not run again).
+        skips: run keys known not to be runnable, with the reason (recorded as skipped,
+            once: a resumed sweep does not record the same skip again).
+        reasons: run keys not done yet, with the reason of their newest record in this sweep.
     """
 
     sweep_id: str
@@ -90,6 +93,8 @@ class SweepPlan:
     seed: int
     requests: list[RunRequest]
     done: set[str] = field(default_factory=set)
+    skips: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def todo(self) -> list[RunRequest]:
@@ -114,8 +119,11 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
     if previous is None:
         sweep_id = key if store.latest_sweep(key) is None else f"{key}.{_stamp()}"
         return SweepPlan(sweep_id, key, seed, ordered)
-    done = {_digest(r.spec)[:16] for r in store.query(sweep_id=previous, status="ok")}
-    return SweepPlan(previous, key, seed, ordered, done & set(keys))
+    history = store.query(sweep_id=previous)
+    done = {_digest(r.spec)[:16] for r in history if r.status == "ok"}
+    newest = {_digest(r.spec)[:16]: r.reason for r in history}  # oldest first: newest wins
+    reasons = {k: why for k, why in newest.items() if k not in done and why is not None}
+    return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
 
 
 def _stamp() -> str:
@@ -197,20 +205,25 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
                     return
                 if run_key(request) in shared.plan.done:
                     continue
-                results[index] = _one_run(shared, store, workspace, index, request)
+                record = _one_run(shared, store, workspace, index, request)
+                if record is not None:
+                    results[index] = record
     finally:
         workspace.close()
 
 
 def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
-             request: RunRequest) -> RunRecord:
-    """Run ``request`` with retries; records a skip instead when its device is lost."""
+             request: RunRequest) -> RunRecord | None:
+    """Run ``request`` with retries; records a skip instead when it cannot run (None when the
+    same skip is already this sweep's record of it)."""
     from aiot.host.executor import execute_run, skip_run
 
     plan, policy, listener = shared.plan, shared.policy, shared.listener
     context = {"sweep": {"id": plan.sweep_id, "seed": plan.seed, "index": index,
                          "of": len(plan.requests)}}
     skip = _skip_reason(shared, workspace, request)
+    if skip and skip == plan.reasons.get(run_key(request)) and skip in plan.skips.values():
+        return None
     if skip:
         record = skip_run(request, store, plan.sweep_id, skip, context)
         listener.on_run_end(record)
@@ -237,6 +250,9 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
 
 def _skip_reason(shared: _Shared, workspace: Workspace, request: RunRequest) -> str | None:
     """Why ``request`` is not run at all (recorded as skipped), or None."""
+    known = shared.plan.skips.get(run_key(request))
+    if known:
+        return known
     lost = shared.lost.get(request.device)
     if lost:
         return f"device lost: {lost}"

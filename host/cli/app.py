@@ -59,14 +59,15 @@ def root(
 
 
 def _register() -> None:
-    from aiot.host.cli import (complexity, convert, demo, devices, emulator, measure, models,
-                               results, score, toolchains, train)
+    from aiot.host.cli import (bench, complexity, convert, demo, devices, emulator, measure,
+                               models, results, score, toolchains, train)
 
     app.add_typer(devices.app, name="devices")
     app.add_typer(emulator.app, name="emulator")
     app.add_typer(models.app, name="models")
     app.add_typer(results.app, name="results")
     app.add_typer(score.app, name="score")
+    app.add_typer(bench.app, name="bench")
     app.add_typer(toolchains.app, name="toolchains")
     convert.register(app)
     measure.register(app)

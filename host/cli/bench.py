@@ -1,0 +1,119 @@
+"""``aiot bench``: a paper's whole measurement procedure as one command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench).")
+
+
+@app.command("aiotbench")
+def aiotbench(
+    ctx: typer.Context,
+    device: Annotated[str | None, typer.Option(
+        "--device", "-d", help="Devices, comma-separated [default: $AIOT_DEVICE or local].")] = None,
+    models: Annotated[str | None, typer.Option(
+        help="Zoo models, comma-separated [default: AIoTBench's six ImageNet models].")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="Labelled images for accuracy, e.g. folder:PATH of ImageNet validation images.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Use at most this many images for accuracy.")] = None,
+    threads: Annotated[int, typer.Option(min=1, help="Inference threads.")] = 1,
+    min_runs: Annotated[int, typer.Option(min=1, help="Timed iterations (at least).")] = 50,
+    min_s: Annotated[float, typer.Option(min=0, help="Timed seconds (at least).")] = 1.0,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Measure everything again instead of resuming.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """AIoTBench: its 6 models × {TFLite CPU, TFLite + NNAPI, PyTorch Mobile, Caffe2-style}.
+
+    Reports model load time, average time per image, accuracy (with --dataset) and file size
+    per device; a test a device cannot run is a skipped row with the reason.
+    """
+    from aiot.host.aiotbench import MODELS, requests_for, row, skip_reason, test_of
+    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.cli.measure import _cooldown, _validate_names, split_list
+    from aiot.host.cli.progress import RichRunListener
+    from aiot.host.devices import resolve_name
+    from aiot.host.runs import MeasureParams, Workspace
+    from aiot.host.store import open_store
+
+    devices = split_list(device, "devices") if device else [resolve_name(None)]
+    names = split_list(models, "models") if models else list(MODELS)
+    _validate_names(devices, names, ["tflite"])
+    params = MeasureParams(min_runs=min_runs, min_s=min_s, max_s=max(150.0, min_s)).validate()
+    requests = requests_for(devices, names, params, dataset, limit, threads)
+    results_dir = state(ctx).results_dir()
+    skips = _skips(requests, results_dir, skip_reason, test_of)
+    with open_store(results_dir) as store:
+        plan = plan_sweep(requests, store, fresh=fresh)
+    plan.skips = {run_key(r): why for r, why in skips.items()}
+    if plan.done:
+        message(f"resuming AIoTBench sweep {plan.sweep_id}: {len(plan.done)} tests already done")
+    with RichRunListener() as listener:
+        run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=_cooldown(120.0)))
+    with open_store(results_dir) as store:
+        records = _newest_per_test(store.query(sweep_id=plan.sweep_id))
+    rows = [row(r) for r in records]
+    if as_json:
+        print_json(rows)
+    else:
+        _print_table(rows)
+    if any(r["status"] == "failed" for r in rows):
+        raise typer.Exit(1)
+
+
+def _skips(requests, results_dir, skip_reason, test_of) -> dict:
+    """Tests each device cannot run, with the reason; a device that cannot be reached at all
+    has every test skipped with the connection error."""
+    from aiot.host.errors import AiotError
+    from aiot.host.runs import Workspace
+
+    workspace = Workspace(results_dir)
+    infos, reasons = {}, {}
+    try:
+        for request in requests:
+            device = request.device
+            if device not in infos:
+                try:
+                    infos[device] = workspace.device_info(device)
+                except AiotError as exc:
+                    infos[device] = {"unreachable": exc.one_line()}
+            info = infos[device]
+            why = (f"device unreachable: {info['unreachable']}" if "unreachable" in info
+                   else skip_reason(test_of(request), device, info))
+            if why:
+                reasons[request] = why
+    finally:
+        workspace.close()
+    return reasons
+
+
+def _newest_per_test(records) -> list:
+    """The last record of each (device, model, test): retries and resumed runs replace older ones."""
+    from aiot.host.campaign import _digest
+
+    newest = {}
+    for record in records:  # oldest first
+        newest[_digest(record.spec)] = record
+    return sorted(newest.values(), key=lambda r: (r.device, r.model, r.format, str(r.spec.get("native"))))
+
+
+def _print_table(rows: list[dict]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out
+
+    table = Table("device", "model", "test", "load ms", "avg ms/image", "accuracy", "size", "status",
+                  title="AIoTBench")
+    for r in rows:
+        status = {"ok": "[green]ok[/]", "failed": "[red]failed[/]"}.get(r["status"], "[yellow]skipped[/]")
+        if r["status"] != "ok" and r["reason"]:
+            status += f": {escape(r['reason'])}"
+        elif r["validity"] == "INVALID":
+            status += " [yellow](INVALID)[/]"
+        table.add_row(r["device"], r["model"], r["test"], fmt_ms(r["load_ms"]), fmt_ms(r["mean_ms"]),
+                      fmt_pct(r["accuracy"]), fmt_bytes(r["size_bytes"]), status)
+    out.print(table)

@@ -48,15 +48,6 @@ def cpu_mask(cpus: Sequence[int]) -> str:
     return format(sum(1 << cpu for cpu in set(cpus)), "x")
 
 
-def pinned(argv: Sequence[str], cpus: Sequence[int]) -> list[str]:
-    """``argv`` run on ``cpus`` only: ``["taskset", mask, *argv]``.
-
-    Linux's util-linux ``taskset`` and Android's toybox one both take a hex mask first, the
-    form :func:`aiot.host.native.base.taskset_prefix` checks for native tools.
-    """
-    return ["taskset", cpu_mask(cpus), *argv]
-
-
 def max_threads(info: dict, cluster: str | None = None) -> int:
     """How many threads fill ``cluster`` (its core count), or the whole device without one."""
     if cluster is not None:

@@ -133,13 +133,15 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     deployed = native.ensure_binary(transport, binary)
     shape = (1, *sidecar["input"]["shape"])
     p = request.params
+    affinity = _affinity(request, provenance["device"])
     spec = native.NativeSpec(threads=request.threads if adapter.supports_threads else None,
                              warmup=p.warmup_runs, runs=p.min_runs, delegate=request.delegate,
+                             affinity=affinity["mask"] if affinity else None,
                              inputs=(native.InputSpec(shape),), companions=companions)
     listener.on_stage(request, "measure")
     result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
                                timeout=p.run_timeout(), env=deployed.env())
-    provenance.update(_artifact_provenance(conv, sidecar),
+    provenance.update(_artifact_provenance(conv, sidecar), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result.get("runtime_version"),
                                "binary": binary.name, "binary_digest": deployed.digest})
     stats = result.get("stats_ms") or {}

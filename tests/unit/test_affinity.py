@@ -1,6 +1,6 @@
 import pytest
 
-from aiot.host.affinity import cluster_cpus, cpu_mask, max_threads, pinned
+from aiot.host.affinity import cluster_cpus, cpu_mask, max_threads
 from aiot.host.errors import UsageError
 from aiot.host.probe import parse_clusters
 
@@ -44,12 +44,6 @@ def test_masks():
     for bad in ([], [-1]):
         with pytest.raises(UsageError):
             cpu_mask(bad)
-
-
-def test_pinned_prefixes_taskset():
-    assert pinned(["./benchmark_model", "--graph=m.tflite"], [4, 5, 6, 7]) == [
-        "taskset", "f0", "./benchmark_model", "--graph=m.tflite"]
-    assert pinned(["python3"], cluster_cpus(PHONE, "prime")) == ["taskset", "80", "python3"]
 
 
 def test_max_threads():

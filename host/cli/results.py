@@ -35,6 +35,8 @@ def print_run_table(records, compact: bool = False) -> None:
     table = Table(*lead, "format", "threads", "median ms", "p90 ms", "load ms", "accuracy", "size", "status")
     for r in records:
         status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
+        if r.validity == "INVALID":  # measured, but not defensible: `results show` says why
+            status += " [yellow]INVALID[/]"
         model = r.model or "—"
         if (r.spec or {}).get("binarize"):  # a binarized model: say with what
             model = f"{model}.{r.spec['binarize']}"

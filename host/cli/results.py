@@ -1,4 +1,4 @@
-"""``aiot results``: list, show and export stored records."""
+"""``aiot results``: list, show, export, compare and rank stored records."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.errors import UsageError
+from aiot.host.errors import AiotError, UsageError
 from aiot.host.fileio import write_text_atomic
 
-app = typer.Typer(no_args_is_help=True, help="Stored results: list, show, export, compare outputs across devices.")
+app = typer.Typer(no_args_is_help=True,
+                  help="Stored results: list, show, export, compare sets (a CI gate), "
+                       "leaderboards, compare outputs across devices.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
@@ -193,3 +195,228 @@ def outputs(
         out.print(table)
     if any(d.verdict != "match" for d in drifts):
         raise typer.Exit(1)
+
+
+# -- compare: a regression gate ------------------------------------------------------------------
+
+LEGEND = ("+ slower  - faster  ~ within noise  ! newly failing  * fixed  . failing in both  "
+          "x not comparable  < only in A  > only in B")
+
+
+def _could_not_compare(exc: AiotError) -> typer.Exit:
+    """An aiot error as the usual one line, but exit code 2: a CI gate must tell "could not
+    compare" from "regressed" (1), so ``compare`` does not leave it to the root app."""
+    from rich.markup import escape
+
+    from aiot.host.cli._output import err
+
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+    if exc.hint:
+        err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
+    return typer.Exit(2)
+
+
+def _resolve_sets(ctx, names: list[str]):
+    """The result sets ``names`` name; the store is opened only when one is not a file."""
+    from aiot.host.compare import resolve_set
+
+    if all(Path(n).is_file() for n in names):
+        return [resolve_set(n, None) for n in names]
+    with _open(ctx) as store:
+        return [resolve_set(n, store) for n in names]
+
+
+def _comparison_notes(row) -> str:
+    from rich.markup import escape
+
+    notes = [f"[red]{escape(f)}[/]" for f in row.failures]
+    if row.reason and row.status != "newly failing":
+        notes.append(escape(row.reason))
+    if row.stat == "mean":
+        notes.append("means (no medians)")
+    notes += [f"[yellow]{side} INVALID[/]" for side in row.invalid]
+    notes += [f"[dim]{escape(d)}[/]" for d in row.environment]
+    return "; ".join(notes)
+
+
+def _print_comparison(result, a, b) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aiot.host.cli._output import fmt_ms, out
+
+    title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
+             f"A {a.name} ({a.source}, {len(a.records)} runs)")
+    table = Table("", "status", "run", "A ms", "B ms", "change", "A", "B", "notes",
+                  title=escape(title), caption=LEGEND)
+    for row in result.rows:
+        latency = row.metrics.get(row.stat or "median") or {}
+        change = latency.get("change")
+        table.add_row(escape(row.marker), row.status, escape(row.label()), fmt_ms(latency.get("a")),
+                      fmt_ms(latency.get("b")), "—" if change is None else f"{change:+.1%}",
+                      (row.a_id or "—")[:8], (row.b_id or "—")[:8], _comparison_notes(row))
+    out.print(table)
+
+
+def _gate(result) -> None:
+    """The verdict on stderr; exit code 1 when a row fails the gate."""
+    from rich.markup import escape
+
+    from aiot.host.cli._output import message
+
+    for warning in result.warnings:
+        message(f"[yellow]warning:[/] {escape(warning)}")
+    checks = ", ".join(str(c) for c in result.checks)
+    failing = result.failing
+    if not failing:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
+        message(f"[green]gate passed[/] ({escape(checks)}): {escape(counts)}")
+        return
+    message(f"[bold red]gate failed[/] ({escape(checks)}): {len(failing)} run(s)")
+    for row in failing:
+        why = "; ".join(row.failures)
+        message(f"  {escape(row.label())} (B {(row.b_id or '')[:8]}): {escape(why)}")
+    raise typer.Exit(1)
+
+
+@app.command("compare")
+def compare_command(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(
+        help="The baseline: an export file, a sweep id (or prefix) or record ids (ID,ID,...).")],
+    b: Annotated[str, typer.Argument(help="The set judged against A, in the same forms.")],
+    fail_on: Annotated[list[str] | None, typer.Option(
+        "--fail-on", metavar="METRIC:LIMIT",
+        help="Fail when B is worse than A by more: median|p90|mean|load|size:N%, "
+             "median|p90|mean|load:Nms or accuracy:Npp; repeatable; "
+             "without one: median:5%.")] = None,
+    other_artifacts: Annotated[bool, typer.Option(
+        "--other-artifacts", help="Compare runs of different artifacts (other weights or "
+                                  "converter) instead of marking them not comparable.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare result set B with baseline A: a regression gate for CI.
+
+    A and B are each, tried in this order: a file written by
+    'aiot results export --format json', a sweep id or a unique prefix of one,
+    or a comma list of record ids. Runs match on device, model, format,
+    threads, native tool, delegate, binarize and cluster.
+
+    A change is within noise when the medians' 95% confidence intervals
+    overlap: it never fails a median check. Runs on other devices or hardware,
+    or of other artifacts, are not comparable; other runtime, OS or agent
+    versions are compared with a warning.
+
+    Exit codes: 0 the gate passed; 1 a threshold was crossed or an ok run of A
+    failed in B (the runs are named on stderr); 2 nothing to compare (a bad
+    option, an unknown set).
+    """
+    from aiot.host.cli._output import print_json
+    from aiot.host.compare import compare, parse_check
+
+    try:
+        checks = [parse_check(text) for text in fail_on or ["median:5%"]]
+        set_a, set_b = _resolve_sets(ctx, [a, b])
+    except AiotError as exc:
+        raise _could_not_compare(exc) from None
+    result = compare(set_a.records, set_b.records, checks, other_artifacts)
+    if as_json:
+        print_json({"a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
+    else:
+        _print_comparison(result, set_a, set_b)
+    _gate(result)
+
+
+# -- top: leaderboards ---------------------------------------------------------------------------
+
+def _latency_board(records, fmt, limit):
+    from rich.table import Table
+
+    from aiot.host.cli._output import fmt_bytes, fmt_ms
+    from aiot.host.compare import latency_board
+
+    board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
+    table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
+                  "size", "id", title="fastest VALID run per device, model, format and threads")
+    for s in board:
+        model = f"{s.model}.{s.binarize}" if s.binarize else s.model
+        stat = "" if s.stat == "median" else f" ({s.stat})"
+        table.add_row(str(s.rank), s.device or "—", model or "—", s.format or "—",
+                      str(s.threads or "—"), s.native or "agent", fmt_ms(s.latency_ms) + stat,
+                      fmt_ms(s.p90_ms), fmt_bytes(s.size_bytes), s.record_id[:8])
+    return [s.to_dict() for s in board], table
+
+
+def _vips_board(records, fmt, limit):
+    """Devices by AIoTBench's VIPS, highest first (details: aiot score vips)."""
+    from rich.table import Table
+
+    from aiot.host.scores.vips import device_scores, select_tests, si
+
+    selection = select_tests([r for r in records if fmt is None or r.format == fmt])
+    scores = sorted(device_scores(selection.tests, selection.not_run),
+                    key=lambda s: (-s.vips, s.device))
+    scores = scores[:limit]
+    table = Table("#", "device", "VIPS", "VOPS", "tests", "not run",
+                  title="devices by VIPS = Σ accuracy / mean s per image",
+                  caption="sums: compare devices over the same tests")
+    for rank, s in enumerate(scores, start=1):
+        table.add_row(str(rank), s.device, f"{s.vips:.2f}", si(s.vops), str(s.tests),
+                      str(len(s.not_run)))
+    return [{"rank": i, **s.to_dict()} for i, s in enumerate(scores, start=1)], table
+
+
+def _om_infer_board(records, fmt, limit):
+    """Binarizations by BiBench's OM_infer over their FP32 tflite baselines, highest first."""
+    from rich.table import Table
+
+    from aiot.host.scores.om_infer import om_infer, pair_runs
+
+    scores = [s for s in om_infer(pair_runs(records)) if fmt is None or s.format == fmt]
+    scores = sorted(scores, key=lambda s: -s.om_infer)[:limit]
+    table = Table("#", "algorithm", "format", "pairs", "speedup", "compression", "OM_infer",
+                  "devices", title="binarizations by OM_infer (baseline: tflite)")
+    for rank, s in enumerate(scores, start=1):
+        table.add_row(str(rank), s.algorithm, s.format, str(s.pairs), f"{s.speedup:.2f}x",
+                      f"{s.compression:.2f}x", f"{s.om_infer:.2f}", ", ".join(s.devices))
+    return [{"rank": i, **s.to_dict()} for i, s in enumerate(scores, start=1)], table
+
+
+BOARDS = {"latency": _latency_board, "vips": _vips_board, "om-infer": _om_infer_board}
+
+
+@app.command("top")
+def top(
+    ctx: typer.Context,
+    by: Annotated[str, typer.Option(
+        "--by", help="latency: the fastest VALID run per device, model, format and threads; "
+                     "vips: devices by AIoTBench's VIPS; om-infer: binarizations by BiBench's "
+                     "OM_infer.")] = "latency",
+    device: Annotated[str | None, typer.Option(
+        "--device", "-d", help="Only runs on this device.")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help="Only runs in this format (om-infer: binarized runs').")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Only runs of this model.")] = None,
+    threads: Annotated[int | None, typer.Option(help="Only runs at this thread count.")] = None,
+    limit: Annotated[int, typer.Option(help="Show the best N.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Leaderboards over the stored ok latency runs, best first."""
+    from aiot.host.cli._output import message, out, print_json
+
+    if by not in BOARDS:
+        raise UsageError(f"unknown leaderboard '{by}'", f"use --by {', '.join(BOARDS)}")
+    if limit < 1:
+        raise UsageError(f"--limit must be ≥ 1, got {limit}")
+    with _open(ctx) as store:
+        records = store.query(kind="latency", status="ok", device=device, model=model)
+    records = [r for r in records if threads is None or r.threads == threads]
+    rows, table = BOARDS[by](records, fmt, limit)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        message(f"nothing to rank by {by}: no ok run matches (see: aiot results list)")
+        return
+    out.print(table)

@@ -19,6 +19,7 @@ bench: setup
 	.venv/bin/aiot toolchains install onnx2tf
 	.venv/bin/python bench/tflite_paths.py
 	.venv/bin/python bench/bibench.py
+	.venv/bin/python bench/campaign.py
 
 clean-venv:
 	rm -rf .venv

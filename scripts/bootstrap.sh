@@ -25,8 +25,9 @@ apt_install() {
 
 # Fashion-MNIST (the demo's data set) comes from Debian, not from a download at run time;
 # sshd, ssh and adb back the emulated SSH and ADB devices (`aiot emulator`) and their tests;
-# qemu-user-static and mmdebstrap give them an aarch64 userland (`aiot emulator start ... --arch arm64`).
-apt_install dataset-fashion-mnist openssh-server openssh-client adb qemu-user-static mmdebstrap
+# qemu-user-static and mmdebstrap give them an aarch64 userland (`aiot emulator start ... --arch arm64`);
+# chromium opens `aiot report`'s page headless in its test (the page loads, every image renders).
+apt_install dataset-fashion-mnist openssh-server openssh-client adb qemu-user-static mmdebstrap chromium
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV with $($PYTHON --version)"

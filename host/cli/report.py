@@ -1,0 +1,63 @@
+"""``aiot report``: a static HTML page (or Markdown, or CSV) of the stored results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aiot.host.errors import UsageError
+
+
+def report(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Folder to write into (default: the results folder's report/).")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", "-f", help="html (a page with PNG plots beside it), md (Markdown with the same "
+                               "PNGs) or csv (one file per table).")] = "html",
+    sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """Write a report of the result store: plots, tables and provenance.
+
+    Latency vs threads per device and format, BNN speedup vs FP32, the VIPS/VOPS
+    leaderboard, accuracy vs latency, load time per format, telemetry over the campaign and
+    robustness records when present, with the devices, versions and dates they came from.
+    INVALID runs are flagged, never dropped. Prints the main file's path.
+    """
+    from rich.markup import escape
+
+    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.report.build import build, collect
+    from aiot.host.report.html import FORMATS, write
+    from aiot.host.store import open_store
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown report format '{fmt}'", f"use one of: {', '.join(FORMATS)}")
+    results_dir = state(ctx).results_dir()
+    with open_store(results_dir) as store:
+        records = collect(store, sweep)
+    model = build(records, source=str(results_dir), sweep=sweep)
+    out_dir = out or results_dir / "report"
+    files, plots = write(model, fmt, out_dir)
+    drawn = sorted(k for k, v in plots.items() if not isinstance(v, str))
+    # What is missing and why: empty sections, then figures without data.
+    notes = {s.key: s.note for s in model.sections() if s.note}
+    notes.update((k, v) for k, v in plots.items() if isinstance(v, str))
+    if as_json:
+        print_json({"format": fmt, "out": str(out_dir), "files": [str(f) for f in files],
+                    "runs": len(model.runs), "invalid": len(model.invalid_runs),
+                    "plots": drawn, "notes": notes})
+        return
+    message(f"report of {len(model.runs)} run(s) ({len(model.invalid_runs)} INVALID), "
+            f"{len(files)} file(s)" + (f", {len(drawn)} plot(s)" if fmt != "csv" else "")
+            + f" in {escape(str(out_dir))}")
+    for key, note in notes.items():
+        message(f"  [dim]{key}: {escape(note)}[/]")
+    typer.echo(files[0] if files else out_dir)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

@@ -1,0 +1,13 @@
+"""``aiot report``: a static page (or Markdown, or CSV) of what the result store holds.
+
+- :mod:`aiot.host.report.build`: store records → a :class:`~aiot.host.report.build.Report`
+  (rows, scores, telemetry, provenance) and its sections and tables; no plotting, no I/O
+  beyond the store.
+- :mod:`aiot.host.report.plots`: the report's matplotlib figures as PNG files (Agg, no
+  display); a figure without data is left out and a note says why.
+- :mod:`aiot.host.report.html`: the writers. HTML is one self-contained page (inline CSS, no
+  scripts, nothing fetched) with its PNGs as files beside it; Markdown links the same PNGs;
+  CSV writes one file per table.
+
+matplotlib is the ``report`` extra and is imported only while plots are drawn.
+"""

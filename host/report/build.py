@@ -1,0 +1,548 @@
+"""Store records → the report model: runs, scores, telemetry, provenance, sections and tables.
+
+Nothing here draws or writes files: :mod:`aiot.host.report.plots` and
+:mod:`aiot.host.report.html` render what :func:`build` returns. Tables keep raw values (CSV
+gets numbers); the writers format them by each column's ``kind``.
+
+Plots use the newest ok record per configuration (device, model, format, delegate, native
+tool, cluster, threads), as ``aiot score`` does; tables list every record, and INVALID runs
+are kept and flagged, never dropped.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from aiot.host.errors import UsageError
+from aiot.host.validity import INVALID, emulated
+
+LATENCY, TRAIN = "latency", "train"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One latency record, flattened for tables and plots."""
+
+    id: str
+    device: str
+    model: str
+    format: str
+    threads: int | None
+    status: str
+    created_at: str
+    sweep_id: str | None = None
+    reason: str | None = None
+    validity: str | None = None
+    invalid_reasons: tuple[str, ...] = ()
+    median_ms: float | None = None
+    p90_ms: float | None = None
+    mean_ms: float | None = None
+    load_ms: float | None = None
+    accuracy: float | None = None
+    size_bytes: int | None = None
+    runtime: str | None = None
+    binarize: str | None = None
+    delegate: str | None = None
+    native: str | None = None
+    cluster: str | None = None
+
+    @property
+    def invalid(self) -> bool:
+        return self.validity == INVALID
+
+    @property
+    def latency_ms(self) -> float | None:
+        """The median, or the mean for native tools that print a mean only."""
+        return self.median_ms if self.median_ms is not None else self.mean_ms
+
+    @property
+    def model_label(self) -> str:
+        return f"{self.model}.{self.binarize}" if self.binarize else self.model
+
+    @property
+    def variant(self) -> str:
+        """The format with what changes how it runs: ``tflite+nnapi (benchmark_model) @big``."""
+        label = self.format + (f"+{self.delegate}" if self.delegate else "")
+        label += f" ({self.native})" if self.native else ""
+        return label + (f" @{self.cluster}" if self.cluster else "")
+
+    @property
+    def config(self) -> tuple:
+        """What a re-measurement of the same thing shares (the newest one is plotted)."""
+        return (self.device, self.model_label, self.variant, self.threads)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One telemetry reading taken right before or after a run."""
+
+    device: str
+    time: float  # Unix seconds on the host
+    temp_c: float | None  # hottest CPU zone
+    freq_mhz: float | None  # mean current frequency over the cores
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column; ``kind`` tells writers how to format it (text, int, ms, bytes, pct,
+    ratio, score, time)."""
+
+    key: str
+    title: str
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of raw values; ``key`` names the CSV file and the HTML anchor. A row whose
+    ``validity`` is INVALID is flagged by every writer."""
+
+    key: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of the page: its figures (plot keys), tables, or a note saying why it is empty."""
+
+    key: str
+    title: str
+    intro: str
+    figures: tuple[str, ...] = ()
+    tables: tuple[Table, ...] = ()
+    note: str | None = None
+
+
+@dataclass
+class Leaderboard:
+    """VIPS / VOPS per device with the tests summed, or a note saying why there are none."""
+
+    rows: list[dict] = field(default_factory=list)  # per device, best VIPS first
+    tests: list[dict] = field(default_factory=list)  # per (device, implementation, model)
+    notes: list[str] = field(default_factory=list)  # the scorer's choices, e.g. which threads
+    note: str | None = None
+
+
+@dataclass
+class Provenance:
+    """Where the report's records came from."""
+
+    devices: list[dict]
+    versions: list[dict]  # {"what": ..., "values": ...}
+    first: str | None
+    last: str | None
+    sweeps: list[str]
+    statuses: dict[str, int]
+
+
+@dataclass
+class Report:
+    """Everything the writers and plots need, built from store records by :func:`build`."""
+
+    generated_at: str
+    source: str  # the result store it was built from, as the user named it
+    sweep: str | None
+    runs: list[Run]
+    trainings: list[dict]
+    matching: object  # aiot.host.scores.om_infer.Matching
+    om_scores: list
+    leaderboard: Leaderboard
+    readings: list[Reading]
+    others: dict[str, list]  # kind → records of kinds other than latency and train
+    provenance: Provenance
+
+    @property
+    def invalid_runs(self) -> list[Run]:
+        return [r for r in self.runs if r.invalid]
+
+    def plotted_runs(self) -> list[Run]:
+        """Per configuration the newest ok run with a latency, a VALID one where there is one
+        (an INVALID run is plotted, marked, only when nothing better exists)."""
+        newest: dict[tuple, Run] = {}
+        for run in sorted(self.runs, key=lambda r: r.created_at):
+            if run.status == "ok" and run.latency_ms is not None:
+                if run.invalid and run.config in newest and not newest[run.config].invalid:
+                    continue
+                newest[run.config] = run
+        return sorted(newest.values(), key=_run_order)
+
+    def sections(self) -> list[Section]:
+        """The page's parts in order; a part whose records are absent entirely is left out."""
+        return _sections(self)
+
+
+def _run_order(run: Run) -> tuple:
+    return (run.device, run.model_label, run.variant, run.threads or 0, run.created_at)
+
+
+def _run(record) -> Run:
+    spec, result, prov = record.spec or {}, record.result or {}, record.provenance or {}
+    runtime = prov.get("runtime") or {}
+    validity = result.get("validity") or {}
+    return Run(
+        id=record.id, device=record.device or "—", model=record.model or "—",
+        format=record.format or "—", threads=record.threads, status=record.status,
+        created_at=record.created_at, sweep_id=record.sweep_id, reason=record.reason,
+        validity=record.validity, invalid_reasons=tuple(validity.get("reasons") or ()),
+        median_ms=record.median_ms, p90_ms=record.p90_ms,
+        mean_ms=(result.get("stats_ms") or {}).get("mean"), load_ms=record.load_ms,
+        accuracy=record.accuracy, size_bytes=record.size_bytes,
+        runtime=" ".join(str(v) for v in (runtime.get("backend"), runtime.get("version")) if v) or None,
+        binarize=spec.get("binarize"), delegate=spec.get("delegate"), native=spec.get("native"),
+        cluster=spec.get("cluster"),
+    )
+
+
+def _training(record) -> dict:
+    spec, result = record.spec or {}, record.result or {}
+    return {"model": record.model, "binarize": spec.get("binarize"), "dataset": spec.get("dataset"),
+            "epochs": result.get("epochs_run", spec.get("epochs")), "accuracy": record.accuracy,
+            "seconds": result.get("seconds"), "status": record.status, "reason": record.reason,
+            "created_at": record.created_at, "id": record.id}
+
+
+def _readings(record) -> list[Reading]:
+    """The before and after readings of a run that carry a temperature or a frequency."""
+    state = (record.provenance or {}).get("device_state") or {}
+    readings = []
+    for phase in ("before", "after"):
+        t = state.get(phase) or {}
+        freqs = [v for v in (t.get("cpu_freq_khz") or {}).values() if v]
+        freq = statistics.fmean(freqs) / 1000 if freqs else None
+        if t.get("timestamp") and (t.get("cpu_temp_max_c") is not None or freq is not None):
+            readings.append(Reading(record.device or "—", float(t["timestamp"]),
+                                    t.get("cpu_temp_max_c"), freq, record.id))
+    return readings
+
+
+def _device_facts(name: str, info: dict) -> dict:
+    os_name = (f"Android {info['android_version']}" if info.get("android_version")
+               else info.get("distribution") or info.get("os"))
+    hardware = " ".join(str(v) for v in (info.get("manufacturer"), info.get("model")) if v)
+    return {"device": name, "hardware": hardware or None, "cpu": info.get("cpu_model"),
+            "soc": info.get("soc"), "cores": info.get("cores"), "abi": info.get("abi"),
+            "os": os_name, "kernel": info.get("kernel"), "transport": info.get("transport"),
+            "emulated": "yes" if emulated(info) else None}
+
+
+def _versions(records) -> list[dict]:
+    """Each version fact with every value seen (mixed versions in one report are visible)."""
+    seen: dict[str, set[str]] = {}
+
+    def add(what: str, value) -> None:
+        if value:
+            seen.setdefault(what, set()).add(str(value))
+
+    for r in records:
+        prov = r.provenance or {}
+        add("aiot", prov.get("aiot_version"))
+        git = prov.get("git") or {}
+        if git.get("id"):
+            add("git commit", git["id"][:12] + (" (dirty)" if git.get("dirty") else ""))
+        add("host", " · ".join(str(v) for v in ((prov.get("host") or {}).get("hostname"),
+                                                 (prov.get("host") or {}).get("platform")) if v))
+        runtime = prov.get("runtime") or {}
+        add(f"runtime {runtime.get('backend')}", runtime.get("version"))
+        agent = ((prov.get("device") or {}).get("agent") or {}).get("agent_version")
+        add("device agent", agent)
+        for tool, version in (prov.get("toolchain") or {}).items():
+            add(f"toolchain {tool}", version)
+    return [{"what": k, "values": ", ".join(sorted(v))} for k, v in sorted(seen.items())]
+
+
+def _provenance(records) -> Provenance:
+    newest_device: dict[str, dict] = {}
+    for r in sorted(records, key=lambda r: r.created_at):
+        info = (r.provenance or {}).get("device")
+        if r.kind == LATENCY and info:
+            newest_device[r.device or info.get("name") or "—"] = info
+    times = [t for r in records for t in (r.created_at, r.finished_at) if t]
+    return Provenance(
+        devices=[_device_facts(name, info) for name, info in sorted(newest_device.items())],
+        versions=_versions(records), first=min(times, default=None), last=max(times, default=None),
+        sweeps=sorted({r.sweep_id for r in records if r.sweep_id}),
+        statuses=dict(Counter(r.status for r in records)),
+    )
+
+
+def leaderboard(records) -> Leaderboard:
+    """VIPS / VOPS per device from :mod:`aiot.host.scores.vips` (INVALID runs left out, as
+    ``aiot score vips`` does), or a note when there are no scores."""
+    try:
+        from aiot.host.scores import vips
+    except ImportError:
+        return Leaderboard(note="VIPS/VOPS: no scores (this aiot has no VIPS/VOPS scorer)")
+    selection = vips.select_tests(records)
+    scores = vips.device_scores(selection.tests, selection.not_run)
+    if not scores:
+        return Leaderboard(note="VIPS/VOPS: no scores (no VALID ok run with both an accuracy "
+                                "and a latency: measure with --dataset)")
+    rows = [{**s.to_dict(), "not_run": len(s.not_run),
+             "not_run_why": "; ".join(f"{n.implementation}/{n.model}: {n.reason}" for n in s.not_run)}
+            for s in scores]
+    return Leaderboard(rows=sorted(rows, key=lambda d: -d["vips"]),
+                       tests=[t.to_dict() for t in selection.tests], notes=list(selection.notes))
+
+
+def collect(store, sweep: str | None = None) -> list:
+    """The store's records (of one sweep), oldest first; pending ones included.
+
+    Raises:
+        UsageError: when there is nothing to report.
+    """
+    records = store.query(sweep_id=sweep)
+    if not records:
+        where = f"sweep '{sweep}'" if sweep else str(store.path)
+        raise UsageError(f"no records in {where} to report on",
+                         "see: aiot results list" if sweep else "measure first: aiot demo or aiot sweep")
+    return records
+
+
+def build(records, source: str, sweep: str | None = None, generated_at: str | None = None) -> Report:
+    """The report model of ``records`` (any kinds, any statuses).
+
+    Args:
+        source: the result store as the user knows it (shown as provenance).
+        sweep: the sweep the records were limited to, if any.
+        generated_at: UTC ISO time to state (default: now).
+    """
+    from aiot.host.scores.om_infer import match_runs, om_infer
+
+    latency = [r for r in records if r.kind == LATENCY]
+    matching = match_runs(latency)
+    return Report(
+        generated_at=generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        source=source, sweep=sweep,
+        runs=sorted((_run(r) for r in latency), key=_run_order),
+        trainings=[_training(r) for r in records if r.kind == TRAIN],
+        matching=matching, om_scores=om_infer(matching.pairs),
+        leaderboard=leaderboard([r for r in latency if r.status == "ok"]),
+        readings=sorted((x for r in latency for x in _readings(r)), key=lambda x: x.time),
+        others=_others(records), provenance=_provenance(records),
+    )
+
+
+def _others(records) -> dict[str, list]:
+    others: dict[str, list] = {}
+    for r in records:
+        if r.kind not in (LATENCY, TRAIN):
+            others.setdefault(r.kind, []).append(r)
+    return others
+
+
+# -- sections and tables ----------------------------------------------------------------------
+
+def _verdict_notes(run: Run) -> str | None:
+    if run.status != "ok":
+        return run.reason
+    return "; ".join(run.invalid_reasons) or None
+
+
+def _run_row(run: Run) -> dict:
+    return {"device": run.device, "model": run.model_label, "variant": run.variant,
+            "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
+            "mean_ms": run.mean_ms, "load_ms": run.load_ms, "accuracy": run.accuracy,
+            "size_bytes": run.size_bytes, "runtime": run.runtime, "status": run.status,
+            "validity": run.validity, "notes": _verdict_notes(run), "created_at": run.created_at,
+            "sweep_id": run.sweep_id, "id": run.id}
+
+
+_RUN_COLUMNS = (
+    Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+    Column("threads", "threads", "int"), Column("median_ms", "median ms", "ms"),
+    Column("p90_ms", "p90 ms", "ms"), Column("mean_ms", "mean ms", "ms"),
+    Column("load_ms", "load ms", "ms"), Column("accuracy", "accuracy", "pct"),
+    Column("size_bytes", "size", "bytes"), Column("runtime", "runtime"),
+    Column("status", "status"), Column("validity", "validity"), Column("notes", "reasons"),
+    Column("created_at", "measured", "time"), Column("id", "record", "id"),
+)
+
+
+def runs_table(runs: list[Run], key: str = "runs", title: str = "Every latency run") -> Table:
+    return Table(key, title, _RUN_COLUMNS, tuple(_run_row(r) for r in runs))
+
+
+def _pairs_table(report: Report) -> Table:
+    invalid = {r.id for r in report.invalid_runs}
+    rows = tuple({**p.to_dict(), "model": p.model,
+                  "validity": INVALID if {p.fp_id, p.bin_id} & invalid else None}
+                 for p in report.matching.pairs)
+    cols = (Column("device", "device"), Column("model", "model"), Column("threads", "threads", "int"),
+            Column("algorithm", "algorithm"), Column("format", "format"), Column("stat", "statistic"),
+            Column("fp_ms", "FP32 ms", "ms"), Column("bin_ms", "binarized ms", "ms"),
+            Column("speedup", "speedup", "ratio"), Column("fp_bytes", "FP32 size", "bytes"),
+            Column("bin_bytes", "binarized size", "bytes"),
+            Column("compression", "compression", "ratio"), Column("validity", "validity"))
+    return Table("bnn_pairs", "Binarized runs and their FP32 baselines", cols, rows)
+
+
+def _om_table(report: Report) -> Table:
+    rows = tuple({**s.to_dict(), "devices": ", ".join(s.devices)} for s in report.om_scores)
+    cols = (Column("algorithm", "algorithm"), Column("format", "format"), Column("pairs", "pairs", "int"),
+            Column("speedup", "mean speedup", "ratio"),
+            Column("compression", "mean compression", "ratio"),
+            Column("om_infer", "OM_infer", "score"), Column("devices", "devices"))
+    return Table("om_infer", "OM_infer = sqrt((E²(T_fp/T_bin) + E²(S_fp/S_bin)) / 2)", cols, rows)
+
+
+def _generic_table(key: str, title: str, rows: list[dict]) -> Table:
+    """Columns from the rows' own keys (first-seen order); numbers formatted as scores."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    kinds = {k: "score" if any(isinstance(r.get(k), float) for r in rows) else "text" for k in keys}
+    flat = tuple({k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                  for k, v in row.items()} for row in rows)
+    return Table(key, title, tuple(Column(k, k.replace("_", " "), kinds[k]) for k in keys), flat)
+
+
+def _load_table(report: Report) -> Table:
+    groups: dict[tuple, list[float]] = {}
+    for run in report.runs:
+        if run.status == "ok" and run.load_ms is not None:
+            groups.setdefault((run.device, run.model_label, run.variant), []).append(run.load_ms)
+    rows = tuple({"device": d, "model": m, "variant": v, "runs": len(x),
+                  "median": statistics.median(x), "min": min(x), "max": max(x)}
+                 for (d, m, v), x in sorted(groups.items()))
+    cols = (Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+            Column("runs", "runs", "int"), Column("median", "median load ms", "ms"),
+            Column("min", "min", "ms"), Column("max", "max", "ms"))
+    return Table("load_time", "Model load time per format", cols, rows)
+
+
+def _telemetry_table(report: Report) -> Table:
+    rows = []
+    for device in sorted({x.device for x in report.readings}):
+        mine = [x for x in report.readings if x.device == device]
+        temps = [x.temp_c for x in mine if x.temp_c is not None]
+        freqs = [x.freq_mhz for x in mine if x.freq_mhz is not None]
+        rows.append({"device": device, "readings": len(mine),
+                     "temp_min": min(temps, default=None), "temp_max": max(temps, default=None),
+                     "freq_min": min(freqs, default=None), "freq_max": max(freqs, default=None)})
+    cols = (Column("device", "device"), Column("readings", "readings", "int"),
+            Column("temp_min", "CPU °C min", "score"), Column("temp_max", "CPU °C max", "score"),
+            Column("freq_min", "mean MHz min", "score"), Column("freq_max", "mean MHz max", "score"))
+    return Table("telemetry", "Telemetry per device", cols, tuple(rows))
+
+
+def _other_rows(records) -> list[dict]:
+    """Common columns plus the result's scalar entries (the kind's own metrics)."""
+    rows = []
+    for r in records:
+        scalars = {k: v for k, v in (r.result or {}).items()
+                   if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+        rows.append({"device": r.device, "model": r.model, "format": r.format, "status": r.status,
+                     "accuracy": r.accuracy, **scalars, "validity": r.validity, "id": r.id})
+    return rows
+
+
+def _provenance_tables(report: Report) -> tuple[Table, ...]:
+    p = report.provenance
+    devices = Table("devices", "Devices", tuple(Column(k, k) for k in (
+        "device", "hardware", "cpu", "soc", "cores", "abi", "os", "kernel", "transport",
+        "emulated")), tuple(p.devices))
+    versions = Table("versions", "Versions", (Column("what", "what"), Column("values", "seen")),
+                     tuple(p.versions))
+    return (devices, versions) if p.devices else (versions,)
+
+
+def _training_table(report: Report) -> Table:
+    cols = (Column("model", "model"), Column("binarize", "binarized"), Column("dataset", "dataset"),
+            Column("epochs", "epochs", "int"), Column("accuracy", "test accuracy", "pct"),
+            Column("seconds", "seconds", "score"), Column("status", "status"),
+            Column("reason", "reason"), Column("created_at", "trained", "time"),
+            Column("id", "record", "id"))
+    return Table("training", "Training runs", cols, tuple(report.trainings))
+
+
+def _bnn_section(report: Report) -> Section:
+    intro = ("Each binarized run (aiot run --binarize ALGO) against the newest FP32 tflite run "
+             "of the same device, model and threads: speedup = T_fp32 / T_bin.")
+    unpaired = len(report.matching.unpaired)
+    if not report.matching.pairs:
+        note = "no binarized run with an FP32 tflite baseline in these records"
+        if unpaired:
+            note += f" ({unpaired} binarized run(s) lack one: aiot score om-infer names them)"
+        return Section("bnn", "BNN speedup vs FP32", intro, note=note)
+    if unpaired:
+        intro += f" {unpaired} binarized run(s) without a baseline are left out."
+    return Section("bnn", "BNN speedup vs FP32", intro, ("bnn_speedup",),
+                   (_pairs_table(report), _om_table(report)))
+
+
+def _leaderboard_tables(board: Leaderboard) -> tuple[Table, ...]:
+    devices = Table("leaderboard", "VIPS/VOPS per device", (
+        Column("device", "device"), Column("tests", "tests", "int"), Column("vips", "VIPS", "score"),
+        Column("vops", "VOPS", "si"), Column("not_run", "not run", "int"),
+        Column("not_run_why", "not run: why")), tuple(board.rows))
+    tests = Table("vips_tests", "Tests summed", (
+        Column("device", "device"), Column("implementation", "implementation"),
+        Column("model", "model"), Column("accuracy", "accuracy", "pct"),
+        Column("time_s", "time s", "score"), Column("stat", "statistic"),
+        Column("flops_m", "MFLOPs", "score"), Column("flops_source", "FLOPs from"),
+        Column("vips", "VIPS term", "score"), Column("vops", "VOPS term", "si"),
+        Column("source", "record", "id")), tuple(board.tests))
+    return devices, tests
+
+
+def _leaderboard_section(report: Report) -> Section:
+    intro = ("AIoTBench's scores per device, summed over the tests it ran (one per "
+             "implementation and model; INVALID runs left out): VIPS = Σ accuracy / time, "
+             "VOPS = Σ accuracy · FLOPs / time. Comparable only over the same tests.")
+    board = report.leaderboard
+    if not board.rows:
+        return Section("leaderboard", "VIPS/VOPS leaderboard", intro, note=board.note)
+    intro += "".join(f" {n}." for n in board.notes)
+    return Section("leaderboard", "VIPS/VOPS leaderboard", intro, ("leaderboard",),
+                   _leaderboard_tables(board))
+
+
+def _sections(report: Report) -> list[Section]:
+    flagged = [r for r in report.runs if r.invalid or r.status in ("failed", "pending")]
+    sections = [Section("provenance", "Provenance", "Devices and versions the records name.",
+                        tables=_provenance_tables(report))]
+    if flagged:
+        sections.append(Section(
+            "flags", "INVALID and failed runs",
+            "Measured but not defensible (INVALID, with the validity check's reasons), or not "
+            "measured at all. They stay in every table, flagged; plots mark INVALID points.",
+            tables=(runs_table(flagged, "flagged", "Flagged runs"),)))
+    if not report.runs:
+        sections.append(Section("latency", "Latency", "", note="no latency runs in these records"))
+    else:
+        sections += [
+            Section("latency", "Latency vs threads",
+                    "Median latency per device, model and format over thread counts (whiskers "
+                    "up to p90; the mean where a native tool printed only that).",
+                    ("latency_threads",), (runs_table(report.runs),)),
+            _bnn_section(report), _leaderboard_section(report),
+            Section("accuracy", "Accuracy vs latency",
+                    "Top-1 accuracy measured on the device against median latency.",
+                    ("accuracy_latency",)),
+            Section("load", "Load time per format",
+                    "Time to load the model into its runtime, per run.", ("load_time",),
+                    (_load_table(report),)),
+            _telemetry_section(report),
+        ]
+    for kind, records in sorted(report.others.items()):
+        sections.append(Section(f"kind-{kind}", f"Robustness: {kind}",
+                                f"Records of kind '{kind}' with their own metrics.",
+                                tables=(_generic_table(f"kind_{kind}", kind, _other_rows(records)),)))
+    if report.trainings:
+        sections.append(Section("training", "Training", "Models trained on the host.",
+                                tables=(_training_table(report),)))
+    return sections
+
+
+def _telemetry_section(report: Report) -> Section:
+    intro = ("The device's hottest CPU zone and mean core frequency, read right before and "
+             "after every run, over the campaign.")
+    if not report.readings:
+        return Section("telemetry", "Telemetry", intro,
+                       note="no temperature or frequency readings (the devices expose no "
+                            "thermal zones or cpufreq, e.g. a VM or container)")
+    return Section("telemetry", "Telemetry", intro, ("telemetry",), (_telemetry_table(report),))

@@ -1,0 +1,238 @@
+"""Writers of the report: one HTML page, Markdown, or CSV files, into an output folder.
+
+The HTML page is self-contained: CSS inline, no scripts, nothing fetched from anywhere. Its
+plots are PNG files beside it (``<img src="latency_threads.png">``) rather than data URIs,
+so the images can be reused on their own and the page stays small; copy the folder, not
+the page alone. Markdown (``report.md``) links the same PNGs. CSV writes one file per
+table with raw numbers (milliseconds, bytes, fractions), no plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from html import escape
+from pathlib import Path
+
+from aiot.host.fileio import write_text_atomic
+from aiot.host.validity import INVALID
+
+HTML_FILE, MD_FILE = "index.html", "report.md"
+FORMATS = ("html", "md", "csv")
+
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
+       margin: 0 auto; max-width: 1180px; padding: 0 24px 48px; }
+h1 { margin: 24px 0 4px; } h2 { margin-top: 40px; border-bottom: 1px solid #ddd; }
+h3 { margin: 20px 0 6px; font-size: 15px; }
+.meta { color: #555; margin: 2px 0; }
+.banner { padding: 8px 12px; border-radius: 4px; margin: 12px 0; }
+.banner.bad { background: #fdecea; border: 1px solid #f5c2c0; }
+.banner.good { background: #eaf6ec; border: 1px solid #bfe3c6; }
+nav a { margin-right: 14px; }
+.intro { color: #444; }
+.note { color: #666; font-style: italic; border-left: 3px solid #ccc; padding-left: 10px; }
+figure { margin: 16px 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0 16px; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.invalid td { background: #fdecea; } tr.failed td { background: #fff4e0; }
+.badge { display: inline-block; padding: 0 5px; border-radius: 3px; font-weight: 600;
+         font-size: 11.5px; background: #d62728; color: #fff; }
+footer { margin-top: 48px; color: #888; font-size: 12px; }
+"""
+
+_NUMERIC = {"int", "ms", "bytes", "pct", "ratio", "score", "si"}
+
+
+def cell(kind: str, value) -> str:
+    """A value as a person reads it, by column kind; "—" for nothing."""
+    if value is None or value == "":
+        return "—"
+    if kind == "ms":
+        return f"{value:.4f}" if value < 1 else f"{value:.3f}" if value < 10 else f"{value:.1f}"
+    if kind == "bytes":
+        return _size(value)
+    if kind == "pct":
+        return f"{value * 100:.2f}%"
+    if kind == "ratio":
+        return f"{value:.2f}x"
+    if kind == "score":
+        if not isinstance(value, float):
+            return str(value)
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if kind == "si":
+        return _si(value)
+    if kind == "time":
+        return str(value)[:19].replace("T", " ")
+    if kind == "id":
+        return str(value)[:8]
+    return str(value)
+
+
+def _si(value: float) -> str:
+    """``151.19G``: AIoTBench's way of printing VOPS."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f}{prefix}"
+    return f"{value:.2f}"
+
+
+def _size(size: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _summary(report) -> list[str]:
+    """The provenance lines under the title (plain text)."""
+    p = report.provenance
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(p.statuses.items()))
+    sweep = f", sweep {report.sweep}" if report.sweep else ""
+    devices = ", ".join(d["device"] for d in p.devices) or "—"
+    aiot = next((v["values"] for v in p.versions if v["what"] == "aiot"), "—")
+    return [(f"Generated {cell('time', report.generated_at)} UTC from {report.source}{sweep}: "
+             f"{statuses} record(s)."),
+            f"Devices: {devices}. Measured {cell('time', p.first)} to {cell('time', p.last)} UTC.",
+            f"aiot {aiot}; sweeps: {', '.join(p.sweeps) or '—'}."]
+
+
+def _invalid_line(report) -> str | None:
+    n = len(report.invalid_runs)
+    return (f"{n} INVALID run(s): measured but not defensible; flagged in every table "
+            "(see 'INVALID and failed runs')." if n else None)
+
+
+# -- HTML --------------------------------------------------------------------------------------
+
+def _html_table(table) -> str:
+    head = "".join(f"<th>{escape(c.title)}</th>" for c in table.columns)
+    body = []
+    for row in table.rows:
+        cls = ("invalid" if row.get("validity") == INVALID
+               else "failed" if row.get("status") not in (None, "ok") else "")
+        tds = []
+        for c in table.columns:
+            text = escape(cell(c.kind, row.get(c.key)))
+            if c.key == "validity" and row.get(c.key) == INVALID:
+                text = f'<span class="badge">{INVALID}</span>'
+            num = ' class="num"' if c.kind in _NUMERIC else ""
+            title = f' title="{escape(str(row[c.key]))}"' if c.kind == "id" and row.get(c.key) else ""
+            tds.append(f"<td{num}{title}>{text}</td>")
+        attr = f' class="{cls}"' if cls else ""
+        body.append(f"<tr{attr}>" + "".join(tds) + "</tr>")
+    return (f'<h3 id="t-{escape(table.key)}">{escape(table.title)}</h3>\n<div class="scroll">'
+            f"<table><thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body)
+            + "\n</tbody></table></div>")
+
+
+def _html_section(section, plots) -> str:
+    parts = [f'<section id="{escape(section.key)}">', f"<h2>{escape(section.title)}</h2>"]
+    if section.intro:
+        parts.append(f'<p class="intro">{escape(section.intro)}</p>')
+    if section.note:
+        parts.append(f'<p class="note">{escape(section.note)}</p>')
+    for key in section.figures:
+        plot = plots[key]
+        if isinstance(plot, str):
+            parts.append(f'<p class="note">No figure: {escape(plot)}.</p>')
+        else:
+            parts.append(f'<figure><img src="{escape(plot.file)}" alt="{escape(plot.title)}" '
+                         f'width="{plot.width}" height="{plot.height}"></figure>')
+    parts += [_html_table(t) for t in section.tables if t.rows]
+    return "\n".join(parts + ["</section>"])
+
+
+def render_html(report, sections, plots) -> str:
+    """The page as one string (CSS inline; images are the ``plots`` files beside it)."""
+    invalid = _invalid_line(report)
+    banner = (f'<p class="banner bad">⚠ {escape(invalid)}</p>' if invalid else
+              '<p class="banner good">No INVALID runs.</p>')
+    nav = " ".join(f'<a href="#{escape(s.key)}">{escape(s.title)}</a>' for s in sections)
+    meta = "\n".join(f'<p class="meta">{escape(line)}</p>' for line in _summary(report))
+    body = "\n".join(_html_section(s, plots) for s in sections)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>aiot report</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<header>\n"
+            f"<h1>aiot report</h1>\n{meta}\n{banner}\n<nav>{nav}</nav>\n</header>\n<main>\n"
+            f"{body}\n</main>\n<footer>Written by aiot report. Every row is a stored record: "
+            f"aiot results show ID.</footer>\n</body>\n</html>\n")
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(table) -> str:
+    lines = [f"### {table.title}", "",
+             "| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |",
+             "|" + "|".join("---:" if c.kind in _NUMERIC else "---" for c in table.columns) + "|"]
+    for row in table.rows:
+        cells = [_md_escape(cell(c.kind, row.get(c.key))) for c in table.columns]
+        cells = [f"**{v}**" if v == INVALID else v for v in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_markdown(report, sections, plots) -> str:
+    """The report as Markdown; images link the PNG files beside it."""
+    lines = ["# aiot report", "", *(f"{line}  " for line in _summary(report)), ""]
+    invalid = _invalid_line(report)
+    lines += [f"> ⚠ {invalid}" if invalid else "No INVALID runs.", ""]
+    for s in sections:
+        lines += [f"## {s.title}", ""] + ([s.intro, ""] if s.intro else [])
+        lines += [f"> {s.note}", ""] if s.note else []
+        for key in s.figures:
+            plot = plots[key]
+            lines += [f"> No figure: {plot}." if isinstance(plot, str)
+                      else f"![{plot.title}]({plot.file})", ""]
+        lines += [x for t in s.tables if t.rows for x in (_md_table(t), "")]
+    return "\n".join(lines)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+def _csv_text(table) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.key for c in table.columns])
+    for row in table.rows:
+        writer.writerow(["" if row.get(c.key) is None else row.get(c.key) for c in table.columns])
+    return buf.getvalue()
+
+
+def _write(path: Path, text: str) -> None:
+    write_text_atomic(path, text)
+    path.chmod(0o644)  # the atomic write's temp file is private; a report is for sharing
+
+
+def write(report, fmt: str, out_dir: Path) -> tuple[list[Path], dict]:
+    """Write the report as ``fmt`` (html, md, csv) into ``out_dir``.
+
+    Returns:
+        the files written, main file first (the page, the Markdown, or the runs CSV), and
+        the plots: key → :class:`~aiot.host.report.plots.Plot`, or the note said instead.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sections = report.sections()
+    if fmt == "csv":
+        tables = {t.key: t for s in sections for t in s.tables if t.rows}
+        main = ["runs"] if "runs" in tables else []
+        files = []
+        for key in main + sorted(k for k in tables if k not in main):
+            _write(out_dir / f"{key}.csv", _csv_text(tables[key]))
+            files.append(out_dir / f"{key}.csv")
+        return files, {}
+    from aiot.host.report.plots import render
+
+    plots = render(report, [k for s in sections for k in s.figures], out_dir)
+    name, text = ((HTML_FILE, render_html(report, sections, plots)) if fmt == "html"
+                  else (MD_FILE, render_markdown(report, sections, plots)))
+    _write(out_dir / name, text)
+    images = [out_dir / p.file for p in plots.values() if not isinstance(p, str)]
+    return [out_dir / name, *images], plots

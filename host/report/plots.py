@@ -1,0 +1,267 @@
+"""The report's figures as PNG files, drawn with matplotlib's Agg canvas (no display needed).
+
+Each figure is a function of the :class:`~aiot.host.report.build.Report` that returns a
+matplotlib ``Figure``, or None when the records hold nothing to draw: that figure is then
+left out and :func:`render` returns a note in its place, never an empty image.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiot.host.errors import MissingDependency
+from aiot.host.fileio import write_atomic
+
+DPI = 100
+WIDTH_IN = 9.0
+INVALID_STYLE = {"marker": "x", "color": "#d62728", "s": 70, "linewidths": 2, "zorder": 5}
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A drawn figure: its file (beside the page), title and size in pixels."""
+
+    key: str
+    file: str
+    title: str
+    width: int
+    height: int
+
+
+def _figure(rows: int = 1, cols: int = 1, height_in: float = 4.0, **kw):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, height_in * rows), dpi=DPI, layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    return fig, [ax for row in axes for ax in row]
+
+
+def _scale(ax, axis: str, values) -> None:
+    """A log axis with plain tick labels when values span more than a decade, else a linear
+    one from zero (so small differences are not blown up)."""
+    from matplotlib.ticker import FuncFormatter
+
+    values = [v for v in values if v and v > 0]
+    if values and max(values) / min(values) > 10:
+        getattr(ax, f"set_{axis}scale")("log")
+        which = getattr(ax, f"{axis}axis")
+        which.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        which.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    else:
+        getattr(ax, f"set_{axis}lim")(0, None)
+
+
+def _mark_invalid(ax, points, label_once: list[bool]) -> None:
+    if points:
+        xs, ys = zip(*points)
+        ax.scatter(xs, ys, label=None if label_once[0] else "INVALID run", **INVALID_STYLE)
+        label_once[0] = True
+
+
+def latency_threads(report):
+    """Median latency vs threads: one panel per device, one line per model and format."""
+    runs = report.plotted_runs()
+    runs = [r for r in runs if r.threads]
+    if not runs:
+        return None
+    devices = sorted({r.device for r in runs})
+    cols = min(len(devices), 2)
+    fig, axes = _figure((len(devices) + cols - 1) // cols, cols, height_in=3.8)
+    for ax, device in zip(axes, devices):
+        mine = [r for r in runs if r.device == device]
+        flagged = [False]
+        for series in sorted({(r.model_label, r.variant) for r in mine}):
+            pts = sorted((r for r in mine if (r.model_label, r.variant) == series), key=lambda r: r.threads)
+            ys = [r.latency_ms for r in pts]
+            up = [max((r.p90_ms or y) - y, 0) for r, y in zip(pts, ys)]
+            ax.errorbar([r.threads for r in pts], ys, yerr=[[0] * len(ys), up], marker="o",
+                        capsize=3, label=" · ".join(series))
+            _mark_invalid(ax, [(r.threads, r.latency_ms) for r in pts if r.invalid], flagged)
+        threads = sorted({r.threads for r in mine})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(threads, [str(t) for t in threads])
+        ax.minorticks_off()
+        _scale(ax, "y", [r.latency_ms for r in mine] + [r.p90_ms for r in mine])
+        ax.set(title=device, xlabel="threads", ylabel="latency (ms)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in axes[len(devices):]:
+        ax.set_visible(False)
+    return fig
+
+
+def bnn_speedup(report):
+    """Speedup of each binarized run over its FP32 baseline, per device and thread count."""
+    pairs = report.matching.pairs
+    if not pairs:
+        return None
+    devices = sorted({p.device for p in pairs})
+    fig, axes = _figure(len(devices), 1, height_in=3.2)
+    invalid = {r.id for r in report.invalid_runs}
+    for ax, device in zip(axes, devices):
+        mine = [p for p in pairs if p.device == device]
+        groups = sorted({(p.model, p.algorithm, p.format) for p in mine})
+        threads = sorted({p.threads or 0 for p in mine})
+        width = 0.8 / len(groups)
+        for i, group in enumerate(groups):
+            sel = [p for p in mine if (p.model, p.algorithm, p.format) == group]
+            xs = [threads.index(p.threads or 0) + (i - (len(groups) - 1) / 2) * width for p in sel]
+            bars = ax.bar(xs, [p.speedup for p in sel], width, label=" · ".join(group))
+            ax.bar_label(bars, [f"{p.speedup:.2f}x" for p in sel], padding=2, fontsize=8)
+            for bar, p in zip(bars, sel):
+                if {p.fp_id, p.bin_id} & invalid:
+                    bar.set_hatch("//")
+                    bar.set_edgecolor("#d62728")
+        ax.axhline(1.0, color="grey", lw=1, ls="--")
+        ax.set_xticks(range(len(threads)), [f"{t}t" if t else "—" for t in threads])
+        ax.set(title=f"{device}: T_fp32 / T_bin (hatched: an INVALID run)", ylabel="speedup (x)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    return fig
+
+
+def leaderboard(report):
+    """VIPS and VOPS per device as horizontal bars, best on top."""
+    from matplotlib.ticker import EngFormatter
+
+    rows = report.leaderboard.rows
+    metrics = [m for m in ("vips", "vops") if any(r.get(m) for r in rows)]
+    if not metrics:
+        return None
+    fig, axes = _figure(1, len(metrics), height_in=max(2.0, 0.5 * len(rows) + 1.2))
+    for ax, metric in zip(axes, metrics):
+        ranked = sorted((r for r in rows if r.get(metric) is not None), key=lambda r: r[metric])
+        bars = ax.barh([str(r.get("device")) for r in ranked], [r[metric] for r in ranked],
+                       color="#1f77b4")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.bar_label(bars, [EngFormatter(sep="", places=2)(r[metric]) for r in ranked], padding=3)
+        ax.margins(x=0.2)
+        ax.set(title=metric.upper(), xlabel=metric.upper())
+        ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def accuracy_latency(report):
+    """Top-1 accuracy against median latency: a colour per format, a marker per device."""
+    runs = [r for r in report.plotted_runs() if r.accuracy is not None]
+    if not runs:
+        return None
+    fig, (ax,) = _figure(height_in=4.5)
+    markers = dict(zip(sorted({r.device for r in runs}), "osD^vP*X"))
+    colours = dict(zip(sorted({r.variant for r in runs}), [f"C{i}" for i in range(10)] * 10))
+    for device, marker in markers.items():
+        for variant, colour in colours.items():
+            sel = [r for r in runs if r.device == device and r.variant == variant]
+            if sel:
+                ax.scatter([r.latency_ms for r in sel], [r.accuracy * 100 for r in sel], c=colour,
+                           marker=marker, s=50, label=f"{device} · {variant}")
+                for r in sel:
+                    ax.annotate(f"{r.threads}t", (r.latency_ms, r.accuracy * 100), fontsize=7,
+                                xytext=(4, 4), textcoords="offset points")
+    _mark_invalid(ax, [(r.latency_ms, r.accuracy * 100) for r in runs if r.invalid], [False])
+    _scale(ax, "x", [r.latency_ms for r in runs])
+    ax.set(xlabel="latency (ms)", ylabel="top-1 accuracy (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def load_time(report):
+    """Model load time per format: the median per device as bars, every run as a dot."""
+    runs = [r for r in report.runs if r.status == "ok" and r.load_ms is not None]
+    if not runs:
+        return None
+    groups = sorted({(r.model_label, r.variant) for r in runs})
+    one_model = len({m for m, _ in groups}) == 1
+    devices = sorted({r.device for r in runs})
+    fig, (ax,) = _figure(height_in=4.0)
+    width = 0.8 / len(devices)
+    for i, device in enumerate(devices):
+        offset = (i - (len(devices) - 1) / 2) * width
+        label = device
+        for j, group in enumerate(groups):
+            loads = [r.load_ms for r in runs if r.device == device and (r.model_label, r.variant) == group]
+            if loads:
+                ax.bar(j + offset, statistics.median(loads), width, color=f"C{i}", label=label)
+                ax.scatter([j + offset] * len(loads), loads, color="black", s=10, zorder=3)
+                label = None  # one legend entry per device
+    ax.legend(fontsize="small")
+    ax.set_xticks(range(len(groups)), [v if one_model else f"{m}\n{v}" for m, v in groups])
+    _scale(ax, "y", [r.load_ms for r in runs])
+    ax.set(xlabel="format", ylabel="load time (ms)")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def telemetry(report):
+    """CPU temperature and mean frequency over the campaign, one line per device."""
+    panels = [(attr, label) for attr, label in (("temp_c", "hottest CPU zone (°C)"),
+                                                ("freq_mhz", "mean CPU frequency (MHz)"))
+              if any(getattr(x, attr) is not None for x in report.readings)]
+    if not panels:
+        return None
+    from datetime import datetime
+
+    fig, axes = _figure(len(panels), 1, height_in=2.8, sharex=True)
+    for ax, (attr, label) in zip(axes, panels):
+        for device in sorted({x.device for x in report.readings}):
+            pts = [(datetime.fromtimestamp(x.time), getattr(x, attr)) for x in report.readings
+                   if x.device == device and getattr(x, attr) is not None]
+            if pts:
+                ax.plot(*zip(*pts), marker=".", label=device)
+        ax.set(ylabel=label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    axes[-1].set_xlabel("time (host clock)")
+    return fig
+
+
+#: key → (file, title, drawing function, what a missing figure's note says)
+FIGURES: dict[str, tuple[str, str, Callable, str]] = {
+    "latency_threads": ("latency_threads.png", "Latency vs threads", latency_threads,
+                        "no ok run with a latency and a thread count to plot"),
+    "bnn_speedup": ("bnn_speedup.png", "BNN speedup vs FP32", bnn_speedup,
+                    "no binarized run with an FP32 baseline to plot"),
+    "leaderboard": ("leaderboard.png", "VIPS/VOPS leaderboard", leaderboard,
+                    "no VIPS/VOPS scores to plot"),
+    "accuracy_latency": ("accuracy_latency.png", "Accuracy vs latency", accuracy_latency,
+                         "no run measured accuracy on the device (aiot run/sweep --dataset …)"),
+    "load_time": ("load_time.png", "Load time per format", load_time, "no run recorded a load time"),
+    "telemetry": ("telemetry.png", "Telemetry over the campaign", telemetry,
+                  "no temperature or frequency readings to plot"),
+}
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingDependency("matplotlib", "report", "the report's plots need it") from None
+
+
+def render(report, keys, out_dir: Path) -> dict[str, Plot | str]:
+    """Draw the figures ``keys`` into ``out_dir``; a key maps to its Plot or to a note.
+
+    Files of figures not drawn this time are removed, so the folder never shows a stale plot
+    beside a fresh page.
+    """
+    _require_matplotlib()
+    drawn: dict[str, Plot | str] = {}
+    for key in keys:
+        file, title, draw, empty = FIGURES[key]
+        fig = draw(report)
+        if fig is None:
+            drawn[key] = empty
+            continue
+        fig.suptitle(title)
+        write_atomic(out_dir / file, lambda tmp, fig=fig: fig.savefig(tmp, format="png"))
+        (out_dir / file).chmod(0o644)  # a page to share, not a private temp file
+        width, height = (round(v) for v in fig.get_size_inches() * fig.dpi)
+        drawn[key] = Plot(key, file, title, width, height)
+    for key, (file, *_) in FIGURES.items():
+        if not isinstance(drawn.get(key), Plot):
+            (out_dir / file).unlink(missing_ok=True)
+    return drawn

@@ -127,7 +127,10 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
 
 
 def _stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    """A time stamp plus a random tail: two fresh attempts in one second stay apart."""
+    import secrets
+
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
 
 @dataclass

@@ -216,13 +216,17 @@ class _DeviceWatch:
         from aiot.host.telemetry import read_telemetry
 
         self.policy = policy or CooldownPolicy()
-        self.source = partial(read_telemetry, workspace.transport(request.device))
+        # Agent runs read telemetry over the agent session's connection (one link per device).
+        transport = (workspace.transport(request.device) if request.native
+                     else workspace.session(request.device).transport)
+        self.source = partial(read_telemetry, transport)
         self.baseline = workspace.baseline(request.device, self.source)
         self.cooldown = None
         if policy is not None:
             listener.on_stage(request, "cool-down")
             self.cooldown = wait_for_cooldown(self.source, self.baseline, self.policy)
-        self.before = self.source()
+        # The gate's last reading is the state the run starts from: no second round trip.
+        self.before = self.cooldown.after if self.cooldown else self.source()
 
     def finish(self) -> dict:
         """Telemetry after the run and what changed, for the record's provenance."""

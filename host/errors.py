@@ -93,6 +93,10 @@ class TransportError(AiotError):
     """The device could not be reached or a file transfer failed."""
 
 
+class CommandTimeout(TransportError):
+    """A command on the device ran past its time limit and was killed (the link is fine)."""
+
+
 class DeviceCommandError(AiotError):
     """A command on the device exited non-zero."""
 

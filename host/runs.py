@@ -227,9 +227,14 @@ class Workspace:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether a failure may go away on retry: the device or the link to it, not the run."""
-    from aiot.host.errors import TransportError
+    """Whether a failure may go away on retry: the device or the link to it, not the run.
 
+    A command that ran past its time limit (a hung agent) is the run's failure, not the link's.
+    """
+    from aiot.host.errors import CommandTimeout, TransportError
+
+    if isinstance(exc, CommandTimeout):
+        return False
     return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
 
 

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiot.host.errors import MissingDependency, TransportError
+from aiot.host.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.host.fileio import atomic_path
 from aiot.host.inventory import DeviceEntry
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
@@ -200,7 +200,7 @@ class AdbTransport:
             finally:
                 conn.close()  # on a timeout this makes the device kill the command
         except _Deadline:
-            raise TransportError(f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
+            raise CommandTimeout(f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
                                  "raise --timeout or check that the device is not overloaded") from None
         except Exception as exc:  # noqa: BLE001 - adbutils, socket and protocol errors alike
             raise self._lost(exc, "command") from None

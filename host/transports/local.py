@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiot.host.errors import TransportError
+from aiot.host.errors import CommandTimeout, TransportError
 from aiot.host.fileio import write_atomic
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
@@ -89,7 +89,7 @@ class LocalTransport:
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
-            raise TransportError(
+            raise CommandTimeout(
                 f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
                 "raise --timeout or check that the device is not overloaded",
             ) from None

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiot.host.errors import MissingDependency, TransportError
+from aiot.host.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.host.fileio import atomic_path
 from aiot.host.inventory import DeviceEntry, config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
@@ -184,7 +184,7 @@ class SshTransport:
             if deadline is not None and time.monotonic() > deadline:
                 channel.close()
                 self._kill_remote(_reported_pid(b"".join(err)))
-                raise TransportError(f"command on {self.name} timed out after {timeout:g} s: {program}",
+                raise CommandTimeout(f"command on {self.name} timed out after {timeout:g} s: {program}",
                                      "raise --timeout or check that the device is not overloaded")
         if on_line and partial:
             on_line(partial.decode(errors="replace"))

@@ -20,7 +20,8 @@ Agent 0.3.0 also added fields to ``result`` (``stability``; ``stats_ms`` gained 
 ``robust_cv``, ``trimmed_mean``, ``median_ci`` and ``outliers``) and optional run-spec keys
 (``target_cv``, ``max_runs``). Only additions, so neither the protocol version nor the run
 spec version changed; the host deploys the agent by content hash, so it always talks to the
-agent it ships.
+agent it ships. Agent 0.3.1: ``hello``'s ``runtimes`` come from package metadata (installed
+versions, nothing imported), so a hello no longer costs the runtimes' import time.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Runtime backends the agent can drive, imported lazily by name.
 
-Each backend module defines ``NAME``, ``EXTENSIONS``, ``version() -> str | None`` and
-``open(path, threads) -> Session`` where a session has ``input_shape``, ``set_input(x)``,
-``invoke()``, ``output()`` and ``run(x)``. Only the backend that is used gets imported, so
-a device needs just the runtime it runs.
+Each backend module defines ``NAME``, ``EXTENSIONS``, ``version() -> str | None`` (imports
+the runtime: the proof that it loads) and ``open(path, threads) -> Session`` where a session
+has ``input_shape``, ``set_input(x)``, ``invoke()``, ``output()`` and ``run(x)``; and either
+``DISTRIBUTIONS`` (the package names its runtime ships as) or ``installed_version()`` for
+:func:`installed`, which answers from package metadata without importing anything. Only the
+backend that is used gets imported, so a device needs just the runtime it runs.
 """
 
 from __future__ import annotations
@@ -47,12 +49,38 @@ def load(name: str):
     return module
 
 
-def versions() -> dict:
-    """``{backend: runtime version or None}`` for every known backend."""
+def installed(name: str) -> str | None:
+    """The installed version of backend ``name``'s runtime, from package metadata.
+
+    Nothing is imported: importing torch takes seconds on a phone and ~45 s under qemu, for
+    every agent ``hello``. A broken install still shows as installed here; the run that uses
+    it fails with the runtime's own error (and ``aiot devices doctor`` imports each one).
+    """
+    module = importlib.import_module(MODULES[name], __name__)
+    custom = getattr(module, "installed_version", None)
+    if custom is not None:
+        return custom()
+    from importlib.metadata import PackageNotFoundError, version
+
+    for distribution in module.DISTRIBUTIONS:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def versions(verify: bool = False) -> dict:
+    """``{backend: runtime version or None}`` for every known backend.
+
+    Args:
+        verify: import each runtime (slow) instead of reading package metadata.
+    """
     found = {}
     for name, mod in MODULES.items():
         try:
-            found[name] = importlib.import_module(mod, __name__).version()
+            found[name] = (importlib.import_module(mod, __name__).version() if verify
+                           else installed(name))
         except Exception:  # a broken runtime install must not break the agent's hello
             found[name] = None
     return found

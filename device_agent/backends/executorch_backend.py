@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from . import SessionBase
 
+#: Package names the runtime ships as (see backends.installed).
+DISTRIBUTIONS = ("executorch",)
+
 NAME = "executorch"
 EXTENSIONS = (".pte",)
 TOOLCHAIN = "executorch"  # host-side environment that has this runtime

@@ -37,6 +37,19 @@ def _wrapper_module():
     return module
 
 
+def installed_version() -> str | None:
+    """larq-compute-engine's installed version, None under NumPy 2 (unusable), from metadata."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        if int(dist_version("numpy").split(".")[0]) >= 2:
+            return None
+        return dist_version("larq-compute-engine")
+    except PackageNotFoundError:
+        return None
+
+
 def version() -> str | None:
     """The installed larq-compute-engine version if its interpreter loads here, else None."""
     try:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from . import SessionBase
 
+#: Package names the runtime ships as (see backends.installed).
+DISTRIBUTIONS = ("ai-edge-litert",)
+
 NAME = "litert"
 EXTENSIONS = (".tflite",)
 

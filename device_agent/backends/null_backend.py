@@ -26,6 +26,11 @@ EXTENSIONS = (".json",)
 FORMAT = "aiot-null"
 
 
+def installed_version() -> str | None:
+    """Same as :func:`version`: this backend's runtime is the agent itself (cheap to check)."""
+    return version()
+
+
 def version() -> str | None:
     """The agent's version (the agent is this backend's whole runtime), or None without NumPy,
     which the agent needs to run anything."""

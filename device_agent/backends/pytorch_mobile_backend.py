@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from . import SessionBase
 
+#: Package names the runtime ships as (see backends.installed).
+DISTRIBUTIONS = ("torch",)
+
 import json
 import zipfile
 

@@ -250,16 +250,11 @@ def _has_residual_add(model) -> bool:
     import operator
 
     import torch
-    import torch.fx
 
-    from aiot.models.binary import BinaryConv2d
-
-    class _Tracer(torch.fx.Tracer):
-        def is_leaf_module(self, module, qualname):
-            return isinstance(module, BinaryConv2d) or super().is_leaf_module(module, qualname)
+    from aiot.converters.graph import trace
 
     try:
-        graph = _Tracer().trace(model)
+        graph = trace(model)
     except Exception:  # noqa: BLE001 - untraceable models keep the strict rule
         return False
     return any(node.target in (operator.add, torch.add, "add") for node in graph.nodes)

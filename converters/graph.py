@@ -160,6 +160,22 @@ def _node_inputs(node) -> list[str]:
     return names
 
 
+def trace(model):
+    """``torch.fx`` graph of ``model`` with :class:`BinaryConv2d` as one leaf layer, not its code.
+
+    Raises whatever torch.fx raises for an untraceable model.
+    """
+    import torch.fx
+
+    from aiot.models.binary import BinaryConv2d
+
+    class _Tracer(torch.fx.Tracer):
+        def is_leaf_module(self, module, qualname):
+            return isinstance(module, BinaryConv2d) or super().is_leaf_module(module, qualname)
+
+    return _Tracer().trace(model)
+
+
 def lower(model, example, fmt: str) -> Graph:
     """The model as a :class:`Graph` of known layer kinds (identities removed).
 
@@ -170,15 +186,9 @@ def lower(model, example, fmt: str) -> Graph:
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    from aiot.models.binary import BinaryConv2d
-
-    class _Tracer(torch.fx.Tracer):
-        def is_leaf_module(self, module, qualname):  # BinaryConv2d is one layer, not its code
-            return isinstance(module, BinaryConv2d) or super().is_leaf_module(module, qualname)
-
     model = model.eval()
     try:
-        traced = torch.fx.GraphModule(model, _Tracer().trace(model))
+        traced = torch.fx.GraphModule(model, trace(model))
         with torch.no_grad():
             ShapeProp(traced).propagate(example)
     except Exception as exc:

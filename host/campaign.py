@@ -69,6 +69,11 @@ def run_key(request: RunRequest) -> str:
     return _digest(request.to_spec())[:16]
 
 
+def record_key(record: RunRecord) -> str:
+    """:func:`run_key` of the run a stored record measured (its spec is the request's)."""
+    return _digest(record.spec)[:16]
+
+
 def _digest(payload) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -120,8 +125,8 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
         sweep_id = key if store.latest_sweep(key) is None else f"{key}.{_stamp()}"
         return SweepPlan(sweep_id, key, seed, ordered)
     history = store.query(sweep_id=previous)
-    done = {_digest(r.spec)[:16] for r in history if r.status == "ok"}
-    newest = {_digest(r.spec)[:16]: r.reason for r in history}  # oldest first: newest wins
+    done = {record_key(r) for r in history if r.status == "ok"}
+    newest = {record_key(r): r.reason for r in history}  # oldest first: newest wins
     reasons = {k: why for k, why in newest.items() if k not in done and why is not None}
     return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
 

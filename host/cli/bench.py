@@ -92,11 +92,11 @@ def _skips(requests, results_dir, skip_reason, test_of) -> dict:
 
 def _newest_per_test(records) -> list:
     """The last record of each (device, model, test): retries and resumed runs replace older ones."""
-    from aiot.host.campaign import _digest
+    from aiot.host.campaign import record_key
 
     newest = {}
     for record in records:  # oldest first
-        newest[_digest(record.spec)] = record
+        newest[record_key(record)] = record
     return sorted(newest.values(), key=lambda r: (r.device, r.model, r.format, str(r.spec.get("native"))))
 
 

@@ -59,9 +59,9 @@ def binarize(model: nn.Module, algorithm: str, input_shape: tuple[int, ...] | No
     feeding = _activations_feeding(model, {name for name, _ in targets})
     for name, module in targets:
         cls = algo.conv if isinstance(module, nn.Conv2d) else algo.linear
-        _replace(model, name, cls.from_float(_as_plain_conv(module)))
+        replace_module(model, name, cls.from_float(_as_plain_conv(module)))
     for name in feeding:
-        _replace(model, name, nn.Hardtanh())
+        replace_module(model, name, nn.Hardtanh())
     model.binarized_with = algo.name
     if any(getattr(m, "needs_probe", False) for m in model.modules()):
         _probe(model, algo.name, input_shape)
@@ -92,7 +92,8 @@ def _as_plain_conv(module: nn.Module) -> nn.Module:
     return conv
 
 
-def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
+def replace_module(model: nn.Module, name: str, new: nn.Module) -> None:
+    """Put ``new`` where the submodule called ``name`` (dotted) is."""
     parent_name, _, child = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, child, new)

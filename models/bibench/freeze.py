@@ -17,7 +17,7 @@ from torch import nn
 from aiot.host.errors import ConversionError
 from aiot.models.bibench.algorithms import get_algorithm
 from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, hard_sign
-from aiot.models.bibench.binarize import binarized_layers
+from aiot.models.bibench.binarize import binarized_layers, replace_module
 
 
 def freeze(model: nn.Module, fmt: str, example: torch.Tensor | None = None) -> nn.Module:
@@ -35,7 +35,7 @@ def freeze(model: nn.Module, fmt: str, example: torch.Tensor | None = None) -> n
     algorithm = getattr(model, "binarized_with", None)
     frozen = copy.deepcopy(model).eval()
     for name, layer in binarized_layers(frozen):
-        _swap(frozen, name, _frozen_layer(name, layer, algorithm, fmt))
+        replace_module(frozen, name, _frozen_layer(name, layer, algorithm, fmt))
     if example is not None:
         _check_same(model, frozen, example, fmt)
     return frozen
@@ -75,11 +75,6 @@ def _frozen_layer(name: str, layer, algorithm: str | None, fmt: str) -> nn.Modul
         if threshold is not None:
             out.threshold = threshold.detach().clone().float()
     return out.to(layer.weight.device)
-
-
-def _swap(model: nn.Module, name: str, new: nn.Module) -> None:
-    parent_name, _, child = name.rpartition(".")
-    setattr(model.get_submodule(parent_name) if parent_name else model, child, new)
 
 
 def _check_same(model: nn.Module, frozen: nn.Module, example: torch.Tensor, fmt: str) -> None:

@@ -42,6 +42,12 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # pull a multi-GB CUDA build instead.
   $PIP install "torch==2.13.0"
   $PIP install -e ".[$EXTRAS]"
+  case ",$EXTRAS," in
+    *,all,*|*,robust,*)
+      # Their declared dependencies (torchvision, the GUI opencv-python, an old requests) break
+      # this environment; what they really import is already there through the robust extra.
+      $PIP install --no-deps "torchattacks==3.5.1" "imagecorruptions-imaug==1.1.5" ;;
+  esac
   echo "$want" > "$stamp"
 fi
 

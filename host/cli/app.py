@@ -60,7 +60,7 @@ def root(
 
 def _register() -> None:
     from aiot.host.cli import (bench, complexity, convert, demo, devices, emulator, measure,
-                               models, report, results, score, toolchains, train)
+                               models, report, results, robust, score, toolchains, train)
 
     app.add_typer(devices.app, name="devices")
     app.add_typer(emulator.app, name="emulator")
@@ -75,6 +75,7 @@ def _register() -> None:
     demo.register(app)
     complexity.register(app)
     report.register(app)
+    robust.register(app)
 
 
 _register()

@@ -1,0 +1,82 @@
+"""``aiot robust``: robustness of the PyTorch model and of its deployed artifact.
+
+Three suites, each stored as one record and shown by ``aiot report``:
+``sysnoise`` (decoders, resizers, colour, precision, inference variants, platforms),
+``corrupt`` (ImageNet-C corruptions and perturbation sequences) and ``attack`` (white-box,
+transfer and black-box attacks). The shared options and the record/workspace plumbing live
+here; each suite registers its command from its own module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True,
+                  help="Robustness suites: system noise, natural corruptions, adversarial attacks.")
+
+Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")]
+Weights = Annotated[Path | None, typer.Option(
+    help="State-dict file (aiot train writes one) [default: the model's own weights, else a seeded random init].")]
+Binarize = Annotated[str | None, typer.Option(
+    help="BiBench algorithm the weights belong to (aiot train --binarize ALG).")]
+Format = Annotated[str | None, typer.Option(
+    "--format", "-f", help="Also evaluate this deployed artifact format on --device [default: PyTorch only].")]
+Device = Annotated[str | None, typer.Option(
+    "--device", "-d", help="Device the artifact runs on [default: $AIOT_DEVICE or local].")]
+Opt = Annotated[list[str] | None, typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")]
+Dataset = Annotated[str, typer.Option(help="Labelled test images (fashion-mnist, digits, folder:PATH).")]
+Limit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]
+Seed = Annotated[int, typer.Option(help="Seed of the image subset and of random perturbations.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
+                device: str | None, opts: list[str] | None):
+    """The suite's Target, every name checked before any work."""
+    from aiot.converters.base import get_converter
+    from aiot.host.cli.convert import parse_options
+    from aiot.host.devices import resolve_name
+    from aiot.host.robust.target import Target
+    from aiot.models import get_model_spec
+
+    spec = get_model_spec(model)
+    if binarize:
+        from aiot.models.bibench import ALGORITHMS
+
+        binarize = ALGORITHMS.canonical(binarize)
+    if fmt is not None:
+        fmt = get_converter(fmt).name
+    return Target(spec.name, weights, binarize, fmt, resolve_name(device), parse_options(opts or []))
+
+
+@contextmanager
+def suite_context(ctx) -> Iterator[tuple]:
+    """``(store, workspace)`` for one suite run, closed afterwards."""
+    from aiot.host.cli._output import state
+    from aiot.host.runs import Workspace
+    from aiot.host.store.store import open_store
+
+    results = state(ctx).results_dir()
+    store = open_store(results)
+    workspace = Workspace(results)
+    try:
+        yield store, workspace
+    finally:
+        workspace.close()
+        store.close()
+
+
+def _register() -> None:
+    """Each suite adds its command to ``app``."""
+
+
+_register()
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="robust")

@@ -1,0 +1,38 @@
+"""One store record per suite run: pending before the work, ok / failed after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiot.host.provenance import base_provenance
+from aiot.host.robust.target import Target
+
+#: Record kinds of the three suites (``aiot report`` has a section for each).
+KINDS = ("robust-sysnoise", "robust-corrupt", "robust-attack")
+
+
+def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[dict], dict]):
+    """Run ``work(provenance)`` as one record of ``kind`` and return ``(result, record)``.
+
+    ``work`` returns the result dict; it may add device/artifact facts to ``provenance``.
+    The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one.
+    A failure (or Ctrl-C) finishes the record as failed with the reason, then re-raises.
+    """
+    from aiot.host.runs import failure_reason
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown robustness record kind {kind!r}")
+    provenance = {**base_provenance(), "target": target.to_dict()}
+    record = store.begin(kind, {**spec, "target": target.to_dict()}, provenance, device=target.device,
+                         model=target.label, format=target.fmt or "pytorch", threads=target.threads)
+    try:
+        result = work(provenance)
+    except BaseException as exc:
+        reason = "interrupted by user" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
+        store.finish(record.id, "failed", reason=reason, provenance=provenance)
+        raise
+    store.finish(record.id, "ok", result=result, provenance=provenance,
+                 accuracy=result.get("clean_accuracy"),
+                 artifact_sha256=(provenance.get("artifact") or {}).get("sha256"),
+                 size_bytes=(provenance.get("artifact") or {}).get("size_bytes"))
+    return result, store.get(record.id)

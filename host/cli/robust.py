@@ -73,6 +73,10 @@ def suite_context(ctx) -> Iterator[tuple]:
 
 def _register() -> None:
     """Each suite adds its command to ``app``."""
+    from aiot.host.cli import robust_attack, robust_corrupt, robust_sysnoise
+
+    for suite in (robust_sysnoise, robust_corrupt, robust_attack):
+        suite.register(app)
 
 
 _register()

@@ -528,7 +528,12 @@ def _sections(report: Report) -> list[Section]:
                     (_load_table(report),)),
             _telemetry_section(report),
         ]
+    from aiot.host.report import robust
+
+    sections += robust.sections(report.others)
     for kind, records in sorted(report.others.items()):
+        if kind in robust.SUITES:
+            continue
         sections.append(Section(f"kind-{kind}", f"Robustness: {kind}",
                                 f"Records of kind '{kind}' with their own metrics.",
                                 tables=(_generic_table(f"kind_{kind}", kind, _other_rows(records)),)))

@@ -235,6 +235,19 @@ FIGURES: dict[str, tuple[str, str, Callable, str]] = {
 }
 
 
+def _robust_figures() -> dict:
+    from functools import partial
+
+    from aiot.host.report import robust
+
+    return {robust.figure_key(kind): (f"{robust.figure_key(kind)}.png", title, partial(robust.draw, kind=kind),
+                                      "no curve in this suite's records")
+            for kind, (title, _intro) in robust.SUITES.items()}
+
+
+FIGURES.update(_robust_figures())
+
+
 def _require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401

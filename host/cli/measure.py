@@ -10,7 +10,7 @@ import typer
 from aiot.host.errors import UsageError
 
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name [default: $AIOT_DEVICE or local].")]
-Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: random init).")]
+Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(help="Binarize the model with a BiBench algorithm (bnn, reactnet, …) before converting; --weights are then the binarized model's.")]
 Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
 Limit = Annotated[int | None, typer.Option(help="Use at most this many test images for accuracy.")]

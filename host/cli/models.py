@@ -54,8 +54,8 @@ def list_models(
     for r in rows:
         shape = "×".join(str(d) for d in r["input"]["shape"])
         ref = f"{r['reference_flops_m']:.0f}" if r["reference_flops_m"] else "—"
-        table.add_row(r["name"], r["paper"], shape, str(r["num_classes"]), f"{r['params'] / 1e6:.2f}",
-                      f"{r['macs'] / 1e6:.1f}", ref)
+        table.add_row(r["name"], r["paper"], shape, str(r["num_classes"]), _millions(r["params"], 2),
+                      _millions(r["macs"], 1), ref)
     out.print(table)
 
 
@@ -87,8 +87,8 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
         ("family / variant", f"{row['family']} / {row['variant']}"), ("paper", row["paper"]),
         ("input", f"{'×'.join(map(str, inp['shape']))} {inp['layout']} {inp['channel_order']}"),
         ("normalisation", f"mean {inp['mean']} std {inp['std']}"),
-        ("classes", row["num_classes"]), ("parameters", f"{row['params']:,}"),
-        ("MACs", f"{row['macs']:,}"),
+        ("classes", row["num_classes"]), ("parameters", _count(row["params"])),
+        ("MACs", _count(row["macs"])),
         ("paper MACs", f"{row['reference_flops_m']:.0f} M" if row["reference_flops_m"] else "—"),
         ("about", row["description"]),
     ]
@@ -97,6 +97,15 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
     for key, value in rows:
         table.add_row(key, str(value))
     out.print(table)
+
+
+def _millions(count: int | None, digits: int) -> str:
+    """``4.65`` for 4,652,008 at two digits; "—" for a model that could not be counted."""
+    return "—" if count is None else f"{count / 1e6:.{digits}f}"
+
+
+def _count(count: int | None) -> str:
+    return "—" if count is None else f"{count:,}"
 
 
 def _binarized_facts(spec, algorithm: str) -> dict:

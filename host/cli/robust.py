@@ -29,7 +29,7 @@ Format = Annotated[str | None, typer.Option(
 Device = Annotated[str | None, typer.Option(
     "--device", "-d", help="Device the artifact runs on [default: $AIOT_DEVICE or local].")]
 Opt = Annotated[list[str] | None, typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")]
-Dataset = Annotated[str, typer.Option(help="Labelled test images (fashion-mnist, digits, folder:PATH).")]
+Dataset = Annotated[str, typer.Option(help="Test images: fashion-mnist, digits, folder:PATH (labelled) or photos (unlabelled: agreement metrics only).")]
 Limit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]
 Seed = Annotated[int, typer.Option(help="Seed of the image subset and of random perturbations.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -39,7 +39,9 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
                 device: str | None, opts: list[str] | None):
     """The suite's Target, every name checked before any work."""
     from aiot.converters.base import get_converter
+    from aiot.converters.api import source_weights
     from aiot.host.cli.convert import parse_options
+    from aiot.host.errors import UsageError
     from aiot.host.devices import resolve_name
     from aiot.host.robust.target import Target
     from aiot.models import get_model_spec
@@ -51,7 +53,11 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
         binarize = ALGORITHMS.canonical(binarize)
     if fmt is not None:
         fmt = get_converter(fmt).name
-    return Target(spec.name, weights, binarize, fmt, resolve_name(device), parse_options(opts or []))
+    if weights is not None and not Path(weights).is_file():
+        raise UsageError(f"weights file {weights} does not exist",
+                         f"train one with `aiot train {spec.name}` or pass an existing --weights file")
+    return Target(spec.name, source_weights(spec, weights, binarize), binarize, fmt, resolve_name(device),
+                  parse_options(opts or []))
 
 
 @contextmanager

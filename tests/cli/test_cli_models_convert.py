@@ -1,5 +1,7 @@
 """CLI commands over the zoo, the converters and training."""
 
+import sys
+
 import pytest
 
 
@@ -7,6 +9,18 @@ def test_models_list_shows_counts_and_reference_flops(cli):
     rows = {r["name"]: r for r in cli.json("models", "list", "--paper", "aiot")}
     assert rows["tiny_cnn"]["params"] == 54_778 and rows["tiny_cnn"]["input"]["shape"] == [1, 28, 28]
     assert all(r["paper"] == "aiot" for r in rows.values())
+
+
+def test_models_list_works_without_an_optional_model_package(cli, monkeypatch, tmp_path):
+    from aiot.host import model_facts
+    from aiot.models import get_model_spec
+
+    monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)  # import fails
+    monkeypatch.setattr(model_facts, "_cache_file", lambda: tmp_path / "counts.json")  # none cached
+    monkeypatch.delitem(get_model_spec("efficientnet_lite0")._cache, "complexity", raising=False)
+    rows = {r["name"]: r for r in cli.json("models", "list", "--paper", "aiot")}
+    assert rows["efficientnet_lite0"]["params"] is None and rows["tiny_cnn"]["params"] == 54_778
+    assert "efficientnet_lite0" in cli("models", "list", "--paper", "aiot").stdout
 
 
 @pytest.mark.slow

@@ -14,7 +14,13 @@ Events (protocol v1):
     memory    backend, runtime_version, threads, runs, rss_before_load_kb, rss_after_load_kb,
               peak_rss_kb: answer to a ``memory`` spec (see ``agent.memory``; added with agent
               0.3.0 as a new event, protocol v1 unchanged, like ``predicted``)
-    error     type, message
+    ready     backend, runtime_version, agent_version, threads, input_shape, input_dtype: a
+              ``serve`` session loaded its model and reads requests (agent 0.4.0, new event)
+    predictions id, shape, dtype ("float32"), data (base64 of the little-endian outputs, one
+              row per input row), compute_ms: a ``serve`` session's answer to one request
+              (agent 0.4.0, new event)
+    error     type, message; in a ``serve`` session also id, the request it answers (null when
+              the request had none)
 
 Agent 0.3.0 also added fields to ``result`` (``stability``; ``stats_ms`` gained ``mad``,
 ``robust_cv``, ``trimmed_mean``, ``median_ci`` and ``outliers``) and optional run-spec keys
@@ -22,6 +28,19 @@ Agent 0.3.0 also added fields to ``result`` (``stability``; ``stats_ms`` gained 
 spec version changed; the host deploys the agent by content hash, so it always talks to the
 agent it ships. Agent 0.3.1: ``hello``'s ``runtimes`` come from package metadata (installed
 versions, nothing imported), so a hello no longer costs the runtimes' import time.
+
+Agent 0.4.0 added the ``serve`` command: the agent loads the model once, emits ``ready`` and
+then reads requests on stdin, one JSON object per line (no prefix: only the host writes
+there)::
+
+    {"op": "predict", "id": 7, "shape": [N, ...], "dtype": "float32", "data": "<base64>"}
+    {"op": "close"}
+
+``data`` is the raw little-endian array, batch first; each row has the model's input shape
+without its batch dimension. Every ``predict`` gets a ``predictions`` or an ``error`` line with
+its ``id``, and the session keeps serving after an error; ``close`` or the end of stdin ends
+the process with exit code 0. Two new events and an optional ``id`` on ``error``: additions
+only, so protocol v1 still holds.
 """
 
 from __future__ import annotations
@@ -30,7 +49,8 @@ import json
 
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
-EVENTS = ("hello", "progress", "result", "predicted", "memory", "error")
+EVENTS = ("hello", "progress", "result", "predicted", "memory", "ready", "predictions",
+          "error")
 
 
 def encode(event: str, **fields) -> str:

@@ -155,10 +155,12 @@ class Stream:
             callback()
 
     def finish(self) -> None:
-        """The service is done: tell the host (once)."""
+        """The service is done: tell the host (once), and wake a reader still waiting for input
+        (the stdin pump of a command that exited before its stdin was closed)."""
         if not self.closed.is_set():
             self.closed.set()
             self.conn.send(A_CLSE, self.local_id, self.remote_id)
+        self.incoming.put(None)
         self.conn.forget(self.local_id)
 
 

@@ -1,8 +1,12 @@
 """A deployed artifact on a device, as a :class:`~aiot.host.robust.predictor.Predictor`.
 
 ``open_deployed`` converts the target (or reuses the cached artifact, whose parity with
-PyTorch was checked at conversion), pushes it, and answers ``predict`` calls by running the
-agent's ``predict`` command on the device.
+PyTorch was checked at conversion), pushes it, and starts a persistent agent session on the
+device (the agent's ``serve`` command): the model is loaded once and every ``predict`` is one
+JSON-lines request over the transport, so black-box attacks do not pay process start-up and
+model load per query. A device whose transport cannot keep a command's stdin open (an ADB
+device without shell v2, Android < 7) falls back to the one-shot ``predict`` command: one
+agent process, one pushed ``.npy`` and one pulled ``.npy`` per call.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from aiot.host.errors import UsageError
 from aiot.host.robust.target import Target
 
 log = logging.getLogger(__name__)
+#: Input bytes per request: a larger batch is split, so one JSON line stays a few MB
+#: (base64 adds a third) whatever the input size.
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 class DeployedPredictor:
@@ -26,9 +33,12 @@ class DeployedPredictor:
         name: ``format@device``.
         queries: images asked about so far.
         provenance: device, artifact, converter and runtime facts for the record.
+        serving: ``"session"`` (a persistent agent) or ``"one-shot"`` (an agent per call).
+        serving_info: the session agent's ``ready`` fields (backend, runtime_version,
+            input_shape, input_dtype, ...); None for one-shot.
     """
 
-    def __init__(self, target: Target, workspace) -> None:
+    def __init__(self, target: Target, workspace, persistent: bool = True) -> None:
         from aiot.converters import get_converter
         from aiot.converters.api import convert_model
         from aiot.converters.sidecar import read_sidecar
@@ -53,29 +63,78 @@ class DeployedPredictor:
                            **_artifact_provenance(conv, read_sidecar(conv.artifact))}
         self.artifact_sha256 = conv.sha256
         self.size_bytes = conv.size_bytes
-        self._stage = Path(tempfile.mkdtemp(prefix="aiot-robust-"))
+        self._stage: Path | None = None
+        self._serving = self._start_session() if persistent else None
+        self.serving = "one-shot" if self._serving is None else "session"
+        self.serving_info = None if self._serving is None else self._serving.info
+        self.provenance["serving"] = self.serving
+
+    @property
+    def compute_ms(self) -> float | None:
+        """Inference time the session's agent reported so far (None for one-shot)."""
+        return None if self._serving is None else self._serving.compute_ms
+
+    def _spec(self) -> dict:
+        return {"v": 1, "backend": self.backend, "artifact": self.remote, "threads": self.target.threads}
+
+    def _start_session(self):
+        from aiot.host.transports.base import StreamUnsupported
+
+        try:
+            return self.session.serve(self._spec())
+        except StreamUnsupported as exc:
+            log.info("%s: %s; one agent process per batch instead", self.name, exc.message)
+            return None
 
     def predict(self, x: np.ndarray) -> np.ndarray:
+        """Scores ``(N, outputs)`` for the float32 batch ``x`` (the model's input layout).
+
+        Raises:
+            AgentError: the agent refused the batch, or the session died (one line, with the
+                agent's last words).
+            TransportError: the device cannot be reached.
+        """
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        self.queries += len(x)
+        if len(x) == 0:
+            return np.zeros((0, 0), np.float32)
+        if self._serving is None:
+            return self._predict_once(x)
+        rows = max(1, MAX_REQUEST_BYTES // max(1, x[0].nbytes))
+        parts = [self._serving.predict(x[i:i + rows]) for i in range(0, len(x), rows)]
+        return np.concatenate(parts).reshape(len(x), -1)
+
+    def _predict_once(self, x: np.ndarray) -> np.ndarray:
+        """The one-shot ``predict`` command: push the inputs, run an agent, pull the outputs."""
         from aiot.host.deploy import push_file
 
-        self.queries += len(x)
+        if self._stage is None:
+            self._stage = Path(tempfile.mkdtemp(prefix="aiot-robust-"))
         local_in = self._stage / "inputs.npy"
-        np.save(local_in, np.ascontiguousarray(x, dtype=np.float32))
+        np.save(local_in, x)
         remote_in = push_file(self.session.transport, local_in).remote
         remote_out = remote_in[: -len(".npy")] + ".out.npy"
-        spec = {"v": 1, "backend": self.backend, "artifact": self.remote, "threads": self.target.threads,
-                "inputs": remote_in, "outputs": remote_out}
+        spec = {**self._spec(), "inputs": remote_in, "outputs": remote_out}
         self.session._command("predict", "predicted", spec, timeout=600, on_progress=None)
         local_out = self._stage / "outputs.npy"
         self.session.transport.pull(remote_out, local_out)
         return np.load(local_out).astype(np.float32).reshape(len(x), -1)
 
     def close(self) -> None:
+        """Stop the agent session (the device keeps the artifact). Idempotent."""
         import shutil
 
-        shutil.rmtree(self._stage, ignore_errors=True)
+        if self._serving is not None:
+            self._serving.close()
+        if self._stage is not None:
+            shutil.rmtree(self._stage, ignore_errors=True)
+            self._stage = None
 
 
-def open_deployed(target: Target, workspace) -> DeployedPredictor:
-    """The target's artifact on its device, converted and pushed, ready for queries."""
-    return DeployedPredictor(target, workspace)
+def open_deployed(target: Target, workspace, *, persistent: bool = True) -> DeployedPredictor:
+    """The target's artifact on its device, converted and pushed, ready for queries.
+
+    ``persistent=False`` answers every call with a fresh one-shot agent instead of a session
+    (for comparison: ``bench/agent_session.py``).
+    """
+    return DeployedPredictor(target, workspace, persistent)

@@ -16,6 +16,7 @@ import os
 import socket
 import stat as statmod
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,13 +25,17 @@ from pathlib import Path
 from aiot.host.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.host.fileio import atomic_path
 from aiot.host.inventory import DeviceEntry
-from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
 from aiot.host.transports.quoting import build_command
+from aiot.host.transports.stream import LineStream, reporting_pid
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0
 EXIT_MARKER = "@@AIOT_EXIT:"
-SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3
+# Shell protocol v2 packet ids (adb's shell_protocol.h): host -> device stdin and close-stdin,
+# device -> host stdout, stderr and exit.
+SHELL_STDIN, SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT, SHELL_CLOSE_STDIN = 0, 1, 2, 3, 4
+STDIN_PACKET_MAX = 32 * 1024  # bytes of data per stdin packet: a long line goes as several
 
 
 def _adbutils():
@@ -206,6 +211,30 @@ class AdbTransport:
             raise self._lost(exc, "command") from None
         return ShellResult(command, code, out, err, time.perf_counter() - start)
 
+    def open_stream(self, argv: Sequence[str], *, cwd: str | None = None,
+                    env: Mapping[str, str] | None = None) -> _AdbStream:
+        """The command on a shell v2 stream: its stdin is fed with stdin packets.
+
+        Raises:
+            StreamUnsupported: the device has no shell v2 (Android < 7): v1 runs commands
+                without stdin (or on a pty, which would echo and mangle the lines).
+        """
+        device = self._ready_device()
+        if "shell_v2" not in self._features:
+            raise StreamUnsupported(f"'{self.name}' has no ADB shell protocol v2 (Android < 7), "
+                                    "so a command on it cannot read stdin",
+                                    "one-shot commands still work on it")
+        # adbd ends a command whose stream closes (the emulated one kills its process group);
+        # the reported PID lets close() kill it outright wherever that is not enough.
+        command = reporting_pid(build_command(argv, cwd=cwd, env=env, replace_shell=True))
+        try:
+            conn = device.open_transport(timeout=CONNECT_TIMEOUT_S)
+            conn.send_command(f"shell,v2,raw:{command}")
+            conn.check_okay()
+        except Exception as exc:  # noqa: BLE001 - adbutils, socket and protocol errors alike
+            raise self._lost(exc, "starting a command") from None
+        return _AdbStream(self, conn, argv[0])
+
     def push(self, local: Path, remote: str) -> None:
         device = self._ready_device()
         tmp = f"{remote}.part-{uuid.uuid4().hex[:8]}"
@@ -263,6 +292,63 @@ class AdbTransport:
 
     def __repr__(self) -> str:
         return f"AdbTransport({self.name!r}, serial={self.serial!r})"
+
+
+def _packet(kind: int, data: bytes = b"") -> bytes:
+    """One shell v2 packet: id, little-endian length, data."""
+    return struct.pack("<BI", kind, len(data)) + data
+
+
+class _AdbStream(LineStream):
+    """A command on a shell v2 stream through the adb server's socket."""
+
+    def __init__(self, transport: AdbTransport, conn, program: str) -> None:
+        super().__init__(transport.name, program, pid_on_stderr=True)
+        self._transport, self._conn = transport, conn
+        self._sock = conn.conn
+        self._sock.settimeout(None)
+        # No Nagle: a request's last small segment would wait for a delayed ACK (~40 ms).
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        reader = _ShellReader(self._sock, None, None)
+        code = None
+        try:
+            while True:
+                kind, size = struct.unpack("<BI", reader._exact(5))
+                data = reader._exact(size) if size else b""
+                if kind == SHELL_STDOUT:
+                    self._on_stdout(data)
+                elif kind == SHELL_STDERR:
+                    self._on_stderr(data)
+                elif kind == SHELL_EXIT:
+                    code = data[0] if data else None
+                    break
+        except OSError:  # ConnectionError included: the stream or the server went away
+            pass
+        self._on_end(code)
+
+    def _write(self, data: bytes) -> None:
+        packets = [_packet(SHELL_STDIN, data[start:start + STDIN_PACKET_MAX])
+                   for start in range(0, len(data), STDIN_PACKET_MAX)]
+        self._sock.sendall(b"".join(packets))
+
+    def _close_stdin(self) -> None:
+        self._sock.sendall(_packet(SHELL_CLOSE_STDIN))
+
+    def _kill(self) -> None:
+        pid = self._wait_for_pid()
+        if pid is not None:
+            try:
+                if self._transport.shell(["kill", "-9", str(pid)], timeout=CONNECT_TIMEOUT_S).ok:
+                    return  # its exit packet follows
+            except TransportError:
+                pass
+        self._release()  # adbd ends a command whose stream closes
+
+    def _release(self) -> None:
+        self._conn.close()
 
 
 class _Deadline(Exception):

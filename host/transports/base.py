@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from aiot.host.errors import TransportError
+
 
 @dataclass(frozen=True)
 class ShellResult:
@@ -36,6 +38,43 @@ class FileStat:
 LineCallback = Callable[[str], None]
 
 
+class StreamUnsupported(TransportError):
+    """This device cannot keep a command's stdin open (e.g. an ADB device without shell v2)."""
+
+
+@runtime_checkable
+class Stream(Protocol):
+    """A command running on the device with its stdin open: lines in, stdout lines out.
+
+    Attributes:
+        exit_code: its exit status once it ended, else None.
+        pid: its PID on the device, once known (None where the transport cannot tell).
+    """
+
+    exit_code: int | None
+    pid: int | None
+
+    def send_line(self, line: str) -> None:
+        """Write ``line`` plus a newline to stdin (raises TransportError once it ended)."""
+        ...
+
+    def read_line(self, timeout: float | None = None) -> str | None:
+        """The next stdout line without its newline; None at the end of stdout.
+
+        Raises:
+            CommandTimeout: no line within ``timeout`` seconds.
+        """
+        ...
+
+    def stderr(self) -> str:
+        """What the command wrote on stderr so far (its tail)."""
+        ...
+
+    def close(self, grace: float = 3.0) -> None:
+        """Close stdin, wait up to ``grace`` s for the command to exit, else kill it."""
+        ...
+
+
 @runtime_checkable
 class Transport(Protocol):
     """How aiot reaches a device. Paths on the device are POSIX strings.
@@ -61,6 +100,24 @@ class Transport(Protocol):
 
         Raises:
             TransportError: the device is unreachable or the command timed out.
+        """
+        ...
+
+    def open_stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Stream:
+        """Start ``argv`` (quoted as for :meth:`shell`) with its stdin open, for a dialogue.
+
+        The command keeps running until it exits or the stream is closed; closing kills it
+        if it is still running, as a timed-out :meth:`shell` command is killed.
+
+        Raises:
+            StreamUnsupported: this device cannot feed a command's stdin.
+            TransportError: the device is unreachable.
         """
         ...
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from aiot.host.errors import CommandTimeout, TransportError
 from aiot.host.fileio import write_atomic
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
+from aiot.host.transports.stream import LineStream
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
@@ -29,6 +31,50 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _LocalStream(LineStream):
+    """A local command's pipes; a thread per output pipe, the stdout one also reaps it."""
+
+    def __init__(self, proc: subprocess.Popen, device: str, program: str) -> None:
+        super().__init__(device, program)
+        self._proc = proc
+        self.pid = proc.pid  # exec replaced the shell: this is the program itself
+        errors = threading.Thread(target=_pump, args=(proc.stderr, self._on_stderr), daemon=True)
+        errors.start()
+        threading.Thread(target=self._read, args=(errors,), daemon=True).start()
+
+    def _read(self, errors: threading.Thread) -> None:
+        _pump(self._proc.stdout, self._on_stdout)
+        errors.join()
+        self._on_end(self._proc.wait())
+
+    def _write(self, data: bytes) -> None:
+        self._proc.stdin.write(data)
+        self._proc.stdin.flush()
+
+    def _close_stdin(self) -> None:
+        self._proc.stdin.close()
+
+    def _kill(self) -> None:
+        _kill_group(self._proc)
+
+    def _release(self) -> None:
+        try:
+            self._proc.stdin.close()
+        except OSError:
+            pass  # a write was cut off by the command's end: nothing left to flush
+
+
+def _pump(pipe, feed) -> None:
+    """Copy a pipe to ``feed`` until EOF, then close it (the reader owns it)."""
+    try:
+        while chunk := os.read(pipe.fileno(), 65536):
+            feed(chunk)
+    except OSError:
+        pass
+    finally:
+        pipe.close()
 
 
 class LocalTransport:
@@ -105,8 +151,6 @@ class LocalTransport:
             return proc.communicate(timeout=timeout)
         # Stream stdout line by line; stderr is drained by a thread so neither pipe fills up,
         # and a watchdog kills the process at the deadline (a blocked readline cannot time out).
-        import threading
-
         err_chunks: list[str] = []
         drain = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
         drain.start()
@@ -132,6 +176,17 @@ class LocalTransport:
         if expired.is_set():
             raise subprocess.TimeoutExpired(proc.args, timeout)
         return "".join(out_lines), "".join(err_chunks)
+
+    def open_stream(self, argv: Sequence[str], *, cwd: str | None = None,
+                    env: Mapping[str, str] | None = None) -> _LocalStream:
+        command = build_command(argv, cwd=cwd, env=env, replace_shell=True)
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)  # close() kills the whole group
+        except OSError as exc:
+            raise TransportError(f"cannot start /bin/sh on {self.name}: {exc}") from None
+        return _LocalStream(proc, self.name, argv[0])
 
     def push(self, local: Path, remote: str) -> None:
         try:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import posixpath
 import select
+import socket
 import stat as statmod
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,10 +24,10 @@ from aiot.host.fileio import atomic_path
 from aiot.host.inventory import DeviceEntry, config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
+from aiot.host.transports.stream import PID_MARKER, LineStream, reporting_pid
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15
-PID_MARKER = "@@AIOT_PID "
 CONNECT_TIMEOUT_S = 10
 
 
@@ -97,6 +99,9 @@ class SshTransport:
             raise TransportError(f"cannot reach '{self.name}' at {where}: {exc.strerror or exc}",
                                  "is the device on and the address right? see: aiot devices list") from None
         client.get_transport().set_keepalive(KEEPALIVE_S)
+        # No Nagle, as OpenSSH does for interactive sessions: a request that ends in a small
+        # packet would otherwise wait for the delayed ACK of the one before (~40 ms a request).
+        client.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client, self._sftp = client, None
         return client
 
@@ -137,7 +142,7 @@ class SshTransport:
         command = build_command(argv, cwd=cwd, env=env)
         # sshd does not kill a command whose channel closes, so the command reports its PID
         # first (it replaces the shell, so $$ is its own) and a timeout kills it by that PID.
-        wrapped = f"echo {PID_MARKER}$$ >&2; " + build_command(argv, cwd=cwd, env=env, replace_shell=True)
+        wrapped = reporting_pid(build_command(argv, cwd=cwd, env=env, replace_shell=True))
         start = time.perf_counter()
         try:
             channel = self._connect().get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
@@ -149,6 +154,21 @@ class SshTransport:
             raise TransportError(f"connection to '{self.name}' lost: {exc or type(exc).__name__}",
                                  "check the device; the next command reconnects") from None
         return ShellResult(command, code, stdout, _without_pid_line(stderr), time.perf_counter() - start)
+
+    def open_stream(self, argv: Sequence[str], *, cwd: str | None = None,
+                    env: Mapping[str, str] | None = None) -> _SshStream:
+        # As in shell: sshd leaves a command running when its channel closes, so the command
+        # reports its PID and close() kills it by that PID if it does not exit on its own.
+        wrapped = reporting_pid(build_command(argv, cwd=cwd, env=env, replace_shell=True))
+        paramiko = _paramiko()
+        try:
+            channel = self._connect().get_transport().open_session(timeout=CONNECT_TIMEOUT_S)
+            channel.exec_command(wrapped)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.close()
+            raise TransportError(f"connection to '{self.name}' lost: {exc or type(exc).__name__}",
+                                 "check the device; the next command reconnects") from None
+        return _SshStream(self, channel, argv[0])
 
     def _kill_remote(self, pid: int | None) -> None:
         """SIGKILL the timed-out command by the PID it reported (best effort)."""
@@ -246,6 +266,46 @@ class SshTransport:
         facts.update({"transport": "ssh", "address": f"{self.entry.host}:{self.entry.port or 22}",
                       "user": self.entry.user, "python_path": self.python(), "labels": dict(self.entry.labels)})
         return facts
+
+
+class _SshStream(LineStream):
+    """A command on an SSH channel: stdin by ``sendall``, EOF by ``shutdown_write``."""
+
+    def __init__(self, transport: SshTransport, channel, program: str) -> None:
+        super().__init__(transport.name, program, pid_on_stderr=True)
+        self._transport, self._channel = transport, channel
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        channel = self._channel
+        try:
+            while True:
+                select.select([channel], [], [], 0.2)
+                while channel.recv_ready():
+                    self._on_stdout(channel.recv(65536))
+                while channel.recv_stderr_ready():
+                    self._on_stderr(channel.recv_stderr(65536))
+                if channel.exit_status_ready() and not channel.recv_ready() \
+                        and not channel.recv_stderr_ready():
+                    break
+                if channel.closed or not channel.get_transport().is_active():
+                    break
+        except (OSError, EOFError, ValueError):  # ValueError: select() on a channel closed under it
+            pass
+        self._on_end(channel.recv_exit_status() if channel.exit_status_ready() else None)
+
+    def _write(self, data: bytes) -> None:
+        self._channel.sendall(data)
+
+    def _close_stdin(self) -> None:
+        self._channel.shutdown_write()
+
+    def _kill(self) -> None:
+        self._transport._kill_remote(self._wait_for_pid())
+        self._channel.close()
+
+    def _release(self) -> None:
+        self._channel.close()
 
 
 def _reported_pid(stderr: bytes) -> int | None:

@@ -1,9 +1,161 @@
-"""``aiot robust sysnoise``."""
+"""``aiot robust sysnoise``: system noise of the deployment pipeline (SysNoise, RobustMQ)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from aiot.host.cli.robust import (
+    Binarize,
+    Dataset,
+    Format,
+    JsonOpt,
+    Limit,
+    Model,
+    Opt,
+    Seed,
+    Weights,
+)
+
+Devices = Annotated[list[str] | None, typer.Option(
+    "--device", "-d", help="Device(s) for precision and platform: repeatable or a comma list "
+                           "[default: $AIOT_DEVICE or local].")]
+Types = Annotated[str | None, typer.Option(
+    "--types", "-t", help="Noise types, comma list: decoder, resize, colour, precision, variants, "
+                          "platform [default: all].")]
+
+
+def parse_devices(values: list[str] | None) -> list[str]:
+    """Device names from repeated and comma-separated ``--device`` values, in order, unique.
+
+    Raises:
+        UsageError: an empty name (``--device ,``).
+    """
+    from aiot.host.devices import resolve_name
+    from aiot.host.errors import UsageError
+
+    if not values:
+        return [resolve_name(None)]
+    names = [part.strip() for value in values for part in value.split(",")]
+    if not all(names):
+        raise UsageError("--device got an empty name", "e.g. --device local,arm64")
+    return list(dict.fromkeys(names))
+
+
+def _check_deployed(types: list[str], explicit: bool, fmt: str | None) -> None:
+    """Precision and platform asked for by name need an artifact format."""
+    from aiot.host.errors import UsageError
+    from aiot.host.robust.sysnoise import DEPLOYED
+
+    asked = [t for t in types if t in DEPLOYED]
+    if explicit and asked and fmt is None:
+        raise UsageError(f"--types {','.join(asked)} needs a deployed artifact",
+                         "add --format ort (or tflite, ...) and optionally --device")
+
+
+def _cell(value, column: str) -> str:
+    from aiot.host.cli._output import fmt_pct
+
+    if value is None:
+        return "—"
+    if column in ("accuracy", "flip rate", "changed px"):
+        return fmt_pct(value)
+    if column == "dACC":
+        return f"{value * 100:+.2f} pp"
+    if isinstance(value, float):
+        return f"{value:.3g}" if column != "SNI" else f"{value:+.3f}"
+    return str(value)
+
+
+def _print_table(table: dict) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aiot.host.cli._output import out
+
+    view = Table(*table["columns"], title=escape(table["title"]), title_justify="left")
+    for row in table["rows"]:
+        status = row[table["columns"].index("status")] if "status" in table["columns"] else "ok"
+        style = "dim" if status not in ("ok", "differs", "reference") else None
+        view.add_row(*(escape(_cell(v, c)) for v, c in zip(row, table["columns"], strict=True)),
+                     style=style)
+    out.print(view)
+
+
+def _print_result(result: dict, record) -> None:
+    from rich.markup import escape
+
+    from aiot.host.cli._output import fmt_pct, out
+
+    for table in result["tables"]:
+        _print_table(table)
+    out.print("[bold]Summary[/]")
+    clean = result["clean_accuracy"]
+    if clean is not None:
+        out.print(f"  reference accuracy: {fmt_pct(clean)}")
+    for key, value in result["summary"].items():
+        if key == "clean_accuracy" or key.endswith(".options"):
+            continue
+        shown = _cell(value, "dACC" if "dacc" in key else "flip rate" if "flip" in key or "agreement" in key
+                      else "SNI" if "robustness" in key else "")
+        out.print(f"  {escape(key)}: {escape(shown)}")
+    for note in result["notes"]:
+        out.print(f"[dim]• {escape(note)}[/]")
+    out.print(f"record: {record.id[:8]}")
+
+
+def sysnoise(
+    ctx: typer.Context,
+    model: Model,
+    weights: Weights = None,
+    binarize: Binarize = None,
+    fmt: Format = None,
+    device: Devices = None,
+    opt: Opt = None,
+    types: Types = None,
+    dataset: Dataset = "fashion-mnist",
+    limit: Limit = 500,
+    seed: Seed = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Accuracy drop (dACC) and top-1 flip rate when one step of the deployment pipeline changes.
+
+    Decoders (PyAV/FFmpeg, libjpeg-turbo fast modes, pylibjpeg, kornia-rs vs Pillow), resize
+    methods (Pillow's 6, OpenCV's 5; down and up), RGB -> NV12 -> RGB, FP16/INT8 artifacts vs
+    FP32, max-pool ceil_mode and upsampling variants, and the same artifact on each --device.
+    Labelled images are re-encoded as JPEG at a camera size; --dataset photos (unlabelled, for
+    efficientnet_lite0) gives flip rate and top-1 agreement only.
+    """
+    from aiot.host.cli._output import message, print_json, spinner
+    from aiot.host.cli.robust import make_target, suite_context
+    from aiot.host.robust.data import eval_set
+    from aiot.host.robust.record import run_recorded
+    from aiot.host.robust.sysnoise import evaluate, parse_types
+
+    chosen = parse_types(types)
+    devices = parse_devices(device)
+    _check_deployed(chosen, types is not None, fmt)
+    target = make_target(model, weights, binarize, fmt, devices[0], opt)
+    images = eval_set(dataset, limit, seed)
+    spec = {"types": chosen, "devices": devices, "dataset": images.name, "limit": limit, "seed": seed}
+    with suite_context(ctx) as (store, workspace), spinner(
+            f"sysnoise: {target.label} on {len(images)} {images.name} images…") as status:
+
+        def work(provenance: dict) -> dict:
+            result, learned = evaluate(target, images, types=chosen, devices=devices,
+                                       workspace=workspace, progress=status.update)
+            provenance.update(learned)
+            return result
+
+        result, record = run_recorded(store, "robust-sysnoise", target, spec, work)
+    if as_json:
+        print_json({**result, "record": record.id})
+        return
+    message(f"sysnoise on {len(images)} {images.name} images, types: {', '.join(chosen)}")
+    _print_result(result, record)
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``sysnoise`` command to the ``aiot robust`` group."""
+    app.command("sysnoise")(sysnoise)

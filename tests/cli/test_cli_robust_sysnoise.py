@@ -86,6 +86,10 @@ def test_platform_runs_the_ort_artifact_on_local(cli):
     assert local["accuracy"] == data["clean_accuracy"]
     assert any(f"sha256 {record.artifact_sha256[:12]}" in note for note in data["notes"])
     assert record.provenance["devices"]["local"]["name"] == "local"
+    # with --format the deployed artifact scored the decoder type through its agent session
+    assert any(note.startswith("pre-processing types scored by the deployed artifact (ort@local")
+               for note in data["notes"])
+    assert record.provenance["serving"]
 
 
 @pytest.mark.slow

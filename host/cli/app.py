@@ -46,8 +46,8 @@ def root(
     ctx: typer.Context,
     results_dir: Annotated[str | None, typer.Option(
         "--results-dir", envvar="AIOT_RESULTS_DIR",
-        help="Where the result store and artifacts live [default: ./results in a checkout, "
-             "else ~/.local/share/aiot/results].")] = None,
+        help="Where the result store and artifacts live (default: ./results in a checkout, "
+             "else ~/.local/share/aiot/results).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details to stderr.")] = False,
 ) -> None:
     """aiot: convert PyTorch models, push them to devices, measure, store and score."""

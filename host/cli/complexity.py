@@ -78,7 +78,7 @@ def complexity(
     models: Annotated[list[str], typer.Argument(
         help="Zoo model names, e.g. resnet18 resnet18_cifar vgg_small.", show_default=False)],
     binarize: Annotated[str | None, typer.Option(
-        "--binarize", "-b", help="Algorithm, comma list or all [default: all eight].")] = None,
+        "--binarize", "-b", help="Algorithm, comma list or all (default: all eight).")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:

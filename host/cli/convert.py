@@ -42,7 +42,7 @@ def _print_format_table(as_json: bool) -> None:
 def convert(
     model: Annotated[str | None, typer.Argument(help="Zoo model name, e.g. resnet18.")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder [default: <results>/artifacts].")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <results>/artifacts).")] = None,
     weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")] = None,
     binarize: Annotated[str | None, typer.Option(
         help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "

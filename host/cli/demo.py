@@ -25,7 +25,7 @@ def thread_counts(cores: int) -> list[int]:
 def demo(
     ctx: typer.Context,
     epochs: Annotated[int, typer.Option(min=1, help="Training epochs for the demo model.")] = 2,
-    limit: Annotated[int | None, typer.Option(help="Test images used for on-device accuracy [default: all 10,000].")] = None,
+    limit: Annotated[int | None, typer.Option(help="Test images used for on-device accuracy (default: all 10,000).")] = None,
     min_s: Annotated[float, typer.Option(help="Timed seconds per run (at least).")] = 1.0,
     fresh: Annotated[bool, typer.Option("--fresh", help="Retrain and reconvert instead of reusing.")] = False,
 ) -> None:

@@ -62,9 +62,9 @@ def add(
     name: Annotated[str, typer.Argument(help="A name for the device, e.g. pi4 or pixel7.")],
     transport: Annotated[str, typer.Option(help="ssh or adb.")],
     host: Annotated[str | None, typer.Option(help="SSH host name or address.")] = None,
-    port: Annotated[int | None, typer.Option(help="SSH port [default: 22].")] = None,
+    port: Annotated[int | None, typer.Option(help="SSH port (default: 22).")] = None,
     user: Annotated[str | None, typer.Option(help="SSH user.")] = None,
-    key: Annotated[str | None, typer.Option(help="SSH private key file [default: your ssh agent / ~/.ssh keys].")] = None,
+    key: Annotated[str | None, typer.Option(help="SSH private key file (default: your ssh agent / ~/.ssh keys).")] = None,
     serial: Annotated[str | None, typer.Option(help="ADB serial (adb devices), e.g. 1A2B3C or 10.0.0.5:5555.")] = None,
     workdir: Annotated[str | None, typer.Option(help="Folder on the device for aiot's files.")] = None,
     python: Annotated[str, typer.Option(help="Python on the device that runs the agent.")] = "python3",
@@ -126,7 +126,7 @@ def trust(
 
 @app.command("info")
 def info(
-    device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Probe a device: CPU, cores and clusters, ABI, OS, memory, Python and runtimes."""
@@ -204,7 +204,7 @@ def battery_summary(supplies: list[dict]) -> str:
 
 @app.command("doctor")
 def doctor(
-    device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check that a device can run benchmarks: reachable, workdir, free space, Python, runtimes.
@@ -247,7 +247,7 @@ def render_checks(name: str, checks: list):
 
 @app.command("setup")
 def setup(
-    device: Annotated[str | None, typer.Argument(help="Device name [default: $AIOT_DEVICE or local].")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
     with_runtimes: Annotated[str | None, typer.Option(
         "--with", help="Optional runtimes, comma-separated: torch (PyTorch Mobile .ptl; aarch64).")] = None,
     as_json: JsonOpt = False,

@@ -12,9 +12,9 @@ app = typer.Typer(no_args_is_help=True, help="Start, list and stop emulated ADB 
 @app.command("start")
 def start(
     kind: Annotated[str, typer.Argument(help="ssh (a private sshd) or adb (a device-side adbd).")],
-    name: Annotated[str | None, typer.Option(help="Device name [default: emu-KIND-N].")] = None,
+    name: Annotated[str | None, typer.Option(help="Device name (default: emu-KIND-N).")] = None,
     arch: Annotated[str | None, typer.Option(
-        help="x86_64 or arm64 [default: this machine's]. arm64 on x86_64 runs the device's Python under "
+        help="x86_64 or arm64 (default: this machine's). arm64 on x86_64 runs the device's Python under "
              "qemu-user: real outputs, meaningless timings.")] = None,
     with_runtimes: Annotated[str | None, typer.Option(
         "--with", help="Optional runtimes for an arm64 userland, comma-separated: torch (PyTorch "

@@ -9,7 +9,7 @@ import typer
 
 from aiot.host.errors import UsageError
 
-Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name [default: $AIOT_DEVICE or local].")]
+Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE or local).")]
 Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(help="Binarize the model with a BiBench algorithm (bnn, reactnet, …) before converting; --weights are then the binarized model's.")]
 Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
@@ -21,7 +21,7 @@ MinRuns = Annotated[int, typer.Option(help="Timed iterations (at least).")]
 MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
 MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
 Native = Annotated[str | None, typer.Option("--native", help="Time with this native benchmark binary instead of the agent (benchmark_model, lce_benchmark_model, speed_benchmark_torch, benchmark_single_model, executor_runner, onnxruntime_perf_test, speed_benchmark).")]
-Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file [default: the device's [binaries] entry in the inventory].")]
+Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file (default: the device's [binaries) entry in the inventory].")]
 Delegate = Annotated[str | None, typer.Option("--delegate", help="Delegate(s) for --native runs, comma-separated in a sweep (e.g. nnapi, gpu, xnnpack).")]
 TargetCv = Annotated[float | None, typer.Option(
     "--target-cv", help="Repeat timed iterations until the robust CV (1.4826·MAD/median) is at most this, e.g. 0.02 (up to --max-runs / --max-s); runs that never get there are INVALID.")]
@@ -30,7 +30,7 @@ Memory = Annotated[bool, typer.Option(
     "--memory", help="Also measure peak memory, in its own pass in a fresh agent process (does not disturb timing).")]
 CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
-Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed [default: max-s + warm-up + 300].")]
+Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
 
 
 def split_list(value: str, what: str) -> list[str]:
@@ -183,7 +183,7 @@ def sweep(
     ctx: typer.Context,
     model: Annotated[str, typer.Option("--model", "-m", help="Zoo model names, comma-separated.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="Formats, comma-separated.")],
-    device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated [default: $AIOT_DEVICE or local].")] = None,
+    device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
     threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
@@ -191,7 +191,7 @@ def sweep(
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
     cluster: Annotated[str | None, typer.Option(
-        help="CPU clusters to pin to, comma-separated (prime, big, little) [default: no pinning].")] = None,
+        help="CPU clusters to pin to, comma-separated (prime, big, little) (default: no pinning).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = 0,
     shuffle: Annotated[bool, typer.Option(
         "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = True,
@@ -261,7 +261,7 @@ def pull(
     ctx: typer.Context,
     device: Device = None,
     out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Folder to copy into "
-                                                 "[default: RESULTS/pulled/DEVICE].")] = None,
+                                                 "(default: RESULTS/pulled/DEVICE).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Copy the files a device left in WORKDIR/outputs (profiles, logs) into the results folder.

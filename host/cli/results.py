@@ -167,7 +167,7 @@ def outputs(
     ctx: typer.Context,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
     reference: Annotated[str | None, typer.Option(
-        help="Device whose outputs the others are compared with [default: a real (not emulated) device].")] = None,
+        help="Device whose outputs the others are compared with (default: a real (not emulated) device).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare each artifact's outputs across devices (e.g. x86_64 vs an emulated arm64 board).

@@ -21,13 +21,13 @@ app = typer.Typer(no_args_is_help=True,
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")]
 Weights = Annotated[Path | None, typer.Option(
-    help="State-dict file (aiot train writes one) [default: the model's own weights, else a seeded random init].")]
+    help="State-dict file, as aiot train writes (default: the model's packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(
     help="BiBench algorithm the weights belong to (aiot train --binarize ALG).")]
 Format = Annotated[str | None, typer.Option(
-    "--format", "-f", help="Also evaluate this deployed artifact format on --device [default: PyTorch only].")]
+    "--format", "-f", help="Also evaluate this deployed artifact format on --device (default: PyTorch only).")]
 Device = Annotated[str | None, typer.Option(
-    "--device", "-d", help="Device the artifact runs on [default: $AIOT_DEVICE or local].")]
+    "--device", "-d", help="Device the artifact runs on (default: $AIOT_DEVICE or local).")]
 Opt = Annotated[list[str] | None, typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")]
 Dataset = Annotated[str, typer.Option(help="Test images: fashion-mnist, digits, folder:PATH (labelled) or photos (unlabelled: agreement metrics only).")]
 Limit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]

@@ -20,10 +20,10 @@ from aiot.host.cli.robust import (
 
 Devices = Annotated[list[str] | None, typer.Option(
     "--device", "-d", help="Device(s) for precision and platform: repeatable or a comma list "
-                           "[default: $AIOT_DEVICE or local].")]
+                           "(default: $AIOT_DEVICE or local).")]
 Types = Annotated[str | None, typer.Option(
     "--types", "-t", help="Noise types, comma list: decoder, resize, colour, precision, variants, "
-                          "platform [default: all].")]
+                          "platform (default: all).")]
 
 
 def parse_devices(values: list[str] | None) -> list[str]:

@@ -20,6 +20,8 @@ bench: setup
 	.venv/bin/python bench/tflite_paths.py
 	.venv/bin/python bench/bibench.py
 	.venv/bin/python bench/campaign.py
+	.venv/bin/python bench/agent_session.py
+	.venv/bin/python bench/robust.py
 
 clean-venv:
 	rm -rf .venv

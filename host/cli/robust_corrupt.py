@@ -35,8 +35,11 @@ CompareWeights = Annotated[Path | None, typer.Option(
     help="State-dict of the binarized twin (aiot train MODEL --binarize ALG).")]
 #: Summary keys shown on the last line, with their labels.
 _HEADLINE = {"clean_accuracy": "clean acc", "mNR": "mNR", "mean_G": "mean G",
-             "mean_NCI": "mean NCI", "mFP": "mFP", "agreement": "agreement with PyTorch",
-             "om_robust": "OM_robust"}
+             "mean_NCI": "mean NCI", "clean_agreement": "clean agreement",
+             "mNR_agreement": "mNR (agreement)", "mean_G_agreement": "mean G (agreement)",
+             "mean_NCI_agreement": "mean NCI (agreement)", "mFP": "mFP",
+             "agreement": "agreement with PyTorch",
+             "agreement_on_clean": "agreement with PyTorch on clean", "om_robust": "OM_robust"}
 
 
 def _fmt(value) -> str:
@@ -97,6 +100,10 @@ def corrupt(
     model or, with --format, by the deployed artifact on --device (then also its agreement with
     PyTorch). Reports NR, the gap G and NCI per corruption; mNR, mean G, mean NCI, mFP; and
     OM_robust with --compare-binarized. Corrupted sets are cached.
+
+    --dataset photos (unlabelled, many sizes): each photo is resized and centre-cropped to the
+    model's input first, and every accuracy is top-1 agreement with the model's own clean
+    prediction (summary keys *_agreement).
     """
     from aiot.host.cli._output import print_json, spinner
     from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities

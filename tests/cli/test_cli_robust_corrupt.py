@@ -95,3 +95,31 @@ def test_compare_binarized_gives_om_robust_from_the_gap_table(cli):
     else:
         assert om is None
     assert "compare_clean_accuracy" in data["summary"]
+
+
+@pytest.mark.slow
+def test_unlabelled_photos_score_agreement_with_the_clean_prediction(cli):
+    pytest.importorskip("skimage")
+    data = cli.json("robust", "corrupt", "--model", "efficientnet_lite0", "--dataset", "photos",
+                    "--limit", "3", "--corruptions", "brightness,contrast", "--severities", "1,5",
+                    "--no-sequences")
+    record = _record(data["record"])
+    assert record.kind == "robust-corrupt" and record.accuracy is None
+    summary = record.result["summary"]
+    assert data["clean_accuracy"] is None and summary["clean_agreement"] == 1.0  # by definition
+    assert "mNR" not in summary and "mFP" not in summary
+    table = data["tables"][0]
+    assert [row[0] for row in table["rows"]] == ["brightness", "contrast", "mean"]
+    assert summary["mNR_agreement"] == pytest.approx(table["rows"][2][3])
+    assert summary["mean_G_agreement"] == pytest.approx(1.0 - summary["mNR_agreement"])
+    assert data["data"]["n"] == 3 and data["data"]["corrupted_shape"] == [224, 224, 3]
+    notes = " ".join(data["notes"])
+    assert "ImageNet-C's own parameters at their native 224 px" in notes
+    assert "brought to 224x224 uint8 RGB" in notes and "shorter side to 256 px" in notes
+    assert "top-1 agreement with the clean prediction" in notes
+
+
+def test_compare_binarized_on_photos_is_a_usage_error(cli):
+    result = cli("robust", "corrupt", "--model", "tiny_cnn", "--dataset", "photos",
+                 "--compare-binarized", "bnn", code=1)
+    assert "needs labelled images" in result.stderr and "Traceback" not in result.output

@@ -38,11 +38,11 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
                 device: str | None, opts: list[str] | None):
     """The suite's Target, every name checked before any work."""
-    from aiot.converters.base import get_converter
     from aiot.converters.api import source_weights
+    from aiot.converters.base import get_converter
     from aiot.host.cli.convert import parse_options
-    from aiot.host.errors import UsageError
     from aiot.host.devices import resolve_name
+    from aiot.host.errors import UsageError
     from aiot.host.robust.target import Target
     from aiot.models import get_model_spec
 

@@ -13,16 +13,16 @@ from aiot.host.report.build import Column, Section, Table
 #: kind -> (section title, what the suite measures)
 SUITES = {
     "robust-sysnoise": ("Robustness: system noise (SysNoise)",
-                        "Accuracy and top-1 flips when one step of the deployment pipeline changes "
+                        ("Accuracy and top-1 flips when one step of the deployment pipeline changes "
                         "(JPEG decoder, resizer, colour conversion, precision, inference variant, "
-                        "platform): dACC = ACC_reference - ACC_option, mean and max per noise type."),
+                        "platform): dACC = ACC_reference - ACC_option, mean and max per noise type.")),
     "robust-corrupt": ("Robustness: natural corruptions",
-                       "ImageNet-C corruptions x severities through the evaluated model: accuracy, "
+                       ("ImageNet-C corruptions x severities through the evaluated model: accuracy, "
                        "corruption gap G = A_clean - A_corr (BiBench), NCI and mNR (RobustMQ), and "
-                       "flip probability over sequences of increasing perturbation."),
+                       "flip probability over sequences of increasing perturbation.")),
     "robust-attack": ("Robustness: adversarial attacks",
-                      "Accuracy under white-box, transfer and black-box attacks (ARBiBench, RobustMQ): "
-                      "on the PyTorch reference and on the deployed artifact, with queries spent."),
+                      ("Accuracy under white-box, transfer and black-box attacks (ARBiBench, RobustMQ): "
+                      "on the PyTorch reference and on the deployed artifact, with queries spent.")),
 }
 
 

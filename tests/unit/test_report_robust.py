@@ -63,7 +63,7 @@ def test_one_section_per_suite_newest_record_per_target(report):
 
 def test_markdown_draws_the_curves(report, tmp_path):
     report, _ids = report
-    files, plots = write(report, "md", tmp_path / "out")
+    files, _plots = write(report, "md", tmp_path / "out")
     assert (tmp_path / "out" / "robust_corrupt.png").stat().st_size > 1000
     text = files[0].read_text()
     assert "Robustness: natural corruptions" in text and "robust_corrupt.png" in text

@@ -244,7 +244,7 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
     start = None
     if config.binarize and config.init == "fp":
         start = train(config.full_precision(), progress, weights_dir, reuse=True).weights_path
-    with _torch_threads(config.threads):
+    with torch_threads(config.threads):
         return _train_and_save(config, key, path, progress, start)
 
 
@@ -448,7 +448,7 @@ def evaluate(model, x, y, progress: Progress | None = None, batch_size: int = _E
 
 
 @contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
+def torch_threads(threads: int | None) -> Iterator[None]:
     """Use ``threads`` intra-op threads inside the block and restore the previous count."""
     if threads is None:
         yield

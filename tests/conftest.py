@@ -51,6 +51,16 @@ def private_adb_server():
 
 
 @pytest.fixture(scope="session")
+def tiny_digits_weights(tmp_path_factory) -> str:
+    """tiny_cnn trained one epoch on scikit-learn digits (seconds): a model whose clean accuracy
+    means something, for tests of accuracy under attack."""
+    from aiot.host.training import TrainConfig, train
+
+    config = TrainConfig(model="tiny_cnn", dataset="digits", epochs=1, batch_size=32, lr=3e-3, seed=0, threads=1)
+    return str(train(config, weights_dir=tmp_path_factory.mktemp("weights")).weights_path)
+
+
+@pytest.fixture(scope="session")
 def toolchains_dir():
     """The user's toolchain environments (gigabytes, installed by bootstrap): tests use them
     rather than isolating them away with the per-session cache."""

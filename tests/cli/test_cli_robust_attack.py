@@ -14,12 +14,9 @@ needs_stack = pytest.mark.skipif(
 SMALL = ("--model", "tiny_cnn", "--dataset", "digits", "--limit", "6", "--steps", "3", "--queries", "30")
 
 
-@pytest.fixture(scope="module")
-def weights(tmp_path_factory) -> str:
-    from aiot.host.training import TrainConfig, train
-
-    config = TrainConfig(model="tiny_cnn", dataset="digits", epochs=1, batch_size=32, lr=3e-3, seed=0, threads=1)
-    return str(train(config, weights_dir=tmp_path_factory.mktemp("weights")).weights_path)
+@pytest.fixture
+def weights(tiny_digits_weights) -> str:
+    return tiny_digits_weights
 
 
 def _record(record_id: str):

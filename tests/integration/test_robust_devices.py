@@ -55,3 +55,17 @@ def test_corrupt_on_the_board_agrees_with_pytorch(cli, board):
     assert data["summary"]["clean_accuracy"] == data["summary"]["reference_clean_accuracy"]
     record = _stored(cli, data["record"])
     assert record["device"] == board and record["provenance"]["device"]["agent"]["machine"] == "aarch64"
+
+
+def test_attack_queries_the_board_within_budget(cli, board, tiny_digits_weights):
+    data = cli.json("robust", "attack", "--model", "tiny_cnn", "--weights", tiny_digits_weights,
+                    "--dataset", "digits", "--limit", "3",
+                    "--steps", "2", "--queries", "12", "--attacks", "fgsm,square", "--eps", "0.1",
+                    "--format", "ort", "--device", board)
+    table = data["tables"][0]
+    rows = {row[0]: dict(zip(table["columns"], row, strict=True)) for row in table["rows"]}
+    assert rows["square"]["crafted on"] == f"ort@{board}" and 0 < rows["square"]["queries"] <= 3 * 12
+    # the same float function on aarch64: FGSM's images land the same on the board as on the host
+    assert rows["fgsm"][f"accuracy (ort@{board})"] == rows["fgsm"]["accuracy (reference)"]
+    record = _stored(cli, data["record"])
+    assert record["status"] == "ok" and record["provenance"]["device"]["agent"]["machine"] == "aarch64"

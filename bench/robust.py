@@ -83,7 +83,7 @@ def suites(args, weights: dict) -> list[dict]:
                                        "--attacks", "white-box,transfer", "--source-weights",
                                        weights["bnn" if label == "fp32" else None],
                                        *(["--source-binarize", "bnn"] if label == "fp32" else []),
-                                       "--eps-curve", "0,0.01,0.02,0.03,0.05"]))
+                                       "--eps-curve", args.eps_curve]))
         runs.append((label, "attack", [*model, *first, "--limit", str(args.blackbox_limit),
                                        "--attacks", "black-box", *queries]))
     if not args.skip_efficientnet:
@@ -119,6 +119,7 @@ def main() -> None:
     parser.add_argument("--attack-limit", type=int, default=100, help="images for white-box/transfer attacks")
     parser.add_argument("--blackbox-limit", type=int, default=10, help="images for black-box attacks")
     parser.add_argument("--queries", type=int, default=None, help="query budget override for black-box attacks")
+    parser.add_argument("--eps-curve", default="0,0.01,0.02,0.03,0.05", help="L-inf budgets of the accuracy curve")
     parser.add_argument("--device", default="local", help="devices, comma-separated (the first runs corrupt/attack)")
     parser.add_argument("--train-limit", type=int, default=10000)
     parser.add_argument("--epochs", type=int, default=3)

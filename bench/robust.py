@@ -129,6 +129,9 @@ def main() -> None:
     args = parser.parse_args()
     print("training (cached after the first time)", file=sys.stderr)
     weights = trained_weights(args.train_limit, args.epochs)
+    settings = {"suites": args.suites, "limit": args.limit, "attack_limit": args.attack_limit,
+                "blackbox_limit": args.blackbox_limit, "queries": args.queries, "eps_curve": args.eps_curve,
+                "device": args.device, "train_limit": args.train_limit, "epochs": args.epochs}
     runs = []
     with tempfile.TemporaryDirectory(prefix="aiot-bench-robust-") as tmp:
         results = Path(tmp)
@@ -136,16 +139,15 @@ def main() -> None:
         for label, suite, cli_args in [r for r in suites(args, weights) if r[1] in chosen]:
             runs.append({"label": label, "suite": suite, "args": cli_args,
                          "output": aiot(results, "robust", suite, *cli_args)})
+            # after every suite: an interrupted benchmark keeps what it measured
+            write_json(args.name, {**settings, "complete": False, "runs": runs})
         report = OUT_DIR / f"{args.name}-report"
         shutil.rmtree(report, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "aiot", "--results-dir", str(results), "report",
                         "--out", str(report), "--format", "md"], check=False, capture_output=True)
     print("\nRobustness suites (summary; full tables in the JSON and the report)")
     print_table(["model", "suite", "status", "clean top-1", "seconds", "summary"], _summary_rows(runs))
-    path = write_json(args.name, {"suites": args.suites, "limit": args.limit, "attack_limit": args.attack_limit,
-                                 "blackbox_limit": args.blackbox_limit, "queries": args.queries,
-                                 "device": args.device, "train_limit": args.train_limit,
-                                 "epochs": args.epochs, "runs": runs})
+    path = write_json(args.name, {**settings, "complete": True, "runs": runs})
     print(f"\nwrote {path} and {OUT_DIR / (args.name + '-report')}")
 
 

@@ -110,6 +110,10 @@ class AgentSession:
         """Push ``spec`` and execute it; returns the agent's ``result`` fields."""
         return self._command("run", "result", spec, timeout, on_progress)
 
+    def predict(self, spec: dict, timeout: float | None = None) -> dict:
+        """Outputs of ``spec``'s ``inputs`` written to its ``outputs`` (one agent process)."""
+        return self._command("predict", "predicted", spec, timeout, None)
+
     def memory(self, spec: dict, timeout: float | None = None) -> dict:
         """Peak memory of ``spec``'s model in a fresh agent process (the ``memory`` command)."""
         return self._command("memory", "memory", spec, timeout, None)

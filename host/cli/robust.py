@@ -42,7 +42,6 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     from aiot.converters.base import get_converter
     from aiot.host.cli.convert import parse_options
     from aiot.host.devices import resolve_name
-    from aiot.host.errors import UsageError
     from aiot.host.robust.target import Target
     from aiot.models import get_model_spec
 
@@ -53,11 +52,18 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
         binarize = ALGORITHMS.canonical(binarize)
     if fmt is not None:
         fmt = get_converter(fmt).name
-    if weights is not None and not Path(weights).is_file():
-        raise UsageError(f"weights file {weights} does not exist",
-                         f"train one with `aiot train {spec.name}` or pass an existing --weights file")
+    check_weights_file(weights, "--weights")
     return Target(spec.name, source_weights(spec, weights, binarize), binarize, fmt, resolve_name(device),
                   parse_options(opts or []))
+
+
+def check_weights_file(path: Path | None, option: str, what: str = "weights") -> None:
+    """A named state-dict file must exist, checked before any record or conversion starts."""
+    from aiot.host.errors import UsageError
+
+    if path is not None and not Path(path).is_file():
+        raise UsageError(f"{what} file {path} does not exist",
+                         f"train one with `aiot train MODEL` or pass an existing {option} file")
 
 
 @contextmanager

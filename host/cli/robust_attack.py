@@ -18,6 +18,7 @@ from aiot.host.cli.robust import (
     Opt,
     Seed,
     Weights,
+    check_weights_file,
     make_target,
     suite_context,
 )
@@ -54,15 +55,9 @@ def _budgets(text: str | None, option: str) -> tuple[float, ...]:
                          f"e.g. {option} 0,0.01,0.02,0.03") from None
 
 
-def _check_weights(weights: Path | None, option: str, what: str = "weights") -> None:
-    if weights is not None and not weights.is_file():
-        raise UsageError(f"{what} file {weights} does not exist",
-                         f"train one with `aiot train MODEL` or pass an existing {option} file")
-
-
 def _source(weights: Path | None, binarize: str | None) -> str | None:
     """The source's canonical binarization algorithm, its weights checked first."""
-    _check_weights(weights, "--source-weights", "source weights")
+    check_weights_file(weights, "--source-weights", "source weights")
     if binarize:
         from aiot.models.bibench import ALGORITHMS
 
@@ -98,7 +93,6 @@ def attack(
     from aiot.host.robust.attacks.suite import AttackSettings
     from aiot.host.robust.data import PHOTOS
 
-    _check_weights(weights, "--weights")  # before a record or a conversion starts
     if dataset == PHOTOS:
         raise UsageError("the photos have no labels: attacks need them", "pass --dataset fashion-mnist or digits")
     target = make_target(model, weights, binarize, fmt, device, opt)
@@ -121,22 +115,15 @@ def attack(
 def _run(ctx, target, settings):
     from aiot.host.cli._output import spinner
     from aiot.host.robust.attacks.suite import run_suite
+    from aiot.host.robust.deployed import deployed_if_format
     from aiot.host.robust.record import run_recorded
 
     with suite_context(ctx) as (store, workspace), spinner("preparing the attack suite…") as status:
         def work(provenance: dict) -> dict:
-            deployed = None
             if target.fmt is not None:
-                from aiot.host.robust.deployed import open_deployed
-
                 status.update(f"deploying {target.label} as {target.fmt} on {target.device}…")
-                deployed = open_deployed(target, workspace)
-                provenance.update(deployed.provenance)
-            try:
+            with deployed_if_format(target, workspace, provenance) as deployed:
                 return run_suite(target, settings, deployed, progress=status.update)
-            finally:
-                if deployed is not None:
-                    deployed.close()
 
         return run_recorded(store, "robust-attack", target, settings.to_dict(), work)
 

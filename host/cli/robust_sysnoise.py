@@ -130,7 +130,7 @@ def sysnoise(
     from aiot.host.cli._output import message, print_json, spinner
     from aiot.host.cli.robust import make_target, suite_context
     from aiot.host.robust.data import eval_set
-    from aiot.host.robust.deployed import open_deployed
+    from aiot.host.robust.deployed import deployed_if_format
     from aiot.host.robust.record import run_recorded
     from aiot.host.robust.sysnoise import evaluate, parse_types
 
@@ -146,16 +146,11 @@ def sysnoise(
         def work(provenance: dict) -> dict:
             # With --format, the deployed artifact (not PyTorch) scores the pre-processing
             # types: what the device computes on the perturbed pipeline is what counts.
-            deployed = open_deployed(target, workspace) if fmt else None
-            try:
+            with deployed_if_format(target, workspace, provenance) as deployed:
                 result, learned = evaluate(target, images, types=chosen, devices=devices,
                                            workspace=workspace, predictor=deployed,
                                            progress=status.update)
-            finally:
-                if deployed is not None:
-                    deployed.close()
             if deployed is not None:
-                provenance.update(deployed.provenance)
                 result["notes"].append(f"pre-processing types scored by the deployed artifact "
                                        f"({deployed.name}, {deployed.queries} queries)")
             provenance.update(learned)

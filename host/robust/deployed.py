@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -115,7 +116,7 @@ class DeployedPredictor:
         remote_in = push_file(self.session.transport, local_in).remote
         remote_out = remote_in[: -len(".npy")] + ".out.npy"
         spec = {**self._spec(), "inputs": remote_in, "outputs": remote_out}
-        self.session._command("predict", "predicted", spec, timeout=600, on_progress=None)
+        self.session.predict(spec, timeout=600)
         local_out = self._stage / "outputs.npy"
         self.session.transport.pull(remote_out, local_out)
         return np.load(local_out).astype(np.float32).reshape(len(x), -1)
@@ -129,6 +130,24 @@ class DeployedPredictor:
         if self._stage is not None:
             shutil.rmtree(self._stage, ignore_errors=True)
             self._stage = None
+
+
+@contextmanager
+def deployed_if_format(target: Target, workspace, provenance: dict | None = None):
+    """The target's artifact as a predictor while the block runs (None without a format).
+
+    Its device/artifact facts go into ``provenance``; the session is closed afterwards.
+    """
+    if target.fmt is None:
+        yield None
+        return
+    predictor = open_deployed(target, workspace)
+    if provenance is not None:
+        provenance.update(predictor.provenance)
+    try:
+        yield predictor
+    finally:
+        predictor.close()
 
 
 def open_deployed(target: Target, workspace, *, persistent: bool = True) -> DeployedPredictor:

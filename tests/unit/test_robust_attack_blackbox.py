@@ -41,10 +41,10 @@ class Counting:
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """Batches of one image: a second intra-op thread only adds synchronisation (2 shared cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    from aiot.host.training import torch_threads
+
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ is the clean accuracy, and an ε = 0 run changes nothing.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -24,18 +25,15 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, rea
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """Black-box attacks ask one image at a time: a second intra-op thread only adds sync on 2 shared cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    from aiot.host.training import torch_threads
+
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    from aiot.host.training import TrainConfig, train
-
-    config = TrainConfig(model="tiny_cnn", dataset="digits", epochs=1, batch_size=32, lr=3e-3, seed=0)
-    return train(config, weights_dir=tmp_path_factory.mktemp("weights")).weights_path
+def trained(tiny_digits_weights):
+    return Path(tiny_digits_weights)
 
 
 def _deployment(weights):

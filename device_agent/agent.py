@@ -537,28 +537,46 @@ def _predict_rows(session, batch) -> dict:
             "data": base64.b64encode(out.tobytes()).decode("ascii"), "compute_ms": compute_ns / 1e6}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello | {run,predict,memory,serve} SPEC.json``."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["hello"]:
-        emit("hello", **hello())
-        return 0
-    if len(argv) != 2 or (argv[0] not in COMMANDS and argv[0] != "serve"):
-        emit("error", type="usage",
-             message="usage: python -m device_agent hello | {run,predict,memory,serve} SPEC.json")
-        return 2
+def execute(command: str, raw_spec) -> int:
+    """Validate ``raw_spec`` and run ``command`` on it (``run``, ``predict``, ``memory`` or
+    ``serve``), emitting its answer or an ``error``; returns the process exit code."""
     try:
-        with open(argv[1], encoding="utf-8") as fh:
-            spec = validate_spec(json.load(fh))
-        if argv[0] == "serve":
+        if not isinstance(raw_spec, dict):
+            raise SpecError("a spec must be a JSON object")
+        spec = validate_spec(raw_spec)
+        if command == "serve":
             return serve(spec)
-        event, command = COMMANDS[argv[0]]
-        emit(event, **command(spec))
+        event, handler = COMMANDS[command]
+        emit(event, **handler(spec))
         return 0
-    except (SpecError, ArtifactLoadError, OSError, json.JSONDecodeError,
-            backends.BackendUnavailable) as exc:
+    except (SpecError, ArtifactLoadError, OSError, backends.BackendUnavailable) as exc:
         emit("error", type=type(exc).__name__, message=str(exc))
         return 3
     except Exception as exc:  # a runtime failing to load or run a model
         emit("error", type=type(exc).__name__, message=_first_line(exc))
         return 4
+
+
+USAGE = "usage: python -m device_agent hello | session | {run,predict,memory,serve} SPEC.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m device_agent hello | session | {run,predict,memory,serve} SPEC.json``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hello"]:
+        emit("hello", **hello())
+        return 0
+    if argv == ["session"]:
+        from .session import session
+
+        return session()
+    if len(argv) != 2 or (argv[0] not in COMMANDS and argv[0] != "serve"):
+        emit("error", type="usage", message=USAGE)
+        return 2
+    try:
+        with open(argv[1], encoding="utf-8") as fh:
+            raw = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        emit("error", type=type(exc).__name__, message=str(exc))
+        return 3
+    return execute(argv[0], raw)

@@ -41,6 +41,15 @@ without its batch dimension. Every ``predict`` gets a ``predictions`` or an ``er
 its ``id``, and the session keeps serving after an error; ``close`` or the end of stdin ends
 the process with exit code 0. Two new events and an optional ``id`` on ``error``: additions
 only, so protocol v1 still holds.
+
+Agent 0.5.0 added the ``session`` command (see ``session.py``): one agent per device that
+answers ``hello``, ``telemetry`` and, each in a forked child, ``run``, ``memory`` and
+``predict`` requests, forwarding their events with the request's ``id``. One new event:
+
+    telemetry id, text (the host's telemetry script's sections, read from sysfs), unix_s
+
+``ready`` of a session carries agent_version, pid and isolation ("fork"). Additions only:
+protocol v1 still holds.
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ import json
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
 EVENTS = ("hello", "progress", "result", "predicted", "memory", "ready", "predictions",
-          "error")
+          "telemetry", "error")
 
 
 def encode(event: str, **fields) -> str:

@@ -1,7 +1,11 @@
 """Drive the device agent through a Transport and read its JSON-lines protocol.
 
-One-shot commands (``hello``, ``run``, ``memory``) start an agent process each; ``serve``
-keeps one agent with its model loaded and answers many batched predictions over a stream.
+Where the transport can keep a command's stdin open, one ``session`` agent per device (and
+interpreter) answers every ``hello``, telemetry reading, ``run``, ``memory`` and ``predict``,
+each measurement in a child forked from it (see ``device_agent/session.py``). Elsewhere (an
+ADB device without shell v2, a device without ``fork``, or ``AIOT_AGENT_SESSION=0``) each
+command starts an agent process of its own. ``serve`` keeps one agent with its model loaded
+and answers many batched predictions over a stream.
 """
 
 from __future__ import annotations
@@ -9,31 +13,32 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from aiot.device_agent import protocol
+from aiot.host.agent_stream import (
+    READY_TIMEOUT_S,
+    AgentSessionLost,
+    AgentStream,
+    ControlSession,
+    ProgressCallback,
+    agent_error,
+)
 from aiot.host.deploy import deploy_agent, push_file
 from aiot.host.device_setup import agent_env
-from aiot.host.errors import AgentError, CommandTimeout, DeviceCommandError
-from aiot.host.transports.base import Stream, Transport
+from aiot.host.errors import AgentError, DeviceCommandError
+from aiot.host.transports.base import Stream, StreamUnsupported, Transport
 
 log = logging.getLogger(__name__)
-ProgressCallback = Callable[[str, int, int], None]
-#: Seconds a ``serve`` agent may take to import its runtime and load the model (torch under
-#: qemu takes ~45 s to import).
-READY_TIMEOUT_S = 240.0
 #: Seconds one ``predict`` request may take before the session is given up.
 PREDICT_TIMEOUT_S = 600.0
+#: Set to ``0`` to start an agent process per command even where a session could be kept
+#: (to rule the session out when a runtime misbehaves).
+SESSION_ENV = "AIOT_AGENT_SESSION"
 
-
-def agent_error(device: str, msg: dict) -> AgentError:
-    """The AgentError for an ``error`` event of the agent on ``device``."""
-    hint = None
-    if msg.get("type") in ("ModuleNotFoundError", "ImportError"):
-        hint = f"the device's Python lacks a runtime: run aiot devices setup {device}"
-    return AgentError(f"agent on {device}: {msg.get('type')}: {msg.get('message')}", hint)
+__all__ = ["AgentSession", "ServeSession", "agent_error", "PREDICT_TIMEOUT_S", "READY_TIMEOUT_S"]
 
 
 class AgentSession:
@@ -42,10 +47,18 @@ class AgentSession:
     Args:
         transport: how to reach the device.
         staging: local scratch folder (specs and agent files are written here before pushing).
+        persistent: keep one ``session`` agent per interpreter for the commands (where the
+            transport and device allow it); False starts an agent process per command.
     """
 
-    def __init__(self, transport: Transport, staging: Path | None = None) -> None:
+    def __init__(self, transport: Transport, staging: Path | None = None,
+                 persistent: bool | None = None) -> None:
         self.transport = transport
+        if persistent is None:
+            persistent = os.environ.get(SESSION_ENV, "1") != "0"
+        self.persistent = persistent
+        self._controls: dict[str, ControlSession] = {}
+        self._no_control: dict[str, str] = {}  # interpreter → why it has no session
         self._tmp = None
         if staging is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="aiot-stage-")
@@ -55,7 +68,10 @@ class AgentSession:
         self.env = agent_env(transport)  # runtimes from `aiot devices setup`, if any
 
     def close(self) -> None:
-        """Remove the local staging folder and release the device connection."""
+        """End the agent sessions, remove the local staging folder, release the connection."""
+        for control in self._controls.values():
+            control.close()
+        self._controls.clear()
         if self._tmp is not None:
             self._tmp.cleanup()
         self.transport.close()
@@ -100,10 +116,60 @@ class AgentSession:
             raise AgentError(f"agent on {self.transport.name} printed no result")
         return final
 
-    def hello(self, timeout: float = 240) -> dict:  # importing torch under qemu takes ~45 s
-        """The agent's self-description: versions and importable runtimes."""
+    def control(self, backend: str | None = None) -> ControlSession | None:
+        """The ``session`` agent for ``backend``'s interpreter, started on first use; None
+        where commands run one-shot (no stream, no fork, or sessions turned off)."""
+        python = self.transport.python(backend)
+        if not self.persistent or python in self._no_control:
+            return None
+        control = self._controls.get(python)
+        if control is not None and not control.ended:
+            return control
+        argv = [python, "-m", "device_agent", "session"]
+        try:
+            control = ControlSession(self.transport.open_stream(argv, cwd=self.root, env=self.env),
+                                     self.transport.name)
+        except StreamUnsupported as exc:
+            self._no_control[python] = exc.one_line()
+            log.info("%s: one agent process per command (%s)", self.transport.name, exc.one_line())
+            return None
+        except AgentSessionLost as exc:
+            # It ended before it was ready (no such interpreter, a lost link): a one-shot
+            # command says which, in its own words; the next command tries a session again.
+            log.info("%s: agent session did not start (%s)", self.transport.name, exc.one_line())
+            return None
+        except AgentError as exc:  # the agent refused (no fork): one-shot commands work
+            self._no_control[python] = exc.one_line()
+            log.info("%s: one agent process per command (%s)", self.transport.name, exc.one_line())
+            return None
+        self._controls[python] = control
+        return control
+
+    def process_kind(self, backend: str | None = None) -> str:
+        """How ``backend``'s commands run now, for provenance: ``"session-fork"`` (a child
+        forked from the agent session) or ``"one-shot"`` (an agent process per command)."""
+        control = self._controls.get(self.transport.python(backend))
+        return "session-fork" if control is not None and not control.ended else "one-shot"
+
+    def hello(self, timeout: float = READY_TIMEOUT_S) -> dict:
+        """The agent's self-description: versions and installed runtimes."""
+        control = self.control()
+        if control is not None:
+            return control.hello(timeout)
         msg = self._invoke(["hello"], timeout, None)
         return {k: v for k, v in msg.items() if k not in ("v", "event")}
+
+    def telemetry(self):
+        """The device's :class:`~aiot.host.telemetry.Telemetry` now: from the agent session
+        (no shell, no ``cat`` per file), else from the telemetry script in one shell call."""
+        import time
+
+        from aiot.host.telemetry import parse_telemetry, read_telemetry
+
+        control = self.control()
+        if control is None:
+            return read_telemetry(self.transport)
+        return parse_telemetry(control.telemetry_text(), time.time())
 
     def run(self, spec: dict, timeout: float | None = None,
             on_progress: ProgressCallback | None = None) -> dict:
@@ -142,6 +208,9 @@ class AgentSession:
 
     def _command(self, command: str, expected: str, spec: dict, timeout: float | None,
                  on_progress: ProgressCallback | None) -> dict:
+        control = self.control(spec.get("backend"))
+        if control is not None:
+            return control.command(command, expected, spec, timeout, on_progress)
         remote = self._push_spec(command, spec)
         msg = self._invoke([command, remote], timeout, on_progress, backend=spec.get("backend"))
         if msg["event"] != expected:
@@ -149,7 +218,7 @@ class AgentSession:
         return {k: v for k, v in msg.items() if k not in ("v", "event")}
 
 
-class ServeSession:
+class ServeSession(AgentStream):
     """An agent on the device serving predictions of one loaded model (its ``serve`` command).
 
     Requests go one at a time as JSON lines on the agent's stdin; each answer is matched by
@@ -163,16 +232,8 @@ class ServeSession:
     """
 
     def __init__(self, stream: Stream, device: str, ready_timeout: float = READY_TIMEOUT_S) -> None:
-        self._stream, self.device = stream, device
-        self._next_id = 0
-        self._ended: str | None = None  # why the session cannot answer any more
         self.compute_ms = 0.0
-        self.info = self._await("ready", None, ready_timeout, "starting")
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's PID on the device, where the transport reports it."""
-        return self._stream.pid
+        super().__init__(stream, device, ready_timeout)
 
     def predict(self, x, timeout: float = PREDICT_TIMEOUT_S):
         """The model's outputs for a batch ``x`` (rows of the model's input shape), as float32
@@ -185,85 +246,9 @@ class ServeSession:
         import numpy as np
 
         x = np.ascontiguousarray(x, dtype="<f4")
-        self._next_id += 1
-        request = {"op": "predict", "id": self._next_id, "shape": list(x.shape), "dtype": "float32",
-                   "data": base64.b64encode(x.tobytes()).decode("ascii")}
-        self._send(json.dumps(request, separators=(",", ":")))
-        msg = self._await("predictions", self._next_id, timeout, f"answering request {self._next_id}")
+        request_id = self._request("predict", shape=list(x.shape), dtype="float32",
+                                   data=base64.b64encode(x.tobytes()).decode("ascii"))
+        msg = self._await(("predictions",), request_id, timeout, f"answering request {request_id}")
         self.compute_ms += msg.get("compute_ms") or 0.0
         out = np.frombuffer(base64.b64decode(msg["data"]), np.dtype(msg["dtype"]).newbyteorder("<"))
         return out.reshape(msg["shape"]).astype(np.float32)
-
-    def close(self) -> None:
-        """Ask the agent to exit (killing it if it does not). Idempotent."""
-        if self._ended is None:
-            self._ended = "the session was closed"
-            try:
-                self._stream.send_line(json.dumps({"op": "close"}))
-            except Exception:  # noqa: BLE001 - already gone: close() below reaps it
-                log.debug("agent on %s gone before close", self.device, exc_info=True)
-        self._stream.close()
-
-    def __enter__(self) -> ServeSession:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _send(self, line: str) -> None:
-        if self._ended is not None:
-            raise AgentError(f"agent session on {self.device} has ended: {self._ended}")
-        try:
-            self._stream.send_line(line)
-        except Exception as exc:
-            self._end(getattr(exc, "message", None) or str(exc))
-            raise AgentError(f"agent session on {self.device} has ended: {self._ended}",
-                             "open a new session") from None
-
-    def _await(self, event: str, request_id: int | None, timeout: float, doing: str) -> dict:
-        """Read lines until ``event`` (for ``request_id``) arrives; raise on its error or EOF."""
-        while True:
-            try:
-                line = self._stream.read_line(timeout)
-            except CommandTimeout:
-                self._end(f"no answer within {timeout:g} s while {doing}")
-                raise CommandTimeout(f"agent on {self.device} gave no answer within {timeout:g} s "
-                                     f"while {doing}; it was stopped",
-                                     "check that the device is not overloaded") from None
-            if line is None:
-                raise self._died(doing)
-            try:
-                msg = protocol.decode(line)
-            except protocol.ProtocolError as exc:
-                self._end(str(exc))
-                raise AgentError(f"{self.device}: {exc}",
-                                 "host and agent versions differ; re-run to redeploy") from None
-            if msg is None or msg["event"] == "progress":
-                log.debug("agent on %s: %s", self.device, line)
-            elif msg.get("id") != request_id and msg["event"] in ("predictions", "error") \
-                    and request_id is not None:
-                log.debug("agent on %s: stale answer to request %s", self.device, msg.get("id"))
-            elif msg["event"] == "error":
-                if request_id is None:  # the model did not load: the agent exits
-                    self._end(f"{msg.get('type')}: {msg.get('message')}")
-                raise agent_error(self.device, msg)
-            elif msg["event"] == event:
-                return {k: v for k, v in msg.items() if k not in ("v", "event")}
-            else:
-                log.debug("agent on %s: unexpected %s while %s", self.device, msg["event"], doing)
-
-    def _died(self, doing: str) -> AgentError:
-        """The agent's stdout ended: say how, in one line, with its last stderr line."""
-        self._stream.close(grace=1.0)  # reaps it, so the exit code is known
-        code = self._stream.exit_code
-        tail = (self._stream.stderr().strip().splitlines() or [""])[-1][:300]
-        how = "was killed" if code is not None and (code < 0 or code >= 128) else \
-            f"exited {code}" if code is not None else "stopped"
-        self._end(f"the agent {how} while {doing}" + (f": {tail}" if tail else ""))
-        return AgentError(f"agent on {self.device} {how} while {doing}" + (f": {tail}" if tail else ""),
-                          "run aiot devices doctor " + self.device)
-
-    def _end(self, why: str) -> None:
-        if self._ended is None:
-            self._ended = why
-        self._stream.close(grace=0)

@@ -51,6 +51,9 @@ class CampaignPolicy:
         parallel: one worker per device (False: devices one after another, for debugging).
         cooldown: a :class:`aiot.host.cooldown.CooldownPolicy` to gate every run on the
             device's temperature and frequencies, or None for no gating.
+        persistent_agent: one agent session per device for the campaign, each run in a child
+            forked from it (None: the default, on unless ``AIOT_AGENT_SESSION=0``); False
+            starts an agent process per command.
     """
 
     retries: int = 3
@@ -58,6 +61,7 @@ class CampaignPolicy:
     backoff_max_s: float = 30.0
     parallel: bool = True
     cooldown: object | None = None
+    persistent_agent: bool | None = None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -203,7 +207,7 @@ def _cancel(shared: _Shared) -> None:
 
 def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunRequest]],
                    results: dict[int, RunRecord]) -> None:
-    workspace = Workspace(shared.results_dir)
+    workspace = Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent)
     with shared.lock:
         shared.workspaces[device] = workspace
     try:

@@ -75,7 +75,8 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
         listener.on_stage(request, "memory")
         result["memory"] = session.memory(spec, timeout=request.params.run_timeout())
     provenance.update(_artifact_provenance(conv, sidecar), affinity=affinity,
-                      runtime={"backend": result["backend"], "version": result["runtime_version"]})
+                      runtime={"backend": result["backend"], "version": result["runtime_version"]},
+                      agent_process=session.process_kind(converter.backend))
     accuracy = result.get("accuracy")
     return {
         "result": result,
@@ -216,10 +217,10 @@ class _DeviceWatch:
         from aiot.host.telemetry import read_telemetry
 
         self.policy = policy or CooldownPolicy()
-        # Agent runs read telemetry over the agent session's connection (one link per device).
-        transport = (workspace.transport(request.device) if request.native
-                     else workspace.session(request.device).transport)
-        self.source = partial(read_telemetry, transport)
+        # Agent runs ask the agent's session (no shell round trip per reading); native runs
+        # run the telemetry script over the device's transport.
+        self.source = (partial(read_telemetry, workspace.transport(request.device)) if request.native
+                       else workspace.session(request.device).telemetry)
         self.baseline = workspace.baseline(request.device, self.source)
         self.cooldown = None
         if policy is not None:

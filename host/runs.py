@@ -147,10 +147,14 @@ class Workspace:
 
     Args:
         results_dir: where the store and artifacts live.
+        persistent_agent: keep one agent session per device for its commands (None: the
+            default of :class:`~aiot.host.agent_client.AgentSession`); False starts an agent
+            process per command.
     """
 
-    def __init__(self, results_dir: Path) -> None:
+    def __init__(self, results_dir: Path, persistent_agent: bool | None = None) -> None:
         self.results_dir = results_dir
+        self.persistent_agent = persistent_agent
         self.artifacts_dir = results_dir / "artifacts"
         self._sessions: dict[str, object] = {}
         self._transports: dict[str, object] = {}
@@ -181,7 +185,7 @@ class Workspace:
         from aiot.host.devices import open_transport
 
         if device not in self._sessions:
-            self._sessions[device] = AgentSession(open_transport(device))
+            self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)
         return self._sessions[device]
 
     def device_info(self, device: str, agent: bool = True) -> dict:

@@ -5,6 +5,7 @@ nothing here talks to the fake adbd directly.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ pytest.importorskip("adbutils")
 if not shutil.which("adb"):
     pytest.skip("the adb client/server is not installed (apt-get install adb)", allow_module_level=True)
 
+from aiot.host.agent_client import AgentSession  # noqa: E402
 from aiot.host.deploy import push_file  # noqa: E402
 from aiot.host.emulator.adb import launch_adbd, start_adb_device  # noqa: E402
 from aiot.host.errors import TransportError  # noqa: E402
@@ -128,6 +130,15 @@ def test_old_device_without_shell_v2(tmp_path):
         assert res.exit_code == 4 and res.stdout == "out\nerr\n"  # v1 merges the streams
         lines = []
         assert old.shell(["printf", "a\\nb"], on_line=lines.append).ok and lines == ["a", "b"]
+        # No stream without shell v2: the agent runs one process per command instead.
+        artifact = tmp_path / "null.json"
+        artifact.write_text(json.dumps({"format": "aiot-null", "sleep_ms": 0, "input_shape": [1, 2],
+                                        "outputs": 2}))
+        with AgentSession(old) as agent:
+            spec = {"v": 1, "backend": "null", "artifact": push_file(old, artifact).remote, "threads": 1,
+                    "warmup_runs": 0, "warmup_min_s": 0, "min_runs": 2, "min_s": 0}
+            assert agent.run(spec, timeout=120)["backend"] == "null"
+            assert agent.control("null") is None and agent.process_kind("null") == "one-shot"
     finally:
         _stop(proc, entry)
 
@@ -180,6 +191,7 @@ def test_cli_emulator_sweep_and_stop(cli):
     records = cli.json("sweep", "--device", "phone1", "--model", "tiny_cnn", "--format", "tflite,onnx",
                        "--threads", "1,2", *FAST)
     assert len(records) == 4 and all(r["status"] == "ok" for r in records)
+    assert {r["provenance"]["agent_process"] for r in records} == {"session-fork"}
     device = records[0]["provenance"]["device"]
     assert device["transport"] == "adb" and device["serial"] == rows["phone1"]["address"]
     cli("emulator", "stop", "phone1")

@@ -45,7 +45,9 @@ def test_ssh_arm64_sweep_runs_on_aarch64_and_matches_x86(cli, session_cache):
         assert {r["provenance"]["runtime"]["backend"] for r in records} == {"litert", "onnxruntime"}
         drifts = cli.json("results", "outputs", "--reference", "local")
         on_pi = [d for d in drifts if d["device"] == "pi"]
-        assert len(on_pi) == 6 and all(d["verdict"] == "match" for d in on_pi), on_pi
+        runs = [(r["device"], r["format"], r["threads"], r["status"], r["reason"])
+                for r in cli.json("results", "list")]
+        assert len(on_pi) == 6 and all(d["verdict"] == "match" for d in on_pi), (on_pi, runs)
         # Only one userland was built, and no half-built one was left behind.
         built = list((session_cache / "arm64-userland").iterdir())
         assert len(built) == 1 and (built[0] / ".complete").exists()

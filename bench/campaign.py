@@ -44,8 +44,11 @@ in a temporary folder; the user's toolchain environments are only read).
 
 2. **Scale** (target: 16 devices ≤ 1.25 × one device's wall time). The same per-device sweep
    (tiny_cnn in the TEST ``null`` format, whose agent sleeps 5 ms per inference and uses no
-   CPU; threads 1, 2, 4; 100 timed runs ≥ 0.5 s each) on 1, 4 and 16 emulated SSH devices (a
-   private OpenSSH sshd each, started before and stopped after, always). An untimed warm-up
+   CPU; threads 1, 2, 4, 8 with aiot's default timing, as ``aiot sweep --threads 1,2,4,8``
+   runs it: warm-up ≥ 0.5 s, timed ≥ 50 runs and ≥ 1 s; ``--null-runs N`` instead gives short
+   runs of N iterations, which measure what a campaign costs beyond its measurements) on 1,
+   4 and 16 emulated SSH devices (a private OpenSSH sshd each, started before and stopped
+   after, always). An untimed warm-up
    campaign over every emulator first converts the artifact and deploys the agent and the
    artifact everywhere, so no device count pays a first deployment the others do not. Each
    row reports the campaign's wall time, its ratio to one device's, the mean per-device
@@ -62,14 +65,19 @@ in a temporary folder; the user's toolchain environments are only read).
    new agent process); the table gives each run's median and the coefficient of variation
    (sample standard deviation / mean) of those medians.
 
+Efficiency and scale are measured for both ways the agent can run a campaign's commands
+(``--agent session,process``): one ``session`` agent per device, each run in a child forked
+from it (aiot's default since agent 0.5.0), and one agent ``process`` per command (before).
+
 Usage: ``python bench/campaign.py [--devices 1,4,16] [--repeats 5] [--quick]
-[--parts efficiency,scale,repeatability]``. ``--quick`` is a smoke run (short runs, fewer
+[--parts efficiency,scale,repeatability] [--agent session,process]``. ``--quick`` is a smoke run (short runs, fewer
 combinations, devices 1,4 unless given). Writes ``bench/out/campaign.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import signal
 import statistics
@@ -83,6 +91,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json
 
 PARTS = ("efficiency", "scale", "repeatability")
+#: How the device agent runs a campaign's commands: one ``session`` per device with each run
+#: in a forked child (aiot's default), or one agent ``process`` per command (as before 0.5.0).
+AGENT_MODES = ("session", "process")
 EFFICIENCY_TARGET = 0.9
 SCALE_TARGET = 1.25
 EMULATOR_PREFIX = "bench-ssh-"
@@ -346,8 +357,9 @@ class CpuMeter:
 
 
 def campaign(requests, results_dir: Path, seed: int = 0,
-             emulator_pids: list[int] | None = None) -> dict:
-    """Run ``requests`` as one fresh campaign with cool-down gating; its records and timeline."""
+             emulator_pids: list[int] | None = None, agent: str = "session") -> dict:
+    """Run ``requests`` as one fresh campaign with cool-down gating, the agent in ``agent``
+    mode (see ``AGENT_MODES``); its records and timeline."""
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cooldown import CooldownPolicy
     from aiot.host.store import open_store
@@ -359,7 +371,8 @@ def campaign(requests, results_dir: Path, seed: int = 0,
     started, t0 = time.time(), time.perf_counter()
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, seed=seed, fresh=True)
-    records = run_campaign(plan, results_dir, timeline, CampaignPolicy(cooldown=CooldownPolicy()))
+    policy = CampaignPolicy(cooldown=CooldownPolicy(), persistent_agent=agent == "session")
+    records = run_campaign(plan, results_dir, timeline, policy)
     wall = time.perf_counter() - t0
     ended = time.time()
     cpu = busy_share(cpu_before, cpu_busy_jiffies())
@@ -436,7 +449,8 @@ def warm_conversions(models: list[str], formats: list[str], results_dir: Path) -
 # -- the three parts ---------------------------------------------------------------------------
 
 
-def part_efficiency(args, results_dir: Path) -> dict:
+def part_efficiency(args, results_dir: Path) -> list[dict]:
+    """One row per agent mode, the same sweep each (modes alternate if repeated)."""
     from aiot.host.runs import MeasureParams, expand_sweep
 
     params = MeasureParams(min_s=args.min_s, max_s=max(150.0, args.min_s * 2))
@@ -445,11 +459,16 @@ def part_efficiency(args, results_dir: Path) -> dict:
     print("efficiency: warm-up conversion pass…", file=sys.stderr, flush=True)
     warm_conversions([args.model], formats, results_dir)
     requests = expand_sweep(["local"], [args.model], formats, threads, params=params)
-    print(f"efficiency: timed campaign, {len(requests)} runs on local…", file=sys.stderr,
-          flush=True)
-    done = campaign(requests, results_dir, seed=1)
+    return [_efficiency_row(args, results_dir, requests, formats, threads, params, mode)
+            for mode in args.agent]
+
+
+def _efficiency_row(args, results_dir: Path, requests, formats, threads, params, mode: str) -> dict:
+    print(f"efficiency: timed campaign, {len(requests)} runs on local, agent {mode}…",
+          file=sys.stderr, flush=True)
+    done = campaign(requests, results_dir, seed=1, agent=mode)
     device = analyse(done)["local"]
-    return {"device": "local", "model": args.model, "formats": formats, "threads": threads,
+    return {"agent": mode, "device": "local", "model": args.model, "formats": formats, "threads": threads,
             "params": _params(params), "wall_s": done["wall_s"], "cpu_busy": done["cpu_busy"],
             "on_device_s": device["on_device_s"], "cooldown_s": device["cooldown_s"],
             "efficiency": device["efficiency"], "target": EFFICIENCY_TARGET,
@@ -465,9 +484,12 @@ def part_efficiency(args, results_dir: Path) -> dict:
 def part_scale(args, results_dir: Path) -> dict:
     from aiot.host.runs import MeasureParams, expand_sweep
 
-    params = MeasureParams(warmup_runs=1, warmup_min_s=0.0, min_runs=args.null_runs,
-                           min_s=0.0, max_s=60.0)
-    threads = [1] if args.quick else [1, 2, 4]
+    if args.null_runs:  # short runs: what a campaign costs beyond its measurements
+        params = MeasureParams(warmup_runs=1, warmup_min_s=0.0, min_runs=args.null_runs,
+                               min_s=0.0, max_s=60.0)
+    else:  # what `aiot sweep --threads 1,2,4,8` measures by default
+        params = MeasureParams()
+    threads = [1] if args.quick else [1, 2, 4, 8]
     counts = sorted(set(args.devices))
     rows = []
     print(f"scale: starting {max(counts)} ssh emulators…", file=sys.stderr, flush=True)
@@ -482,14 +504,15 @@ def part_scale(args, results_dir: Path) -> dict:
         warm = MeasureParams(warmup_runs=0, warmup_min_s=0.0, min_runs=1, min_s=0.0, max_s=10.0)
         campaign(expand_sweep(names, [args.model], ["null"], [1], params=warm), results_dir,
                  seed=99)
-        for count in counts:
+        for count, mode in itertools.product(counts, args.agent):
             requests = expand_sweep(names[:count], [args.model], ["null"], threads, params=params)
-            print(f"scale: {count} device(s), {len(requests)} runs…", file=sys.stderr, flush=True)
+            print(f"scale: {count} device(s), {len(requests)} runs, agent {mode}…", file=sys.stderr,
+                  flush=True)
             done = campaign(requests, results_dir, seed=2,
-                            emulator_pids=[pids[n] for n in names[:count]])
+                            emulator_pids=[pids[n] for n in names[:count]], agent=mode)
             devices = analyse(done)
             each = list(devices.values())
-            rows.append({"devices": count, "runs": len(requests), "wall_s": done["wall_s"],
+            rows.append({"agent": mode, "devices": count, "runs": len(requests), "wall_s": done["wall_s"],
                          "cpu_busy": done["cpu_busy"], "loadavg_1min": done["loadavg_1min"],
                          "cpu_s": done["cpu_s"],
                          # The wall time the CPU work alone needs on this machine's cores.
@@ -505,8 +528,8 @@ def part_scale(args, results_dir: Path) -> dict:
     finally:
         print("scale: stopping emulators…", file=sys.stderr, flush=True)
         stop_emulators()
-    base = next((r["wall_s"] for r in rows if r["devices"] == 1), None)
     for row in rows:
+        base = next((r["wall_s"] for r in rows if r["devices"] == 1 and r["agent"] == row["agent"]), None)
         row["vs_one_device"] = row["wall_s"] / base if base else None
     return {"model": args.model, "format": "null", "sleep_ms": 5.0, "threads": threads,
             "params": _params(params), "target_16_over_1": SCALE_TARGET, "rows": rows}
@@ -547,60 +570,65 @@ def _load(pair: list) -> str:
     return "" if None in pair else f"{pair[0]:.1f}→{pair[1]:.1f}"
 
 
-def report_efficiency(eff: dict) -> None:
+def report_efficiency(rows: list[dict]) -> None:
+    eff = rows[0]
     print(f"\n(a) campaign efficiency on local: {eff['model']} × {','.join(eff['formats'])} × "
           f"threads {','.join(map(str, eff['threads']))} ({len(eff['runs'])} runs, min_s "
           f"{eff['params']['min_s']:g} s), cool-down gating on")
-    print_table(["campaign wall s", "cool-down s", "on-device s", "efficiency", "target",
+    print_table(["agent", "campaign wall s", "cool-down s", "on-device s", "efficiency", "target",
                  "w/o one-time hello", "aiot CPU s", "device CPU s", "machine busy",
                  "load 1 min"],
-                [[f"{eff['wall_s']:.2f}", f"{eff['cooldown_s']:.2f}", f"{eff['on_device_s']:.2f}",
-                  f"{eff['efficiency']:.3f}", f"≥ {eff['target']}",
-                  f"{eff['efficiency_after_hello']:.3f}", f"{eff['cpu_s']['aiot_s']:.2f}",
-                  f"{eff['cpu_s']['device_s']:.2f}", _pct(eff["cpu_busy"]),
-                  _load(eff["loadavg_1min"])]])
-    print("\nwhere the campaign's wall time went")
-    wall = eff["wall_s"]
-    print_table(["segment", "seconds", "share"],
-                [[name, f"{s:.3f}", _pct(s / wall)]
-                 for name, s in eff["attribution_s"].items() if s])
+                [[e["agent"], f"{e['wall_s']:.2f}", f"{e['cooldown_s']:.2f}", f"{e['on_device_s']:.2f}",
+                  f"{e['efficiency']:.3f}", f"≥ {e['target']}",
+                  f"{e['efficiency_after_hello']:.3f}", f"{e['cpu_s']['aiot_s']:.2f}",
+                  f"{e['cpu_s']['device_s']:.2f}", _pct(e["cpu_busy"]),
+                  _load(e["loadavg_1min"])] for e in rows])
+    print("\nwhere the campaign's wall time went (seconds, share of the wall time)")
+    names = [n for n in SEGMENTS if any(e["attribution_s"][n] for e in rows)]
+    print_table(["segment", *[e["agent"] for e in rows]],
+                [[n, *[f"{e['attribution_s'][n]:.3f} ({_pct(e['attribution_s'][n] / e['wall_s'])})"
+                       for e in rows]] for n in names])
     print("\nruns")
-    print_table(["format", "threads", "median ms", "samples", "load ms", "1st ms", "warm-up s",
-                 "on-device s", "cool-down"],
-                [[r["format"], r["threads"], f"{r['median_ms']:.4f}", r["samples"],
+    print_table(["agent", "format", "threads", "median ms", "samples", "load ms", "1st ms",
+                 "warm-up s", "on-device s", "cool-down"],
+                [[e["agent"], r["format"], r["threads"], f"{r['median_ms']:.4f}", r["samples"],
                   f"{r['load_ms']:.1f}", f"{r['first_inference_ms']:.2f}",
                   f"{r['warmup']['seconds']:.3f}", f"{r['on_device_s']:.3f}",
                   f"{r['cooldown_waited_s']:g} s ({r['cooldown_reason'] or 'cool'})"]
-                 for r in eff["runs"]])
+                 for e in rows for r in e["runs"]])
 
 
 def report_scale(scale: dict) -> None:
+    p = scale["params"]
     print(f"\n(b) scale: {scale['model']} · null (sleeps {scale['sleep_ms']:g} ms per "
           "inference) × "
-          f"threads {','.join(map(str, scale['threads']))} per device, "
-          f"{scale['params']['min_runs']} timed runs each, on N emulated ssh devices in parallel")
-    print_table(["devices", "runs", "wall s", "× 1 device", "on-device s/device",
+          f"threads {','.join(map(str, scale['threads']))} per device (warm-up ≥ {p['warmup_runs']} "
+          f"runs and {p['warmup_min_s']:g} s, timed ≥ {p['min_runs']} runs and {p['min_s']:g} s "
+          "each), on N emulated ssh devices in parallel")
+    print_table(["agent", "devices", "runs", "wall s", "× 1 device", "on-device s/device",
                  "efficiency mean (min)", "aiot CPU s", "device CPU s", "CPU floor s",
                  "machine busy", "load 1 min"],
-                [[r["devices"], r["runs"], f"{r['wall_s']:.2f}",
+                [[r["agent"], r["devices"], r["runs"], f"{r['wall_s']:.2f}",
                   "" if r["vs_one_device"] is None else f"{r['vs_one_device']:.2f}",
                   f"{r['on_device_s_per_device']:.2f}",
                   f"{r['efficiency_mean']:.3f} ({r['efficiency_min']:.3f})",
                   f"{r['cpu_s']['aiot_s']:.2f}", f"{r['cpu_s']['device_s']:.2f}",
                   f"{r['cpu_floor_s']:.2f}", _pct(r["cpu_busy"]), _load(r["loadavg_1min"])]
                  for r in scale["rows"]])
-    ratio = _largest_ratio(scale)
-    if ratio:
-        print(f"{ratio[0]} devices / 1 device: {ratio[1]:.2f} "
-              f"(target ≤ {scale['target_16_over_1']})")
+    for mode in dict.fromkeys(r["agent"] for r in scale["rows"]):
+        ratio = _largest_ratio(scale, mode)
+        if ratio:
+            print(f"agent {mode}: {ratio[0]} devices / 1 device: {ratio[1]:.2f} "
+                  f"(target ≤ {scale['target_16_over_1']})")
     print("\nwhere each device's wall time went (seconds, mean over the devices)")
     names = [n for n in SEGMENTS if any(r["attribution_s"][n] for r in scale["rows"])]
-    print_table(["segment", *[f"{r['devices']} dev" for r in scale["rows"]]],
+    print_table(["segment", *[f"{r['devices']} dev {r['agent']}" for r in scale["rows"]]],
                 [[n, *[f"{r['attribution_s'][n]:.3f}" for r in scale["rows"]]] for n in names])
 
 
-def _largest_ratio(scale: dict) -> tuple[int, float] | None:
-    rows = [r for r in scale["rows"] if r["vs_one_device"] is not None and r["devices"] > 1]
+def _largest_ratio(scale: dict, mode: str) -> tuple[int, float] | None:
+    rows = [r for r in scale["rows"] if r["vs_one_device"] is not None and r["devices"] > 1
+            and r["agent"] == mode]
     if not rows:
         return None
     top = max(rows, key=lambda r: r["devices"])
@@ -630,10 +658,14 @@ def parse_args() -> argparse.Namespace:
                         help="a smoke run: short runs, fewer combinations")
     parser.add_argument("--parts", default=",".join(PARTS), help="a subset of " + ",".join(PARTS))
     parser.add_argument("--model", default="tiny_cnn")
+    parser.add_argument("--agent", default=",".join(AGENT_MODES),
+                        help="agent modes to compare in efficiency and scale: session (one agent per "
+                             "device, a forked child per run) and/or process (one per command)")
     parser.add_argument("--min-s", type=float, default=None,
                         help="efficiency: seconds of timed loop per run (default 3; --quick 0.5)")
     parser.add_argument("--null-runs", type=int, default=None,
-                        help="scale: timed iterations per run (default 100; --quick 20)")
+                        help="scale: short runs of this many timed iterations, no warm-up time "
+                             "and no minimum time (default: aiot's default timing; --quick 20)")
     args = parser.parse_args()
     try:
         args.devices = parse_counts(args.devices or ("1,4" if args.quick else "1,4,16"))
@@ -644,8 +676,11 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"--parts is a subset of {','.join(PARTS)}")
     if args.repeats < 2:
         parser.error("--repeats must be ≥ 2 (a CV needs two values)")
+    args.agent = [m.strip() for m in args.agent.split(",") if m.strip()]
+    if not args.agent or not set(args.agent) <= set(AGENT_MODES):
+        parser.error(f"--agent is a subset of {','.join(AGENT_MODES)}")
     args.min_s = args.min_s if args.min_s is not None else (0.5 if args.quick else 3.0)
-    args.null_runs = args.null_runs or (20 if args.quick else 100)
+    args.null_runs = args.null_runs or (20 if args.quick else None)
     return args
 
 

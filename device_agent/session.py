@@ -237,7 +237,7 @@ def _child(op: str, spec, write_fd: int) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported on the protocol, then exit
         try:
             emit("error", type=type(exc).__name__, message=str(exc)[:500])
-        except Exception:  # noqa: BLE001 - nothing left to report to
+        except Exception:  # noqa: BLE001, S110 - the pipe is gone: nobody is left to tell
             pass
     finally:
         try:

@@ -38,9 +38,6 @@ PREDICT_TIMEOUT_S = 600.0
 #: (to rule the session out when a runtime misbehaves).
 SESSION_ENV = "AIOT_AGENT_SESSION"
 
-__all__ = ["AgentSession", "ServeSession", "agent_error", "PREDICT_TIMEOUT_S", "READY_TIMEOUT_S"]
-
-
 class AgentSession:
     """The agent deployed on one device.
 

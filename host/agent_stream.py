@@ -65,7 +65,7 @@ class AgentStream:
             self._ended = "the session was closed"
             try:
                 self._stream.send_line(json.dumps({"op": "close"}))
-            except Exception:  # noqa: BLE001 - already gone: close() below reaps it
+            except Exception:  # already gone: close() below reaps it
                 log.debug("agent on %s gone before close", self.device, exc_info=True)
         self._stream.close()
 

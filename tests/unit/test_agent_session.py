@@ -61,8 +61,8 @@ class _Agent:
         return msgs
 
     def children(self) -> list[int]:
-        path = f"/proc/{self.proc.pid}/task/{self.proc.pid}/children"
-        return [int(pid) for pid in open(path).read().split()]
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
+            return [int(pid) for pid in fh.read().split()]
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -119,7 +119,8 @@ def test_the_session_itself_never_loads_a_runtime(raw_agent, tmp_path):
     spec = _run_spec(_null_artifact(tmp_path))
     assert raw_agent.answer({"op": "run", "id": 1, "spec": spec})[-1]["event"] == "result"
     assert raw_agent.answer({"op": "memory", "id": 2, "spec": spec})[-1]["event"] == "memory"
-    maps = open(f"/proc/{raw_agent.proc.pid}/maps").read()
+    with open(f"/proc/{raw_agent.proc.pid}/maps") as fh:
+        maps = fh.read()
     assert "onnxruntime" not in maps and "tflite" not in maps and "torch" not in maps
 
 

@@ -86,10 +86,9 @@ class AgentStream:
             raise self.lost_error(f"agent session on {self.device} has ended: {self._ended}")
         try:
             self._stream.send_line(line)
-        except Exception as exc:
-            self._end(getattr(exc, "message", None) or str(exc))
-            raise self.lost_error(f"agent session on {self.device} has ended: {self._ended}",
-                                  "open a new session") from None
+        except Exception:
+            # Its stdin broke: it died (or the link did). Say how it ended, as a read would.
+            raise self._died("reading a request") from None
 
     def _await(self, events: tuple[str, ...], request_id: int | None, timeout: float | None,
                doing: str, on_progress: ProgressCallback | None = None) -> dict:

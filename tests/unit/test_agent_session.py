@@ -288,3 +288,37 @@ def test_a_run_past_its_timeout_stops_the_session_and_is_not_transient(local, tm
             agent.run(_run_spec(remote, min_s=30, max_s=30), timeout=1)
         assert not is_transient(err.value) and control.ended and _gone(control.pid)
         assert agent.run(_run_spec(remote), timeout=60)["backend"] == "null"
+
+
+class _BrokenStdin:
+    """A stream whose agent said ``ready`` and then died: writing to it fails at once."""
+
+    pid = 42
+
+    def __init__(self) -> None:
+        self.exit_code = None
+        self._lines = [protocol.encode("ready", agent_version="x", pid=42, isolation="fork")]
+
+    def send_line(self, line):
+        from aiot.host.errors import TransportError
+
+        raise TransportError("cannot write to python on dev: [Errno 32] Broken pipe")
+
+    def read_line(self, timeout=None):
+        return self._lines.pop(0) if self._lines else None
+
+    def stderr(self):
+        return ""
+
+    def close(self, grace=3.0):
+        self.exit_code = -9
+
+
+def test_a_write_to_a_dead_agent_says_how_it_ended_like_a_read_would():
+    # Which of the two notices the death first (the write or the read) is a race: one message.
+    from aiot.host.agent_stream import ControlSession
+
+    control = ControlSession(_BrokenStdin(), "dev")
+    with pytest.raises(AgentSessionLost, match="agent on dev was killed while reading a request") as err:
+        control.hello()
+    assert is_transient(err.value) and control.ended

@@ -70,8 +70,8 @@ Efficiency and scale are measured for both ways the agent can run a campaign's c
 from it (aiot's default since agent 0.5.0), and one agent ``process`` per command (before).
 
 Usage: ``python bench/campaign.py [--devices 1,4,16] [--repeats 5] [--quick]
-[--parts efficiency,scale,repeatability] [--agent session,process]``. ``--quick`` is a smoke run (short runs, fewer
-combinations, devices 1,4 unless given). Writes ``bench/out/campaign.json``.
+[--parts efficiency,scale,repeatability] [--agent session,process]``. ``--quick`` is a smoke
+run (short runs, fewer combinations, devices 1,4 unless given). Writes ``bench/out/campaign.json``.
 """
 
 from __future__ import annotations
@@ -468,7 +468,8 @@ def _efficiency_row(args, results_dir: Path, requests, formats, threads, params,
           file=sys.stderr, flush=True)
     done = campaign(requests, results_dir, seed=1, agent=mode)
     device = analyse(done)["local"]
-    return {"agent": mode, "device": "local", "model": args.model, "formats": formats, "threads": threads,
+    return {"agent": mode, "device": "local", "model": args.model, "formats": formats,
+            "threads": threads,
             "params": _params(params), "wall_s": done["wall_s"], "cpu_busy": done["cpu_busy"],
             "on_device_s": device["on_device_s"], "cooldown_s": device["cooldown_s"],
             "efficiency": device["efficiency"], "target": EFFICIENCY_TARGET,
@@ -512,7 +513,8 @@ def part_scale(args, results_dir: Path) -> dict:
                             emulator_pids=[pids[n] for n in names[:count]], agent=mode)
             devices = analyse(done)
             each = list(devices.values())
-            rows.append({"agent": mode, "devices": count, "runs": len(requests), "wall_s": done["wall_s"],
+            rows.append({"agent": mode, "devices": count, "runs": len(requests),
+                         "wall_s": done["wall_s"],
                          "cpu_busy": done["cpu_busy"], "loadavg_1min": done["loadavg_1min"],
                          "cpu_s": done["cpu_s"],
                          # The wall time the CPU work alone needs on this machine's cores.
@@ -529,7 +531,8 @@ def part_scale(args, results_dir: Path) -> dict:
         print("scale: stopping emulators…", file=sys.stderr, flush=True)
         stop_emulators()
     for row in rows:
-        base = next((r["wall_s"] for r in rows if r["devices"] == 1 and r["agent"] == row["agent"]), None)
+        base = next((r["wall_s"] for r in rows
+                     if r["devices"] == 1 and r["agent"] == row["agent"]), None)
         row["vs_one_device"] = row["wall_s"] / base if base else None
     return {"model": args.model, "format": "null", "sleep_ms": 5.0, "threads": threads,
             "params": _params(params), "target_16_over_1": SCALE_TARGET, "rows": rows}
@@ -578,7 +581,8 @@ def report_efficiency(rows: list[dict]) -> None:
     print_table(["agent", "campaign wall s", "cool-down s", "on-device s", "efficiency", "target",
                  "w/o one-time hello", "aiot CPU s", "device CPU s", "machine busy",
                  "load 1 min"],
-                [[e["agent"], f"{e['wall_s']:.2f}", f"{e['cooldown_s']:.2f}", f"{e['on_device_s']:.2f}",
+                [[e["agent"], f"{e['wall_s']:.2f}", f"{e['cooldown_s']:.2f}",
+                  f"{e['on_device_s']:.2f}",
                   f"{e['efficiency']:.3f}", f"≥ {e['target']}",
                   f"{e['efficiency_after_hello']:.3f}", f"{e['cpu_s']['aiot_s']:.2f}",
                   f"{e['cpu_s']['device_s']:.2f}", _pct(e["cpu_busy"]),
@@ -602,7 +606,8 @@ def report_scale(scale: dict) -> None:
     p = scale["params"]
     print(f"\n(b) scale: {scale['model']} · null (sleeps {scale['sleep_ms']:g} ms per "
           "inference) × "
-          f"threads {','.join(map(str, scale['threads']))} per device (warm-up ≥ {p['warmup_runs']} "
+          f"threads {','.join(map(str, scale['threads']))} per device "
+          f"(warm-up ≥ {p['warmup_runs']} "
           f"runs and {p['warmup_min_s']:g} s, timed ≥ {p['min_runs']} runs and {p['min_s']:g} s "
           "each), on N emulated ssh devices in parallel")
     print_table(["agent", "devices", "runs", "wall s", "× 1 device", "on-device s/device",
@@ -659,8 +664,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--parts", default=",".join(PARTS), help="a subset of " + ",".join(PARTS))
     parser.add_argument("--model", default="tiny_cnn")
     parser.add_argument("--agent", default=",".join(AGENT_MODES),
-                        help="agent modes to compare in efficiency and scale: session (one agent per "
-                             "device, a forked child per run) and/or process (one per command)")
+                        help="agent modes to compare in efficiency and scale: session (one agent "
+                             "per device, a forked child per run) and/or process (one per command)")
     parser.add_argument("--min-s", type=float, default=None,
                         help="efficiency: seconds of timed loop per run (default 3; --quick 0.5)")
     parser.add_argument("--null-runs", type=int, default=None,

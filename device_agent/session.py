@@ -71,7 +71,7 @@ class _Lines:
         """The next complete line, or None; at end of input the unterminated rest."""
         cut = self._buffer.find(b"\n")
         if cut >= 0:
-            line, self._buffer = self._buffer[:cut], self._buffer[cut + 1:]
+            line, self._buffer = self._buffer[:cut], self._buffer[cut + 1 :]
             return line
         if self.eof and self._buffer:
             line, self._buffer = self._buffer, b""
@@ -100,8 +100,11 @@ class _Lines:
 def session(stdin_fd: int = 0) -> int:
     """Serve requests from ``stdin_fd`` until ``close`` or its end (see the module docstring)."""
     if not hasattr(os, "fork"):
-        emit("error", type="Unsupported", message="the agent session needs os.fork; "
-             "use one-shot commands on this platform")
+        emit(
+            "error",
+            type="Unsupported",
+            message="the agent session needs os.fork; use one-shot commands on this platform",
+        )
         return 2
     emit("ready", agent_version=AGENT_VERSION, pid=os.getpid(), isolation="fork")
     _preload()
@@ -133,7 +136,12 @@ def _handle(line: bytes, requests: _Lines) -> bool:
     try:
         request = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        emit("error", id=None, type="RequestError", message=f"a request must be one JSON object per line: {exc}")
+        emit(
+            "error",
+            id=None,
+            type="RequestError",
+            message=f"a request must be one JSON object per line: {exc}",
+        )
         return True
     if not isinstance(request, dict):
         emit("error", id=None, type="RequestError", message="a request must be a JSON object")
@@ -142,7 +150,12 @@ def _handle(line: bytes, requests: _Lines) -> bool:
     if op == "close":
         return False
     if op not in OPS:
-        emit("error", id=request_id, type="RequestError", message=f"unknown op {op!r}; known: {', '.join(OPS)}")
+        emit(
+            "error",
+            id=request_id,
+            type="RequestError",
+            message=f"unknown op {op!r}; known: {', '.join(OPS)}",
+        )
     elif op == "hello":
         emit("hello", id=request_id, **hello())
     elif op == "telemetry":
@@ -169,8 +182,12 @@ def _supervise(op: str, request_id, spec, requests: _Lines) -> bool:
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if alive and not answered:
-        emit("error", id=request_id, type="AgentDied", message=f"the {op} process {_how_it_ended(status)} "
-             "before answering")
+        emit(
+            "error",
+            id=request_id,
+            type="AgentDied",
+            message=f"the {op} process {_how_it_ended(status)} before answering",
+        )
     return alive
 
 

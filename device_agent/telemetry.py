@@ -28,7 +28,7 @@ def _read(path: str) -> str:
 
 
 def _cpu_number(path: str) -> str:
-    return os.path.basename(path)[len("cpu"):]
+    return os.path.basename(path)[len("cpu") :]
 
 
 def telemetry_text(root: str = "") -> str:
@@ -45,7 +45,9 @@ def telemetry_text(root: str = "") -> str:
     for zone in sorted(glob.glob(root + THERMAL_ZONES)):
         if not os.access(f"{zone}/temp", os.R_OK):
             continue
-        lines.append("\t".join((os.path.basename(zone), _read(f"{zone}/type"), _read(f"{zone}/temp"))))
+        lines.append(
+            "\t".join((os.path.basename(zone), _read(f"{zone}/type"), _read(f"{zone}/temp")))
+        )
     lines.append("@@power")
     for supply in sorted(glob.glob(root + POWER_SUPPLIES)):
         if not os.path.isdir(supply):

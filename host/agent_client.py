@@ -211,7 +211,8 @@ class AgentSession:
         remote = self._push_spec(command, spec)
         msg = self._invoke([command, remote], timeout, on_progress, backend=spec.get("backend"))
         if msg["event"] != expected:
-            raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, expected {expected}")
+            raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, "
+                             f"expected {expected}")
         return {k: v for k, v in msg.items() if k not in ("v", "event")}
 
 

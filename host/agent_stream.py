@@ -90,8 +90,14 @@ class AgentStream:
             # Its stdin broke: it died (or the link did). Say how it ended, as a read would.
             raise self._died("reading a request") from None
 
-    def _await(self, events: tuple[str, ...], request_id: int | None, timeout: float | None,
-               doing: str, on_progress: ProgressCallback | None = None) -> dict:
+    def _await(
+        self,
+        events: tuple[str, ...],
+        request_id: int | None,
+        timeout: float | None,
+        doing: str,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict:
         """Read lines until one of ``events`` answers ``request_id``; raise on its ``error``,
         on the end of the agent's output or after ``timeout`` seconds in all."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -101,22 +107,30 @@ class AgentStream:
                 line = self._stream.read_line(left)
             except CommandTimeout:
                 self._end(f"no answer within {timeout:g} s while {doing}")
-                raise CommandTimeout(f"agent on {self.device} timed out: no answer within {timeout:g} s "
-                                     f"while {doing}; it was stopped",
-                                     "check that the device is not overloaded") from None
+                raise CommandTimeout(
+                    f"agent on {self.device} timed out: no answer within {timeout:g} s "
+                    f"while {doing}; it was stopped",
+                    "check that the device is not overloaded",
+                ) from None
             if line is None:
                 raise self._died(doing)
             try:
                 msg = protocol.decode(line)
             except protocol.ProtocolError as exc:
                 self._end(str(exc))
-                raise AgentError(f"{self.device}: {exc}",
-                                 "host and agent versions differ; re-run to redeploy") from None
+                raise AgentError(
+                    f"{self.device}: {exc}", "host and agent versions differ; re-run to redeploy"
+                ) from None
             if msg is None:
                 log.debug("agent on %s: %s", self.device, line)
-            elif request_id is not None and msg.get("id") != request_id \
-                    and (msg["event"] in events or msg["event"] in ("error", "progress")):
-                log.debug("agent on %s: stale %s for request %s", self.device, msg["event"], msg.get("id"))
+            elif (
+                request_id is not None
+                and msg.get("id") != request_id
+                and (msg["event"] in events or msg["event"] in ("error", "progress"))
+            ):
+                log.debug(
+                    "agent on %s: stale %s for request %s", self.device, msg["event"], msg.get("id")
+                )
             elif msg["event"] == "progress":
                 if on_progress is not None:
                     on_progress(msg["phase"], msg["done"], msg["total"])
@@ -134,11 +148,18 @@ class AgentStream:
         self._stream.close(grace=1.0)  # reaps it, so the exit code is known
         code = self._stream.exit_code
         tail = (self._stream.stderr().strip().splitlines() or [""])[-1][:300]
-        how = "was killed" if code is not None and (code < 0 or code >= 128) else \
-            f"exited {code}" if code is not None else "stopped"
+        how = (
+            "was killed"
+            if code is not None and (code < 0 or code >= 128)
+            else f"exited {code}"
+            if code is not None
+            else "stopped"
+        )
         self._end(f"the agent {how} while {doing}" + (f": {tail}" if tail else ""))
-        return self.lost_error(f"agent on {self.device} {how} while {doing}" + (f": {tail}" if tail else ""),
-                               "run aiot devices doctor " + self.device)
+        return self.lost_error(
+            f"agent on {self.device} {how} while {doing}" + (f": {tail}" if tail else ""),
+            "run aiot devices doctor " + self.device,
+        )
 
     def _end(self, why: str) -> None:
         if self._ended is None:
@@ -167,11 +188,18 @@ class ControlSession(AgentStream):
 
     def telemetry_text(self, timeout: float = 15.0) -> str:
         """The device's telemetry sections, as the host's telemetry script prints them."""
-        return self._await(("telemetry",), self._request("telemetry"), timeout,
-                           "reading telemetry")["text"]
+        return self._await(
+            ("telemetry",), self._request("telemetry"), timeout, "reading telemetry"
+        )["text"]
 
-    def command(self, op: str, event: str, spec: dict, timeout: float | None,
-                on_progress: ProgressCallback | None = None) -> dict:
+    def command(
+        self,
+        op: str,
+        event: str,
+        spec: dict,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict:
         """Run ``op`` (``run``, ``memory`` or ``predict``) on ``spec`` in a forked child; the
         fields of its ``event`` answer."""
         request_id = self._request(op, spec=spec)

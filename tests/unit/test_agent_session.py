@@ -25,22 +25,39 @@ from aiot.host.transports.local import LocalTransport
 
 def _null_artifact(folder, sleep_ms=0.0):
     path = folder / "null.json"
-    path.write_text(json.dumps({"format": "aiot-null", "sleep_ms": sleep_ms, "input_shape": [1, 4],
-                                "outputs": 3}))
+    path.write_text(
+        json.dumps(
+            {"format": "aiot-null", "sleep_ms": sleep_ms, "input_shape": [1, 4], "outputs": 3}
+        )
+    )
     return path
 
 
 def _run_spec(artifact, **over):
-    return {"v": 1, "backend": "null", "artifact": str(artifact), "threads": 1, "warmup_runs": 0,
-            "warmup_min_s": 0, "min_runs": 5, "min_s": 0, **over}
+    return {
+        "v": 1,
+        "backend": "null",
+        "artifact": str(artifact),
+        "threads": 1,
+        "warmup_runs": 0,
+        "warmup_min_s": 0,
+        "min_runs": 5,
+        "min_s": 0,
+        **over,
+    }
 
 
 class _Agent:
     """``python -m aiot.device_agent session`` as a child of this test, spoken to raw."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "aiot.device_agent", "session"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aiot.device_agent", "session"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self.ready = self.read()
 
     def send(self, request) -> None:
@@ -139,8 +156,13 @@ def test_bad_requests_get_errors_and_the_session_goes_on(raw_agent, tmp_path):
 
 
 def test_a_child_killed_mid_run_is_reported_and_the_session_goes_on(raw_agent, tmp_path):
-    raw_agent.send({"op": "run", "id": 1, "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50),
-                                                               min_s=30, max_s=30)})
+    raw_agent.send(
+        {
+            "op": "run",
+            "id": 1,
+            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
+        }
+    )
     os.kill(_child_of(raw_agent), signal.SIGKILL)
     msgs = [raw_agent.read()]
     while msgs[-1]["event"] == "progress":
@@ -151,16 +173,26 @@ def test_a_child_killed_mid_run_is_reported_and_the_session_goes_on(raw_agent, t
 
 
 def test_closing_stdin_mid_run_kills_the_child_and_ends_the_session(raw_agent, tmp_path):
-    raw_agent.send({"op": "run", "id": 1, "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50),
-                                                               min_s=30, max_s=30)})
+    raw_agent.send(
+        {
+            "op": "run",
+            "id": 1,
+            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
+        }
+    )
     child = _child_of(raw_agent)
     raw_agent.proc.stdin.close()
     assert raw_agent.proc.wait(timeout=5) == 0 and _gone(child)
 
 
 def test_a_close_request_mid_run_ends_it_too(raw_agent, tmp_path):
-    raw_agent.send({"op": "run", "id": 1, "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50),
-                                                               min_s=30, max_s=30)})
+    raw_agent.send(
+        {
+            "op": "run",
+            "id": 1,
+            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
+        }
+    )
     child = _child_of(raw_agent)
     raw_agent.send({"op": "close"})
     assert raw_agent.proc.wait(timeout=5) == 0 and _gone(child)
@@ -168,8 +200,13 @@ def test_a_close_request_mid_run_ends_it_too(raw_agent, tmp_path):
 
 def test_the_child_dies_with_a_killed_session(raw_agent, tmp_path):
     # An SSH host kills the session by its PID alone; the measurement must not live on.
-    raw_agent.send({"op": "run", "id": 1, "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50),
-                                                               min_s=30, max_s=30)})
+    raw_agent.send(
+        {
+            "op": "run",
+            "id": 1,
+            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
+        }
+    )
     child = _child_of(raw_agent)
     raw_agent.proc.kill()
     raw_agent.proc.wait()
@@ -203,15 +240,19 @@ def _fake_sysfs(root):
 def test_telemetry_text_prints_the_scripts_sections_from_a_sysfs_tree(tmp_path):
     _fake_sysfs(tmp_path)
     text = telemetry_text(str(tmp_path))
-    assert text == ("@@cpufreq\n0 1800000 2400000\n1 - -\n@@thermal\nthermal_zone0\tcpu-1-0-usr\t41500\n"
-                    "@@power\nbattery\tBattery\t87\tDischarging\t312\n")
+    assert text == (
+        "@@cpufreq\n0 1800000 2400000\n1 - -\n@@thermal\nthermal_zone0\tcpu-1-0-usr\t41500\n"
+        "@@power\nbattery\tBattery\t87\tDischarging\t312\n"
+    )
     t = parse_telemetry(text, 1.0)
     assert (t.cpu_freq_khz, t.cpu_cap_khz, t.cpu_temp_max_c) == ({0: 1800000}, {0: 2400000}, 41.5)
     assert (t.battery_pct, t.battery_status, t.battery_temp_c) == (87, "Discharging", 31.2)
 
 
 def test_telemetry_text_reads_what_the_shell_script_reads_on_this_machine():
-    script = subprocess.run(["sh", "-c", TELEMETRY_SCRIPT], capture_output=True, text=True, check=True).stdout
+    script = subprocess.run(
+        ["sh", "-c", TELEMETRY_SCRIPT], capture_output=True, text=True, check=True
+    ).stdout
     ours, theirs = parse_telemetry(telemetry_text(), 0.0), parse_telemetry(script, 0.0)
     # Frequencies move between two readings; which cores and zones are read must not.
     assert set(ours.cpu_freq_khz) == set(theirs.cpu_freq_khz)
@@ -284,7 +325,9 @@ def test_a_run_past_its_timeout_stops_the_session_and_is_not_transient(local, tm
     with AgentSession(local, persistent=True) as agent:
         remote = push_file(local, _null_artifact(tmp_path, sleep_ms=50)).remote
         control = agent.control("null")
-        with pytest.raises(CommandTimeout, match="timed out: no answer within 1 s while measuring") as err:
+        with pytest.raises(
+            CommandTimeout, match="timed out: no answer within 1 s while measuring"
+        ) as err:
             agent.run(_run_spec(remote, min_s=30, max_s=30), timeout=1)
         assert not is_transient(err.value) and control.ended and _gone(control.pid)
         assert agent.run(_run_spec(remote), timeout=60)["backend"] == "null"
@@ -319,6 +362,8 @@ def test_a_write_to_a_dead_agent_says_how_it_ended_like_a_read_would():
     from aiot.host.agent_stream import ControlSession
 
     control = ControlSession(_BrokenStdin(), "dev")
-    with pytest.raises(AgentSessionLost, match="agent on dev was killed while reading a request") as err:
+    with pytest.raises(
+        AgentSessionLost, match="agent on dev was killed while reading a request"
+    ) as err:
         control.hello()
     assert is_transient(err.value) and control.ended

@@ -7,6 +7,8 @@ session, so expensive steps (training, conversion) are shared between tests.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -105,6 +107,17 @@ class Cli:
 
     def json(self, *args: str):
         return json.loads(self(*args, "--json").stdout)
+
+    @staticmethod
+    def record(record_id: str):
+        """The stored record ``record_id`` as the CLI wrote it (the isolated results store)."""
+        from aiot.host.store.store import open_store
+
+        store = open_store(Path(os.environ["AIOT_RESULTS_DIR"]))
+        try:
+            return store.get(record_id)
+        finally:
+            store.close()
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-from pathlib import Path
 
 import pytest
 
@@ -18,15 +16,6 @@ SMALL = ("--model", "tiny_cnn", "--dataset", "digits", "--limit", "6", "--steps"
 def weights(tiny_digits_weights) -> str:
     return tiny_digits_weights
 
-
-def _record(record_id: str):
-    from aiot.host.store.store import open_store
-
-    store = open_store(Path(os.environ["AIOT_RESULTS_DIR"]))
-    try:
-        return store.get(record_id)
-    finally:
-        store.close()
 
 
 def _rows(data: dict) -> dict:
@@ -56,7 +45,7 @@ def test_bad_options_fail_before_any_work(cli, args, message):
 def test_local_run_stores_a_record(cli, weights):
     data = cli.json("robust", "attack", *SMALL, "--weights", weights, "--attacks", "fgsm,pgd,nattack",
                     "--eps", "0.1", "--eps-curve", "0,0.1")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert (record.kind, record.status, record.device, record.format) == ("robust-attack", "ok", "local", "pytorch")
     assert record.result["summary"] == data["summary"] and record.accuracy == data["clean_accuracy"]
     assert record.spec["attacks"] == ["fgsm", "pgd", "nattack"] and record.spec["queries"] == 30
@@ -79,7 +68,7 @@ def test_ort_deployment_is_evaluated_on_the_device(cli, weights):
     pytest.importorskip("onnxruntime")
     data = cli.json("robust", "attack", *SMALL, "--weights", weights, "--attacks", "fgsm,square",
                     "--eps", "0.1", "--format", "ort", "--device", "local")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert record.format == "ort" and record.status == "ok" and record.artifact_sha256
     rows = _rows(data)
     assert "accuracy (ort@local)" in data["tables"][0]["columns"]

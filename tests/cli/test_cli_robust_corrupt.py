@@ -1,8 +1,6 @@
 """``aiot robust corrupt`` end to end on ``local``: tiny_cnn (seeded random init), a few images."""
 
 import math
-import os
-from pathlib import Path
 
 import pytest
 
@@ -12,19 +10,10 @@ SMALL = ("robust", "corrupt", "--model", "tiny_cnn", "--corruptions", "fog,gauss
          "--severities", "3,1", "--limit", "10", "--frames", "3")
 
 
-def _record(record_id: str):
-    from aiot.host.store.store import open_store
-
-    store = open_store(Path(os.environ["AIOT_RESULTS_DIR"]))
-    try:
-        return store.get(record_id)
-    finally:
-        store.close()
-
 
 def test_two_corruptions_two_severities_store_a_record(cli):
     data = cli.json(*SMALL)
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert (record.kind, record.status, record.device, record.format) == (
         "robust-corrupt", "ok", "local", "pytorch")
     assert record.result["summary"] == data["summary"] and record.accuracy == data["clean_accuracy"]
@@ -75,7 +64,7 @@ def test_frames_below_two_and_stray_compare_weights_are_usage_errors(cli, tmp_pa
 
 def test_deployed_ort_on_local_agrees_with_pytorch(cli):
     data = cli.json(*SMALL, "--format", "ort", "--device", "local")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert record.format == "ort" and record.artifact_sha256
     summary = data["summary"]
     assert summary["agreement"] == 1.0
@@ -103,7 +92,7 @@ def test_unlabelled_photos_score_agreement_with_the_clean_prediction(cli):
     data = cli.json("robust", "corrupt", "--model", "efficientnet_lite0", "--dataset", "photos",
                     "--limit", "3", "--corruptions", "brightness,contrast", "--severities", "1,5",
                     "--no-sequences")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert record.kind == "robust-corrupt" and record.accuracy is None
     summary = record.result["summary"]
     assert data["clean_accuracy"] is None and summary["clean_agreement"] == 1.0  # by definition

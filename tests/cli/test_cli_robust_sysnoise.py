@@ -1,7 +1,5 @@
 """``aiot robust sysnoise`` end to end on ``local``: tiny_cnn (seeded random init), a few images."""
 
-import os
-from pathlib import Path
 
 import pytest
 
@@ -12,15 +10,6 @@ needs_fmnist = pytest.mark.skipif(not (DEFAULT_DIR / "t10k-images-idx3-ubyte.gz"
 SMALL = ("robust", "sysnoise", "--model", "tiny_cnn", "--limit", "10")
 
 
-def _record(record_id: str):
-    from aiot.host.store.store import open_store
-
-    store = open_store(Path(os.environ["AIOT_RESULTS_DIR"]))
-    try:
-        return store.get(record_id)
-    finally:
-        store.close()
-
 
 def _rows(data: dict, table: str) -> dict:
     found = next(t for t in data["tables"] if t["name"] == table)
@@ -30,7 +19,7 @@ def _rows(data: dict, table: str) -> dict:
 @needs_fmnist
 def test_colour_and_variants_store_a_record(cli):
     data = cli.json(*SMALL, "--types", "variants,colour")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert (record.kind, record.status, record.device, record.format) == (
         "robust-sysnoise", "ok", "local", "pytorch")
     assert record.result["summary"] == data["summary"] and record.accuracy == data["clean_accuracy"]
@@ -79,7 +68,7 @@ def test_bad_type_and_device_are_one_line_errors(cli):
 def test_platform_runs_the_ort_artifact_on_local(cli):
     pytest.importorskip("onnxruntime")
     data = cli.json(*SMALL, "--types", "decoder,platform", "--format", "ort")
-    record = _record(data["record"])
+    record = cli.record(data["record"])
     assert record.format == "ort" and len(record.artifact_sha256) == 64
     local = _rows(data, "platform")["local"]
     assert local["status"] == "ok" and local["flip rate"] == 0.0 and local["max |Δ logit|"] < 1e-4

@@ -22,6 +22,7 @@ from aiot.host.robust.deployed import open_deployed
 from aiot.host.robust.predictor import TorchPredictor
 from aiot.host.robust.target import Target, reference_model
 from aiot.host.runs import Workspace
+from tests.helpers import process_gone
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -77,16 +78,6 @@ def _images(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).random((n, 1, 28, 28), dtype=np.float32)
 
 
-def _gone(pid: int, within: float = 10.0) -> bool:
-    """Whether ``pid`` left this machine's process table (zombies count as present)."""
-    deadline = time.monotonic() + within
-    while os.path.exists(f"/proc/{pid}"):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_outputs_equal_pytorch_split_into_requests_and_counted(predictor, reference, monkeypatch):
     row = 28 * 28 * 4
     monkeypatch.setattr(deployed, "MAX_REQUEST_BYTES", 3 * row + 1)  # three rows per request
@@ -113,7 +104,7 @@ def test_close_leaves_no_agent_process(predictor):
     assert pid is not None and os.path.exists(f"/proc/{pid}")
     predictor.close()
     predictor.close()  # idempotent
-    assert _gone(pid) and predictor._serving._stream.exit_code == 0  # it exited when asked
+    assert process_gone(pid) and predictor._serving._stream.exit_code == 0  # it exited when asked
 
 
 def test_a_dead_session_is_a_one_line_agent_error(predictor):
@@ -137,7 +128,7 @@ def test_a_wedged_agent_is_killed_on_timeout(device, workspaces, tmp_path):
     started = time.monotonic()
     with pytest.raises(CommandTimeout, match="no answer within 0.5 s"):
         serving.predict(np.zeros((1, 1, 2, 2), np.float32), timeout=0.5)
-    assert _gone(pid) and time.monotonic() - started < 15
+    assert process_gone(pid) and time.monotonic() - started < 15
     serving.close()
 
 

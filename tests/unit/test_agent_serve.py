@@ -18,6 +18,7 @@ from aiot.host.deploy import push_file
 from aiot.host.errors import AgentError, CommandTimeout, TransportError
 from aiot.host.transports import Stream
 from aiot.host.transports.local import LocalTransport
+from tests.helpers import process_gone
 
 NULL_SHAPE = [1, 2, 3, 3]  # a row is (2, 3, 3): 18 values
 
@@ -117,23 +118,13 @@ def local(tmp_path):
     return LocalTransport(root=tmp_path / "dev")
 
 
-def _gone(pid, within=5.0):
-    """Whether process ``pid`` no longer exists (a zombie counts as existing) within ``within`` s."""
-    deadline = time.monotonic() + within
-    while os.path.exists(f"/proc/{pid}"):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_stream_lines_both_ways_then_end_of_file(local):
     stream = local.open_stream(["cat"])
     assert isinstance(stream, Stream)
     stream.send_line("it's; $(touch pwned)")
     assert stream.read_line(5) == "it's; $(touch pwned)"
     stream.close()
-    assert (stream.read_line(1), stream.exit_code) == (None, 0) and _gone(stream.pid)
+    assert (stream.read_line(1), stream.exit_code) == (None, 0) and process_gone(stream.pid)
     with pytest.raises(TransportError, match="has ended"):
         stream.send_line("again")
     with pytest.raises(ValueError, match="newline"):
@@ -153,7 +144,7 @@ def test_closing_a_stream_kills_a_command_that_ignores_stdin(local):
     stream = local.open_stream(["sleep", "30"])
     started = time.monotonic()
     stream.close(grace=0.2)
-    assert time.monotonic() - started < 3 and stream.exit_code == -signal.SIGKILL and _gone(stream.pid)
+    assert time.monotonic() - started < 3 and stream.exit_code == -signal.SIGKILL and process_gone(stream.pid)
 
 
 # -- AgentSession.serve on this machine --------------------------------------------------------
@@ -212,7 +203,7 @@ def test_close_ends_the_agent_process(agent, onnx_model):
     pid = session.pid
     session.close()
     session.close()  # idempotent
-    assert _gone(pid) and session._stream.exit_code == 0  # it exited on "close", not killed
+    assert process_gone(pid) and session._stream.exit_code == 0  # it exited on "close", not killed
     with pytest.raises(AgentError, match="has ended: the session was closed"):
         session.predict(np.zeros((1, 1, 8, 8), np.float32))
 
@@ -233,7 +224,7 @@ def test_a_request_past_its_timeout_stops_the_agent(agent, tmp_path):
     pid = session.pid
     with pytest.raises(CommandTimeout, match="no answer within 0.3 s while answering request 1"):
         session.predict(np.zeros((1, 2, 3, 3), np.float32), timeout=0.3)
-    assert _gone(pid)
+    assert process_gone(pid)
     session.close()
 
 

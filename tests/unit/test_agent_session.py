@@ -21,6 +21,7 @@ from aiot.host.runs import is_transient
 from aiot.host.telemetry import TELEMETRY_SCRIPT, parse_telemetry, read_telemetry
 from aiot.host.transports.base import StreamUnsupported
 from aiot.host.transports.local import LocalTransport
+from tests.helpers import process_gone
 
 
 def _null_artifact(folder, sleep_ms=0.0):
@@ -94,13 +95,11 @@ def raw_agent():
     agent.close()
 
 
-def _gone(pid, within=5.0):
-    deadline = time.monotonic() + within
-    while os.path.exists(f"/proc/{pid}"):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def _start_long_run(agent, tmp_path) -> int:
+    """Ask for a 30 s run (request id 1); the PID of the child measuring it."""
+    spec = _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30)
+    agent.send({"op": "run", "id": 1, "spec": spec})
+    return _child_of(agent)
 
 
 def _child_of(agent, within=5.0) -> int:
@@ -156,14 +155,7 @@ def test_bad_requests_get_errors_and_the_session_goes_on(raw_agent, tmp_path):
 
 
 def test_a_child_killed_mid_run_is_reported_and_the_session_goes_on(raw_agent, tmp_path):
-    raw_agent.send(
-        {
-            "op": "run",
-            "id": 1,
-            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
-        }
-    )
-    os.kill(_child_of(raw_agent), signal.SIGKILL)
+    os.kill(_start_long_run(raw_agent, tmp_path), signal.SIGKILL)
     msgs = [raw_agent.read()]
     while msgs[-1]["event"] == "progress":
         msgs.append(raw_agent.read())
@@ -173,44 +165,23 @@ def test_a_child_killed_mid_run_is_reported_and_the_session_goes_on(raw_agent, t
 
 
 def test_closing_stdin_mid_run_kills_the_child_and_ends_the_session(raw_agent, tmp_path):
-    raw_agent.send(
-        {
-            "op": "run",
-            "id": 1,
-            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
-        }
-    )
-    child = _child_of(raw_agent)
+    child = _start_long_run(raw_agent, tmp_path)
     raw_agent.proc.stdin.close()
-    assert raw_agent.proc.wait(timeout=5) == 0 and _gone(child)
+    assert raw_agent.proc.wait(timeout=5) == 0 and process_gone(child)
 
 
 def test_a_close_request_mid_run_ends_it_too(raw_agent, tmp_path):
-    raw_agent.send(
-        {
-            "op": "run",
-            "id": 1,
-            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
-        }
-    )
-    child = _child_of(raw_agent)
+    child = _start_long_run(raw_agent, tmp_path)
     raw_agent.send({"op": "close"})
-    assert raw_agent.proc.wait(timeout=5) == 0 and _gone(child)
+    assert raw_agent.proc.wait(timeout=5) == 0 and process_gone(child)
 
 
 def test_the_child_dies_with_a_killed_session(raw_agent, tmp_path):
     # An SSH host kills the session by its PID alone; the measurement must not live on.
-    raw_agent.send(
-        {
-            "op": "run",
-            "id": 1,
-            "spec": _run_spec(_null_artifact(tmp_path, sleep_ms=50), min_s=30, max_s=30),
-        }
-    )
-    child = _child_of(raw_agent)
+    child = _start_long_run(raw_agent, tmp_path)
     raw_agent.proc.kill()
     raw_agent.proc.wait()
-    assert _gone(child)
+    assert process_gone(child)
 
 
 def test_how_a_child_ended_in_words():
@@ -285,7 +256,7 @@ def test_agent_session_runs_commands_in_one_session(local, tmp_path):
             agent.run(_run_spec("/nonexistent.json"), timeout=60)
         assert agent.control("null") is control  # an error answer keeps the session
         pid = control.pid
-    assert _gone(pid)
+    assert process_gone(pid)
 
 
 def test_without_sessions_every_command_is_its_own_process(local, tmp_path, monkeypatch):
@@ -329,7 +300,7 @@ def test_a_run_past_its_timeout_stops_the_session_and_is_not_transient(local, tm
             CommandTimeout, match="timed out: no answer within 1 s while measuring"
         ) as err:
             agent.run(_run_spec(remote, min_s=30, max_s=30), timeout=1)
-        assert not is_transient(err.value) and control.ended and _gone(control.pid)
+        assert not is_transient(err.value) and control.ended and process_gone(control.pid)
         assert agent.run(_run_spec(remote), timeout=60)["backend"] == "null"
 
 

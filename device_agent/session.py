@@ -213,7 +213,7 @@ def _forward(read_fd: int, request_id, requests: _Lines, pid: int) -> tuple[bool
                         return answered, False
                     continue
                 answered = _relay(child, request_id) or answered
-        return answered or _relay(child, request_id), True
+        return answered, True  # at its end of output the last fill relayed the rest
     finally:
         selector.close()
 

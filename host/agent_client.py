@@ -119,34 +119,34 @@ class AgentSession:
         python = self.transport.python(backend)
         if not self.persistent or python in self._no_control:
             return None
-        control = self._controls.get(python)
-        if control is not None and not control.ended:
+        control = self._live_control(python)
+        if control is not None:
             return control
         argv = [python, "-m", "device_agent", "session"]
         try:
             control = ControlSession(self.transport.open_stream(argv, cwd=self.root, env=self.env),
                                      self.transport.name)
-        except StreamUnsupported as exc:
-            self._no_control[python] = exc.one_line()
-            log.info("%s: one agent process per command (%s)", self.transport.name, exc.one_line())
-            return None
         except AgentSessionLost as exc:
             # It ended before it was ready (no such interpreter, a lost link): a one-shot
             # command says which, in its own words; the next command tries a session again.
             log.info("%s: agent session did not start (%s)", self.transport.name, exc.one_line())
             return None
-        except AgentError as exc:  # the agent refused (no fork): one-shot commands work
+        except (StreamUnsupported, AgentError) as exc:  # no stream, or the agent has no fork
             self._no_control[python] = exc.one_line()
             log.info("%s: one agent process per command (%s)", self.transport.name, exc.one_line())
             return None
         self._controls[python] = control
         return control
 
+    def _live_control(self, python: str) -> ControlSession | None:
+        control = self._controls.get(python)
+        return control if control is not None and not control.ended else None
+
     def process_kind(self, backend: str | None = None) -> str:
         """How ``backend``'s commands run now, for provenance: ``"session-fork"`` (a child
         forked from the agent session) or ``"one-shot"`` (an agent process per command)."""
-        control = self._controls.get(self.transport.python(backend))
-        return "session-fork" if control is not None and not control.ended else "one-shot"
+        live = self._live_control(self.transport.python(backend))
+        return "session-fork" if live is not None else "one-shot"
 
     def hello(self, timeout: float = READY_TIMEOUT_S) -> dict:
         """The agent's self-description: versions and installed runtimes."""

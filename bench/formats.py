@@ -7,7 +7,9 @@ timed on ``local`` through the same agent path as ``aiot run`` (1 thread), in in
 rounds so machine noise spreads over all formats alike; the table gives each format's median
 and its ratio to TFLite's in the same run.
 
-Usage: ``python bench/formats.py [--models tiny_cnn,tiny_bnn,...|small|all] [--rounds 3]``.
+Usage: ``python bench/formats.py [--models tiny_cnn,tiny_bnn,...|small|all] [--rounds 3]
+[--out formats]`` (``--out`` names the JSON under ``bench/out/``, so a run over other models
+keeps an earlier run's file).
 ``small`` (default) is the tiny models plus every family's 28 px variant; ``all`` adds the
 CIFAR and ImageNet-size models (long: InceptionV3 alone takes minutes per format).
 """
@@ -80,6 +82,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="small")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default="formats", help="JSON name under bench/out/")
     args = parser.parse_args()
     models = model_names(args.models)
     with tempfile.TemporaryDirectory(prefix="aiot-bench-formats-") as tmp:
@@ -102,7 +105,7 @@ def main() -> int:
     print_table(["model", "format", "median ms (1 thread)", "× tflite"],
                 [[t["model"], t["format"], f"{t['median_ms']:.3f}",
                   "" if t["vs_tflite"] is None else f"{t['vs_tflite']:.2f}"] for t in timing])
-    path = write_json("formats", {"models": models, "rounds": args.rounds, "matrix": matrix,
+    path = write_json(args.out, {"models": models, "rounds": args.rounds, "matrix": matrix,
                                   "speed": timing})
     print(f"\nwrote {path}")
     return 0

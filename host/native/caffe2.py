@@ -3,9 +3,12 @@
 The net's ``TEST_Benchmark`` prints ``Starting benchmark.``, ``Running warmup runs.``,
 ``Main runs.`` and ``Main run finished. Milliseconds per iter: X. Iters per second: Y`` —
 through glog (``I1107 14:02:11.512384  9342 net_simple.cc:172] ...``) in the 2017–2018
-``facebookarchive/caffe2`` tree and through ``std::cout`` in later PyTorch trees. With
-``--run_individual=true`` it adds ``Operator #i (name, Type) X ms/iter`` lines. Only the mean
-per iteration is printed: no per-iteration times, no load time, no version.
+``facebookarchive/caffe2`` tree and through ``std::cout`` in later PyTorch trees. Nets that are
+not ``simple`` (``dag``, ``async_scheduling``) benchmark in ``NetBase::TEST_Benchmark``, which
+spells it ``Main runs finished.`` (recorded: ``[I net.cc:217] Main runs finished. ...``). With
+``--run_individual=true`` a simple net adds ``Operator #i (name, Type) X ms/iter`` lines and,
+in PyTorch trees, a ``Time per operator type:`` table (``29.7378 ms.    60.5145%. Conv``).
+Only the mean per iteration is printed: no per-iteration times, no load time, no version.
 
 A Caffe2 model is two files: the predict net is the artifact, the init net (weights) comes as
 ``companions["init_net"]`` or, if not given, the sibling ``<stem>.init_net.pb``.
@@ -20,9 +23,11 @@ from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.record import NUMBER, make_record, search
 
 _DTYPES = {"float32": "float", "uint8": "uint8_t"}
-_MAIN = (rf"Main run finished\. Milliseconds per iter: ({NUMBER})\."
+_MAIN = (rf"Main runs? finished\. Milliseconds per iter: ({NUMBER})\."
          rf" Iters per second: ({NUMBER})")
 _OPERATOR = re.compile(rf"Operator #(\d+) \((.*), (\w+)\) ({NUMBER}) ms/iter")
+_TYPE_TABLE = re.compile(r"^Time per operator type:\n((?:[ \t]*\S.*\n?)*)", re.MULTILINE)
+_TYPE_ROW = re.compile(rf"^\s*({NUMBER}) ms\.\s+({NUMBER})%\. (\w+)\s*$", re.MULTILINE)
 PREDICT_SUFFIX, INIT_SUFFIX = ".predict_net.pb", ".init_net.pb"
 
 
@@ -62,4 +67,19 @@ class SpeedBenchmarkAdapter(NativeAdapter):
             "raw_summary": main.group(0),
             "iters_per_second": float(main.group(2)),
             "operators": operators or None,
+            "operator_types": _operator_types(text),
         })
+
+
+def _operator_types(text: str) -> list[dict] | None:
+    """The ``Time per operator type:`` table as ``[{type, ms_per_iter, percent}]``, or None.
+
+    The table ends at its ``... ms in Total`` line; the FLOP and memory tables that follow it
+    are estimates of the op schemas, not measurements, and are not read."""
+    table = _TYPE_TABLE.search(text)
+    if not table:
+        return None
+    body = table.group(1).split(" in Total", 1)[0]
+    rows = [{"type": m.group(3), "ms_per_iter": float(m.group(1)), "percent": float(m.group(2))}
+            for m in _TYPE_ROW.finditer(body)]
+    return rows or None

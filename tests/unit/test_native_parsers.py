@@ -52,7 +52,9 @@ def parse(tool: str, name: str, **kwargs) -> dict:
 EXPECTED_FILES = {
     "benchmark_model": {"2019-08-yuenshome-77.txt", "2020-08-tensorflow-42507.txt",
                         "2021-09-xnnpack-999.txt"},
-    "lce_benchmark_model": {"v0.3.1-synthesized.txt", "v0.16.0-synthesized.txt"},
+    "lce_benchmark_model": {"2020-08-larq-docs-end-to-end-prerelease.txt",
+                            "2020-08-larq-docs-end-to-end-v0.4.0.txt",
+                            "v0.3.1-synthesized.txt", "v0.16.0-synthesized.txt"},
     "speed_benchmark_torch": {"2020-pytorch-tutorials-mobile-perf.txt",
                               "0c678301-report-pep-synthesized.txt"},
     "benchmark_single_model": {"2019-05-dabnn-docs-console.txt",
@@ -62,7 +64,10 @@ EXPECTED_FILES = {
     "onnxruntime_perf_test": {"2019-upstream-readme.txt", "2020-01-onnxruntime-pr2798.txt",
                               "2021-05-onnxruntime-pr7663.txt",
                               "2025-arm-learning-path-kleidiai.txt"},
-    "speed_benchmark": {"caffe2-7ee47316-glog-synthesized.txt",
+    "speed_benchmark": {"2019-06-gen-efficientnet-b0.txt",
+                        "2019-07-mkldnn-report-async-net.txt",
+                        "2019-07-mkldnn-report-caffe2-0.8.1-dag-net.txt",
+                        "caffe2-7ee47316-glog-synthesized.txt",
                         "pytorch-02786a38-cout-synthesized.txt"},
 }
 
@@ -153,6 +158,23 @@ def test_lce_v0_3_tf22_era():
     assert rec["stats_ms"] == {"count": 50, "mean": approx(127.655), "min": approx(126.988),
                                "max": approx(129.875), "std": approx(0.512)}
     assert rec["native"]["memory_mb"] == {"kind": "peak", "init": 14.7344, "overall": 22.6211}
+
+
+def test_lce_recorded_2020_docs_runs_with_elided_parameters():
+    # The guide elides part of the parameter echo with "..." lines; the rest still parses.
+    pre = parse("lce_benchmark_model", "2020-08-larq-docs-end-to-end-prerelease.txt")
+    assert pre["threads"] == 1 and pre["load_ms"] == approx(3.501)
+    assert pre["first_inference_ms"] == approx(156.677)
+    assert pre["warmup"] == {"count": 12, "mean_ms": approx(43.2681)}
+    assert pre["stats_ms"] == {"count": 50, "mean": approx(33.0718), "min": approx(32.687),
+                               "max": approx(33.239), "std": approx(0.129)}
+    v040 = parse("lce_benchmark_model", "2020-08-larq-docs-end-to-end-v0.4.0.txt")
+    assert v040["load_ms"] == approx(1.471) and v040["first_inference_ms"] == approx(41.707)
+    assert v040["warmup"] == {"count": 16, "mean_ms": approx(32.4914)}
+    assert v040["stats_ms"] == {"count": 50, "mean": approx(31.4206), "min": approx(31.138),
+                                "max": approx(31.929), "std": approx(0.26)}
+    assert v040["native"]["params"]["Min num runs"] == "50"
+    assert v040["native"]["memory_mb"] is None
 
 
 # --- speed_benchmark_torch -------------------------------------------------------------------
@@ -319,6 +341,28 @@ def test_caffe2_glog_and_cout_variants():
     assert glog["native"]["iters_per_second"] == approx(15.9902)
     cout = parse("speed_benchmark", "pytorch-02786a38-cout-synthesized.txt")
     assert cout["stats_ms"] == {"mean": approx(31.2489)} and cout["native"]["operators"] is None
+
+
+def test_caffe2_recorded_simple_net_with_operator_type_table():
+    rec = parse("speed_benchmark", "2019-06-gen-efficientnet-b0.txt")
+    assert rec["stats_ms"] == {"mean": approx(49.2862)}
+    assert rec["native"]["iters_per_second"] == approx(20.2897)
+    types = rec["native"]["operator_types"]
+    assert [t["type"] for t in types] == ["Conv", "Sigmoid", "SpatialBN", "Mul", "AveragePool",
+                                          "FC", "Add", "Squeeze"]
+    assert types[0] == {"type": "Conv", "ms_per_iter": approx(29.7378), "percent": 60.5145}
+    # Only the time table is read: the FLOP and memory tables after it are not measurements.
+    assert sum(t["ms_per_iter"] for t in types) == approx(49.1416, rel=1e-5)
+
+
+def test_caffe2_recorded_async_net_says_main_runs_and_dag_net_logs_through_glog():
+    async_net = parse("speed_benchmark", "2019-07-mkldnn-report-async-net.txt")
+    assert async_net["stats_ms"] == {"mean": approx(1581.12)}
+    assert async_net["native"]["raw_summary"].startswith("Main runs finished.")
+    dag = parse("speed_benchmark", "2019-07-mkldnn-report-caffe2-0.8.1-dag-net.txt")
+    assert dag["stats_ms"] == {"mean": approx(3908.79)}
+    assert dag["native"]["iters_per_second"] == approx(0.255834)
+    assert dag["native"]["operator_types"] is None
 
 
 def test_caffe2_run_individual_operator_lines():

@@ -39,11 +39,17 @@ RUNTIMES = tuple(RUNTIME_MODULES.values())
 #: Runtimes a device takes only when asked (``--with torch``), by machine: what to download
 #: with ``--no-deps`` (pip evaluates a wheel's environment markers for *this* machine, so a
 #: resolver run would ask for x86 CUDA packages). torch runs ``.ptl`` (PyTorch Mobile's lite
-#: interpreter). PyPI's aarch64 torch 2.13 is a CUDA build; 2.9.1 is the newest CPU aarch64
-#: build there, and its lite interpreter reads the bytecode (v8) that aiot's torch writes.
+#: interpreter). PyPI's aarch64 torch 2.11-2.13 are CUDA builds (libtorch_cuda, nvidia-*
+#: wheels for aarch64); 2.10.0 is the newest CPU aarch64 build there, and its lite interpreter
+#: reads the bytecode (v8) that aiot's torch writes. ExecuTorch's Python runtime links against
+#: torch, so the device takes the newest ExecuTorch that accepts torch 2.10 (1.1.0; 1.2 wants
+#: torch >= 2.11) plus the two pure-Python modules its runtime imports beyond torch's. It
+#: loads the programs aiot's ExecuTorch 1.5.1 writes (the record keeps both versions).
+_TORCH_AARCH64 = ("torch==2.10.0", "filelock", "typing-extensions", "sympy", "mpmath", "networkx",
+                  "jinja2", "markupsafe", "fsspec")
 OPTIONAL_RUNTIMES = {
-    "torch": {"aarch64": ("torch==2.9.1", "filelock", "typing-extensions", "sympy", "mpmath",
-                          "networkx", "jinja2", "markupsafe", "fsspec")},
+    "torch": {"aarch64": _TORCH_AARCH64},
+    "executorch": {"aarch64": (*_TORCH_AARCH64, "executorch==1.1.0", "ruamel.yaml", "tabulate")},
 }
 NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries instead
 COMPLETE = ".complete"
@@ -148,7 +154,7 @@ def optional_requirements(python: DevicePython, extras: tuple[str, ...]) -> list
         if python.machine not in by_machine:
             raise UsageError(f"no {extra} wheels are set up for {python.machine} devices",
                              f"install {extra} on the device yourself (machines: {', '.join(by_machine)})")
-        reqs += by_machine[python.machine]
+        reqs += [r for r in by_machine[python.machine] if r not in reqs]  # torch,executorch
     return reqs
 
 

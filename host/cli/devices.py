@@ -249,7 +249,8 @@ def render_checks(name: str, checks: list):
 def setup(
     device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
     with_runtimes: Annotated[str | None, typer.Option(
-        "--with", help="Optional runtimes, comma-separated: torch (PyTorch Mobile .ptl; aarch64).")] = None,
+        "--with", help="Optional runtimes, comma-separated: torch (PyTorch Mobile .ptl), "
+                       "executorch (.pte); aarch64.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Install the agent's runtimes (numpy, onnxruntime, ai-edge-litert) on a board from this host.

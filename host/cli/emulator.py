@@ -18,7 +18,8 @@ def start(
              "qemu-user: real outputs, meaningless timings.")] = None,
     with_runtimes: Annotated[str | None, typer.Option(
         "--with", help="Optional runtimes for an arm64 userland, comma-separated: torch (PyTorch "
-                       "Mobile .ptl; CPU torch 2.9.1, the newest aarch64 CPU build on PyPI).")] = None,
+                       "Mobile .ptl; CPU torch 2.10.0, the newest aarch64 CPU build on PyPI), "
+                       "executorch (.pte; ExecuTorch 1.1.0, the newest on that torch).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""

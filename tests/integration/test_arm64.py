@@ -88,21 +88,28 @@ def test_missing_qemu_is_one_clear_line(cli, monkeypatch):
     assert "nope" not in inventory.load()
 
 
-def test_ptl_runs_on_arm64_with_the_optional_torch_runtime(cli):
-    """PyTorch Mobile on aarch64 Python: PyPI's aarch64 torch 2.13 is a CUDA build, so the
-    userland takes CPU torch 2.9.1, whose lite interpreter must run the .ptl aiot's torch
-    2.13 wrote and give the same outputs as x86_64."""
-    cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pitorch", "--with", "torch")
+def test_ptl_and_executorch_run_on_arm64_with_the_optional_runtimes(cli):
+    """PyTorch Mobile and ExecuTorch on aarch64 Python: PyPI's aarch64 torch 2.11-2.13 are CUDA
+    builds, so the userland takes CPU torch 2.10.0 and ExecuTorch 1.1.0 (the newest that
+    accepts it). Their runtimes must run the .ptl and .pte that aiot's torch 2.13 and
+    ExecuTorch 1.5.1 wrote, and give the same outputs as x86_64."""
+    cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pitorch",
+             "--with", "torch,executorch")
     try:
-        cli("sweep", "-m", "tiny_cnn", "-f", "ptl", "-d", "pitorch,local", "--threads", "1", *FAST)
-        runtime = _ok_records(cli, "pitorch")[0]["provenance"]["runtime"]
-        assert runtime["backend"] == "pytorch_mobile" and runtime["version"].startswith("2.9.1")
-        on_pi = [d for d in cli.json("results", "outputs", "--reference", "local") if d["device"] == "pitorch"]
-        assert len(on_pi) == 1 and on_pi[0]["verdict"] == "match", on_pi
+        cli("sweep", "-m", "tiny_cnn", "-f", "ptl,executorch", "-d", "pitorch,local",
+            "--threads", "1", *FAST)
+        runtimes = {r["format"]: r["provenance"]["runtime"] for r in _ok_records(cli, "pitorch")}
+        assert runtimes["ptl"]["backend"] == "pytorch_mobile"
+        assert runtimes["ptl"]["version"].startswith("2.10.0")
+        assert runtimes["executorch"] == {"backend": "executorch", "version": "1.1.0"}
+        on_pi = [d for d in cli.json("results", "outputs", "--reference", "local")
+                 if d["device"] == "pitorch"]
+        assert sorted(d["format"] for d in on_pi) == ["executorch", "ptl"], on_pi
+        assert all(d["verdict"] == "match" for d in on_pi), on_pi
     finally:
         cli("emulator", "stop", "pitorch")
 
 
 def test_unknown_optional_runtime_is_refused_before_building(cli):
     res = cli("emulator", "start", "ssh", "--arch", "arm64", "--with", "tensorflow", code=1)
-    assert "unknown optional runtime 'tensorflow'" in res.stderr and "known: torch" in res.stderr
+    assert "unknown optional runtime 'tensorflow'" in res.stderr and "known: torch, executorch" in res.stderr

@@ -16,8 +16,10 @@ round-up sizing, PyTorch's ceil mode except when a last window would start in un
 space beyond the image, which the export's shape check refuses); avgpool → ``AveragePool``
 with ``count_include_pad`` (a 2018+ Caffe2 argument; older builds always left padding out);
 global average pooling → ``AveragePool`` with global_pooling=1; concat → ``Concat`` with its
-second ``split_info`` output; flatten → ``Flatten``; linear → ``FC``. Binary convolutions are
-refused: Caffe2 had no operator for them.
+second ``split_info`` output; flatten → ``Flatten``; linear → ``FC``; a zero ``pad`` layer
+(TensorFlow-style "SAME" convs, e.g. EfficientNet-Lite) → no operator, added to the ``pads``
+of the convolutions it feeds. Binary convolutions are refused: Caffe2 had no operator for
+them.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def _verify_shapes(predict_path: Path, init_path: Path, graph, example) -> list[
         raise ConversionError(FORMAT, "verify", exc.message,
                               "aiot emitted a net it cannot run; please report it") from None
     for layer in graph.layers:
-        if layer.kind == "input":
+        if layer.kind in ("input", "pad"):  # a pad has no blob: its convolutions pad
             continue
         got = tuple(blobs[layer.name].shape)
         if got != tuple(layer.shape):
@@ -147,6 +149,7 @@ class _Nets:
         self.init.name, self.predict.name = f"{model_name}_init", model_name
         self.blob: dict[str, str] = {}  # layer name -> blob name
         self.taken: set[str] = set()
+        self.folded_pads: dict[str, list[int]] = {}  # pad layer -> [top, left, bottom, right]
 
     def fill(self, name: str, tensor) -> str:
         """A ``GivenTensorFill`` of ``tensor`` (torch or numpy) in the init net; its blob name."""
@@ -214,6 +217,7 @@ def build_nets(graph, model_name: str):
     nets.blob[inputs[0].name] = "data"
     nets.taken.update(["data", *(layer.name for layer in graph.layers)])
     shapes = {layer.name: tuple(layer.shape) for layer in graph.layers}
+    _check_pads_feed_convs(graph)
     for layer in graph.layers[1:]:
         _EMITTERS[layer.kind](nets, layer, shapes)
     nets.predict.external_output.append(nets.blob[graph.output])
@@ -226,6 +230,23 @@ def build_nets(graph, model_name: str):
 
 def _refuse(layer, why: str, hint: str = "pick a model built from standard CNN layers"):
     raise ConversionError(FORMAT, "lower", f"layer '{layer.name}' ({layer.kind}): {why}", hint)
+
+
+def _check_pads_feed_convs(graph) -> None:
+    """A ``pad`` layer becomes its convolutions' ``pads``: it must feed convolutions only."""
+    for layer in graph.layers:
+        if layer.kind != "pad":
+            continue
+        readers = {c.kind for c in graph.consumers(layer.name)}
+        if layer.name == graph.output or readers - {"conv"}:
+            others = ", ".join(sorted(readers - {"conv"})) or "the output"
+            _refuse(layer, f"zero padding read by {others}; it is folded into convolutions only")
+
+
+def _emit_pad(nets: _Nets, layer, shapes) -> None:
+    """No operator: the convolutions reading this layer read its input with larger pads."""
+    nets.blob[layer.name] = nets.blob[layer.inputs[0]]
+    nets.folded_pads[layer.name] = list(layer.attrs["pads"])
 
 
 def _conv_pads(module) -> list[int]:
@@ -248,9 +269,10 @@ def _emit_conv(nets: _Nets, layer, shapes) -> None:
     weights = [nets.fill(f"{layer.name}_w", conv.weight)]
     if conv.bias is not None:
         weights.append(nets.fill(f"{layer.name}_b", conv.bias))
+    folded = nets.folded_pads.get(layer.inputs[0], [0, 0, 0, 0])
+    pads = [own + extra for own, extra in zip(_conv_pads(conv), folded)]
     nets.layer(layer, "Conv", weights, kernels=list(conv.kernel_size), strides=list(conv.stride),
-               pads=_conv_pads(conv), dilations=list(conv.dilation), group=conv.groups,
-               order=ORDER)
+               pads=pads, dilations=list(conv.dilation), group=conv.groups, order=ORDER)
 
 
 def _emit_bn(nets: _Nets, layer, shapes) -> None:
@@ -329,7 +351,7 @@ _EMITTERS = {
     "maxpool": _emit_pool, "avgpool": _emit_pool,
     "global_avgpool": lambda nets, layer, shapes: nets.layer(
         layer, "AveragePool", global_pooling=1, order=ORDER),
-    "linear": _emit_linear, "add": _emit_add, "concat": _emit_concat,
+    "linear": _emit_linear, "add": _emit_add, "concat": _emit_concat, "pad": _emit_pad,
     "flatten": lambda nets, layer, shapes: nets.layer(
         layer, "Flatten", axis=layer.attrs["start_dim"] % len(shapes[layer.inputs[0]])),
 }

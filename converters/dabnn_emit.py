@@ -40,7 +40,10 @@ def emit(graph):
     for layer in graph.layers:
         if layer.name in emitter.plan.refusals:
             emitter.refuse(layer, *emitter.plan.refusals[layer.name])
-        getattr(emitter, f"_{layer.kind}")(layer)
+        emit = getattr(emitter, f"_{layer.kind}", None)
+        if emit is None:
+            emitter.refuse(layer, "daBNN has no such layer")
+        emit(layer)
     output = emitter.dab[graph.output]
     if emitter.layers[-1].params["output"] != output:
         raise ConversionError(FORMAT, "lower", f"the model returns '{graph.output}', which is "

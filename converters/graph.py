@@ -4,7 +4,10 @@ Formats without a PyTorch exporter (Caffe2 NetDef, daBNN, the TensorFlow graph L
 converts) are written from this list rather than each walking ``nn.Module`` trees their own
 way. The model is traced with ``torch.fx`` (standard layers and :class:`BinaryConv2d` are
 leaves), shapes are propagated with the example input, and every node becomes a
-:class:`Layer` with a kind from :data:`KINDS`. Anything else is refused with the name of
+:class:`Layer` with a kind from :data:`KINDS`. Functional convolutions (``F.conv2d`` on a
+module's own weight, as TensorFlow-style "SAME" conv modules write them) become ``conv``
+layers, a zero ``nn.ZeroPad2d`` a ``pad`` layer, and ``x.view(x.size(0), -1)`` a ``flatten``;
+weights and sizes read on the way are not layers. Anything else is refused with the name of
 the offending node, so a format never silently drops an operation.
 
 Shapes are NCHW, batch included.
@@ -12,6 +15,8 @@ Shapes are NCHW, batch included.
 
 from __future__ import annotations
 
+import functools
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -32,6 +37,7 @@ KINDS = {
     "linear": "module (nn.Linear)",
     "add": "", "concat": "axis",
     "flatten": "start_dim",
+    "pad": "pads (top, left, bottom, right), zeros; emitters fold it into the conv it feeds",
 }
 
 
@@ -117,13 +123,60 @@ def _module_layer(fmt: str, name: str, module, inputs, shape) -> Layer:
         return Layer(name, "global_avgpool", inputs, shape)
     if isinstance(module, nn.Flatten) and module.end_dim == -1:
         return Layer(name, "flatten", inputs, shape, attrs={"start_dim": int(module.start_dim)})
+    if isinstance(module, (nn.ZeroPad2d, nn.ConstantPad2d)):
+        return _pad_layer(fmt, name, inputs, shape, module.padding, float(module.value))
     if isinstance(module, (nn.Dropout, nn.Identity)):
         return Layer(name, "identity", inputs, shape)
     raise ConversionError(fmt, "lower", f"layer '{name}' ({type(module).__name__}) has no "
                           f"{fmt} equivalent", "pick a model built from standard CNN layers")
 
 
-def _function_layer(fmt: str, node, inputs, shape) -> Layer:
+def _pad_layer(fmt: str, name: str, inputs, shape, padding, value: float) -> Layer:
+    """``nn.ZeroPad2d``'s ``(left, right, top, bottom)`` as a ``pad`` layer, zeros only."""
+    left, right, top, bottom = (padding,) * 4 if isinstance(padding, int) else padding
+    if value != 0.0 or min(left, right, top, bottom) < 0:
+        raise ConversionError(fmt, "lower", f"layer '{name}' pads with {value} or crops",
+                              "only zero padding is lowered")
+    return Layer(name, "pad", inputs, shape, attrs={"pads": (top, left, bottom, right)})
+
+
+def _functional_conv(node, tensors: dict):
+    """``F.conv2d(x, weight, bias, stride, padding, dilation, groups)`` on module weights as
+    an ``nn.Conv2d`` holding the same tensors, so every emitter reads one kind of conv."""
+    import torch
+    from torch import nn
+
+    names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+    call = {**dict(zip(names, node.args)), **node.kwargs}
+    weight, bias = tensors.get(getattr(call["weight"], "name", None)), call.get("bias")
+    if weight is None or (bias is not None and getattr(bias, "name", None) not in tensors):
+        return None  # weights computed in the graph: not a plain convolution
+    conv = nn.Conv2d(weight.shape[1] * call.get("groups", 1), weight.shape[0],
+                     tuple(weight.shape[2:]), stride=call.get("stride", 1),
+                     padding=call.get("padding", 0), dilation=call.get("dilation", 1),
+                     groups=call.get("groups", 1), bias=bias is not None)
+    with torch.no_grad():
+        conv.weight.copy_(weight)
+        if bias is not None:
+            conv.bias.copy_(tensors[bias.name])
+    return conv.eval()
+
+
+def _is_batch_flatten(node, shapes: dict, shape) -> bool:
+    """``x.view(n, -1)`` / ``reshape``: keeps the batch and flattens the rest (start_dim 1)."""
+    source = shapes.get(getattr(node.args[0], "name", None), ())
+    return (len(shape) == 2 and len(source) >= 2 and shape[0] == source[0]
+            and shape[1] == math.prod(source[1:]))
+
+
+def _is_conv(node) -> bool:
+    import torch
+
+    return node.op == "call_function" and node.target in (torch.conv2d,
+                                                          torch.nn.functional.conv2d)
+
+
+def _function_layer(fmt: str, node, inputs, shape, tensors: dict, shapes: dict) -> Layer:
     import torch
 
     target, args, kwargs = node.target, node.args, node.kwargs
@@ -135,8 +188,14 @@ def _function_layer(fmt: str, node, inputs, shape) -> Layer:
     if target in (torch.flatten, "flatten"):
         start = kwargs.get("start_dim", args[1] if len(args) > 1 else 0)
         return Layer(node.name, "flatten", inputs, shape, attrs={"start_dim": int(start)})
+    if target in ("view", "reshape", torch.reshape) and _is_batch_flatten(node, shapes, shape):
+        return Layer(node.name, "flatten", inputs[:1], shape, attrs={"start_dim": 1})
     if target in (torch.relu, torch.nn.functional.relu, "relu"):
         return Layer(node.name, "relu", inputs, shape)
+    if _is_conv(node):
+        conv = _functional_conv(node, tensors)
+        if conv is not None:
+            return Layer(node.name, "conv", inputs[:1], shape, conv)
     label = getattr(target, "__name__", str(target))
     raise ConversionError(fmt, "lower", f"operation '{label}' at node '{node.name}' has no "
                           f"{fmt} equivalent", "pick a model built from standard CNN layers")
@@ -197,23 +256,32 @@ def lower(model, example, fmt: str) -> Graph:
     modules = dict(traced.named_modules())
     layers: list[Layer] = []
     alias: dict[str, str] = {}  # identity outputs -> what they pass through
+    tensors: dict[str, object] = {}  # get_attr nodes: a module's weights read in forward()
+    shapes: dict[str, tuple] = {}
     output = None
     for node in traced.graph.nodes:
-        inputs = [alias.get(name, name) for name in _node_inputs(node)]
+        inputs = [alias.get(name, name) for name in _node_inputs(node) if name in shapes]
         meta = node.meta.get("tensor_meta")
         shape = tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else ()
         if node.op == "placeholder":
             layers.append(Layer(node.name, "input", [], shape))
-            continue
-        if node.op == "output":
+        elif node.op == "output":
             output = inputs[0]
             continue
-        if node.op == "call_module":
-            layer = _module_layer(fmt, node.name, modules[node.target], inputs, shape)
-        else:
-            layer = _function_layer(fmt, node, inputs, shape)
-        if layer.kind == "identity":
-            alias[node.name] = inputs[0]
+        elif node.op == "get_attr":
+            tensors[node.name] = functools.reduce(getattr, node.target.split("."), traced)
             continue
-        layers.append(layer)
+        elif node.op == "call_method" and node.target == "size":
+            continue  # an int for a later view(); not a tensor, not a layer
+        elif any(name in tensors for name in _node_inputs(node)) and not _is_conv(node):
+            raise ConversionError(fmt, "lower", f"node '{node.name}' computes with a stored "
+                                  "tensor", "only convolutions may read their weights directly")
+        elif node.op == "call_module":
+            layers.append(_module_layer(fmt, node.name, modules[node.target], inputs, shape))
+        else:
+            layers.append(_function_layer(fmt, node, inputs, shape, tensors, shapes))
+        if layers[-1].kind == "identity":
+            alias[node.name] = inputs[0]
+            layers.pop()
+        shapes[node.name] = shape
     return Graph(layers, output)

@@ -61,6 +61,10 @@ def _layer_record(layer) -> tuple[dict, dict]:
             params["weight"] = module.weight.numpy()
             if module.bias is not None:
                 params["bias"] = module.bias.numpy()
+        elif layer.kind == "pad":
+            raise ConversionError("lce", "lower",
+                                  f"layer '{layer.name}' is a separate zero padding",
+                                  "give the convolution its padding (padding=...) instead")
         elif layer.kind in ("maxpool", "avgpool"):
             if layer.attrs.get("ceil_mode"):
                 raise ConversionError("lce", "lower", f"pooling layer '{layer.name}' uses ceil_mode",
@@ -112,11 +116,11 @@ class LceConverter:
         from aiot.host import toolchains
 
         graph = lower(model, example, self.name)
+        if not any(layer.kind == "bconv" for layer in graph.layers):  # before per-layer refusals
+            raise ConversionError(self.name, "lower", "this model has no binary convolutions",
+                                  "LCE is for binarized models: use tiny_bnn or a binarized model")
         with tempfile.TemporaryDirectory(prefix="aiot-lce-") as tmp:
             graph_file, weights_file, binary = write_graph(graph, example, Path(tmp))
-            if binary == 0:
-                raise ConversionError(self.name, "lower", "this model has no binary convolutions",
-                                      "LCE is for binarized models: use tiny_bnn or a binarized model")
             script = Path(__file__).with_name("lce_build.py")
             write_atomic(out_path, lambda dst: toolchains.run_script(
                 TOOLCHAIN, script, [str(graph_file), str(weights_file), str(dst)]))

@@ -158,6 +158,76 @@ def test_pooling_caffe2_would_size_differently_is_refused(tmp_path, layer, size,
     assert list(tmp_path.iterdir()) == []
 
 
+class SameConv(nn.Conv2d):
+    """TensorFlow's static "SAME" convolution as EfficientNet ports write it: an explicit,
+    asymmetric ``ZeroPad2d`` and a functional ``conv2d`` on the module's own weight."""
+
+    def __init__(self, cin, cout, kernel, stride=1, groups=1, bias=False):
+        super().__init__(cin, cout, kernel, stride, padding=0, groups=groups, bias=bias)
+        self.static_padding = nn.ZeroPad2d((0, 1, 0, 1))  # left, right, top, bottom
+
+    def forward(self, x):
+        return nn.functional.conv2d(self.static_padding(x), self.weight, self.bias,
+                                    self.stride, self.padding, self.dilation, self.groups)
+
+
+class TfStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = SameConv(3, 8, 3, stride=2)
+        self.bn = nn.BatchNorm2d(8)
+        self.depthwise = SameConv(8, 8, 3, stride=2, groups=8, bias=True)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.depthwise(torch.relu(self.bn(self.stem(x))))
+        return self.fc(self.gap(x).view(x.size(0), -1))
+
+
+def test_tf_same_convolutions_fold_their_padding_and_view_is_a_flatten(tmp_path):
+    torch.manual_seed(0)
+    model = _randomize_bn(TfStyle()).eval()
+    path = tmp_path / "tf.caffe2.predict_net.pb"
+    facts = caffe2.Caffe2Converter().export(model, torch.randn(1, 3, 14, 14), path, {})
+    assert sorted(facts["ops"]) == sorted(["Conv", "SpatialBN", "Relu", "AveragePool",
+                                           "Flatten", "FC"])  # no padding operator
+    convs = _ops(parse_net(path.read_bytes()), "Conv")
+    assert [list(arguments(op)["pads"]) for op in convs] == [[0, 0, 1, 1]] * 2  # t, l, b, r
+    assert arguments(convs[1])["group"] == 8 and len(convs[1].input) == 3  # weight and bias
+    x = torch.randn(3, 3, 14, 14, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = model(x).numpy()
+    report = compare_outputs(expected, caffe2.Caffe2Converter().reference_outputs(path, x.numpy()),
+                             atol=1e-5, rtol=1e-5)
+    assert report["ok"], report
+
+
+def test_zero_padding_that_feeds_a_pooling_is_refused(tmp_path):
+    model = nn.Sequential(nn.Conv2d(1, 2, 1), nn.ZeroPad2d(1), nn.MaxPool2d(2))
+    with pytest.raises(ConversionError, match=r"zero padding read by maxpool"):
+        caffe2.Caffe2Converter().export(model, torch.randn(1, 1, 6, 6),
+                                        tmp_path / "m.caffe2.predict_net.pb", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+class AddsAStoredTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 1)
+        self.offset = nn.Parameter(torch.ones(1, 2, 1, 1))
+
+    def forward(self, x):
+        return self.conv(x) + self.offset
+
+
+def test_arithmetic_on_a_stored_tensor_is_refused_at_lowering(tmp_path):
+    with pytest.raises(ConversionError, match="node 'add' computes with a stored tensor"):
+        caffe2.Caffe2Converter().export(AddsAStoredTensor().eval(), torch.randn(1, 1, 4, 4),
+                                        tmp_path / "m.caffe2.predict_net.pb", {})
+    assert list(tmp_path.iterdir()) == []
+
+
 def _copy(tiny, tmp_path):
     for path in caffe2.Caffe2Converter().artifact_files(tiny.artifact):
         shutil.copy(path, tmp_path / path.name)

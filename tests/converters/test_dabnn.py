@@ -265,6 +265,7 @@ def test_float_models_are_refused_in_one_line(tmp_path):
     (nn.AvgPool2d(3, 1, padding=1), (64, 4, 4), "padded average pooling"),
     (nn.MaxPool2d(2, 2, ceil_mode=True), (64, 5, 5), "ceil_mode"),
     (nn.Identity(), (64, 4, 6), "non-square"),
+    (nn.ZeroPad2d(1), (64, 4, 4), r"\(pad\): daBNN has no such layer"),
 ])
 def test_layers_dabnn_lacks_are_refused(tmp_path, extra, shape, match):
     model = nn.Sequential(extra, BinaryConv2d(64, 64, 1), nn.BatchNorm2d(64))

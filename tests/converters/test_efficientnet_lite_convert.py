@@ -1,5 +1,6 @@
 """EfficientNet-Lite0 with its real weights converts to ONNX Runtime's format and still sees
-an espresso in scikit-image's coffee photo."""
+an espresso in scikit-image's coffee photo, and to a Caffe2 NetDef (its TensorFlow-style
+"SAME" convolutions are functional ``conv2d`` calls after a ``ZeroPad2d``)."""
 
 import numpy as np
 import pytest
@@ -49,3 +50,12 @@ def test_ort_artifact_sees_an_espresso(ort_artifact):
     (logits,) = session.run(None, {session.get_inputs()[0].name: x})
     probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     assert probs.argmax() == ESPRESSO and probs[0, ESPRESSO] > 0.5
+
+
+@pytest.mark.slow
+def test_caffe2_netdef_folds_the_same_padding_and_matches_pytorch(tmp_path):
+    res = convert_model("efficientnet_lite0", "caffe2", tmp_path)
+    assert res.parity["ok"] and res.parity["top1_agreement"] == 1.0, res.parity
+    assert res.parity["dataset"]["top1_agreement"] == 1.0
+    ops = set(read_sidecar(res.artifact)["converter"]["ops"])
+    assert ops == {"Conv", "SpatialBN", "Clip", "Add", "AveragePool", "Flatten", "FC"}

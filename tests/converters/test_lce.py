@@ -93,3 +93,16 @@ def test_missing_toolchain_says_how_to_install(tmp_path, monkeypatch):
     with pytest.raises(MissingDependency) as info:
         convert_model("tiny_bnn", "lce", tmp_path)
     assert info.value.hint == "run: aiot toolchains install lce"
+
+
+def test_a_separate_zero_padding_is_refused_before_the_toolchain_runs(tmp_path):
+    from torch import nn
+
+    from aiot.converters.graph import lower
+    from aiot.converters.lce import write_graph
+    from aiot.models.binary import BinaryConv2d
+
+    model = nn.Sequential(nn.ZeroPad2d(1), BinaryConv2d(8, 8, 3), nn.BatchNorm2d(8)).eval()
+    example = torch.randn(1, 8, 6, 6)
+    with pytest.raises(ConversionError, match="'_0' is a separate zero padding"):
+        write_graph(lower(model, example, "lce"), example, tmp_path)

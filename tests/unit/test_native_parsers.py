@@ -56,6 +56,7 @@ EXPECTED_FILES = {
                             "2020-08-larq-docs-end-to-end-v0.4.0.txt",
                             "v0.3.1-synthesized.txt", "v0.16.0-synthesized.txt"},
     "speed_benchmark_torch": {"2020-pytorch-tutorials-mobile-perf.txt",
+                              "2021-v1.7.1-report-pep-build-guide.txt",
                               "0c678301-report-pep-synthesized.txt"},
     "benchmark_single_model": {"2019-05-dabnn-docs-console.txt",
                                "gbench-f0901417-json-synthesized.txt"},
@@ -194,6 +195,17 @@ def test_torch_report_pep_gives_samples():
     assert (stats["min"], stats["max"], stats["median"]) == approx((11.95, 12.101, 12.011))
     assert rec["native"]["per_iter_ms_with_overhead"] == approx(12.0326)
     assert rec["native"]["pep_unit_note"] is None
+
+
+def test_torch_v1_7_1_recorded_report_pep_on_a_phone():
+    rec = parse("speed_benchmark_torch", "2021-v1.7.1-report-pep-build-guide.txt")
+    assert rec["samples_ns"] == [599746000, 570505000, 583396000]
+    assert rec["stats_ms"]["count"] == 3 and rec["stats_ms"]["mean"] == approx(584.549)
+    assert rec["stats_ms"]["median"] == approx(583.396)
+    # The loop's wall time per iteration, a little above the samples' mean, kept apart.
+    assert rec["native"]["per_iter_ms_with_overhead"] == approx(584.558)
+    assert rec["native"]["iters_per_second"] == approx(1.71069)
+    assert rec["native"]["pep_unit_note"] is None  # 584 ms labelled "us" is microseconds
 
 
 def test_torch_pre_2020_observer_values_labelled_us_are_read_as_ms():

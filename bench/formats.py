@@ -91,11 +91,13 @@ def main() -> int:
         os.environ["AIOT_RESULTS_DIR"] = tmp
         print(f"converting {len(models)} models to every format…", file=sys.stderr)
         matrix = conversion_matrix(models, Path(tmp) / "artifacts")
-        print_table(["model", "format", "status", "size MB", "max abs", "top-1 noise/images", "conv s"],
+        print_table(["model", "format", "status", "size MB", "max abs", "max rel",
+                     "top-1 noise/images", "conv s"],
                     [[r["model"], r["format"],
                       r["status"] + (f": {r['reason'][:60]}" if r["reason"] else ""),
                       "" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.2f}",
                       "" if r["max_abs"] is None else f"{r['max_abs']:.1e}",
+                      "" if r.get("max_rel") is None else f"{r['max_rel']:.1e}",
                       "" if r["top1_agreement"] is None else
                       f"{r['top1_agreement']:.0%}/{r['dataset_top1_agreement'] or 0:.0%}",
                       "" if r["seconds"] is None else f"{r['seconds']:.1f}"] for r in matrix])

@@ -57,7 +57,7 @@ def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progr
 
     converter = get_converter(fmt)
     row = {"format": fmt, "runs_on": converter.backend or "reference executor (emit-only)",
-           "status": None, "reason": None, "size_bytes": None, "max_abs": None,
+           "status": None, "reason": None, "size_bytes": None, "max_abs": None, "max_rel": None,
            "top1_agreement": None, "dataset_top1_agreement": None, "seconds": None,
            "artifact": None, "ops": None}
     avail = converter.availability()
@@ -83,7 +83,8 @@ def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progr
 
     parity = res.parity or {}
     return {**row, "status": "ok", "size_bytes": res.size_bytes, "artifact": str(res.artifact),
-            "max_abs": parity.get("max_abs"), "top1_agreement": parity.get("top1_agreement"),
+            "max_abs": parity.get("max_abs"), "max_rel": parity.get("max_rel"),
+            "top1_agreement": parity.get("top1_agreement"),
             "dataset_top1_agreement": (parity.get("dataset") or {}).get("top1_agreement"),
             "seconds": res.seconds, "cached": res.cached,
             "ops": len(read_sidecar(res.artifact).get("converter", {}).get("ops") or [])}

@@ -111,8 +111,11 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
         print_json(rows)
     else:
         colour = {"ok": "green", "unsupported": "yellow", "unavailable": "yellow", "failed": "red"}
-        table = Table("format", "status", "size", "max abs err", "top-1 agree (noise/images)",
-                      "seconds", "runs on", title=f"{model} in every format")
+        # max rel too: an untrained deep net's logits can reach 1e11, where abs errors of 1e6
+        # are float32 rounding
+        table = Table("format", "status", "size", "max abs err", "max rel err",
+                      "top-1 agree (noise/images)", "seconds", "runs on",
+                      title=f"{model} in every format")
         for r in rows:
             state_text = f"[{colour[r['status']]}]{r['status']}[/]"
             if r["reason"]:
@@ -122,7 +125,8 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
                                                     else f"{r['dataset_top1_agreement']:.0%}"))
             table.add_row(r["format"], state_text,
                           "—" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.2f} MB",
-                          "—" if r["max_abs"] is None else f"{r['max_abs']:.1e}", agree,
+                          "—" if r["max_abs"] is None else f"{r['max_abs']:.1e}",
+                          "—" if r["max_rel"] is None else f"{r['max_rel']:.1e}", agree,
                           "—" if r["seconds"] is None else f"{r['seconds']:.1f}", r["runs_on"])
         out.print(table)
     if any(r["status"] == "failed" for r in rows):

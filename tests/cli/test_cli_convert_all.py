@@ -19,6 +19,7 @@ def test_every_format_gets_a_row_and_float_models_are_unsupported_by_binary_runt
     for fmt in ("onnx", "ort", "ptl", "tflite", "caffe2"):
         assert rows[fmt]["status"] == "ok", rows[fmt]
         assert rows[fmt]["max_abs"] < 1e-4 and rows[fmt]["dataset_top1_agreement"] == 1.0
+        assert 0 <= rows[fmt]["max_rel"] < 1e-3
         assert rows[fmt]["size_bytes"] > 100_000 and rows[fmt]["ops"] > 0
     assert rows["dabnn"]["status"] == "unsupported" and "binary" in rows["dabnn"]["reason"]
     for fmt in ("lce", "executorch"):

@@ -61,7 +61,7 @@ EXPECTED_FILES = {
     "benchmark_single_model": {"2019-05-dabnn-docs-console.txt",
                                "gbench-f0901417-json-synthesized.txt"},
     "executor_runner": {"2023-11-executorch-1231.txt", "v1.0.0-synthesized.txt",
-                        "main-cff6f4dd-synthesized.txt"},
+                        "main-cff6f4dd-synthesized.txt", "v1.4.1-runner-recorded-here.txt"},
     "onnxruntime_perf_test": {"2019-upstream-readme.txt", "2020-01-onnxruntime-pr2798.txt",
                               "2021-05-onnxruntime-pr7663.txt",
                               "2025-arm-learning-path-kleidiai.txt"},
@@ -299,6 +299,17 @@ def test_executorch_main_iterations_split_warmup():
     assert rec["native"]["total_ms"] == approx(194.01175)
     whole = parse("executor_runner", "main-cff6f4dd-synthesized.txt")
     assert len(whole["samples_ns"]) == 4 and whole["warmup"] is None
+
+
+
+def test_executorch_v1_4_1_runner_recorded_here():
+    rec = parse("executor_runner", "v1.4.1-runner-recorded-here.txt", warmup_iterations=1)
+    assert rec["load_ms"] == approx(1.87659)
+    assert rec["warmup"] == {"count": 1, "mean_ms": approx(0.194976)}
+    assert rec["samples_ns"] == [124503, 122600, 122269, 124444]
+    assert rec["stats_ms"]["median"] == approx((122.6 + 124.444) / 2 / 1000)
+    assert rec["native"]["total_ms"] == approx(0.688792)
+    assert rec["native"]["timing_source"] == "iteration_lines"
 
 
 # --- onnxruntime_perf_test ------------------------------------------------------------------

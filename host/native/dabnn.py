@@ -10,7 +10,8 @@ single iterations, so there are no ``samples_ns``. ``runs`` maps to
 Output: ``--benchmark_format=json`` (what the adapter asks for) gives ``benchmarks[]`` entries
 with ``real_time``/``cpu_time`` in ``time_unit`` (ns, us, ms or s) and, with repetitions,
 ``<name>_mean``/``_median``/``_stddev`` aggregates (newer versions: ``aggregate_name``). The
-console table (``name  61920154 ns  61339185 ns  10``) is read as well.
+console table (``name  61920154 ns  61339185 ns  10``) is read as well, also when it carries
+the terminal colour codes that this Google Benchmark writes even into a pipe or a file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.record import NUMBER, make_record, to_ms
 
 BENCHMARK_NAME = "single_model"
+_ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 _ROW = re.compile(rf"^(\S+)\s+({NUMBER}) (ns|us|ms|s)\s+({NUMBER}) (ns|us|ms|s)\s+(\d+)\b",
                   re.MULTILINE)
 
@@ -63,9 +65,16 @@ def _entries_from_json(doc: dict) -> list[dict]:
 
 
 def _entries_from_table(text: str) -> list[dict]:
-    return [{"name": m.group(1), "aggregate": None, "real_ms": to_ms(m.group(2), m.group(3)),
+    """Console rows; ``<name>_mean``/``_median``/``_stddev`` next to ``<name>`` are aggregates."""
+    rows = [{"name": m.group(1), "aggregate": None, "real_ms": to_ms(m.group(2), m.group(3)),
              "cpu_ms": to_ms(m.group(4), m.group(5)), "iterations": int(m.group(6)),
              "error": None, "raw": m.group(0)} for m in _ROW.finditer(text)]
+    names = {row["name"] for row in rows}
+    for row in rows:
+        base, _, suffix = row["name"].rpartition("_")
+        if suffix in ("mean", "median", "stddev", "cv") and base in names:
+            row["name"], row["aggregate"] = base, suffix
+    return rows
 
 
 def _pick(entries: list[dict], name: str | None, text: str) -> str:
@@ -94,7 +103,7 @@ def parse_google_benchmark(text: str, name: str | None = None) -> dict:
         NativeOutputError: no parsable result, or the benchmark reported an error.
     """
     doc = _json_document(text)
-    entries = _entries_from_json(doc) if doc else _entries_from_table(text)
+    entries = _entries_from_json(doc) if doc else _entries_from_table(_ANSI_COLOUR.sub("", text))
     if not entries:
         raise NativeOutputError("benchmark_single_model",
                                 "no Google Benchmark JSON document and no result table", text)

@@ -2,6 +2,7 @@
 
 import shutil
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -340,3 +341,19 @@ def test_shapes_daBNN_arm_kernels_assert_on_are_reported():
                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).eval()
     _, facts = dabnn.emit(lower(model, torch.zeros(1, 1, 14, 14), "dabnn"))
     assert any("bconv_3x3_64_opt4" in w and "7x7x64" in w for w in facts["device_warnings"])
+
+
+RUNTIME = Path(__file__).parent / "fixtures" / "dabnn_runtime"
+
+
+def test_reference_executor_matches_what_dabnn_itself_computed():
+    """daBNN's own ``run`` (built from its source, on aarch64) loaded this emitted file and
+    logged the classifier for an input of ones; aiot's executor must give the same numbers."""
+    logged = [float(line.rsplit(":", 1)[1]) for line in
+              (RUNTIME / "run-all-ones.txt").read_text().splitlines()
+              if "] classifier: " in line]
+    assert len(logged) == 10
+    ones = np.ones((1, 1, 28, 28), dtype=np.float32)
+    ours = CONVERTER.reference_outputs(RUNTIME / "tiny_bnn.dabnn.dab", ones).reshape(-1)
+    # daBNN logs six significant digits: |v| < 30 leaves at most 5e-5 of rounding
+    assert np.abs(ours - np.array(logged)).max() < 1e-4, (ours, logged)

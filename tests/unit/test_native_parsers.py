@@ -59,7 +59,9 @@ EXPECTED_FILES = {
                               "2021-v1.7.1-report-pep-build-guide.txt",
                               "0c678301-report-pep-synthesized.txt"},
     "benchmark_single_model": {"2019-05-dabnn-docs-console.txt",
-                               "gbench-f0901417-json-synthesized.txt"},
+                               "gbench-f0901417-json-synthesized.txt",
+                               "d93aa950-console-recorded-here.txt",
+                               "d93aa950-json-recorded-here.txt"},
     "executor_runner": {"2023-11-executorch-1231.txt", "v1.0.0-synthesized.txt",
                         "main-cff6f4dd-synthesized.txt", "v1.4.1-runner-recorded-here.txt"},
     "onnxruntime_perf_test": {"2019-upstream-readme.txt", "2020-01-onnxruntime-pr2798.txt",
@@ -242,6 +244,25 @@ def test_dabnn_json_repetitions_and_aggregates():
     assert native["google_benchmark_version"] is None
     assert len(native["raw_summary"]) == 6  # three repetitions, three aggregates
     assert native["context"]["library_build_type"] == "release"
+
+
+def test_dabnn_recorded_here_json_and_coloured_console():
+    json_run = parse("benchmark_single_model", "d93aa950-json-recorded-here.txt")
+    # iteration-weighted mean of 9178323.7, 16264350.2 and 11984432.2 ns (76 iterations each)
+    assert json_run["stats_ms"] == {"mean": approx(12.475702), "count": 228}
+    assert json_run["native"]["aggregates"] == {"mean": approx(12.475702),
+                                                "median": approx(11.984432),
+                                                "stddev": approx(3.568466)}
+    assert json_run["native"]["context"]["num_cpus"] == 2
+    # The console table of that Google Benchmark is coloured even in a file.
+    text = fixture("benchmark_single_model", "d93aa950-console-recorded-here.txt")
+    assert "\x1b[0;32m" in text
+    console = get_adapter("benchmark_single_model").parse(text)
+    assert console["stats_ms"] == {"mean": approx((15541464 + 14429662 + 15152335) / 3e6),
+                                   "count": 135}
+    assert console["native"]["aggregates"] == {"mean": approx(15.041154),
+                                               "median": approx(15.152335),
+                                               "stddev": approx(0.564178)}
 
 
 @pytest.mark.parametrize("unit, value, expected_ms", [("ns", 2.5e7, 25.0), ("us", 2500.0, 2.5),

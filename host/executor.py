@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from aiot.host.deploy import push_file
 from aiot.host.errors import AiotError, UsageError
@@ -11,6 +12,12 @@ from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason, i
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
+
+#: One conversion at a time in this process. A sweep's device workers reach the same model
+#: and format together; converting it once lets the others reuse the cached artifact, and
+#: torch's export machinery keeps global state that is not thread-safe (two concurrent
+#: ``torch.manual_seed`` calls raised KeyError 'custom' in ``fx.traceback.annotate``).
+_CONVERSION = threading.Lock()
 
 
 def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None,
@@ -95,9 +102,10 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
     from aiot.converters.sidecar import read_sidecar
 
     listener.on_stage(request, "convert")
-    conv = convert_model(request.model, request.format, workspace.artifacts_dir, weights=request.weights,
-                         binarize=request.binarize)
-    return conv, read_sidecar(conv.artifact)
+    with _CONVERSION:
+        conv = convert_model(request.model, request.format, workspace.artifacts_dir,
+                             weights=request.weights, binarize=request.binarize)
+        return conv, read_sidecar(conv.artifact)
 
 
 def _artifact_provenance(conv, sidecar: dict) -> dict:

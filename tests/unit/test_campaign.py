@@ -178,3 +178,35 @@ def test_ctrl_c_leaves_no_pending_record(tmp_path, fake, monkeypatch):
     assert records and not [r for r in records if r.status == "pending"]
     assert len(records) < 8  # no new run started after Ctrl-C
     del original
+
+
+def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
+    """Device threads reach the same model and format together: conversion is serialized,
+    so the later ones reuse the artifact and torch's thread-unsafe export state is safe."""
+    import aiot.converters.api as api
+    import aiot.converters.sidecar as sidecar
+    from aiot.host.runs import NullListener, RunRequest
+
+    state = {"active": 0, "most": 0}
+    lock = threading.Lock()
+
+    def convert_model(*args, **kwargs):
+        with lock:
+            state["active"] += 1
+            state["most"] = max(state["most"], state["active"])
+        time.sleep(0.05)
+        with lock:
+            state["active"] -= 1
+        return type("Conv", (), {"artifact": tmp_path / "m.onnx"})()
+
+    monkeypatch.setattr(api, "convert_model", convert_model)
+    monkeypatch.setattr(sidecar, "read_sidecar", lambda artifact: {})
+    requests = [RunRequest(device, "tiny_cnn", "onnx", 1) for device in "abcd"]
+    workspace = type("Workspace", (), {"artifacts_dir": tmp_path})()
+    workers = [threading.Thread(target=executor._convert, args=(r, workspace, NullListener()))
+               for r in requests]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert state["most"] == 1

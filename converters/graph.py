@@ -260,7 +260,8 @@ def lower(model, example, fmt: str) -> Graph:
     shapes: dict[str, tuple] = {}
     output = None
     for node in traced.graph.nodes:
-        inputs = [alias.get(name, name) for name in _node_inputs(node) if name in shapes]
+        read = _node_inputs(node)
+        inputs = [alias.get(name, name) for name in read if name in shapes]
         meta = node.meta.get("tensor_meta")
         shape = tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else ()
         if node.op == "placeholder":
@@ -273,7 +274,7 @@ def lower(model, example, fmt: str) -> Graph:
             continue
         elif node.op == "call_method" and node.target == "size":
             continue  # an int for a later view(); not a tensor, not a layer
-        elif any(name in tensors for name in _node_inputs(node)) and not _is_conv(node):
+        elif any(name in tensors for name in read) and not _is_conv(node):
             raise ConversionError(fmt, "lower", f"node '{node.name}' computes with a stored "
                                   "tensor", "only convolutions may read their weights directly")
         elif node.op == "call_module":

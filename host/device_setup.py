@@ -154,7 +154,8 @@ def optional_requirements(python: DevicePython, extras: tuple[str, ...]) -> list
         if python.machine not in by_machine:
             raise UsageError(f"no {extra} wheels are set up for {python.machine} devices",
                              f"install {extra} on the device yourself (machines: {', '.join(by_machine)})")
-        reqs += [r for r in by_machine[python.machine] if r not in reqs]  # torch,executorch
+        # --with torch,executorch: both list torch's wheels; download each once
+        reqs += [r for r in by_machine[python.machine] if r not in reqs]
     return reqs
 
 

@@ -26,8 +26,8 @@ _DTYPES = {"float32": "float", "uint8": "uint8_t"}
 _MAIN = (rf"Main runs? finished\. Milliseconds per iter: ({NUMBER})\."
          rf" Iters per second: ({NUMBER})")
 _OPERATOR = re.compile(rf"Operator #(\d+) \((.*), (\w+)\) ({NUMBER}) ms/iter")
-_TYPE_TABLE = re.compile(r"^Time per operator type:\n((?:[ \t]*\S.*\n?)*)", re.MULTILINE)
-_TYPE_ROW = re.compile(rf"^\s*({NUMBER}) ms\.\s+({NUMBER})%\. (\w+)\s*$", re.MULTILINE)
+_TYPE_TABLE = "Time per operator type:"
+_TYPE_ROW = re.compile(rf"\s*({NUMBER}) ms\.\s+({NUMBER})%\. (\w+)\s*$")
 PREDICT_SUFFIX, INIT_SUFFIX = ".predict_net.pb", ".init_net.pb"
 
 
@@ -74,12 +74,16 @@ class SpeedBenchmarkAdapter(NativeAdapter):
 def _operator_types(text: str) -> list[dict] | None:
     """The ``Time per operator type:`` table as ``[{type, ms_per_iter, percent}]``, or None.
 
-    The table ends at its ``... ms in Total`` line; the FLOP and memory tables that follow it
-    are estimates of the op schemas, not measurements, and are not read."""
-    table = _TYPE_TABLE.search(text)
-    if not table:
+    Rows are read up to the table's ``... ms in Total`` line; the FLOP and memory tables that
+    follow it are estimates of the op schemas, not measurements, and are not read."""
+    start = text.rfind(_TYPE_TABLE)
+    if start < 0:
         return None
-    body = table.group(1).split(" in Total", 1)[0]
-    rows = [{"type": m.group(3), "ms_per_iter": float(m.group(1)), "percent": float(m.group(2))}
-            for m in _TYPE_ROW.finditer(body)]
+    rows = []
+    for line in text[start:].splitlines()[1:]:
+        row = _TYPE_ROW.match(line)
+        if row is None:  # "49.1416 ms in Total", or the end of the table
+            break
+        rows.append({"type": row.group(3), "ms_per_iter": float(row.group(1)),
+                     "percent": float(row.group(2))})
     return rows or None

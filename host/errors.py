@@ -19,6 +19,10 @@ class AiotError(Exception):
         hint: what the user can do about it (optional, one line).
     """
 
+    #: The CLI's exit status: 1 for a failure, 2 for input the user must fix (as Click's usage
+    #: errors), so scripts can tell "fix the command" from "the run went wrong".
+    exit_code = 1
+
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -31,6 +35,8 @@ class AiotError(Exception):
 
 class UnknownName(AiotError):
     """A model, format, device or dataset name that is not registered."""
+
+    exit_code = 2
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         known = sorted(known)
@@ -54,6 +60,8 @@ class MissingDependency(AiotError):
 
 class UsageError(AiotError):
     """Options that do not make sense together, or a value out of range."""
+
+    exit_code = 2
 
 
 class ConversionError(AiotError):

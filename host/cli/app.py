@@ -12,7 +12,8 @@ from aiot.host.errors import AiotError
 
 
 class AiotGroup(TyperGroup):
-    """Turns every AiotError into one line on stderr and exit code 1; Ctrl-C into 130."""
+    """Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
+    failure); Ctrl-C into 130."""
 
     def invoke(self, ctx):
         from rich.markup import escape
@@ -25,7 +26,7 @@ class AiotGroup(TyperGroup):
             err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
             if exc.hint:
                 err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
-            raise typer.Exit(1) from None
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted; finished records were kept, unfinished ones marked failed")
             raise typer.Exit(130) from None

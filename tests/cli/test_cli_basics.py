@@ -35,14 +35,14 @@ def test_devices_info_table_for_people(cli):
 
 
 def test_unknown_device_is_one_line_error(cli):
-    result = cli("devices", "info", "pixle", code=1)
+    result = cli("devices", "info", "pixle", code=2)
     assert "error: unknown device 'pixle'" in result.stderr
     assert "Traceback" not in result.output and result.stdout == ""
 
 
 def test_aiot_device_env_is_used(cli, monkeypatch):
     monkeypatch.setenv("AIOT_DEVICE", "nosuch")
-    result = cli("devices", "info", code=1)
+    result = cli("devices", "info", code=2)
     assert "unknown device 'nosuch'" in result.stderr
 
 
@@ -52,7 +52,7 @@ def test_results_on_an_empty_store(cli):
 
 
 def test_results_export_rejects_unknown_format(cli):
-    result = cli("results", "export", "--format", "xml", code=1)
+    result = cli("results", "export", "--format", "xml", code=2)
     assert "unknown export format 'xml'" in result.stderr
 
 
@@ -68,9 +68,12 @@ def test_results_dir_option_wins_over_env(cli, tmp_path):
 
 @pytest.mark.parametrize("threads", ["1,x", "0", ","])
 def test_bad_thread_lists(cli, threads):
-    result = cli("sweep", "--model", "tiny_cnn", "--format", "onnx", "--threads", threads, code=1)
+    result = cli("sweep", "--model", "tiny_cnn", "--format", "onnx", "--threads", threads, code=2)
     assert "error:" in result.stderr and "Traceback" not in result.output
 
 
-def test_convert_needs_model_and_format(cli):
-    assert "convert needs a MODEL and --format" in cli("convert", "tiny_cnn", code=1).stderr
+def test_convert_needs_a_model_and_defaults_the_format(cli):
+    assert "convert needs a MODEL" in cli("convert", code=2).stderr
+    result = cli("convert", "tiny_cnn")
+    assert "format: tflite (the default for tiny_cnn" in result.stderr
+    assert "tiny_cnn.tflite" in result.stdout

@@ -30,7 +30,7 @@ def test_models_info_shows_verdicts_layers_and_ratios(cli):
 
 
 def test_unknown_algorithm_is_one_line_with_suggestions(cli):
-    result = cli("models", "info", "tiny_vgg", "--binarize", "xnr", code=1)
+    result = cli("models", "info", "tiny_vgg", "--binarize", "xnr", code=2)
     _one_line_error(result, "unknown binarization algorithm 'xnr'", "xnor")
 
 

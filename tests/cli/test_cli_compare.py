@@ -153,7 +153,7 @@ def test_top_vips_ranks_devices(cli, results):
 
 
 def test_top_errors_and_empty_store(cli):
-    assert "unknown leaderboard 'speed'" in cli("results", "top", "--by", "speed", code=1).stderr
+    assert "unknown leaderboard 'speed'" in cli("results", "top", "--by", "speed", code=2).stderr
     assert cli.json("results", "top") == []
     assert "nothing to rank by latency" in cli("results", "top").stderr
 

@@ -43,14 +43,14 @@ def test_om_comp_averages_over_models(cli):
 
 
 def test_unknown_algorithm_is_one_line_error(cli):
-    result = cli("complexity", "tiny_cnn", "--binarize", "bnn,xnorr", code=1)
+    result = cli("complexity", "tiny_cnn", "--binarize", "bnn,xnorr", code=2)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == ["error: unknown binarization algorithm 'xnorr'"]
     assert "xnor" in result.stderr and "Traceback" not in result.output and result.stdout == ""
 
 
 def test_unknown_model_and_empty_list_are_errors(cli):
-    err = cli("complexity", "resnet19", code=1).stderr
+    err = cli("complexity", "resnet19", code=2).stderr
     assert "unknown model 'resnet19'" in err and "resnet18" in err and "Traceback" not in err
-    err = cli("complexity", "tiny_cnn", "-b", ",", code=1).stderr
+    err = cli("complexity", "tiny_cnn", "-b", ",", code=2).stderr
     assert "--binarize got no algorithm" in err

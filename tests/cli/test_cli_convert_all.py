@@ -28,10 +28,10 @@ def test_every_format_gets_a_row_and_float_models_are_unsupported_by_binary_runt
 
 
 def test_bare_options_are_refused_with_format_all(cli):
-    res = cli("convert", "tiny_cnn", "--format", "all", "--opt", "quant=int8", code=1)
+    res = cli("convert", "tiny_cnn", "--format", "all", "--opt", "quant=int8", code=2)
     assert "prefix options: --opt tflite.quant=int8" in res.stderr
 
 
 def test_unknown_model_fails_before_any_row(cli):
-    res = cli("convert", "tiny_cnnn", "--format", "all", code=1)
+    res = cli("convert", "tiny_cnnn", "--format", "all", code=2)
     assert "unknown model" in res.stderr and "tiny_cnn" in res.stderr

@@ -41,5 +41,5 @@ def test_doctor_json_on_failure_still_prints_the_report(cli, blocked_workdir):
 
 
 def test_doctor_unknown_device(cli):
-    result = cli("devices", "doctor", "pixle", code=1)
+    result = cli("devices", "doctor", "pixle", code=2)
     assert "unknown device 'pixle'" in result.stderr and result.stdout == ""

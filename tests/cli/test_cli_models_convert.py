@@ -36,7 +36,7 @@ def test_models_info_and_suggestion(cli):
     info = cli.json("models", "info", "mobilenetv2")
     assert info["name"] == "mobilenet_v2" and info["reference_flops_m"] == 300
     assert info["input"]["mean"] and info["input"]["channel_order"] == "RGB"
-    err = cli("models", "info", "resnet19", code=1).stderr
+    err = cli("models", "info", "resnet19", code=2).stderr
     assert "unknown model 'resnet19'" in err and "resnet18" in err
 
 
@@ -46,12 +46,12 @@ def test_convert_list_json(cli):
 
 
 def test_convert_unknown_format_suggests(cli):
-    err = cli("convert", "tiny_cnn", "--format", "tflit", code=1).stderr
+    err = cli("convert", "tiny_cnn", "--format", "tflit", code=2).stderr
     assert "unknown format 'tflit'" in err and "tflite" in err and "Traceback" not in err
 
 
 def test_convert_bad_option(cli):
-    err = cli("convert", "tiny_cnn", "--format", "onnx", "--opt", "nokey", code=1).stderr
+    err = cli("convert", "tiny_cnn", "--format", "onnx", "--opt", "nokey", code=2).stderr
     assert "is not KEY=VALUE" in err
 
 
@@ -84,7 +84,7 @@ def test_train_on_digits_stores_a_record(cli):
 
 
 def test_train_unknown_dataset(cli):
-    assert "unknown dataset 'mnistt'" in cli("train", "tiny_cnn", "--dataset", "mnistt", code=1).stderr
+    assert "unknown dataset 'mnistt'" in cli("train", "tiny_cnn", "--dataset", "mnistt", code=2).stderr
 
 
 def test_paths_with_brackets_are_printed_verbatim(cli, tmp_path):

@@ -24,7 +24,7 @@ def _rows(data: dict) -> dict:
 
 
 def test_unknown_attack_is_one_line_with_close_matches(cli):
-    result = cli("robust", "attack", "--model", "tiny_cnn", "--attacks", "fgsm,pgdd", code=1)
+    result = cli("robust", "attack", "--model", "tiny_cnn", "--attacks", "fgsm,pgdd", code=2)
     assert "unknown attack 'pgdd'" in result.stderr and "did you mean" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 2
 
@@ -38,7 +38,7 @@ def test_unknown_attack_is_one_line_with_close_matches(cli):
     (("--dataset", "photos"), "the photos have no labels"),
 ])
 def test_bad_options_fail_before_any_work(cli, args, message):
-    assert message in cli("robust", "attack", "--model", "tiny_cnn", *args, code=1).stderr
+    assert message in cli("robust", "attack", "--model", "tiny_cnn", *args, code=2).stderr
 
 
 @needs_stack

@@ -44,21 +44,21 @@ def test_same_seed_same_numbers(cli):
 
 
 def test_unknown_corruption_is_one_line_with_close_names(cli):
-    result = cli("robust", "corrupt", "--model", "tiny_cnn", "--corruptions", "fogg", code=1)
+    result = cli("robust", "corrupt", "--model", "tiny_cnn", "--corruptions", "fogg", code=2)
     assert "unknown corruption 'fogg'" in result.stderr and "fog" in result.stderr
     assert "Traceback" not in result.output and result.stdout == ""
 
 
 @pytest.mark.parametrize("severities", ["0,1", "6", "1,two"])
 def test_severity_outside_one_to_five_is_a_usage_error(cli, severities):
-    result = cli("robust", "corrupt", "--model", "tiny_cnn", "--severities", severities, code=1)
+    result = cli("robust", "corrupt", "--model", "tiny_cnn", "--severities", severities, code=2)
     assert "1..5" in result.stderr and "Traceback" not in result.output
 
 
 def test_frames_below_two_and_stray_compare_weights_are_usage_errors(cli, tmp_path):
     base = ("robust", "corrupt", "--model", "tiny_cnn")
-    assert "at least 2" in cli(*base, "--frames", "1", code=1).stderr
-    err = cli(*base, "--compare-weights", str(tmp_path / "w.pt"), code=1).stderr
+    assert "at least 2" in cli(*base, "--frames", "1", code=2).stderr
+    err = cli(*base, "--compare-weights", str(tmp_path / "w.pt"), code=2).stderr
     assert "needs --compare-binarized" in err
 
 
@@ -110,5 +110,5 @@ def test_unlabelled_photos_score_agreement_with_the_clean_prediction(cli):
 
 def test_compare_binarized_on_photos_is_a_usage_error(cli):
     result = cli("robust", "corrupt", "--model", "tiny_cnn", "--dataset", "photos",
-                 "--compare-binarized", "bnn", code=1)
+                 "--compare-binarized", "bnn", code=2)
     assert "needs labelled images" in result.stderr and "Traceback" not in result.output

@@ -52,15 +52,15 @@ def test_unlabelled_photos_give_agreement_only(cli):
 
 
 def test_deployed_types_without_a_format_are_a_one_line_error(cli):
-    result = cli(*SMALL, "--types", "decoder,platform", code=1)
+    result = cli(*SMALL, "--types", "decoder,platform", code=2)
     assert result.stderr.splitlines()[0] == "error: --types platform needs a deployed artifact"
     assert "--format" in result.stderr and result.stdout == "" and "Traceback" not in result.output
 
 
 def test_bad_type_and_device_are_one_line_errors(cli):
-    err = cli(*SMALL, "--types", "decodr", code=1).stderr
+    err = cli(*SMALL, "--types", "decodr", code=2).stderr
     assert "unknown sysnoise type 'decodr'" in err and "decoder" in err
-    assert "--device got an empty name" in cli(*SMALL, "--device", "local,", code=1).stderr
+    assert "--device got an empty name" in cli(*SMALL, "--device", "local,", code=2).stderr
 
 
 @pytest.mark.slow

@@ -67,12 +67,12 @@ def test_device_and_model_filters(cli, filled):
     data = cli.json("score", "om-infer", "--device", "pi4")
     assert [s["devices"] for s in data["scores"]] == [["pi4"]]
     assert data["scores"][0]["speedup"] == 5.0
-    result = cli("score", "om-infer", "--model", "vgg_small", code=1)
+    result = cli("score", "om-infer", "--model", "vgg_small", code=2)
     assert "no binarized run for model 'vgg_small'" in result.stderr
 
 
 def test_empty_store_is_one_line_error(cli):
-    result = cli("score", "om-infer", code=1)
+    result = cli("score", "om-infer", code=2)
     assert result.stdout == "" and "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("error: no binarized run with an FP32 tflite baseline")
@@ -82,18 +82,18 @@ def test_empty_store_is_one_line_error(cli):
 
 def test_only_unpaired_runs_name_the_missing_baseline(cli, results):
     _store_run(results, "resnet18", "lce", "bnn", 1.0, 200, threads=2)
-    result = cli("score", "om-infer", "--json", code=1)
+    result = cli("score", "om-infer", "--json", code=2)
     assert result.stdout == ""
     assert "error: no binarized run has an FP32 tflite baseline (1 unpaired)" in result.stderr
     assert "aiot run --model resnet18 --format tflite --device pi4 --threads 2" in result.stderr
 
 
 def test_unknown_baseline_format(cli, filled):
-    result = cli("score", "om-infer", "--baseline", "tflit", code=1)
+    result = cli("score", "om-infer", "--baseline", "tflit", code=2)
     assert "unknown format 'tflit'" in result.stderr and "tflite" in result.stderr
 
 
 def test_other_baseline_format(cli, filled):
-    result = cli("score", "om-infer", "--baseline", "onnx", code=1)
+    result = cli("score", "om-infer", "--baseline", "onnx", code=2)
     assert "no binarized run has an FP32 onnx baseline (4 unpaired)" in result.stderr
     assert "--format onnx" in result.stderr

@@ -94,7 +94,7 @@ def test_flops_column_is_used_where_given(cli, tmp_path):
 ])
 def test_bad_vips_csv_is_one_line_naming_the_row(cli, tmp_path, text, expected):
     for command in ("vips", "vops"):
-        result = cli("score", command, "--input", csv_file(tmp_path, text), code=1)
+        result = cli("score", command, "--input", csv_file(tmp_path, text), code=2)
         assert one_line_error(result) == expected
     if "FLOPs" in expected:
         assert "hint: give its flops_m (millions of MACs)" in result.stderr
@@ -102,14 +102,14 @@ def test_bad_vips_csv_is_one_line_naming_the_row(cli, tmp_path, text, expected):
 
 def test_csv_input_refuses_store_options_and_warns_on_fractions(cli, tmp_path):
     path = csv_file(tmp_path, VIPS_CSV)
-    result = cli("score", "vips", "--input", path, "--threads", "4", code=1)
+    result = cli("score", "vips", "--input", path, "--threads", "4", code=2)
     assert "--threads and --include-invalid apply to stored runs" in one_line_error(result)
-    result = cli("score", "vips", "--input", path, "--device", "pixel", code=1)
+    result = cli("score", "vips", "--input", path, "--device", "pixel", code=2)
     assert one_line_error(result) == "error: no test of device 'pixel' in lab.csv"
     fractions = "device,implementation,model,accuracy_pct,time_ms\npi,tflite,re,0.75,500\n"
     result = cli("score", "vips", "--input", csv_file(tmp_path, fractions))
     assert "every accuracy_pct in lab.csv is at most 1" in result.stderr
-    result = cli("score", "vips", "--input", str(tmp_path / "missing.csv"), code=1)
+    result = cli("score", "vips", "--input", str(tmp_path / "missing.csv"), code=2)
     assert "error: cannot read" in one_line_error(result)
 
 
@@ -131,14 +131,14 @@ def test_om_infer_from_csv(cli, tmp_path):
 
 def test_bad_om_infer_csv_is_one_line_naming_the_row(cli, tmp_path):
     bad = OM_CSV + "bnn,pi4,resnet34,1,fast,2,3200,200\n"
-    result = cli("score", "om-infer", "--input", csv_file(tmp_path, bad), code=1)
+    result = cli("score", "om-infer", "--input", csv_file(tmp_path, bad), code=2)
     assert one_line_error(result) == "error: lab.csv line 5: fp32_ms 'fast' is not a number"
-    result = cli("score", "om-infer", "--input", csv_file(tmp_path, VIPS_CSV), code=1)
+    result = cli("score", "om-infer", "--input", csv_file(tmp_path, VIPS_CSV), code=2)
     assert one_line_error(result).startswith("error: lab.csv line 1: missing column(s) algorithm")
     result = cli("score", "om-infer", "--input", csv_file(tmp_path, OM_CSV), "--baseline", "onnx",
-                 code=1)
+                 code=2)
     assert one_line_error(result) == "error: --baseline applies to stored runs"
-    result = cli("score", "om-infer", "--input", csv_file(tmp_path, OM_CSV), "-m", "vgg", code=1)
+    result = cli("score", "om-infer", "--input", csv_file(tmp_path, OM_CSV), "-m", "vgg", code=2)
     assert one_line_error(result) == "error: no row of model 'vgg' in lab.csv"
 
 
@@ -155,7 +155,7 @@ def test_om_comp_per_algorithm(cli):
     out = cli("score", "om-comp", "tiny_vgg", "tiny_cnn", "-b", "bnn").stdout
     assert f"{data['scores'][0]['om_comp']:.2f}" in out and "tiny_vgg, tiny_cnn" in out
     assert "OM_comp = sqrt((E²(r_c) + E²(r_s)) / 2)" in out
-    assert "unknown model 'resnet19'" in cli("score", "om-comp", "resnet19", code=1).stderr
+    assert "unknown model 'resnet19'" in cli("score", "om-comp", "resnet19", code=2).stderr
 
 
 # -- stored runs ----------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_vips_from_stored_runs(cli, results):
 
 
 def test_vips_threads_filter_and_empty_store(cli, results):
-    result = cli("score", "vips", code=1)
+    result = cli("score", "vips", code=2)
     assert one_line_error(result) == ("error: no run with an accuracy and a latency in the "
                                       "result store")
     assert "--input FILE.csv" in result.stderr
@@ -214,5 +214,5 @@ def test_vips_threads_filter_and_empty_store(cli, results):
     result = cli("score", "vips")
     assert "20.00" in result.stdout and "runs at [1, 4] threads" in result.stderr
     assert "10.00" in cli("score", "vips", "--threads", "1").stdout
-    result = cli("score", "vips", "-t", "2", code=1)
+    result = cli("score", "vips", "-t", "2", code=2)
     assert "no run at 2 threads with an accuracy" in one_line_error(result)

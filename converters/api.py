@@ -13,7 +13,13 @@ from pathlib import Path
 import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
-from aiot.host.errors import AiotError, ArtifactError, ConversionError, MissingDependency
+from aiot.host.errors import (
+    AiotError,
+    ArtifactError,
+    ConversionError,
+    MissingDependency,
+    UsageError,
+)
 from aiot.host.fileio import sha256_file
 from aiot.host.quiet import toolchain_output_to_log
 
@@ -42,16 +48,99 @@ def build_source_model(model_name: str, weights: Path | None = None, binarize: s
     (:func:`source_weights`). Seeding makes an untrained model reproducible, so its artifact
     can be cached and its accuracy compared with PyTorch's in a later process. With
     ``binarize``, the model is binarized with that BiBench algorithm first, so ``weights`` are
-    those of the binarized model (``aiot train --binarize``).
+    those of the binarized model (``aiot train --binarize``). ``model_name`` is a zoo name
+    or ``<zoo>_<algorithm>`` (``resnet18_bnn``).
     """
     import torch
 
     from aiot.models import get_model_spec
     from aiot.models.bibench import build_binarized
 
-    spec = get_model_spec(model_name)
+    spec = get_model_spec(model_name) if model_name in _zoo_names() else None
+    if spec is None:
+        ref = zoo_ref(model_name, binarize)
+        spec, binarize = get_model_spec(ref.name), ref.binarize
     torch.manual_seed(RANDOM_INIT_SEED)
     return spec, build_binarized(spec, binarize, source_weights(spec, weights, binarize))
+
+
+def _zoo_names() -> set[str]:
+    from aiot.models import model_specs
+
+    return {spec.name for spec in model_specs()}
+
+
+def zoo_ref(model_name: str, binarize: str | None):
+    """The zoo reference ``model_name`` names; user files and code are refused here."""
+    from aiot.host.model_ref import ZOO, resolve_model
+
+    ref = resolve_model(model_name, binarize)
+    if ref.kind != ZOO:
+        raise UsageError(f"{ref.name} is not a zoo model; this needs an image classifier of the "
+                         "zoo (its input size, classes and data set)",
+                         "name a zoo model: aiot models list")
+    return ref
+
+
+@dataclass
+class _Source:
+    """What a conversion starts from, zoo or user code: the module and how to feed it."""
+
+    label: str  # how the artifact file is named
+    model: object
+    example: object  # one batch-1 tensor
+    facts: dict  # the sidecar's "source"
+    input: dict  # the sidecar's "input"
+    spec: object = None  # the zoo entry, None for user code
+    weights: Path | None = None
+
+    def noise(self, count: int, seed: int):
+        """Seeded parity inputs: the zoo's image-like noise, else dtype-aware noise."""
+        if self.spec is not None:
+            return self.spec.example_input(batch=count, seed=seed)
+        from aiot.converters.source import parity_inputs
+
+        return parity_inputs(self.example, count, seed)
+
+    def images(self, count: int):
+        """Real images for parity: zoo classifiers only (a user model's domain is unknown)."""
+        return _parity_images(self.spec, count) if self.spec is not None else None
+
+
+def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
+    """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
+    from aiot.host.model_ref import ZOO
+
+    if ref.kind == ZOO:
+        spec, model = build_source_model(ref.name, weights, ref.binarize)
+        weights = source_weights(spec, weights, ref.binarize)
+        return _Source(model_label(spec.name, ref.binarize), model, spec.example_input(batch=1, seed=0),
+                       {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
+                        "weights": str(weights) if weights else None,
+                        "weights_sha256": sha256_file(Path(weights)) if weights else None,
+                        "random_init_seed": None if weights else RANDOM_INIT_SEED},
+                       {**spec.input.to_dict(), "batch": 1, "dtype": "float32"}, spec, weights)
+    from aiot.converters.source import input_facts, load_user_model
+    from aiot.models.spec import load_weights
+
+    user = load_user_model(ref, input_shapes)
+    if weights is not None:
+        load_weights(user.model, weights, ref.name)
+    if ref.binarize:
+        from aiot.models.bibench import binarize as binarize_model
+
+        binarize_model(user.model, ref.binarize, tuple(user.example.shape))
+        user.model.eval()
+    stem = (ref.module or ref.path.stem if ref.factory else Path(ref.name).stem)
+    label = f"{stem}.{ref.factory}" if ref.factory else stem
+    label = model_label(f"{label}-{ref.sha256[:8]}" if ref.sha256 else label, ref.binarize)
+    return _Source(label, user.model, user.example,
+                   {**ref.source(), "model": ref.name,
+                    "binarize": getattr(user.model, "binarized_with", ref.binarize),
+                    "weights": Path(weights).name if weights else None,
+                    "weights_sha256": sha256_file(Path(weights)) if weights else None,
+                    "random_init_seed": None if weights else RANDOM_INIT_SEED},
+                   input_facts(user.example), None, weights)
 
 
 def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
@@ -165,8 +254,13 @@ def check_deployable(converter, binarize: str) -> None:
 def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
                   options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
                   reuse: bool = True, progress: Callable[[str], None] | None = None,
-                  binarize: str | None = None) -> ConversionResult:
-    """Convert a zoo model, verify the artifact loads in its runtime, and check parity.
+                  binarize: str | None = None,
+                  input_shapes: dict[str, list[int]] | None = None) -> ConversionResult:
+    """Convert a model, verify the artifact loads in its runtime, and check parity.
+
+    ``model_name`` is any model reference that converts (:mod:`aiot.host.model_ref`): a zoo
+    name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``;
+    ``input_shapes`` gives a factory that returns a bare module its example input.
 
     Everything that can be validated (format, options, toolchain, model, weights) is checked
     before any work starts. A failed parity check leaves neither artifact nor sidecar behind.
@@ -176,13 +270,18 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     from aiot.converters.parity import check_parity
+    from aiot.host.model_ref import resolve_model
 
     started = time.perf_counter()
-    converter, resolved = _check_ready(fmt, options, binarize)
-    spec, model = build_source_model(model_name, weights, binarize)
-    weights = source_weights(spec, weights, binarize)  # recorded in the sidecar's source
+    ref = resolve_model(model_name, binarize)
+    if ref.is_artifact:
+        raise UsageError(f"{ref.name} is already a {ref.format} artifact: there is nothing to "
+                         "convert", "measure it as it is: aiot run --model FILE")
+    converter, resolved = _check_ready(fmt, options, ref.binarize)
+    source = _load_source(ref, weights, input_shapes)
+    model = source.model
     source_hash = state_sha256(model)
-    label = model_label(spec.name, binarize)
+    label = source.label
     artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension)
     cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
     if cached:
@@ -191,11 +290,11 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                                 cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
                                 time.perf_counter() - started, cached=True)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
-    example = spec.example_input(batch=1, seed=0)
+    example = source.example
     model = deployable_model(model, converter, example)
     _notify(progress, "export")
     facts = _export(converter, model, example, artifact, resolved,
-                    spec if getattr(converter, "uses_spec", False) else None)
+                    source.spec if getattr(converter, "uses_spec", False) else None)
     parity = None
     runner = converter.backend or getattr(converter, "reference_outputs", None)
     if not getattr(converter, "parity_check", True):
@@ -205,8 +304,8 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         tolerance = _tolerance(converter, resolved, model)
         try:
             parity = check_parity(converter.name, runner, artifact, model,
-                                  spec.example_input(batch=parity_samples, seed=1),
-                                  dataset=_parity_images(spec, dataset_samples), **tolerance)
+                                  source.noise(parity_samples, seed=1),
+                                  dataset=source.images(dataset_samples), **tolerance)
         except BaseException:
             for path in artifact_files(converter, artifact):
                 path.unlink(missing_ok=True)
@@ -219,13 +318,10 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "format": converter.name, "backend": converter.backend,
         "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                      **_companions(converter, artifact)},
-        "source": {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
-                   "weights": str(weights) if weights else None,
-                   "weights_sha256": sha256_file(Path(weights)) if weights else None,
-                   "random_init_seed": None if weights else RANDOM_INIT_SEED,
+        "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
                    "state_sha256": source_hash},
-        "input": {**spec.input.to_dict(), "batch": 1, "dtype": "float32"},
-        "num_classes": spec.num_classes,
+        "input": source.input,
+        "num_classes": source.spec.num_classes if source.spec is not None else None,
         "converter": {"name": converter.name, "options": resolved, **facts},
         "toolchain": converter.toolchain_versions(),
         "parity": parity,

@@ -38,20 +38,31 @@ def split_options(options: dict[str, str], formats: list[str]) -> dict[str, dict
 
 def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
                 options: dict[str, str] | None = None, progress=None,
-                binarize: str | None = None) -> list[dict]:
+                binarize: str | None = None, input_shapes: dict | None = None) -> list[dict]:
     """One row per registered format (see the module docstring for the statuses)."""
     from aiot.converters import CONVERTERS
     from aiot.converters.api import build_source_model
+    from aiot.converters.source import load_user_model
+    from aiot.host.errors import UsageError
+    from aiot.host.model_ref import ZOO, resolve_model
 
-    build_source_model(model_name, weights, binarize)  # bad name or weights: fail before any row
+    # A bad name, file, factory or weights: fail before any row.
+    ref = resolve_model(model_name, binarize)
+    if ref.is_artifact:
+        raise UsageError(f"{ref.name} is already a {ref.format} artifact: there is nothing to "
+                         "convert", "measure it as it is: aiot run --model FILE")
+    if ref.kind == ZOO:
+        build_source_model(ref.name, weights, ref.binarize)
+    else:
+        load_user_model(ref, input_shapes)
     formats = [conv.name for conv in CONVERTERS]
     per_format = split_options(options or {}, formats)
-    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize)
-            for fmt in formats]
+    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize,
+                 input_shapes) for fmt in formats]
 
 
 def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
-         binarize: str | None = None) -> dict:
+         binarize: str | None = None, input_shapes: dict | None = None) -> dict:
     from aiot.converters import get_converter
     from aiot.converters.api import convert_model
 
@@ -69,7 +80,7 @@ def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progr
     started = time.perf_counter()
     try:
         res = convert_model(model_name, fmt, out_dir, weights=weights, options=options,
-                            binarize=binarize)
+                            binarize=binarize, input_shapes=input_shapes)
     except ConversionError as exc:
         status = "unsupported" if exc.stage in ("lower", "check", "freeze") else "failed"
         return {**row, "status": status, "reason": exc.detail, "seconds": time.perf_counter() - started}

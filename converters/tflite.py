@@ -120,7 +120,11 @@ class TfliteConverter:
 def _calibration_batches(spec, options: dict[str, str]):
     """Preprocessed train-split images (batch 1 each) that set int8 activation ranges."""
     from aiot.host.datasets import load_dataset
+    from aiot.host.errors import UsageError
 
+    if spec is None:  # a user's model: no image data set is known to fit its input
+        raise UsageError("int8 calibration needs a zoo image model (its data set fits the "
+                         "input)", "use --opt quant=dynamic-int8 or quant=fp16 for your model")
     x, _y = load_dataset(options["calibration"], spec.input, split="train",
                          limit=int(options["calibration_samples"]), seed=0)
     return [x[i : i + 1] for i in range(len(x))]

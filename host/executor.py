@@ -21,14 +21,20 @@ _CONVERSION = threading.Lock()
 
 
 def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None,
-                cpus: list[int] | None = None) -> dict:
+                cpus: list[int] | None = None, inputs: str | None = None) -> dict:
     p = request.params
-    return {
+    spec = {
         "v": 1, "backend": backend, "artifact": artifact, "threads": request.threads,
         "warmup_runs": p.warmup_runs, "warmup_min_s": p.warmup_min_s, "min_runs": p.min_runs,
         "min_s": p.min_s, "max_s": p.max_s, "seed": p.seed, "dataset": dataset,
         "target_cv": p.target_cv, "max_runs": p.max_runs, "cpus": cpus,
     }
+    # Only when asked: an older agent on a device refuses no spec it was sent before.
+    if request.input_shapes:
+        spec["input_shapes"] = request.shapes()
+    if inputs:
+        spec["inputs"] = inputs
+    return spec
 
 
 def _affinity(request: RunRequest, device_info: dict) -> dict | None:
@@ -72,9 +78,10 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     provenance["device"] = workspace.device_info(request.device)
     pushed = push_file(session.transport, conv.artifact, conv.sha256)
     dataset = _push_dataset(request, workspace, session.transport)
+    inputs = push_file(session.transport, request.inputs).remote if request.inputs else None
     affinity = _affinity(request, provenance["device"])
     spec = _agent_spec(request, pushed.remote, converter.backend, dataset,
-                       affinity["cpus"] if affinity else None)
+                       affinity["cpus"] if affinity else None, inputs)
     listener.on_stage(request, "measure")
     result = session.run(spec, timeout=request.params.run_timeout(),
                          on_progress=lambda phase, done, total: listener.on_progress(request, phase, done, total))
@@ -97,14 +104,24 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
 
 
 def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
-    """The request's artifact (converted, or reused from the cache) and its sidecar."""
+    """The request's artifact (converted, or reused from the cache) and its sidecar.
+
+    A user's artifact file is measured as it is: no conversion and no parity (there is no
+    PyTorch reference), which its sidecar-like facts say.
+    """
     from aiot.converters.api import convert_model
     from aiot.converters.sidecar import read_sidecar
+    from aiot.host.user_artifact import user_artifact
 
+    if request.model_path is not None:
+        found = user_artifact(request)
+        if found is not None:
+            return found
     listener.on_stage(request, "convert")
     with _CONVERSION:
-        conv = convert_model(request.model, request.format, workspace.artifacts_dir,
-                             weights=request.weights, binarize=request.binarize)
+        conv = convert_model(request.reference(), request.format, workspace.artifacts_dir,
+                             weights=request.weights, binarize=request.binarize,
+                             input_shapes=request.shapes())
         return conv, read_sidecar(conv.artifact)
 
 
@@ -140,7 +157,7 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
         if extra != conv.artifact:  # e.g. Caffe2's init net beside its predict net
             companions[extra.name.split(".")[-2]] = push_file(transport, extra).remote
     deployed = native.ensure_binary(transport, binary)
-    shape = (1, *sidecar["input"]["shape"])
+    shape = _native_input_shape(request, sidecar)
     p = request.params
     affinity = _affinity(request, provenance["device"])
     spec = native.NativeSpec(threads=request.threads if adapter.supports_threads else None,
@@ -160,6 +177,21 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
         "median_ms": stats.get("median"), "p90_ms": stats.get("p90"),
         "load_ms": result.get("load_ms"), "accuracy": None,
     }
+
+
+def _native_input_shape(request: RunRequest, sidecar: dict) -> tuple[int, ...]:
+    """The input shape a native tool is told: the converted model's, or ``--input-shape``."""
+    shapes = request.shapes()
+    if shapes:
+        if len(shapes) != 1:
+            raise UsageError("native tools here take one input shape",
+                             "give one --input-shape, or time it with the agent")
+        return tuple(next(iter(shapes.values())))
+    facts = sidecar.get("input")
+    if not facts:
+        raise UsageError(f"the input shape of {request.model} is not known to aiot",
+                         "give --input-shape NAME=1x3x224x224 for the native tool")
+    return (facts.get("batch", 1), *facts["shape"])
 
 
 def skip_run(request: RunRequest, store: Store, sweep_id: str | None, reason: str,

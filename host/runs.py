@@ -74,6 +74,13 @@ class RunRequest:
     delegate: str | None = None  # native runs only (NNAPI/GPU are not in Python runtimes)
     binarize: str | None = None  # a BiBench algorithm the model was binarized with
     cluster: str | None = None  # pin to this CPU cluster (prime/big/little/all) of the device
+    # A user's file (artifact, .pt2 or .py) named by --model: ``model`` is then its file name
+    # (or ``file.py:factory``), ``model_sha256`` its content. The host path is never recorded.
+    model_path: Path | None = None
+    model_sha256: str | None = None
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None  # --input-shape
+    inputs: Path | None = None  # --inputs FILE.npz (recorded by name and hash)
+    inputs_sha256: str | None = None
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
@@ -85,7 +92,25 @@ class RunRequest:
         spec = asdict(self)
         spec["weights"] = str(self.weights) if self.weights else None
         spec["binary"] = str(self.binary) if self.binary else None
+        spec.pop("model_path")  # a host path: the file's name and hash identify the model
+        spec["inputs"] = self.inputs.name if self.inputs else None
+        spec["input_shapes"] = self.shapes()
+        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256"):
+            if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
+                spec.pop(key)
         return spec
+
+    def reference(self) -> str:
+        """What resolves to this run's model again (:func:`aiot.host.model_ref.resolve_model`)."""
+        if self.model_path is None:
+            return self.model
+        if self.model_path.suffix == ".py":  # file.py:factory
+            return f"{self.model_path}:{self.model.rpartition(':')[2]}"
+        return str(self.model_path)
+
+    def shapes(self) -> dict[str, list[int]] | None:
+        """``--input-shape`` as ``{input name: dims}``, or None."""
+        return {name: list(dims) for name, dims in self.input_shapes} if self.input_shapes else None
 
 
 class RunListener(Protocol):
@@ -121,6 +146,30 @@ def expand_sweep(devices: list[str], models: list[str], formats: list[str], thre
     return [RunRequest(d, m, f, t, delegate=g, cluster=c, **common)
             for d, m, f, g, c, t in itertools.product(devices, models, formats, delegates or [None],
                                                       clusters or [None], threads)]
+
+
+def expand_targets(devices: list[str], targets: list[tuple[object, list[str]]], threads: list[int],
+                   delegates: list[str | None] | None = None,
+                   clusters: list[str | None] | None = None, **common) -> list[RunRequest]:
+    """Like :func:`expand_sweep` for resolved model references, each with its own formats.
+
+    Args:
+        targets: ``(ModelRef, formats)`` pairs: a user's artifact has its one format, a
+            model that converts has the formats asked for (or its default).
+    """
+    if not (devices and targets and threads):
+        raise UsageError("a sweep needs at least one device, model, format and thread count")
+    requests = []
+    for device in devices:
+        for ref, formats in targets:
+            user_file = {"model_path": ref.path, "model_sha256": ref.sha256} if ref.path else {}
+            binarize = ref.binarize or common.get("binarize")
+            for fmt, delegate, cluster, t in itertools.product(formats, delegates or [None],
+                                                               clusters or [None], threads):
+                requests.append(RunRequest(device, ref.name, fmt, t, delegate=delegate,
+                                           cluster=cluster, **{**common, "binarize": binarize},
+                                           **user_file))
+    return list(dict.fromkeys(requests))  # "a,a" or "1,1" measure once
 
 
 def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,

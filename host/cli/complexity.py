@@ -27,11 +27,12 @@ def parse_algorithms(value: str | None) -> list[str]:
 
 
 def _specs(models: list[str]) -> list:
+    from aiot.converters.api import zoo_ref
     from aiot.models import get_model_spec
 
     specs = {}
     for name in models:
-        spec = get_model_spec(name)
+        spec = get_model_spec(zoo_ref(name, None).name)  # resnet18_bnn counts as resnet18
         specs.setdefault(spec.name, spec)
     return list(specs.values())
 

@@ -40,14 +40,17 @@ def _print_format_table(as_json: bool) -> None:
 
 
 def convert(
-    model: Annotated[str | None, typer.Argument(help="Zoo model name, e.g. resnet18.")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list).")] = None,
+    model: Annotated[str | None, typer.Argument(
+        help="Zoo model (resnet18), binarized zoo model (resnet18_bnn), a .pt2 program or "
+             "your code as file.py:factory or module:factory.")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list; default: lce for a binarized model LCE deploys, else tflite).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <results>/artifacts).")] = None,
     weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")] = None,
     binarize: Annotated[str | None, typer.Option(
         help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "
              "recu, fda); --weights are then the binarized model's (aiot train --binarize).")] = None,
     opt: Annotated[list[str], typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")] = [],  # noqa: B006 - Typer needs a literal default
+    input_shape: Annotated[list[str], typer.Option("--input-shape", help="NAME=DxD: the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
     ctx: typer.Context = None,
@@ -56,20 +59,26 @@ def convert(
     if list_formats:
         _print_format_table(as_json)
         return
-    if not model or not fmt:
-        raise UsageError("convert needs a MODEL and --format", "e.g. aiot convert resnet18 --format tflite")
+    if not model:
+        raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
     from rich.markup import escape
 
     from aiot.converters.api import convert_model
-    from aiot.host.cli._output import out, print_json, spinner, state
+    from aiot.host.cli._output import message, out, print_json, spinner, state
+    from aiot.host.cli.measure import parse_input_shapes
+    from aiot.host.model_ref import default_format, resolve_model
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
+    shapes = dict(parse_input_shapes(input_shape) or ())
+    if fmt is None:
+        fmt = default_format(resolve_model(model, binarize))
+        message(f"format: {fmt} (the default for {model}; --format names another)")
     if fmt == "all":
-        _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize)
+        _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
         return
     with spinner(f"converting {model} to {fmt}…"):
         res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
-                            binarize=binarize)
+                            binarize=binarize, input_shapes=shapes or None)
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
         "size_bytes": res.size_bytes, "seconds": res.seconds, "cached": res.cached, "parity": res.parity,
@@ -97,7 +106,7 @@ def _parity_line(p: dict) -> str:
 
 
 def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool,
-                 binarize: str | None = None) -> None:
+                 binarize: str | None = None, input_shapes: dict | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -106,7 +115,8 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
 
     with spinner(f"converting {model} to every format…") as status:
         rows = convert_all(model, out_dir, weights, options, binarize=binarize,
-                           progress=lambda fmt: status.update(f"converting {model} to {fmt}…"))
+                           progress=lambda fmt: status.update(f"converting {model} to {fmt}…"),
+                           input_shapes=input_shapes or None)
     if as_json:
         print_json(rows)
     else:

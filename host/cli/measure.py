@@ -31,6 +31,16 @@ Memory = Annotated[bool, typer.Option(
 CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
+ModelHelp = ("A zoo name (resnet18), <zoo>_<algorithm> for a binarized one (resnet18_bnn), an "
+             "artifact file (.tflite, .onnx, .ort, .pte, .ptl, .dab, predict_net.pb), a .pt2 "
+             "program, or your code as file.py:factory or module:factory")
+FormatHelp = ("Artifact format (default: an artifact file's own; LCE for a binarized zoo model "
+              "LCE deploys; else tflite)")
+InputShape = Annotated[list[str], typer.Option(
+    "--input-shape", help="Fix an input's shape, NAME=DxDxD (repeatable), e.g. x=1x512 for "
+                          "a dynamic dim or a factory that returns a bare module.")]
+InputsFile = Annotated[Path | None, typer.Option(
+    "--inputs", help="A .npz with one array per input name: real input values (hashes recorded).")]
 
 
 def split_list(value: str, what: str) -> list[str]:
@@ -71,18 +81,60 @@ def _validate_native(native: str | None, formats: list[str], delegate: str | Non
                          f"its delegates: {', '.join(adapter.delegates) or 'none'}")
 
 
-def _validate_names(devices: list[str], models: list[str], formats: list[str]) -> None:
-    """Fail fast on unknown names before any work starts."""
-    from aiot.converters import get_converter
+def _validate_devices(devices: list[str]) -> None:
+    """Fail fast on unknown device names before any work starts."""
     from aiot.host.devices import open_transport
-    from aiot.models import get_model_spec
 
     for d in devices:
         open_transport(d)
-    for m in models:
-        get_model_spec(m)
-    for f in formats:
-        get_converter(f)
+
+
+def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None):
+    """``(ModelRef, formats)`` per model: an artifact file runs in its own format (which a
+    given ``--format`` list must include), a model that converts in the formats given or its
+    default (:func:`aiot.host.model_ref.default_format`)."""
+    from aiot.converters import get_converter
+    from aiot.host.model_ref import check_format, default_format, resolve_model
+
+    wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
+    targets = []
+    for text in dict.fromkeys(models):
+        ref = resolve_model(text, binarize)
+        if ref.is_artifact:
+            if wanted and ref.format not in wanted:
+                check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
+            targets.append((ref, [ref.format]))
+        else:
+            targets.append((ref, wanted or [default_format(ref)]))
+    return targets
+
+
+def parse_input_shapes(values: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """``["x=1x512", "y=4"]`` → ``(("x", (1, 512)), ("y", (4,)))``; None when none given."""
+    shapes = {}
+    for value in values or []:
+        name, sep, dims = value.partition("=")
+        try:
+            parsed = tuple(int(d) for d in dims.lower().split("x")) if dims.strip() else ()
+        except ValueError:
+            parsed = ()
+        if not sep or not name.strip() or not parsed or any(d < 1 for d in parsed):
+            raise UsageError(f"--input-shape '{value}' is not NAME=DxD with sizes ≥ 1",
+                             "e.g. --input-shape x=1x3x224x224")
+        shapes[name.strip()] = parsed
+    return tuple(shapes.items()) or None
+
+
+def _check_inputs_file(path: Path | None):
+    """``(path, sha256)`` of a readable ``--inputs`` .npz (checked against each artifact's
+    inputs before any run), or ``(None, None)``."""
+    if path is None:
+        return None, None
+    from aiot.host.fileio import sha256_file
+    from aiot.host.signature import read_npz
+
+    read_npz(path)  # one line for a missing, damaged or pickled file
+    return path, sha256_file(path)
 
 
 def _print_records(records, as_json: bool) -> None:
@@ -115,26 +167,31 @@ def _cooldown(max_s: float | None):
     return CooldownPolicy(max_wait_s=max_s)
 
 
-def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, params, as_json,
+def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_json,
            native=None, binary=None, delegates=None, binarize=None, clusters=None,
            seed: int = 0, shuffle: bool = False, fresh: bool = True, retries: int = 3,
-           cooldown_max_s: float | None = 120.0):
+           cooldown_max_s: float | None = 120.0, input_shapes=None, inputs_file=None,
+           requests=None):
+    """Validate everything that can be, then run the campaign of ``targets`` on ``devices``
+    (or the ready-made ``requests``, e.g. what was last pushed to each device)."""
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
-    from aiot.host.runs import expand_sweep
+    from aiot.host.runs import expand_targets
     from aiot.host.store import open_store
 
     params.validate()
-    _validate_names(devices, models, formats)
-    for delegate in delegates or [None]:
-        _validate_native(native, formats, delegate)
-    _validate_binarize(binarize, formats)
+    _validate_devices(devices)
+    inputs, inputs_sha = _check_inputs_file(inputs_file)
+    common = {"weights": weights, "dataset": dataset, "dataset_limit": limit, "params": params,
+              "native": native, "binary": binary, "binarize": binarize,
+              "input_shapes": input_shapes, "inputs": inputs, "inputs_sha256": inputs_sha}
+    if requests is None:
+        requests = expand_targets(devices, targets, threads, delegates=delegates,
+                                  clusters=clusters, **common)
+    _validate_requests(requests, native, delegates)
     if retries < 1:
         raise UsageError("--retries must be at least 1")
-    requests = expand_sweep(devices, models, formats, threads, delegates=delegates, clusters=clusters,
-                            weights=weights, dataset=dataset, dataset_limit=limit, params=params,
-                            native=native, binary=binary, binarize=binarize)
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, seed=seed, shuffle=shuffle, fresh=fresh)
@@ -152,10 +209,38 @@ def _sweep(ctx, devices, models, formats, threads, weights, dataset, limit, para
         raise typer.Exit(1)
 
 
+def _validate_requests(requests, native, delegates) -> None:
+    """Per distinct model and format: native tool, binarization, inputs and data set fit."""
+    from aiot.host.signature import check_run_inputs
+
+    seen = set()
+    for r in requests:
+        key = (r.model, r.model_sha256, r.format, r.binarize)
+        if key in seen:
+            continue
+        seen.add(key)
+        for delegate in delegates or [None]:
+            _validate_native(native, [r.format], delegate)
+        _validate_binarize(r.binarize, [r.format])
+        check_run_inputs(r)
+
+
+def _targets(model: str | None, fmt: str | None, binarize: str | None):
+    return resolve_targets(split_list(model, "models"),
+                           split_list(fmt, "formats") if fmt else None, binarize)
+
+
+def _chosen(targets) -> None:
+    """Say which format each model runs in when the user did not name one."""
+    from aiot.host.cli._output import message
+
+    message("; ".join(f"{ref.label()} as {', '.join(formats)}" for ref, formats in targets))
+
+
 def run(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Artifact format.")],
+    model: Annotated[str, typer.Option("--model", "-m", help=ModelHelp)],
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help=FormatHelp)] = None,
     device: Device = None,
     threads: Annotated[int, typer.Option(help="Inference threads.")] = 1,
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
@@ -167,6 +252,8 @@ def run(
         help="Pin the run to one CPU cluster of the device (prime, big, little; see devices info).")] = None,
     cooldown_max_s: CooldownMaxS = 120.0,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
+    input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
+    inputs: InputsFile = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
@@ -174,15 +261,19 @@ def run(
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory)
-    _sweep(ctx, [resolve_name(device)], [model], [fmt], parse_threads(str(threads)), weights,
+    targets = _targets(model, fmt, binarize)
+    if fmt is None and not as_json:
+        _chosen(targets)
+    _sweep(ctx, [resolve_name(device)], targets, parse_threads(str(threads)), weights,
            dataset, limit, params, as_json, native, binary, [delegate], binarize,
-           [cluster] if cluster else None, cooldown_max_s=cooldown_max_s)
+           [cluster] if cluster else None, cooldown_max_s=cooldown_max_s,
+           input_shapes=parse_input_shapes(input_shape), inputs_file=inputs)
 
 
 def sweep(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model names, comma-separated.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Formats, comma-separated.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help=ModelHelp + "; comma-separated (default: what was last pushed to each device).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Formats, comma-separated (default: each model's own; see run --help).")] = None,
     device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
     threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
@@ -201,60 +292,147 @@ def sweep(
         help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = 3,
     cooldown_max_s: CooldownMaxS = 120.0,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
+    input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
+    inputs: InputsFile = None,
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads.
 
     Devices run in parallel (each one's runs serially), in a seeded shuffled order; running
     the same command again resumes the sweep (only missing or failed runs are redone).
+    Without --model, each device measures what was last pushed to it (aiot push).
     """
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
 
-    devices = split_list(device, "devices") if device else [resolve_name(None)]
+    devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory)
-    _sweep(ctx, devices, split_list(model, "models"), split_list(fmt, "formats"),
-           parse_threads(threads), weights, dataset, limit, params, as_json, native, binary,
-           split_list(delegate, "delegates") if delegate else None, binarize,
-           split_list(cluster, "clusters") if cluster else None,
-           seed=seed, shuffle=shuffle, fresh=fresh, retries=retries, cooldown_max_s=cooldown_max_s)
+    options = {"delegates": split_list(delegate, "delegates") if delegate else None,
+               "clusters": split_list(cluster, "clusters") if cluster else None}
+    shapes = parse_input_shapes(input_shape)
+    requests = targets = None
+    if model is None:
+        requests = _last_pushed(ctx, devices, parse_threads(threads), params, fmt, weights,
+                                binarize, dataset, limit, native, binary, shapes, inputs, **options)
+    else:
+        targets = _targets(model, fmt, binarize)
+        if fmt is None and not as_json:
+            _chosen(targets)
+    _sweep(ctx, devices, targets, parse_threads(threads), weights, dataset, limit, params,
+           as_json, native, binary, options["delegates"], binarize, options["clusters"],
+           seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
+           cooldown_max_s=cooldown_max_s, input_shapes=shapes, inputs_file=inputs,
+           requests=requests)
+
+
+def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset, limit, native,
+                 binary, input_shapes, inputs_file, delegates=None, clusters=None):
+    """The runs of a sweep without ``--model``: each device's last pushed model and format."""
+    from aiot.host.cli._output import message, state
+    from aiot.host.runs import expand_targets
+    from aiot.host.store import open_store
+
+    if fmt or weights or binarize:
+        raise UsageError("--format, --weights and --binarize go with --model",
+                         "without --model a sweep measures what was last pushed, as pushed")
+    with open_store(state(ctx).results_dir()) as store:
+        pushes = {d: store.last_push(d) for d in devices}
+    missing = [d for d, p in pushes.items() if p is None]
+    if missing:
+        raise UsageError(f"nothing was pushed to {', '.join(missing)} yet, and no --model given",
+                         f"push a model first: aiot push --device {missing[0]} --model "
+                         "resnet18_bnn, or name one with --model")
+    inputs, inputs_sha = _check_inputs_file(inputs_file)
+    requests = []
+    for device, pushed in pushes.items():
+        targets = resolve_targets([pushed.reference], [pushed.format], pushed.binarize)
+        message(f"{device}: sweeping what was last pushed, {targets[0][0].label()} as "
+                f"{pushed.format}")
+        requests += expand_targets([device], targets, threads, delegates=delegates,
+                                   clusters=clusters, params=params, dataset=dataset,
+                                   dataset_limit=limit, native=native, binary=binary,
+                                   weights=Path(pushed.weights) if pushed.weights else None,
+                                   binarize=pushed.binarize, input_shapes=input_shapes,
+                                   inputs=inputs, inputs_sha256=inputs_sha)
+    return requests
 
 
 def push(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Artifact format.")],
+    model: Annotated[str, typer.Option("--model", "-m", help=ModelHelp)],
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help=FormatHelp)] = None,
     device: Device = None,
     weights: Weights = None,
     binarize: Binarize = None,
+    input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     as_json: JsonOpt = False,
 ) -> None:
-    """Convert (if needed) and push an artifact and the device agent to a device."""
+    """Convert (if needed) and push an artifact and the device agent to a device.
+
+    The store remembers it: ``aiot sweep`` without ``--model`` then measures it there.
+    """
     from rich.markup import escape
 
-    from aiot.converters.api import convert_model
     from aiot.host.agent_client import AgentSession
     from aiot.host.cli._output import out, print_json, spinner, state
     from aiot.host.deploy import push_file
     from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.store import Push, open_store
 
     name = resolve_name(device)
-    _validate_names([name], [model], [fmt])
-    with spinner(f"converting {model} to {fmt}…"):
-        conv = convert_model(model, fmt, state(ctx).results_dir() / "artifacts", weights=weights,
-                             binarize=binarize)
+    _validate_devices([name])
+    ((ref, (chosen,)),) = resolve_targets([model], [fmt] if fmt else None, binarize)
+    _validate_binarize(ref.binarize, [chosen])
+    with spinner(f"converting {ref.label()} to {chosen}…"):
+        artifact, sha256 = _artifact_for_push(ctx, ref, chosen, weights, input_shape)
     transport = open_transport(name)
     with spinner(f"pushing to {name}…"), AgentSession(transport) as agent:
-        pushed = push_file(transport, conv.artifact, conv.sha256)
-        sidecar = push_file(transport, conv.sidecar)
-    report = {"device": name, "artifact": pushed.remote, "sidecar": sidecar.remote, "sha256": pushed.sha256,
-              "size_bytes": pushed.size, "sent": pushed.sent, "agent": agent.root}
+        pushed = push_file(transport, artifact, sha256)
+        sidecar = _push_sidecar(transport, artifact)
+    with open_store(state(ctx).results_dir()) as store:
+        store.record_push(Push(name, ref.name, chosen, _reference(ref), ref.binarize,
+                               str(weights) if weights else None, pushed.sha256, pushed.remote))
+    report = {"device": name, "model": ref.label(), "format": chosen, "artifact": pushed.remote,
+              "sidecar": sidecar, "sha256": pushed.sha256, "size_bytes": pushed.size,
+              "sent": pushed.sent, "agent": agent.root}
     if as_json:
         print_json(report)
         return
     verb = "pushed" if pushed.sent else "already on device, not sent again:"
-    out.print(f"[green]✓[/] {verb} {escape(pushed.remote)} ({pushed.size / 1e6:.2f} MB)\n"
-              f"  agent in {escape(agent.root)}")
+    out.print(f"[green]✓[/] {escape(ref.label())} as {chosen}: {verb} {escape(pushed.remote)} "
+              f"({pushed.size / 1e6:.2f} MB)\n  agent in {escape(agent.root)}\n"
+              f"  measure it: aiot sweep --device {escape(name)} --threads 1,2,4,8")
+
+
+def _artifact_for_push(ctx, ref, fmt: str, weights, input_shape):
+    """``(file, sha256)`` to push: a user's artifact as it is, else the converted one."""
+    from aiot.converters.api import convert_model
+    from aiot.host.cli._output import state
+
+    if ref.is_artifact:
+        return ref.path, ref.sha256
+    conv = convert_model(_reference(ref), fmt, state(ctx).results_dir() / "artifacts",
+                         weights=weights, binarize=ref.binarize,
+                         input_shapes=dict(parse_input_shapes(input_shape) or ()))
+    return conv.artifact, conv.sha256
+
+
+def _push_sidecar(transport, artifact: Path) -> str | None:
+    """Push a converted artifact's sidecar beside it (a user's artifact has none)."""
+    from aiot.converters.sidecar import sidecar_path
+    from aiot.host.deploy import push_file
+
+    found = sidecar_path(artifact)
+    return push_file(transport, found).remote if found.exists() else None
+
+
+def _reference(ref) -> str:
+    """What resolves to ``ref`` again on this host (the user's file by its absolute path)."""
+    if ref.path is None:
+        return ref.name if ref.kind != "zoo" else (
+            f"{ref.name}_{ref.binarize}" if ref.binarize else ref.name)
+    path = ref.path.resolve()
+    return f"{path}:{ref.factory}" if ref.factory else str(path)
 
 
 def pull(

@@ -46,21 +46,48 @@ def list_models(
 
     specs = [s for s in ZOO if paper is None or s.paper.lower() == paper.lower()]
     facts = _facts_with_progress([s.name for s in specs])
-    rows = [_describe(s, facts[s.name]) for s in specs]
+    rows = [{**_describe(s, facts[s.name]), **_forms(s.name)} for s in specs]
     if as_json:
         print_json(rows)
         return
-    table = Table("model", "paper", "input", "classes", "params (M)", "MACs (M)", "paper MACs (M)")
+    table = Table("model", "paper", "input", "classes", "params (M)", "MACs (M)", "paper MACs (M)",
+                  "default format")
     for r in rows:
         shape = "×".join(str(d) for d in r["input"]["shape"])
         ref = f"{r['reference_flops_m']:.0f}" if r["reference_flops_m"] else "—"
         table.add_row(r["name"], r["paper"], shape, str(r["num_classes"]), _millions(r["params"], 2),
-                      _millions(r["macs"], 1), ref)
+                      _millions(r["macs"], 1), ref, r["default_format"])
     out.print(table)
+    out.print(_forms_note())
+
+
+def _forms(name: str) -> dict:
+    """The model's default format and its ``<zoo>_<algorithm>`` names with theirs."""
+    from aiot.host.model_ref import default_format, resolve_model
+    from aiot.models.bibench import ALGORITHMS
+
+    return {"default_format": default_format(resolve_model(name)),
+            "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
+                          for a in ALGORITHMS.names()}}
+
+
+def _forms_note() -> str:
+    """How to name a binarized zoo model, your own files and code (under the table)."""
+    from aiot.host.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
+    from aiot.models.bibench import ALGORITHMS
+
+    names = ALGORITHMS.names()
+    lce = [a for a in names if default_format(resolve_model(f"tiny_vgg_{a}")) ==
+           DEFAULT_BINARY_FORMAT]
+    return (f"Binarized: <model>_<algorithm>, algorithm one of {', '.join(names)} (e.g. "
+            f"resnet18_bnn); default format {DEFAULT_BINARY_FORMAT} for {', '.join(lce)}, else "
+            "tflite.\nYour own model: --model FILE (.tflite, .onnx, .ort, .pte, .ptl, .dab, "
+            "predict_net.pb, .pt2) or --model file.py:factory.")
 
 
 @app.command("info")
-def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet18.")],
+def info(model: Annotated[str, typer.Argument(
+             help="Zoo model (resnet18, resnet18_bnn), an artifact file or file.py:factory.")],
          binarize: Annotated[str | None, typer.Option(
              help="Also show this BiBench algorithm's binarized model: which layers, "
                   "deployability on LCE and daBNN, r_c and r_s.")] = None,
@@ -69,9 +96,14 @@ def info(model: Annotated[str, typer.Argument(help="Zoo model name, e.g. resnet1
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
+    from aiot.host.model_ref import ZOO, resolve_model
     from aiot.models import get_model_spec
 
-    spec = get_model_spec(model)
+    ref = resolve_model(model, binarize)
+    if ref.kind != ZOO:
+        _user_model_info(ref, as_json)
+        return
+    spec, binarize = get_model_spec(ref.name), ref.binarize
     binarized = _binarized_facts(spec, binarize) if binarize else None
     row = _describe(spec, _facts_with_progress([spec.name])[spec.name])
     if binarized:
@@ -139,3 +171,49 @@ def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
     for v in facts["deployability"]:
         rows.append((f"deploys to {v['library']}", f"{v['deployable']}: {v['reason']}"))
     return rows
+
+
+def _user_model_info(ref, as_json: bool) -> None:
+    """A user's artifact (its inputs and outputs, read by its runtime) or code (its example)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+
+    facts = {"model": ref.name, **ref.source(), **_user_facts(ref)}
+    if as_json:
+        print_json(facts)
+        return
+    table = Table("", "name", "shape", "dtype", "quantization", title=f"model {escape(ref.label())}"
+                  + (f" ({ref.format})" if ref.format else ""))
+    for kind in ("inputs", "outputs"):
+        for io in facts.get(kind) or []:
+            quant = io.get("quantization")
+            table.add_row(kind[:-1], escape(io["name"]), _dims(io["shape"]), io["dtype"],
+                          f"scale {quant['scale']:.4g}, zero {quant['zero_point']}" if quant else "—")
+    out.print(table)
+    if facts.get("params") is not None:
+        out.print(f"parameters: {facts['params']:,}")
+
+
+def _user_facts(ref) -> dict:
+    if ref.is_artifact:
+        from aiot.converters import get_converter
+        from aiot.host.signature import read_signature
+
+        backend = get_converter(ref.format).backend
+        if backend is None:
+            return {"inputs": None, "outputs": None,
+                    "note": f"{ref.format} is emit-only: no runtime here reads its inputs"}
+        return read_signature(backend, ref.path, ref.sha256)
+    from aiot.converters.source import load_user_model
+
+    user = load_user_model(ref)
+    example = user.example
+    return {"inputs": [{"name": "x", "shape": list(example.shape),
+                        "dtype": str(example.dtype).removeprefix("torch."), "quantization": None}],
+            "outputs": None, "params": sum(p.numel() for p in user.model.parameters())}
+
+
+def _dims(shape) -> str:
+    return "×".join("?" if d is None or d < 0 else str(d) for d in shape) or "scalar"

@@ -12,6 +12,7 @@ import typer
 
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.fileio import write_text_atomic
+from aiot.host.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Stored results: list, show, export, compare sets (a CI gate), "
@@ -410,7 +411,7 @@ def top(
     if limit < 1:
         raise UsageError(f"--limit must be ≥ 1, got {limit}")
     with _open(ctx) as store:
-        records = store.query(kind="latency", status="ok", device=device, model=model)
+        records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
     records = [r for r in records if threads is None or r.threads == threads]
     rows, table = BOARDS[by](records, fmt, limit)
     if as_json:

@@ -19,7 +19,7 @@ import typer
 app = typer.Typer(no_args_is_help=True,
                   help="Robustness suites: system noise, natural corruptions, adversarial attacks.")
 
-Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name.")]
+Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
 Weights = Annotated[Path | None, typer.Option(
     help="State-dict file, as aiot train writes (default: the model's packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(
@@ -38,18 +38,17 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
                 device: str | None, opts: list[str] | None):
     """The suite's Target, every name checked before any work."""
-    from aiot.converters.api import source_weights
+    from aiot.converters.api import source_weights, zoo_ref
     from aiot.converters.base import get_converter
     from aiot.host.cli.convert import parse_options
     from aiot.host.devices import resolve_name
     from aiot.host.robust.target import Target
     from aiot.models import get_model_spec
 
-    spec = get_model_spec(model)
-    if binarize:
-        from aiot.models.bibench import ALGORITHMS
-
-        binarize = ALGORITHMS.canonical(binarize)
+    # The suites need an image classifier (data set, classes, corruptions): a zoo model,
+    # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
+    ref = zoo_ref(model, binarize)
+    spec, binarize = get_model_spec(ref.name), ref.binarize
     if fmt is not None:
         fmt = get_converter(fmt).name
     check_weights_file(weights, "--weights")

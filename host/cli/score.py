@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from aiot.host.errors import UsageError
+from aiot.host.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp.")
@@ -156,7 +157,7 @@ def _stored_matching(ctx: typer.Context, baseline: str, device: str | None, mode
 
     get_converter(baseline)  # an unknown format fails with a did-you-mean hint
     with open_store(state(ctx).results_dir()) as store:
-        records = store.query(kind="latency", status="ok", device=device, model=model)
+        records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
     matching = match_runs(records, baseline)
     if not matching.pairs:
         _print_unpaired(matching.unpaired)

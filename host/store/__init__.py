@@ -1,5 +1,5 @@
 """The embedded result store (SQLite, standard library)."""
 
-from aiot.host.store.store import RunRecord, Store, open_store
+from aiot.host.store.store import Push, RunRecord, Store, open_store
 
-__all__ = ["RunRecord", "Store", "open_store"]
+__all__ = ["Push", "RunRecord", "Store", "open_store"]

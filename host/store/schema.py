@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +58,28 @@ def _to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN validity TEXT")
 
 
-MIGRATIONS = {0: _to_v1, 1: _to_v2}
+def _to_v3(conn: sqlite3.Connection) -> None:
+    """v3: what ``aiot push`` put on which device, so ``aiot sweep`` without ``--model`` can
+    measure what was last pushed. ``reference`` is what resolves to the model again on this
+    host (a zoo name or the user's file); run records never hold it."""
+    _execute_all(conn, """
+CREATE TABLE pushes (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    pushed_at        TEXT NOT NULL,
+    device           TEXT NOT NULL,
+    model            TEXT NOT NULL,
+    format           TEXT NOT NULL,
+    reference        TEXT NOT NULL,
+    binarize         TEXT,
+    weights          TEXT,
+    artifact_sha256  TEXT NOT NULL,
+    remote           TEXT NOT NULL
+);
+CREATE INDEX pushes_by_device ON pushes (device, id)
+""")
+
+
+MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3}
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -231,6 +231,37 @@ class Store:
         return [_row_to_record(r) for r in rows]
 
 
+    # -- pushes ----------------------------------------------------------------------------
+
+    def record_push(self, push: Push) -> None:
+        """Remember that ``push.model`` in ``push.format`` is now on ``push.device``."""
+        values = {**push.__dict__, "pushed_at": stored_now()}
+        with self._transaction() as conn:
+            conn.execute(f"INSERT INTO pushes ({', '.join(values)}) "
+                         f"VALUES ({', '.join('?' * len(values))})", list(values.values()))
+
+    def last_push(self, device: str) -> Push | None:
+        """What was last pushed to ``device``, or None if nothing was."""
+        row = self._conn.execute(
+            "SELECT device, model, format, reference, binarize, weights, artifact_sha256, remote "
+            "FROM pushes WHERE device = ? ORDER BY id DESC LIMIT 1", (device,)).fetchone()
+        return Push(**dict(row)) if row else None
+
+
+@dataclass(frozen=True)
+class Push:
+    """One ``aiot push``: which model, in which format, is on which device."""
+
+    device: str
+    model: str
+    format: str
+    reference: str  # resolves to the model again on this host (zoo name or the user's file)
+    binarize: str | None
+    weights: str | None
+    artifact_sha256: str
+    remote: str
+
+
 def open_store(results_dir: Path) -> Store:
     """Open (creating and migrating as needed) the store in ``results_dir``."""
     try:

@@ -111,6 +111,6 @@ def test_ptl_and_executorch_run_on_arm64_with_the_optional_runtimes(cli):
 
 
 def test_unknown_optional_runtime_is_refused_before_building(cli):
-    res = cli("emulator", "start", "ssh", "--arch", "arm64", "--with", "tensorflow", code=1)
+    res = cli("emulator", "start", "ssh", "--arch", "arm64", "--with", "tensorflow", code=2)
     assert "unknown optional runtime 'tensorflow'" in res.stderr
     assert "known: torch, executorch" in res.stderr

@@ -41,12 +41,12 @@ def test_tflite_run_through_a_native_binary_lands_in_the_store(cli, fake_benchma
 
 def test_native_options_are_checked_before_any_work(cli, fake_benchmark_model):
     res = cli("run", "-m", "tiny_cnn", "-f", "onnx", "--native", "benchmark_model", "--binary",
-              str(fake_benchmark_model), code=1)
+              str(fake_benchmark_model), code=2)
     assert "benchmark_model does not run onnx artifacts" in res.stderr
-    res = cli("run", "-m", "tiny_cnn", "-f", "tflite", "--delegate", "nnapi", code=1)
+    res = cli("run", "-m", "tiny_cnn", "-f", "tflite", "--delegate", "nnapi", code=2)
     assert "needs --native" in res.stderr
     res = cli("run", "-m", "tiny_cnn", "-f", "tflite", "--native", "benchmark_model", "--delegate",
-              "hexagon", "--binary", str(fake_benchmark_model), code=1)
+              "hexagon", "--binary", str(fake_benchmark_model), code=2)
     assert "has no delegate 'hexagon'" in res.stderr
 
 

@@ -160,7 +160,7 @@ def test_devices_add_trust_remove_cli(cli, sshd):
     assert "trusted" in cli("devices", "trust", "lab-pi", "--yes").stderr
     assert cli.json("devices", "info", "lab-pi")["labels"] == {"soc": "BCM2711"}
     cli("devices", "remove", "lab-pi")
-    assert "unknown device 'lab-pi'" in cli("devices", "info", "lab-pi", code=1).stderr
+    assert "unknown device 'lab-pi'" in cli("devices", "info", "lab-pi", code=2).stderr
 
 
 def test_file_calls_after_the_device_vanished_raise_transport_errors(tmp_path):

@@ -196,7 +196,7 @@ def test_cell_formats():
 def test_cli_report_md_and_errors(cli, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     results = tmp_path / "results"  # the isolated AIOT_RESULTS_DIR
-    cli("report", code=1)  # an empty store: nothing to report
+    cli("report", code=2)  # an empty store: nothing to report
     with open_store(results) as store:
         add(store, threads=1, accuracy=0.5)
         add(store, threads=2, accuracy=0.5, invalid=("throttling detected: cpu0 cap fell",))
@@ -207,5 +207,5 @@ def test_cli_report_md_and_errors(cli, tmp_path, monkeypatch):
     plain = cli("report")  # default: an HTML page in <results>/report
     assert plain.stdout.strip() == str(results / "report" / "index.html")
     assert "1 INVALID" in plain.stderr
-    assert "unknown report format" in cli("report", "--format", "pdf", code=1).stderr
-    assert "no records in sweep" in cli("report", "--sweep", "nope", code=1).stderr
+    assert "unknown report format" in cli("report", "--format", "pdf", code=2).stderr
+    assert "no records in sweep" in cli("report", "--sweep", "nope", code=2).stderr

@@ -18,6 +18,14 @@ moves: with std / mean a phone would seldom reach the target and every run would
 precision: it settles at the device's own spread rather than shrinking with more samples, so
 a target below that spread ends by ``max_runs`` or ``max_s`` with ``stable: false``.
 
+Inputs: one array per model input (``signature.prepare``), set before the timed region. The
+spec's ``input_shapes`` fixes dynamic dims, ``inputs`` names a pushed ``.npz`` of the arrays;
+otherwise they are generated from ``seed`` by element type, a single float input exactly as
+older agents made it. The result records each input (``inputs``: name, concrete shape,
+dtype, quantization, ``sha256`` of its bytes, ``source``) and each output's fingerprint
+(``outputs``). ``inspect`` reports a model's signature without running it (event
+``signature``): how the host reads a user's artifact with the runtime that will run it.
+
 Peak memory is measured by its own command, ``memory``, in a process that does nothing
 else (see ``memory``); the ``run`` result keeps its ``peak_rss_kb`` for compatibility.
 
@@ -37,6 +45,7 @@ import sys
 import time
 
 from . import AGENT_VERSION, backends, protocol
+from .signature import SpecError, prepare, validate_overrides  # agent.SpecError stays
 from .stats import robust_cv, summarize_ms
 
 RUN_SPEC_VERSION = 1
@@ -52,14 +61,12 @@ DEFAULTS = {
     "target_cv": None,  # None: no repeat-until-stable; else keep going until robust CV <= it
     "max_runs": None,  # None: no cap on the number of timed iterations (max_s still applies)
     "cpus": None,  # None: no pinning; else the CPU numbers this process may run on
+    "input_shapes": None,  # None: the model's own shapes; else {input name: dims} (dynamic dims)
+    "inputs": None,  # None: generated inputs; else a pushed .npz, one array per input name
 }
 #: The CV of fewer samples says nothing; the stability check waits for this many.
 MIN_CV_SAMPLES = 10
 MEMORY_RUNS = 3  # inferences the ``memory`` command runs after loading
-
-
-class SpecError(ValueError):
-    """The run spec is malformed."""
 
 
 class ArtifactLoadError(RuntimeError):
@@ -107,6 +114,10 @@ def validate_spec(raw: dict) -> dict:
             raise SpecError(f"run spec field '{key}' must be a non-negative number")
     _validate_stability(spec)
     _validate_cpus(spec["cpus"])
+    validate_overrides(spec["input_shapes"])
+    if spec["inputs"] is not None and (not isinstance(spec["inputs"], str) or not spec["inputs"]):
+        raise SpecError(f"run spec field 'inputs' must be the path of a .npz or null, "
+                        f"got {spec['inputs']!r}")
     return spec
 
 
@@ -274,9 +285,14 @@ def output_fingerprint(output, head: int = 64) -> dict:
 
 
 def _open(backend, spec: dict):
-    """The backend's session for the spec's artifact; a runtime's refusal is ArtifactLoadError."""
+    """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``);
+    a runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
     try:
+        if spec.get("input_shapes"):
+            return backend.open(spec["artifact"], spec["threads"], spec["input_shapes"])
         return backend.open(spec["artifact"], spec["threads"])
+    except SpecError:
+        raise
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
@@ -284,7 +300,7 @@ def _open(backend, spec: dict):
 
 def run(spec: dict) -> dict:
     """Execute one validated run spec and return the ``result`` event's fields."""
-    import numpy as np
+    import numpy  # noqa: F401 - imported before anything is timed, as always
 
     backend = backends.load(spec["backend"])
     threads = spec["threads"]
@@ -294,13 +310,13 @@ def run(spec: dict) -> dict:
     session = _open(backend, spec)
     load_ns = time.perf_counter_ns() - t0
 
-    rng = np.random.default_rng(spec["seed"])
-    x = rng.standard_normal(session.input_shape).astype(session.input_dtype)
-    session.set_input(x)
+    arrays, used = _prepare_inputs(session, spec)
+    session.set_inputs(arrays)
     t0 = time.perf_counter_ns()
     session.invoke()
     first_ns = time.perf_counter_ns() - t0
     fingerprint = output_fingerprint(session.output())
+    outputs = _outputs(session)
 
     warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
                        "warmup")["samples"]
@@ -315,10 +331,12 @@ def run(spec: dict) -> dict:
         "api": getattr(session, "api", None),
         "threads": threads,
         "cpus": pinned,
-        "input_shape": list(session.input_shape),
+        "input_shape": list(arrays[0].shape) if arrays else list(session.input_shape),
         "load_ms": load_ns / 1e6,
         "first_inference_ms": first_ns / 1e6,
         "output": fingerprint,
+        "inputs": used,
+        "outputs": outputs,
         "warmup": {"count": len(warm), "seconds": sum(warm) / 1e9},
         "samples_ns": samples,
         "stats_ms": stats,
@@ -335,6 +353,29 @@ def run(spec: dict) -> dict:
     return result
 
 
+def _prepare_inputs(session, spec: dict):
+    """``(arrays, used)`` for the session's inputs from the spec (see ``signature.prepare``);
+    ``run`` and ``memory`` feed the same inputs."""
+    return prepare(session.inputs, session.shapes, spec["seed"], spec.get("inputs"))
+
+
+def _outputs(session) -> list[dict]:
+    """Name, shape, dtype, quantization and fingerprint of every output after an ``invoke``,
+    each in the tensor's own type (``output``, the first one, keeps its float view)."""
+    import numpy as np
+
+    arrays = session.outputs_all()
+    declared = session.outputs if len(session.outputs) == len(arrays) else []
+    found = []
+    for i, array in enumerate(arrays):
+        array = np.asarray(array)
+        spec = declared[i] if declared else {"name": f"output_{i}", "quantization": None}
+        found.append({"name": spec["name"], "shape": list(array.shape),
+                      "dtype": array.dtype.name, "quantization": spec["quantization"],
+                      "fingerprint": output_fingerprint(array)})
+    return found
+
+
 def _stability(target_cv: float | None, cv: float, stopped_by: str) -> dict:
     """The ``stability`` block of a result; ``stable`` judges the final samples' robust CV."""
     return {"target_cv": target_cv, "cv": cv, "cv_metric": "robust_cv",
@@ -346,6 +387,9 @@ def predict(spec: dict) -> dict:
 
     The spec names an ``inputs`` ``.npy`` (batch first) and an ``outputs`` path, written
     atomically. The host uses it for parity where a runtime lives in another environment.
+    An ``inputs`` ``.npz`` holds one batch per input name instead (each row an input of the
+    model's own shape and dtype); its ``outputs`` is then a ``.npz`` too, one batch per output
+    name, in the outputs' own dtypes (see ``_predict_npz``).
     """
     import os
 
@@ -356,6 +400,8 @@ def predict(spec: dict) -> dict:
             raise SpecError(f"predict spec needs a non-empty string '{key}'")
     backend = backends.load(spec["backend"])
     session = _open(backend, spec)
+    if spec["inputs"].endswith(".npz"):
+        return {**_predict_npz(session, spec), "runtime_version": backend.version()}
     x = np.load(spec["inputs"], allow_pickle=False)
     rows = [np.array(session.run(np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
                                  .reshape(session.input_shape)), copy=True).reshape(-1)
@@ -365,6 +411,35 @@ def predict(spec: dict) -> dict:
     np.save(tmp, out)
     os.replace(tmp, spec["outputs"])
     return {"n": len(rows), "output_shape": list(out.shape), "runtime_version": backend.version()}
+
+
+def _predict_npz(session, spec: dict) -> dict:
+    """``predict`` of a ``.npz`` of batches: every input and output by name, raw dtypes."""
+    import os
+
+    import numpy as np
+
+    from .signature import load_batches
+
+    batches = load_batches(session.inputs, session.shapes, spec["inputs"])
+    count = len(batches[0]) if batches else 0
+    rows: list[list] = []
+    for i in range(count):
+        session.set_inputs([np.require(b[i], requirements="C") for b in batches])
+        session.invoke()
+        rows.append([np.array(o, copy=True) for o in session.outputs_all()])
+    names = [o["name"] for o in session.outputs]
+    if rows and len(names) != len(rows[0]):  # a lite module names its outputs on first run
+        names = [f"output_{k}" for k in range(len(rows[0]))]
+    stacked = {name: np.stack([r[k] for r in rows]) for k, name in enumerate(names)} if rows \
+        else {}
+    tmp = spec["outputs"] + ".part.npz"  # np.savez adds .npz to a name without it
+    np.savez(tmp, **stacked)
+    os.replace(tmp, spec["outputs"])
+    first = next(iter(stacked.values()), np.zeros((0,), np.float32))
+    return {"n": count, "output_shape": list(first.shape),
+            "outputs": [{"name": n, "shape": list(a.shape), "dtype": a.dtype.name}
+                        for n, a in stacked.items()]}
 
 
 def memory(spec: dict) -> dict:
@@ -377,7 +452,7 @@ def memory(spec: dict) -> dict:
     process's peak after ``runs`` inferences (spec key, default 3). The ``rss_*`` readings
     need /proc (Linux, Android) and are null elsewhere; ``peak_rss_kb`` is always there.
     """
-    import numpy as np
+    import numpy  # noqa: F401 - imported before the baseline reading, so it is not the model's
 
     runs = spec.get("runs", MEMORY_RUNS)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
@@ -388,8 +463,7 @@ def memory(spec: dict) -> dict:
     before = _current_rss_kb()
     session = _open(backend, spec)
     after = _current_rss_kb()
-    rng = np.random.default_rng(spec["seed"])
-    session.set_input(rng.standard_normal(session.input_shape).astype(session.input_dtype))
+    session.set_inputs(_prepare_inputs(session, spec)[0])
     for _ in range(runs):
         session.invoke()
     return {"backend": backend.NAME, "runtime_version": backend.version(),
@@ -397,8 +471,20 @@ def memory(spec: dict) -> dict:
             "rss_after_load_kb": after, "peak_rss_kb": _peak_rss_kb()}
 
 
+def inspect(spec: dict) -> dict:
+    """The model's inputs and outputs as its runtime reads them: ``inspect`` → ``signature``.
+
+    Loads the model (with the spec's ``input_shapes``, so an override that does not fit is
+    refused here too) and runs nothing. Shapes are the declared ones, -1 for a dynamic dim.
+    """
+    backend = backends.load(spec["backend"])
+    session = _open(backend, spec)
+    return {"backend": backend.NAME, "runtime_version": backend.version(),
+            "inputs": session.inputs, "outputs": session.outputs}
+
+
 COMMANDS = {"run": ("result", run), "predict": ("predicted", predict),
-            "memory": ("memory", memory)}
+            "memory": ("memory", memory), "inspect": ("signature", inspect)}
 
 
 # -- serve: a long-lived agent answering batched predict requests ------------------------------
@@ -538,8 +624,8 @@ def _predict_rows(session, batch) -> dict:
 
 
 def execute(command: str, raw_spec) -> int:
-    """Validate ``raw_spec`` and run ``command`` on it (``run``, ``predict``, ``memory`` or
-    ``serve``), emitting its answer or an ``error``; returns the process exit code."""
+    """Validate ``raw_spec`` and run ``command`` on it (``run``, ``predict``, ``memory``,
+    ``inspect`` or ``serve``), emitting its answer or an ``error``; returns the exit code."""
     try:
         if not isinstance(raw_spec, dict):
             raise SpecError("a spec must be a JSON object")
@@ -557,11 +643,12 @@ def execute(command: str, raw_spec) -> int:
         return 4
 
 
-USAGE = "usage: python -m device_agent hello | session | {run,predict,memory,serve} SPEC.json"
+USAGE = ("usage: python -m device_agent hello | session | "
+         "{run,predict,memory,inspect,serve} SPEC.json")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello | session | {run,predict,memory,serve} SPEC.json``."""
+    """``python -m device_agent hello | session | {run,predict,memory,inspect,serve} SPEC.json``."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hello"]:
         emit("hello", **hello())

@@ -50,6 +50,20 @@ answers ``hello``, ``telemetry`` and, each in a forked child, ``run``, ``memory`
 
 ``ready`` of a session carries agent_version, pid and isolation ("fork"). Additions only:
 protocol v1 still holds.
+
+Agent 0.6.0 reads any input signature (see ``signature.py``): the ``inspect`` command (also
+a session op) answers with one new event,
+
+    signature backend, runtime_version, inputs, outputs: each a list of {name, shape (-1 for
+              a dynamic dim), dtype (NumPy name), quantization ({scale, zero_point} or null)}
+
+and the run spec gained optional keys ``input_shapes`` ({name: dims} fixing dynamic dims)
+and ``inputs`` (a pushed .npz, one array per input name); ``result`` gained ``inputs`` (the
+arrays fed: name, shape, dtype, quantization, sha256, source "generated" | "npz") and
+``outputs`` (name, shape, dtype, quantization, fingerprint per output). A ``predict`` spec
+may name an ``inputs`` .npz (a batch per input name): its ``outputs`` file is then a .npz
+too, and ``predicted`` gains ``outputs`` (name, shape, dtype of each stacked output).
+Additions only: protocol v1 still holds, and a single float input is generated as before.
 """
 
 from __future__ import annotations
@@ -59,7 +73,7 @@ import json
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
 EVENTS = ("hello", "progress", "result", "predicted", "memory", "ready", "predictions",
-          "telemetry", "error")
+          "telemetry", "signature", "error")
 
 
 def encode(event: str, **fields) -> str:

@@ -8,7 +8,7 @@ one JSON object per line, one at a time::
 
     {"op": "hello", "id": 1}
     {"op": "telemetry", "id": 2}
-    {"op": "run" | "memory" | "predict", "id": 3, "spec": {...}}
+    {"op": "run" | "memory" | "predict" | "inspect", "id": 3, "spec": {...}}
     {"op": "close"}
 
 ``hello`` gets a ``hello`` line and ``telemetry`` a ``telemetry`` line (``text``: the host's
@@ -16,17 +16,17 @@ telemetry script's sections, read from sysfs here, see :mod:`.telemetry`), both 
 request's ``id``. A malformed request gets an ``error`` line with its ``id`` and the session
 goes on; ``close`` or the end of stdin ends it with exit code 0.
 
-Measurements keep the isolation of a fresh process: each ``run``, ``memory`` or ``predict``
-is executed by a child forked from this process, which never imports a runtime (the zygote
-pattern), so the child's load time, first inference and peak memory are those of a fresh
-agent, and a runtime that crashes takes only the child down. NumPy, which every command
-imports before anything is timed, is imported here once, after ``ready``: ~0.1 s of CPU per
-run on a desktop core, several times that on a phone's little core. The child's protocol
-lines (``progress``, then ``result``/``memory``/``predicted`` or ``error``) are forwarded with
-the request's ``id``; a child that ends without its answer gets an ``error`` line saying how
-it died. Closing stdin (or ``close``) while a child runs kills it; on Linux and Android the
-child also dies with this process (``PR_SET_PDEATHSIG``), since an SSH host kills the
-session by its PID alone.
+Measurements keep the isolation of a fresh process: each ``run``, ``memory``, ``predict``
+or ``inspect`` (it loads a runtime too) is executed by a child forked from this process,
+which never imports a runtime (the zygote pattern), so the child's load time, first
+inference and peak memory are those of a fresh agent, and a runtime that crashes takes only
+the child down. NumPy, which every command imports before anything is timed, is imported
+here once, after ``ready``: ~0.1 s of CPU per run on a desktop core, several times that on a
+phone's little core. The child's protocol lines (``progress``, then ``result``, ``memory``,
+``predicted``, ``signature`` or ``error``) are forwarded with the request's ``id``; a child
+that ends without its answer gets an ``error`` line saying how it died. Closing stdin (or
+``close``) while a child runs kills it; on Linux and Android the child also dies with this
+process (``PR_SET_PDEATHSIG``), since an SSH host kills the session by its PID alone.
 
 Without ``os.fork`` (Windows) the session refuses to start with an ``error`` and the host
 falls back to one-shot commands.
@@ -45,7 +45,8 @@ from .agent import emit, hello
 from .telemetry import telemetry_text
 
 #: Ops whose work runs in a forked child, and the event that answers each.
-CHILD_OPS = {"run": "result", "memory": "memory", "predict": "predicted"}
+CHILD_OPS = {"run": "result", "memory": "memory", "predict": "predicted",
+             "inspect": "signature"}
 OPS = ("hello", "telemetry", *CHILD_OPS, "close")
 _CHUNK = 65536
 

@@ -123,3 +123,74 @@ class Cli:
 @pytest.fixture
 def cli():
     return Cli()
+
+
+# -- artifacts like users bring (tests/third_party.py), built once per session ------------------
+
+
+@pytest.fixture(scope="session")
+def third_party_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("third-party")
+
+
+def _build_in_toolchain(toolchain: str, toolchains_dir: str, build, folder):
+    """``build(folder)`` once the toolchain is known to be there (skip, or fail under
+    AIOT_REQUIRE_TOOLCHAINS=1, without it); the user's toolchains, as ``isolated_env`` sets."""
+    from tests.converters.conftest import need_toolchain
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
+        need_toolchain(toolchain)
+        return build(folder)
+
+
+@pytest.fixture(scope="session")
+def int8_uint8_tflite(third_party_dir, toolchains_dir):
+    """TFLiteConverter int8 model: ``image`` uint8 [1,8,8,3] -> ``logits`` uint8 [1,5]."""
+    from tests.third_party import int8_tflite_uint8_input
+
+    return _build_in_toolchain("lce", toolchains_dir, int8_tflite_uint8_input, third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def dynamic_two_input_tflite(third_party_dir, toolchains_dir):
+    """Float .tflite: ``a``, ``b`` float32 [-1,4] -> ``proj`` [-1,2], ``sum`` [-1,4]."""
+    from tests.third_party import tflite_dynamic_two_inputs
+
+    return _build_in_toolchain("lce", toolchains_dir, tflite_dynamic_two_inputs, third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def two_input_onnx(third_party_dir):
+    """onnx.helper graph: ``a``, ``b`` float32 [N,8], ``k`` int64 [] -> ``scaled_sum``, ``dot``."""
+    pytest.importorskip("onnx")
+    from tests.third_party import onnx_two_inputs
+
+    return onnx_two_inputs(third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def two_input_ort(third_party_dir):
+    """:func:`two_input_onnx` at batch 2, converted by ONNX Runtime's own tool to .ort."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from tests.third_party import ort_from_onnx
+
+    return ort_from_onnx(third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def two_input_pte(third_party_dir, toolchains_dir):
+    """ExecuTorch program: float32 [1,8] and int64 [1,3] in, two float32 [1,3] out."""
+    from tests.third_party import pte_program
+
+    return _build_in_toolchain("executorch", toolchains_dir, pte_program, third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def foreign_ptl(third_party_dir):
+    """A .ptl saved by plain PyTorch, without aiot's input description."""
+    pytest.importorskip("torch")
+    from tests.third_party import ptl_without_meta
+
+    return ptl_without_meta(third_party_dir)

@@ -31,37 +31,66 @@ def version() -> str | None:
         return "unknown"
 
 
+# c10::ScalarType codes (what ``TensorInfo.dtype()`` gives) -> NumPy dtype names
+_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
+                 6: "float32", 7: "float64", 11: "bool"}
+
+
+def _entries(metadata, kind: str) -> list[dict]:
+    """Signature entries of a method's inputs or outputs: ExecuTorch keeps no names, so they
+    are positional (``input_0``, ...); every dim is fixed (a program's sizes are its
+    memory-planned upper bounds, not marked dynamic)."""
+    from ..signature import entry, positional
+
+    count = metadata.num_inputs() if kind == "input" else metadata.num_outputs()
+    meta = metadata.input_tensor_meta if kind == "input" else metadata.output_tensor_meta
+    found = []
+    for i in range(count):
+        info = meta(i)
+        code = int(info.dtype())
+        if code not in _SCALAR_TYPES:
+            raise ValueError(f"{kind} {i} holds ExecuTorch scalar type {code}, which NumPy "
+                             "cannot hold")
+        found.append(entry(positional(kind, i), [int(d) for d in info.sizes()],
+                           _SCALAR_TYPES[code]))
+    return found
+
+
 class Session(SessionBase):
     """The ``forward`` method of one loaded program."""
 
     api = "executorch_runtime"
 
-    def __init__(self, path: str, threads: int) -> None:
-        import numpy as np
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         from executorch.extension.pybindings import portable_lib
         from executorch.runtime import Runtime
 
         portable_lib._unsafe_reset_threadpool(threads)  # the only knob ExecuTorch exposes
         self._method = Runtime.get().load_program(path).load_method("forward")
-        meta = self._method.metadata.input_tensor_meta(0)
-        self.input_shape = tuple(int(d) for d in meta.sizes())
-        self.input_dtype = np.dtype("float32")
+        meta = self._method.metadata
+        self._declare(_entries(meta, "input"), _entries(meta, "output"), input_shapes)
         self._x = None
         self._out = None
 
-    def set_input(self, x) -> None:
+    def set_inputs(self, arrays) -> None:
         import torch
 
-        self._x = [torch.from_numpy(x.copy())]
+        from ..signature import check_arrays
+
+        check_arrays(self.inputs, arrays)
+        # A copy: torch shares the array's memory, which the caller may reuse.
+        self._x = [torch.from_numpy(a.copy()) for a in arrays]
 
     def invoke(self) -> None:
         self._out = self._method.execute(self._x)
 
-    def output(self):
-        return self._out[0].detach().numpy()
+    def outputs_all(self) -> list:
+        import numpy as np
+
+        return [o.detach().numpy() if hasattr(o, "detach") else np.asarray(o)
+                for o in self._out]
 
 
-
-def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
+def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
     """Load ``path``'s ``forward`` method with an XNNPACK threadpool of ``threads``."""
-    return Session(path, threads)
+    return Session(path, threads, input_shapes)

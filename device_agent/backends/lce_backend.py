@@ -66,33 +66,56 @@ def version() -> str | None:
 
 
 class Session(SessionBase):
-    """One LCE interpreter; ``use_xnnpack`` for the float layers, as LCE's benchmarks do."""
+    """One LCE interpreter; ``use_xnnpack`` for the float layers, as LCE's benchmarks do.
+
+    The signature is read from the flatbuffer (:mod:`.tflite_io`); LCE's wrapper lists
+    inputs and outputs in the subgraph's order, which may differ from the signature's. It
+    cannot resize an input, so a dynamic dim runs at the size it was allocated with.
+    """
 
     api = "lce_interpreter"
 
-    def __init__(self, path: str, threads: int) -> None:
-        import numpy as np
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
+        from ..signature import SpecError
+        from .tflite_io import read_io
 
         with open_file(path) as fh:
             flatbuffer = fh.read()
+        inputs, outputs, self._in_pos, self._out_pos = read_io(flatbuffer)
         # Positional: (model, num_threads, use_reference_bconv, use_indirect_bgemm, use_xnnpack)
         self._interp = _wrapper_module().LiteInterpreter(flatbuffer, threads, False, False, True)
-        self.input_shape = tuple(int(d) for d in self._interp.input_shapes[0])
-        self.input_dtype = np.dtype("float32")
-        self._x = None
+        self._allocated = [[int(d) for d in self._interp.input_shapes[p]] for p in self._in_pos]
+        shapes = self._declare(inputs, outputs, input_shapes)
+        for spec, shape, allocated in zip(inputs, shapes, self._allocated):
+            if all(d >= 0 for d in shape) and shape != allocated:
+                raise SpecError(f"LCE's interpreter cannot resize input '{spec['name']}' to "
+                                f"{shape}: it runs at {allocated}")
+        self._x = [None] * len(inputs)
         self._out = None
+
+    def set_inputs(self, arrays) -> None:
+        import numpy as np
+
+        from ..signature import check_arrays
+
+        check_arrays(self.inputs, arrays)
+        for spec, pos, array, allocated in zip(self.inputs, self._in_pos, arrays,
+                                               self._allocated):
+            if list(array.shape) != allocated:
+                raise ValueError(f"LCE's interpreter cannot resize input '{spec['name']}' to "
+                                 f"{list(array.shape)}: it runs at {allocated}")
+            self._x[pos] = np.require(array, requirements="C")  # a scalar stays 0-d
 
     def set_input(self, x) -> None:
         import numpy as np
 
-        self._x = [np.ascontiguousarray(x, dtype=np.float32)]
+        self.set_inputs([np.ascontiguousarray(x, dtype=self.input_dtype)])
 
     def invoke(self) -> None:
         self._out = self._interp.predict(self._x)
 
-    def output(self):
-        return self._out[0]
-
+    def outputs_all(self) -> list:
+        return [self._out[pos] for pos in self._out_pos]
 
 
 def open_file(path: str):
@@ -101,6 +124,7 @@ def open_file(path: str):
     return builtins.open(path, "rb")
 
 
-def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
-    """Load ``path`` into LCE's interpreter with ``threads`` threads."""
-    return Session(path, threads)
+def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
+    """Load ``path`` into LCE's interpreter with ``threads`` threads (``input_shapes`` may
+    only name the sizes its inputs were allocated with: LCE cannot resize)."""
+    return Session(path, threads, input_shapes)

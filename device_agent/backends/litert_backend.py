@@ -2,7 +2,15 @@
 
 Uses LiteRT's current ``CompiledModel`` API — the one LiteRT's own
 ``benchmark_litert_model`` times — and falls back to the classic ``Interpreter`` where a
-device only has an older wheel. The session records which API ran.
+device only has an older wheel, or where the model has an input or output of a type
+``CompiledModel``'s buffers cannot hold (int64, int16, ...). The session records which API ran.
+
+Inputs and outputs are read from the flatbuffer (:mod:`.tflite_io`); ``set_inputs`` and
+``outputs_all`` deal in each tensor's own type (a uint8 input takes uint8 values), while the
+single-input path (``set_input``, ``output``, ``run``) keeps float in, float out for an
+integer-quantized model (:class:`_IoQuantization`). A dynamic dim is resized (LiteRT's
+``resize`` then re-allocation) at load for an ``input_shapes`` override, and again when
+``set_inputs`` is given another size for it.
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ DISTRIBUTIONS = ("ai-edge-litert",)
 NAME = "litert"
 EXTENSIONS = (".tflite",)
 
-_DTYPES = {"float32": "float32", "float16": "float16", "int8": "int8", "uint8": "uint8",
-           "int32": "int32", "int64": "int64"}
+#: Element types ``CompiledModel``'s tensor buffers hold; a model with another one at its
+#: inputs or outputs runs on the ``Interpreter``.
+_BUFFER_DTYPES = ("float32", "float16", "int32", "int8", "uint8", "bool")
 
 
 def version() -> str | None:
@@ -37,13 +46,15 @@ class _IoQuantization:
     """Float in, float out for integer-quantized models (e.g. full INT8 post-training).
 
     Such a model's input and output tensors are int8 with a scale and zero point; callers
-    (timing, accuracy, parity) always deal in float32, so the input is quantized before
-    ``invoke`` and the output dequantized after — outside the timed region, as TFLite's
-    ``benchmark_model`` feeds an already quantized tensor.
+    of the single-input path (accuracy, parity, ``serve``) deal in float32, so the input is
+    quantized before ``invoke`` and the output dequantized after — outside the timed region,
+    as TFLite's ``benchmark_model`` feeds an already quantized tensor. ``set_inputs`` and
+    ``outputs_all`` do neither: they take and give the tensors' own values.
     """
 
-    def __init__(self, model) -> None:
-        self.input, self.output = _io_params(model)
+    def __init__(self, inputs: list[dict], outputs: list[dict]) -> None:
+        self.input = _params(inputs[0]) if inputs else None
+        self.output = _params(outputs[0]) if outputs else None
 
     def quantize(self, x):
         if self.input is None:
@@ -61,6 +72,14 @@ class _IoQuantization:
 
         scale, zero, _dtype = self.output
         return ((y.astype(np.float32) - zero) * scale).astype(np.float32)
+
+
+def _params(spec: dict):
+    """``(scale, zero_point, dtype)`` of an integer-quantized signature entry, else None."""
+    quant = spec["quantization"]
+    if quant is None or spec["dtype"] not in ("int8", "uint8", "int16"):
+        return None
+    return quant["scale"], quant["zero_point"], spec["dtype"]
 
 
 def _io_params(model):
@@ -86,13 +105,44 @@ def _io_params(model):
     return params(graph.Inputs(0)), params(graph.Outputs(0))
 
 
-class CompiledModelSession(SessionBase):
-    """A ``CompiledModel`` with its input/output buffers for the first signature."""
+class _Session(SessionBase):
+    """What both APIs share: the signature, resizing rules and the single-input path."""
+
+    def _setup(self, io: tuple, input_shapes: dict | None) -> list[list[int]]:
+        import numpy as np
+
+        inputs, outputs, self._in_pos, self._out_pos = io
+        shapes = self._declare(inputs, outputs, input_shapes)
+        self._io = _IoQuantization(inputs, outputs)
+        if self._io.input:
+            self.input_dtype = np.dtype("float32")
+        self._dynamic = [any(d < 0 for d in spec["shape"]) for spec in inputs]
+        return shapes
+
+    def _resizes(self, shapes) -> dict[int, list[int]]:
+        """``{input: new shape}`` for the dynamic inputs whose size ``shapes`` changes."""
+        return {i: list(shape) for i, shape in enumerate(shapes)
+                if self._dynamic[i] and all(d >= 0 for d in shape)
+                and list(shape) != self._allocated[i]}
+
+    def _note(self, changes: dict[int, list[int]]) -> None:
+        """Record resized inputs in ``shapes`` (the others keep theirs, open dims included)."""
+        if changes:
+            self._set_shapes([changes.get(i, shape) for i, shape in enumerate(self.shapes)])
+
+    def set_input(self, x) -> None:
+        self.set_inputs([self._io.quantize(x)])
+
+    def output(self):
+        return self._io.dequantize(self.outputs_all()[0])
+
+
+class CompiledModelSession(_Session):
+    """A ``CompiledModel`` with input/output buffers for its first signature."""
 
     api = "compiled_model"
 
-    def __init__(self, path: str, threads: int, io: _IoQuantization) -> None:
-        import numpy as np
+    def __init__(self, path: str, threads: int, io: tuple, input_shapes=None) -> None:
         from ai_edge_litert.compiled_model import CompiledModel
         from ai_edge_litert.environment import Environment, EnvironmentOptions
         from ai_edge_litert.hardware_accelerator import HardwareAccelerator
@@ -104,60 +154,92 @@ class CompiledModelSession(SessionBase):
         self._model = CompiledModel.from_file(path, environment=env, options=options)
         self._env = env  # keep the environment alive as long as the model
         self._sig = next(iter(self._model.get_signature_list()), "serving_default")
-        inputs = self._model.get_input_tensor_details(self._sig)
-        outputs = self._model.get_output_tensor_details(self._sig)
-        in_name, in_detail = next(iter(inputs.items()))
-        out_name, out_detail = next(iter(outputs.items()))
-        self._io = io
-        self.input_shape = tuple(int(d) for d in in_detail["shape"])
-        self.input_dtype = (np.dtype("float32") if self._io.input else
-                            np.dtype(_DTYPES.get(in_detail["dtype"], "float32")))
-        self._out_shape = tuple(int(d) for d in out_detail["shape"])
-        self._out_dtype = np.dtype(_DTYPES.get(out_detail["dtype"], "float32"))
-        self._in = {n: self._model.create_input_buffer_by_name(self._sig, n) for n in inputs}
-        self._out = {n: self._model.create_output_buffer_by_name(self._sig, n) for n in outputs}
-        self._in_buf, self._out_buf = self._in[in_name], self._out[out_name]
+        shapes = self._setup(io, input_shapes)
+        details = self._model.get_input_tensor_details(self._sig)
+        out_details = self._model.get_output_tensor_details(self._sig)
+        missing = ([spec["name"] for spec in self.inputs if spec["name"] not in details]
+                   + [spec["name"] for spec in self.outputs if spec["name"] not in out_details])
+        if missing:
+            raise ValueError(f"CompiledModel's signature {self._sig!r} lacks {missing}")
+        self._allocated = [list(details[spec["name"]]["shape"]) for spec in self.inputs]
+        self._resize(self._resizes(shapes))
 
-    def set_input(self, x) -> None:
-        self._in_buf.write(self._io.quantize(x))
+    def _resize(self, changes: dict[int, list[int]]) -> None:
+        """Resize inputs, then (always, at load too) make the buffers for the current sizes."""
+        for i, shape in changes.items():
+            self._model.resize_input_tensor_by_name(self._sig, self.inputs[i]["name"], shape)
+            self._allocated[i] = shape
+        outs = self._model.get_output_tensor_details(self._sig)
+        self._out_shapes = [tuple(int(d) for d in outs[spec["name"]]["shape"])
+                            for spec in self.outputs]
+        self._in = {spec["name"]: self._model.create_input_buffer_by_name(self._sig, spec["name"])
+                    for spec in self.inputs}
+        self._out = {spec["name"]: self._model.create_output_buffer_by_name(self._sig,
+                                                                             spec["name"])
+                     for spec in self.outputs}
+        self._in_bufs = [self._in[spec["name"]] for spec in self.inputs]
+        self._out_bufs = [self._out[spec["name"]] for spec in self.outputs]
+        self._note(changes)
+
+    def set_inputs(self, arrays) -> None:
+        from ..signature import check_arrays
+
+        check_arrays(self.inputs, arrays)
+        changes = self._resizes([a.shape for a in arrays])
+        if changes:
+            self._resize(changes)
+        for buf, array in zip(self._in_bufs, arrays):
+            buf.write(array)
 
     def invoke(self) -> None:
         self._model.run_by_name(self._sig, self._in, self._out)
 
-    def output(self):
-        count = 1
-        for d in self._out_shape:
-            count *= d
-        return self._io.dequantize(self._out_buf.read(count, self._out_dtype).reshape(self._out_shape))
+    def outputs_all(self) -> list:
+        import math
+
+        return [buf.read(math.prod(shape), spec["dtype"]).reshape(shape)
+                for buf, shape, spec in zip(self._out_bufs, self._out_shapes, self.outputs)]
 
 
-
-class InterpreterSession(SessionBase):
+class InterpreterSession(_Session):
     """The classic ``Interpreter`` with tensors allocated."""
 
     api = "interpreter"
 
-    def __init__(self, path: str, threads: int, io: _IoQuantization) -> None:
+    def __init__(self, path: str, threads: int, io: tuple, input_shapes=None) -> None:
         from ai_edge_litert.interpreter import Interpreter
 
         self._interp = Interpreter(model_path=path, num_threads=threads)
         self._interp.allocate_tensors()
-        inp = self._interp.get_input_details()[0]
-        self._input_index = inp["index"]
-        self._io = io
-        self.input_shape = tuple(int(d) for d in inp["shape"])
-        self.input_dtype = "float32" if self._io.input else inp["dtype"]
-        self._output_index = self._interp.get_output_details()[0]["index"]
+        shapes = self._setup(io, input_shapes)
+        ins, outs = self._interp.get_input_details(), self._interp.get_output_details()
+        self._in_index = [ins[pos]["index"] for pos in self._in_pos]
+        self._out_index = [outs[pos]["index"] for pos in self._out_pos]
+        self._allocated = [[int(d) for d in ins[pos]["shape"]] for pos in self._in_pos]
+        self._resize(self._resizes(shapes))
 
-    def set_input(self, x) -> None:
-        self._interp.set_tensor(self._input_index, self._io.quantize(x))
+    def _resize(self, changes: dict[int, list[int]]) -> None:
+        if not changes:
+            return
+        for i, shape in changes.items():
+            self._interp.resize_tensor_input(self._in_index[i], shape)
+            self._allocated[i] = shape
+        self._interp.allocate_tensors()
+        self._note(changes)
+
+    def set_inputs(self, arrays) -> None:
+        from ..signature import check_arrays
+
+        check_arrays(self.inputs, arrays)
+        self._resize(self._resizes([a.shape for a in arrays]))
+        for index, array in zip(self._in_index, arrays):
+            self._interp.set_tensor(index, array)
 
     def invoke(self) -> None:
         self._interp.invoke()
 
-    def output(self):
-        return self._io.dequantize(self._interp.get_tensor(self._output_index))
-
+    def outputs_all(self) -> list:
+        return [self._interp.get_tensor(index) for index in self._out_index]
 
 
 def _has_compiled_model() -> bool:
@@ -179,12 +261,20 @@ def check_flatbuffer(path: str):
     Raises:
         ValueError: not a TFLite flatbuffer, or one whose contents run past its end.
     """
+    return _check_data(_read(path), path)
+
+
+def _read(path: str) -> bytes:
     import builtins  # this module's own ``open`` is the backend entry point
 
+    with builtins.open(path, "rb") as fh:
+        return fh.read()
+
+
+def _check_data(data: bytes, path: str):
+    """:func:`check_flatbuffer` of a file already read."""
     from ai_edge_litert import schema_py_generated as schema
 
-    with builtins.open(path, "rb") as fh:
-        data = fh.read()
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ValueError(f"{path} is not a TFLite flatbuffer (no TFL3 identifier)")
     try:
@@ -209,10 +299,18 @@ def check_flatbuffer(path: str):
     return model
 
 
-def open(path: str, threads: int, api: str | None = None):  # noqa: A001 - the backend protocol's name
-    """Load ``path`` with ``threads`` CPU threads (``api``: force "compiled_model" or "interpreter")."""
-    io = _IoQuantization(check_flatbuffer(path))  # one read of the file serves both
-    api = api or ("compiled_model" if _has_compiled_model() else "interpreter")
+def open(path: str, threads: int, input_shapes: dict | None = None,  # noqa: A001 - protocol
+         api: str | None = None):
+    """Load ``path`` with ``threads`` CPU threads, dynamic dims set by ``input_shapes``
+    (``api``: force "compiled_model" or "interpreter")."""
+    from .tflite_io import read_io
+
+    data = _read(path)
+    _check_data(data, path)  # bounds-checked before LiteRT trusts the file's offsets
+    io = read_io(data)
+    if api is None:
+        buffers = all(spec["dtype"] in _BUFFER_DTYPES for spec in io[0] + io[1])
+        api = "compiled_model" if buffers and _has_compiled_model() else "interpreter"
     if api == "compiled_model":
-        return CompiledModelSession(path, threads, io)
-    return InterpreterSession(path, threads, io)
+        return CompiledModelSession(path, threads, io, input_shapes)
+    return InterpreterSession(path, threads, io, input_shapes)

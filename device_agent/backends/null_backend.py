@@ -19,6 +19,7 @@ import json
 import math
 import time
 
+from ..signature import check_arrays, entry
 from . import SessionBase
 
 NAME = "null"
@@ -60,27 +61,27 @@ def _check(doc) -> None:
 class Session(SessionBase):
     """A loaded null artifact; ``threads`` is accepted and ignored (sleeping uses no core)."""
 
-    def __init__(self, path: str, threads: int) -> None:
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         import numpy as np
 
         with io.open(path, encoding="utf-8") as fh:  # plain ``open`` is this module's own
             doc = json.load(fh)
         _check(doc)
         self.sleep_s = doc["sleep_ms"] / 1000.0
-        self.input_shape = tuple(doc["input_shape"])
-        self.input_dtype = np.float32
         self._out = np.zeros((1, doc["outputs"]), dtype=np.float32)
+        self._declare([entry("input", doc["input_shape"], "float32")],
+                      [entry("output", self._out.shape, "float32")], input_shapes)
 
-    def set_input(self, x) -> None:
-        pass  # the input does not matter to a sleep
+    def set_inputs(self, arrays) -> None:
+        check_arrays(self.inputs, arrays)  # the values do not matter to a sleep
 
     def invoke(self) -> None:
         time.sleep(self.sleep_s)
 
-    def output(self):
-        return self._out
+    def outputs_all(self) -> list:
+        return [self._out]
 
 
-def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
-    """Load the null artifact at ``path``."""
-    return Session(path, threads)
+def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
+    """Load the null artifact at ``path`` (its one input, ``input``, has no dynamic dim)."""
+    return Session(path, threads, input_shapes)

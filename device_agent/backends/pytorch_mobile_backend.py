@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import zipfile
+
 from . import SessionBase
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("torch",)
-
-import json
-import zipfile
 
 NAME = "pytorch_mobile"
 EXTENSIONS = (".ptl",)
@@ -24,45 +24,118 @@ def version() -> str | None:
     return torch.__version__
 
 
-def input_meta(path: str) -> dict:
-    """The input shape and dtype stored in the artifact (a zip archive) by the converter."""
-    with zipfile.ZipFile(path) as archive:
-        names = [n for n in archive.namelist() if n.endswith("/extra/" + INPUT_FILE)]
-        if not names:
-            raise ValueError(f"{path} has no extra/{INPUT_FILE}: convert it with aiot's ptl converter")
-        return json.loads(archive.read(names[0]))
+def input_meta(path: str) -> dict | None:
+    """The input description the converter stored in the artifact (a zip archive), or None
+    for a lite module that aiot did not make.
+
+    Raises:
+        ValueError: not a zip archive (so not a lite module at all).
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.endswith("/extra/" + INPUT_FILE)]
+            return json.loads(archive.read(names[0])) if names else None
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{path} is not a lite-interpreter module ({exc})") from None
+
+
+def _inputs(path: str, meta: dict | None, input_shapes: dict | None) -> list[dict]:
+    """The module's inputs: from aiot's ``extra/aiot_input.json``, else from ``input_shapes``
+    (float32 assumed), since a lite module declares neither names nor shapes.
+
+    Raises:
+        SpecError: a foreign module without ``input_shapes``.
+    """
+    from ..signature import SpecError, entry
+
+    if meta is not None:
+        if isinstance(meta.get("inputs"), list):  # several inputs, described one by one
+            return [entry(i["name"], i["shape"], i.get("dtype", "float32"))
+                    for i in meta["inputs"]]
+        return [entry("input", meta["shape"], meta.get("dtype", "float32"))]
+    names = forward_arguments(path)
+    missing = [n for n in names if n not in (input_shapes or {})]
+    if missing:
+        raise SpecError(f"{path} has no extra/{INPUT_FILE} (it was not made by aiot), so the "
+                        f"shapes of its forward({', '.join(names)}) are unknown: give "
+                        + " ".join(f"--input-shape {n}=DxD" for n in missing)
+                        + " (float32 assumed)")
+    # Shapes for other names are another model's in the same sweep: each input takes its own.
+    return [entry(name, input_shapes[name], "float32") for name in names]
+
+
+def forward_arguments(path: str) -> list[str]:
+    """The names of a lite module's ``forward`` arguments (without ``self``), read from the
+    TorchScript code ``_save_for_lite_interpreter`` keeps beside the bytecode.
+
+    Calling a lite module with another number of tensors than its forward takes crashes the
+    process (SIGSEGV in torch 2.13), so the count must be known before the first call.
+    """
+    import torch
+
+    try:
+        scripted = torch.jit.load(path, map_location="cpu")
+    except Exception as exc:  # noqa: BLE001 - a bytecode-only file: no schema to read
+        raise ValueError(f"{path}: cannot read its forward's arguments ({exc})") from None
+    arguments = scripted.forward.schema.arguments
+    return [a.name for a in arguments if a.name != "self"]
+
+
+def _flatten(out) -> list:
+    """The module's result as a flat list of tensors (a tensor, or nested tuples/lists/dicts)."""
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _flatten(item)]
+    if isinstance(out, dict):
+        return [t for item in out.values() for t in _flatten(item)]
+    return [out]
 
 
 class Session(SessionBase):
-    """One loaded module; input is set once and ``invoke`` runs it."""
+    """One loaded module; inputs are set once and ``invoke`` runs it.
 
-    def __init__(self, path: str, threads: int) -> None:
-        import numpy as np
+    A lite module declares no outputs either: ``outputs`` is empty until the first
+    ``invoke``, after which it lists what came out (``output_0``, ...).
+    """
+
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         import torch
         from torch.jit.mobile import _load_for_lite_interpreter
 
         # Intra-op threads, as for the other backends; the process runs one model.
         torch.set_num_threads(threads)
         meta = input_meta(path)
+        inputs = _inputs(path, meta, input_shapes)
         self._torch = torch
         self._module = _load_for_lite_interpreter(path)
-        self.input_shape = tuple(meta["shape"])
-        self.input_dtype = np.float32
+        if meta is None:  # the shapes made the signature; those of other names are not ours
+            input_shapes = {i["name"]: i["shape"] for i in inputs}
+        self._declare(inputs, [], input_shapes)
         self._x = None
         self._out = None
 
-    def set_input(self, x) -> None:
-        self._x = self._torch.from_numpy(x)
+    def set_inputs(self, arrays) -> None:
+        from ..signature import check_arrays
+
+        check_arrays(self.inputs, arrays)
+        self._x = [self._torch.from_numpy(a) for a in arrays]
 
     def invoke(self) -> None:
         with self._torch.no_grad():
-            self._out = self._module(self._x)
+            self._out = self._module(*self._x)
 
-    def output(self):
-        return self._out.numpy()
+    def outputs_all(self) -> list:
+        import numpy as np
+
+        from ..signature import entry, positional
+
+        arrays = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in _flatten(self._out)]
+        if not self.outputs:
+            self.outputs = [entry(positional("output", i), list(a.shape), a.dtype)
+                            for i, a in enumerate(arrays)]
+        return arrays
 
 
-
-def open(path: str, threads: int) -> Session:  # noqa: A001 - the backend protocol's name
-    """Load ``path`` for inference with ``threads`` intra-op threads."""
-    return Session(path, threads)
+def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
+    """Load ``path`` for inference with ``threads`` intra-op threads (``input_shapes``: the
+    inputs of a lite module aiot did not make, ``{name: dims}``)."""
+    return Session(path, threads, input_shapes)

@@ -1,0 +1,232 @@
+"""A model's inputs and outputs, shape overrides, and the arrays a run feeds it.
+
+Every backend session describes its model with the same entries (``inputs`` and ``outputs``)::
+
+    {"name": "x", "shape": [-1, 8], "dtype": "float32", "quantization": None}
+
+``shape`` has -1 for a dynamic dim, ``dtype`` is a NumPy dtype name (``"string"`` for a string
+tensor, which NumPy cannot hold as such), and ``quantization`` is ``{"scale": float,
+"zero_point": int}`` for an integer-quantized tensor, else None. Sessions also keep ``shapes``:
+the concrete shape each input is set to now, still -1 where a dynamic dim is open.
+
+The run spec may fix dynamic dims (``input_shapes``: ``{name: [dims]}``, :func:`resolve`) and
+name a pushed ``.npz`` with one array per input (``inputs``, :func:`prepare`); otherwise the
+inputs are generated from the spec's seed (:func:`generate`).
+
+Standard library and NumPy only, like the rest of the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+DYNAMIC = -1
+
+
+class SpecError(ValueError):
+    """The run spec is malformed (or does not fit the model it names)."""
+
+
+def quantization(scale, zero_point) -> dict | None:
+    """The ``quantization`` field of an entry: None unless ``scale`` is a positive number."""
+    if scale is None or not float(scale) > 0:
+        return None
+    return {"scale": float(scale), "zero_point": int(zero_point or 0)}
+
+
+def entry(name: str, shape, dtype, quant: dict | None = None) -> dict:
+    """One signature entry; a dim that is not a non-negative int (None, a symbol) is -1."""
+    import numpy as np
+
+    dims = [int(d) if isinstance(d, (int, np.integer)) and int(d) >= 0 else DYNAMIC
+            for d in shape]
+    dtype_name = dtype if dtype == "string" else np.dtype(dtype).name
+    return {"name": str(name), "shape": dims, "dtype": dtype_name, "quantization": quant}
+
+
+def positional(kind: str, index: int) -> str:
+    """The name of an input or output a runtime does not name (ExecuTorch, a lite module)."""
+    return f"{kind}_{index}"
+
+
+def example(shape) -> str:
+    """``DxD`` for a ``--input-shape`` hint: the fixed dims, 1 in place of each dynamic one."""
+    return "x".join(str(d if d >= 0 else 1) for d in shape) or "scalar"
+
+
+def resolve(inputs: list[dict], input_shapes: dict | None) -> list[list[int]]:
+    """The shape each input runs at: its declared dims, dynamic ones set by ``input_shapes``.
+
+    Dims left dynamic stay -1 (the run's :func:`prepare` then needs an ``.npz``). Only a
+    dynamic dim can be set: an override that changes a fixed dim would feed the model a shape
+    it was not built for, so it is refused like one of the wrong rank.
+
+    Raises:
+        SpecError: an override names no input, or does not fit the input's shape.
+    """
+    shapes = [list(spec["shape"]) for spec in inputs]
+    if not input_shapes:
+        return shapes
+    names = [spec["name"] for spec in inputs]
+    for name, dims in input_shapes.items():
+        if name not in names:
+            raise SpecError(f"run spec field 'input_shapes' names '{name}', which is no input "
+                            f"of the model (its inputs: {', '.join(names) or 'none'})")
+        declared = shapes[names.index(name)]
+        fits = len(dims) == len(declared) and all(
+            d == DYNAMIC or d == g for d, g in zip(declared, dims))
+        if not fits:
+            raise SpecError(f"run spec field 'input_shapes' gives '{name}' shape {list(dims)}; "
+                            f"the model's input '{name}' is {declared} (-1: a dynamic dim, the "
+                            f"only kind an override can set)")
+        shapes[names.index(name)] = [int(g) for g in dims]
+    return shapes
+
+
+def check_arrays(inputs: list[dict], arrays) -> None:
+    """Raise ValueError unless there is one array per input (``set_inputs``' contract)."""
+    if len(arrays) != len(inputs):
+        names = ", ".join(spec["name"] for spec in inputs) or "none"
+        raise ValueError(f"the model takes {len(inputs)} input(s) ({names}), got {len(arrays)}")
+
+
+def _load_npz(path: str) -> dict:
+    import zipfile
+
+    import numpy as np
+
+    try:
+        found = np.load(path, allow_pickle=False)
+    except OSError as exc:
+        raise SpecError(f"run spec field 'inputs': cannot read {path} ({exc.strerror or exc})") \
+            from None
+    except (ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise SpecError(f"run spec field 'inputs': {path} is not a readable .npz of arrays "
+                        f"({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not isinstance(found, np.lib.npyio.NpzFile):
+        raise SpecError(f"run spec field 'inputs' must name a .npz of arrays; {path} holds "
+                        "a single array")
+    with found:
+        try:
+            return {name: found[name] for name in found.files}
+        except (ValueError, zipfile.BadZipFile, EOFError) as exc:  # e.g. an object array
+            raise SpecError(f"run spec field 'inputs': {path} is not a readable .npz of "
+                            f"arrays ({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+def _from_npz(spec: dict, shape: list[int], found: dict, path: str, batch: bool = False):
+    """The user's array for input ``spec``, checked against its dtype and shape (with
+    ``batch``, a stack of such inputs along a new first axis)."""
+    import numpy as np
+
+    name = spec["name"]
+    if name not in found:
+        raise SpecError(f"inputs file {path} has no array '{name}' (the model's inputs need "
+                        f"one per name; the file holds: {', '.join(sorted(found)) or 'none'})")
+    array = np.require(found[name], requirements="C")  # ascontiguousarray makes 0-d 1-d
+    dims = list(array.shape[1:] if batch else array.shape)
+    fits = array.dtype.name == spec["dtype"] and len(dims) == len(shape) and all(
+        d == DYNAMIC or d == g for d, g in zip(shape, dims)) and (array.ndim > 0 or not batch)
+    if not fits:
+        given = f"{array.dtype.name} {list(array.shape)}"
+        raise SpecError(f"input '{name}': the model takes {spec['dtype']} {shape} (-1: any "
+                        f"size){', batch first' if batch else ''}, inputs file gives {given}")
+    return array
+
+
+def load_batches(inputs: list[dict], shapes: list[list[int]], path: str) -> list:
+    """One array per input from the ``.npz`` at ``path``, each a batch of that input along a
+    new first axis (``predict``: one inference per row), all of the same length.
+
+    Raises:
+        SpecError: an input missing, of the wrong dtype or row shape, or batches of
+            different lengths.
+    """
+    found = _load_npz(path)
+    arrays = [_from_npz(spec, shape, found, path, batch=True)
+              for spec, shape in zip(inputs, shapes)]
+    if len({len(a) for a in arrays}) > 1:
+        sizes = ", ".join(f"{spec['name']}: {len(a)}" for spec, a in zip(inputs, arrays))
+        raise SpecError(f"inputs file {path} holds batches of different lengths ({sizes})")
+    return arrays
+
+
+def generate(spec: dict, shape: list[int], rng):
+    """A seeded array for input ``spec`` of ``shape``, by element type.
+
+    Floats are standard normal. A quantized int8/uint8 input draws uniformly over the whole
+    range of its type: it stands for a real value's quantized image, any of which is valid.
+    Other integer inputs are uniform in [0, 10): they are usually indices or counts
+    (embedding, gather, top-k, lengths), which must stay small to be in range for the model.
+    Booleans are a fair coin.
+
+    Raises:
+        SpecError: an element type nothing sensible can be made up for (strings).
+    """
+    import numpy as np
+
+    if spec["dtype"] == "string" or np.dtype(spec["dtype"]).kind not in "fiub":
+        raise SpecError(f"input '{spec['name']}' holds {spec['dtype']}, which the agent cannot "
+                        "make up: give --inputs FILE.npz")
+    dtype = np.dtype(spec["dtype"])
+    if dtype.kind == "f":
+        return np.asarray(rng.standard_normal(shape).astype(dtype))
+    if dtype.kind == "b":
+        return np.asarray(rng.integers(0, 2, size=shape).astype(bool))
+    if spec["quantization"] is not None and dtype.name in ("int8", "uint8"):
+        info = np.iinfo(dtype)
+        return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True,
+                                       dtype=dtype))
+    return np.asarray(rng.integers(0, 10, size=shape).astype(dtype))
+
+
+def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | None):
+    """``(arrays, used)``: one array per input, and the ``inputs`` block of a result.
+
+    With ``npz_path`` every array comes from that file (``source`` "npz"), each under its
+    input's name, with its dtype and a shape that fits (a dynamic dim takes the array's size).
+    Otherwise each is generated (:func:`generate`, ``source`` "generated") from its own
+    stream: the first float input from ``default_rng(seed)``, so a single-input float model
+    gets the very input older agents made, and input ``i`` otherwise from
+    ``default_rng([seed, i])``, so no input's values depend on another's shape.
+
+    Raises:
+        SpecError: a dynamic dim with neither an override nor a file; a file that lacks an
+            input or gives the wrong dtype or shape; an input that cannot be generated.
+    """
+    import numpy as np
+
+    found = _load_npz(npz_path) if npz_path else None
+    arrays = []
+    first_float = next((i for i, spec in enumerate(inputs)
+                        if spec["dtype"] != "string" and np.dtype(spec["dtype"]).kind == "f"),
+                       None)
+    for i, (spec, shape) in enumerate(zip(inputs, shapes)):
+        if found is not None:
+            arrays.append(_from_npz(spec, shape, found, npz_path))
+            continue
+        dynamic = [k for k, d in enumerate(shape) if d == DYNAMIC]
+        if dynamic:
+            raise SpecError(f"input '{spec['name']}' has dynamic dims {dynamic}: give "
+                            f"--input-shape {spec['name']}={example(shape)} or --inputs FILE.npz")
+        rng = np.random.default_rng(seed if i == first_float else [seed, i])
+        arrays.append(generate(spec, shape, rng))
+    source = "npz" if found is not None else "generated"
+    used = [{"name": spec["name"], "shape": list(array.shape), "dtype": array.dtype.name,
+             "quantization": spec["quantization"], "source": source,
+             "sha256": hashlib.sha256(array.tobytes()).hexdigest()}
+            for spec, array in zip(inputs, arrays)]
+    return arrays, used
+
+
+def validate_overrides(value) -> None:
+    """Check the run spec's ``input_shapes``: null or ``{name: [positive ints]}``."""
+    if value is None:
+        return
+    ok = isinstance(value, dict) and all(
+        isinstance(name, str) and name and isinstance(dims, list) and all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+        for name, dims in value.items())
+    if not ok:
+        raise SpecError(f"run spec field 'input_shapes' must map input names to lists of "
+                        f"positive integers (or be null), got {value!r}")

@@ -29,12 +29,23 @@ def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict 
         "min_s": p.min_s, "max_s": p.max_s, "seed": p.seed, "dataset": dataset,
         "target_cv": p.target_cv, "max_runs": p.max_runs, "cpus": cpus,
     }
-    # Only when asked: an older agent on a device refuses no spec it was sent before.
-    if request.input_shapes:
-        spec["input_shapes"] = request.shapes()
+    # Only when asked: an older agent on a device refuses no spec it was sent before. Shapes
+    # go to a user's artifact only (an artifact aiot made has the shapes it was made with).
+    shapes = _artifact_shapes(request)
+    if shapes:
+        spec["input_shapes"] = shapes
     if inputs:
         spec["inputs"] = inputs
     return spec
+
+
+def _artifact_shapes(request: RunRequest) -> dict | None:
+    """The ``--input-shape`` values that name inputs of the request's own artifact file."""
+    if not request.input_shapes:
+        return None
+    from aiot.host.signature import artifact_shapes, artifact_signature
+
+    return artifact_shapes(request, artifact_signature(request))
 
 
 def _affinity(request: RunRequest, device_info: dict) -> dict | None:

@@ -58,8 +58,8 @@ def check_run_inputs(request) -> dict | None:
     of a user's artifact (None where aiot converts the model, whose inputs it knows).
 
     Raises:
-        UsageError: a data set for a model that is not a zoo image classifier, an unknown
-            ``--input-shape`` name, an unresolved dynamic dim, a ``--inputs`` mismatch.
+        UsageError: a data set for a model that is not a zoo image classifier, an unresolved
+            dynamic dim, a ``--input-shape`` that does not fit, a ``--inputs`` mismatch.
         ArtifactError: the runtime refuses the file.
     """
     user_model = request.model_path is not None or ":" in request.model
@@ -67,22 +67,77 @@ def check_run_inputs(request) -> dict | None:
         raise UsageError(f"--dataset measures a zoo image classifier's accuracy; "
                          f"{request.model} is your own model",
                          "drop --dataset (latency needs none), or name a zoo model")
-    if user_model and (request.model_path is None or request.model_path.suffix == ".py"
-                       or _is_program(request.model_path)):
+    if user_model and not is_artifact_file(request):
         _check_loads(request)
         return None  # it converts: aiot knows the inputs of what it makes
-    if request.native or request.model_path is None:
+    signature = artifact_signature(request)
+    if signature is None:
+        return None
+    npz = read_npz(request.inputs) if request.inputs else None
+    check_inputs(request.model, signature, artifact_shapes(request, signature), npz)
+    return signature
+
+
+def is_artifact_file(request) -> bool:
+    """Whether the request names a user's artifact file (measured as it is)."""
+    path = request.model_path
+    return path is not None and path.suffix != ".py" and not _is_program(path)
+
+
+def artifact_signature(request) -> dict | None:
+    """The declared inputs and outputs of a request's artifact file (None: not a file, or
+    timed by a native tool or emit-only), read by the runtime that runs it; cached."""
+    if request.native or not is_artifact_file(request):
         return None
     from aiot.converters import get_converter
 
     backend = get_converter(request.format).backend
     if backend is None:
         return None  # emit-only: a native tool times it, with its own flags
-    npz = read_npz(request.inputs) if request.inputs else None
-    signature = read_signature(backend, request.model_path, request.model_sha256 or "",
-                               json.dumps(request.shapes(), sort_keys=True))
-    check_inputs(request.model, signature, request.shapes(), npz)
-    return signature
+    sha = request.model_sha256 or ""
+    try:
+        return read_signature(backend, request.model_path, sha)
+    except UsageError:
+        if backend != "pytorch_mobile" or not request.shapes():
+            raise
+    # A lite-interpreter module saved without aiot's description declares no inputs: the
+    # user's shapes are its signature, every one of them the user's to set.
+    found = read_signature(backend, request.model_path, sha,
+                           json.dumps(request.shapes(), sort_keys=True))
+    return {**found, "declares_no_inputs": True}
+
+
+def _dynamic_names(signature: dict) -> set[str]:
+    """Inputs whose shape the user may set: those with a dynamic dim (all of a module that
+    declares no inputs)."""
+    return {i["name"] for i in signature["inputs"]
+            if signature.get("declares_no_inputs") or any(d < 0 for d in i["shape"])}
+
+
+def artifact_shapes(request, signature: dict | None) -> dict | None:
+    """The ``--input-shape`` values for this artifact: those naming an input with a dynamic
+    dim. A sweep's shapes may be meant for its other models; a fixed input runs as it is
+    (a name that fits no model of the sweep is refused up front)."""
+    shapes = request.shapes()
+    if not shapes or signature is None:
+        return None
+    dynamic = _dynamic_names(signature)
+    return {name: dims for name, dims in shapes.items() if name in dynamic} or None
+
+
+def check_shape_names(shapes: dict | None, signatures: list[dict], converts: bool) -> None:
+    """Every ``--input-shape`` name is an input with a dynamic dim of some artifact in the
+    sweep (a model aiot converts takes its one shape whatever the name)."""
+    if not shapes or converts or not signatures:
+        return
+    dynamic = set().union(*(_dynamic_names(sig) for sig in signatures))
+    unknown = [n for n in shapes if n not in dynamic]
+    if unknown:
+        names = sorted(dynamic)
+        raise UsageError(f"no model here has an input '{unknown[0]}' with a dynamic dim "
+                         f"(dynamic inputs: {', '.join(names) or 'none'})",
+                         "--input-shape sets dynamic dims only; aiot models info FILE lists "
+                         "each input's shape")
 
 
 def _is_program(path: Path) -> bool:
@@ -112,10 +167,6 @@ def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | N
     inputs = signature["inputs"]
     names = [i["name"] for i in inputs]
     listed = ", ".join(names) or "none"
-    for name in shapes or {}:
-        if name not in names:
-            raise UsageError(f"{model} has no input '{name}' (its inputs: {listed})",
-                             "name an input in --input-shape NAME=DxD")
     for spec in inputs:
         name, dims = spec["name"], list(spec["shape"])
         given = (npz or {}).get(name)
@@ -158,10 +209,12 @@ def _check_override(model: str, name: str, dims: list, given) -> None:
 
 @functools.lru_cache(maxsize=64)
 def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str = "null") -> dict:
-    """Inputs and outputs of ``artifact`` as the agent's runtime ``backend`` reads them.
+    """Inputs and outputs of ``artifact`` as the agent's runtime ``backend`` declares them
+    (-1 for a dynamic dim).
 
-    Cached per file content (``sha256``) and shapes; runs in aiot's own interpreter, or in
-    the toolchain that holds the runtime (LCE, ExecuTorch), as parity does.
+    Cached per file content (``sha256``); runs in aiot's own interpreter, or in the
+    toolchain that holds the runtime (LCE, ExecuTorch), as parity does. ``shapes_json``
+    (``{name: dims}``) is for a lite-interpreter module without a signature of its own.
 
     Raises:
         ArtifactError: the runtime refuses the file.
@@ -170,14 +223,15 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
 
     del sha256  # part of the cache key only
     spec = {"v": 1, "backend": backend, "artifact": str(Path(artifact).resolve()), "threads": 1}
-    shapes = json.loads(shapes_json)
-    if shapes:
-        spec["input_shapes"] = shapes
+    if json.loads(shapes_json):
+        spec["input_shapes"] = json.loads(shapes_json)
     toolchain = backend_toolchain(backend)
     events = _inspect_in(toolchain, spec) if toolchain else _inspect_here(spec)
     for event in events:
         if event["event"] == "signature":
             return {"inputs": event["inputs"], "outputs": event["outputs"]}
+        if event["event"] == "error" and event.get("type") == "SpecError":
+            raise UsageError(f"{Path(artifact).name}: {event['message']}")  # says what to give
         if event["event"] == "error":
             raise RefusedArtifact(f"{Path(artifact).name}: {backend} refuses it: {event['message']}",
                                 "check that the file is complete and of a version the runtime "

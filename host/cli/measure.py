@@ -211,17 +211,22 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
 
 def _validate_requests(requests, native, delegates) -> None:
     """Per distinct model and format: native tool, binarization, inputs and data set fit."""
-    from aiot.host.signature import check_run_inputs
+    from aiot.host.signature import (
+        artifact_signature,
+        check_run_inputs,
+        check_shape_names,
+        is_artifact_file,
+    )
 
-    seen = set()
-    for r in requests:
-        key = (r.model, r.model_sha256, r.format, r.binarize)
-        if key in seen:
-            continue
-        seen.add(key)
+    distinct = list({(r.model, r.model_sha256, r.format, r.binarize): r for r in requests}.values())
+    for r in distinct:
         for delegate in delegates or [None]:
             _validate_native(native, [r.format], delegate)
         _validate_binarize(r.binarize, [r.format])
+    signatures = [s for s in map(artifact_signature, distinct) if s is not None]
+    converts = any(not is_artifact_file(r) for r in distinct)
+    check_shape_names(distinct[0].shapes() if distinct else None, signatures, converts)
+    for r in distinct:
         check_run_inputs(r)
 
 

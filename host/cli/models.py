@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
@@ -91,8 +92,12 @@ def info(model: Annotated[str, typer.Argument(
          binarize: Annotated[str | None, typer.Option(
              help="Also show this BiBench algorithm's binarized model: which layers, "
                   "deployability on LCE and daBNN, r_c and r_s.")] = None,
+         input_shape: Annotated[list[str], typer.Option(
+             "--input-shape", help="NAME=DxD: the inputs of a .ptl aiot did not make, or a "
+                                   "factory's bare module.")] = [],  # noqa: B006 - Typer literal
          as_json: JsonOpt = False) -> None:
-    """Show one model: input spec (layout, channel order, normalisation), size and MACs."""
+    """Show one model: input spec (layout, channel order, normalisation), size and MACs; for
+    your own file or code, its inputs and outputs."""
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
@@ -101,7 +106,9 @@ def info(model: Annotated[str, typer.Argument(
 
     ref = resolve_model(model, binarize)
     if ref.kind != ZOO:
-        _user_model_info(ref, as_json)
+        from aiot.host.cli.measure import parse_input_shapes
+
+        _user_model_info(ref, dict(parse_input_shapes(input_shape) or ()), as_json)
         return
     spec, binarize = get_model_spec(ref.name), ref.binarize
     binarized = _binarized_facts(spec, binarize) if binarize else None
@@ -173,14 +180,14 @@ def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _user_model_info(ref, as_json: bool) -> None:
+def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
     """A user's artifact (its inputs and outputs, read by its runtime) or code (its example)."""
     from rich.markup import escape
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
 
-    facts = {"model": ref.name, **ref.source(), **_user_facts(ref)}
+    facts = {"model": ref.name, **ref.source(), **_user_facts(ref, shapes)}
     if as_json:
         print_json(facts)
         return
@@ -196,7 +203,7 @@ def _user_model_info(ref, as_json: bool) -> None:
         out.print(f"parameters: {facts['params']:,}")
 
 
-def _user_facts(ref) -> dict:
+def _user_facts(ref, shapes: dict) -> dict:
     if ref.is_artifact:
         from aiot.converters import get_converter
         from aiot.host.signature import read_signature
@@ -205,10 +212,12 @@ def _user_facts(ref) -> dict:
         if backend is None:
             return {"inputs": None, "outputs": None,
                     "note": f"{ref.format} is emit-only: no runtime here reads its inputs"}
+        if backend == "pytorch_mobile" and shapes:  # a lite module declares no inputs
+            return read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
         return read_signature(backend, ref.path, ref.sha256)
     from aiot.converters.source import load_user_model
 
-    user = load_user_model(ref)
+    user = load_user_model(ref, shapes)
     example = user.example
     return {"inputs": [{"name": "x", "shape": list(example.shape),
                         "dtype": str(example.dtype).removeprefix("torch."), "quantization": None}],

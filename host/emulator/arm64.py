@@ -41,6 +41,13 @@ TOOLS = {"qemu-aarch64-static": "qemu-user-static", "mmdebstrap": "mmdebstrap", 
 COMPLETE = ".complete"
 #: Cores the fake cpuinfo describes; Cortex-A76 (part 0xd0b) as in a Raspberry Pi 5.
 CORES = 4
+#: The CPU qemu emulates, the one the fake cpuinfo describes, so the instructions the
+#: runtimes pick from the hardware capabilities are those of a real board. qemu-user's
+#: default, "max", offers every extension it knows, and under qemu 7.2 XNNPACK's int8
+#: kernels chosen for it computed other outputs than on x86_64 and than the same build's
+#: reference kernels (an int8 .tflite's outputs differed by up to 144 of 255 steps); with
+#: Cortex-A76 all three agree.
+QEMU_CPU = "cortex-a76"
 
 _CPU_BLOCK = """processor\t: {n}
 BogoMIPS\t: 108.00
@@ -58,7 +65,7 @@ _WRAPPER = """#!/bin/sh
 # mount namespace whose /proc/cpuinfo describes an aarch64 CPU (the host's x86 one crashes
 # onnxruntime and LiteRT). exec all the way down, so the PID a caller sees is qemu's.
 exec unshare {unshare_flags} sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' \\
-  sh {cpuinfo} {qemu} -L {root} {root}{python} "$@"
+  sh {cpuinfo} {qemu} -cpu {cpu} -L {root} {root}{python} "$@"
 """
 
 
@@ -106,7 +113,8 @@ def write_wrapper(path: Path, userland: Path) -> Path:
     flags = "--mount" if os.geteuid() == 0 else "--mount --map-root-user"
     path.write_text(_WRAPPER.format(unshare_flags=flags, cpuinfo=quote(str(userland / "cpuinfo")),
                                     qemu=quote(shutil.which("qemu-aarch64-static") or "qemu-aarch64-static"),
-                                    root=quote(str(userland / "root")), python=GUEST_PYTHON))
+                                    root=quote(str(userland / "root")), python=GUEST_PYTHON,
+                                    cpu=QEMU_CPU))
     path.chmod(0o755)
     return path
 

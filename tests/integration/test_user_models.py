@@ -47,11 +47,11 @@ MYNET = textwrap.dedent("""
 def test_a_factory_and_a_zoo_model_sweep_together(cli, tmp_path):
     mynet = tmp_path / "mynet.py"
     mynet.write_text(MYNET)
-    records = cli.json("sweep", "-d", "local", "-m", f"{mynet}:make,tiny_cnn", "-f", "tflite,onnx",
-                       "--threads", "1", *FAST)
+    records = cli.json("sweep", "-d", "local", "-m", f"{mynet}:make,tiny_cnn", "-f",
+                       "tflite,onnx,executorch", "--threads", "1", *FAST)
     ran = sorted((r["model"], r["format"], r["status"]) for r in records)
-    assert ran == [("mynet.py:make", "onnx", "ok"), ("mynet.py:make", "tflite", "ok"),
-                   ("tiny_cnn", "onnx", "ok"), ("tiny_cnn", "tflite", "ok")]
+    assert ran == [(m, f, "ok") for m in ("mynet.py:make", "tiny_cnn")
+                   for f in ("executorch", "onnx", "tflite")], [r["reason"] for r in records]
     mine = next(r for r in records if r["model"] == "mynet.py:make")
     source = mine["provenance"]["source"]
     assert source["kind"] == "code" and source["sha256"] == mine["spec"]["model_sha256"]

@@ -88,23 +88,26 @@ def test_missing_qemu_is_one_clear_line(cli, monkeypatch):
     assert "nope" not in inventory.load()
 
 
-def test_ptl_and_executorch_run_on_arm64_with_the_optional_runtimes(cli):
+def test_ptl_and_executorch_run_on_arm64_with_the_optional_runtimes(cli, two_input_pte):
     """PyTorch Mobile and ExecuTorch on aarch64 Python: PyPI's aarch64 torch 2.11-2.13 are CUDA
     builds, so the userland takes CPU torch 2.10.0 and ExecuTorch 1.1.0 (the newest that
     accepts it). Their runtimes must run the .ptl and .pte that aiot's torch 2.13 and
-    ExecuTorch 1.5.1 wrote, and give the same outputs as x86_64."""
+    ExecuTorch 1.5.1 wrote, and a user's two-input .pte, and give the same outputs as x86_64."""
     cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "pitorch",
              "--with", "torch,executorch")
     try:
-        cli("sweep", "-m", "tiny_cnn", "-f", "ptl,executorch", "-d", "pitorch,local",
-            "--threads", "1", *FAST)
-        runtimes = {r["format"]: r["provenance"]["runtime"] for r in _ok_records(cli, "pitorch")}
-        assert runtimes["ptl"]["backend"] == "pytorch_mobile"
-        assert runtimes["ptl"]["version"].startswith("2.10.0")
-        assert runtimes["executorch"] == {"backend": "executorch", "version": "1.1.0"}
+        cli("sweep", "-m", f"tiny_cnn,{two_input_pte}", "-f", "ptl,executorch",
+            "-d", "pitorch,local", "--threads", "1", *FAST)
+        runtimes = {(r["model"], r["format"]): r["provenance"]["runtime"]
+                    for r in _ok_records(cli, "pitorch")}
+        assert runtimes["tiny_cnn", "ptl"]["backend"] == "pytorch_mobile"
+        assert runtimes["tiny_cnn", "ptl"]["version"].startswith("2.10.0")
+        assert runtimes["tiny_cnn", "executorch"] == {"backend": "executorch", "version": "1.1.0"}
+        assert runtimes["two_inputs.pte", "executorch"]["version"] == "1.1.0"
         on_pi = [d for d in cli.json("results", "outputs", "--reference", "local")
                  if d["device"] == "pitorch"]
-        assert sorted(d["format"] for d in on_pi) == ["executorch", "ptl"], on_pi
+        assert sorted((d["model"], d["format"]) for d in on_pi) == [
+            ("tiny_cnn", "executorch"), ("tiny_cnn", "ptl"), ("two_inputs.pte", "executorch")]
         assert all(d["verdict"] == "match" for d in on_pi), on_pi
     finally:
         cli("emulator", "stop", "pitorch")

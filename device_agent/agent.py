@@ -93,6 +93,9 @@ def hello() -> dict:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "runtimes": backends.versions(),
+        # How the agent's Python came to the device: "aiot-aarch64-glibc:<hash>" when it is
+        # the runtime aiot pushed to a phone (its bin/python3 sets it), else None.
+        "runtime": os.environ.get("AIOT_RUNTIME"),
     }
 
 

@@ -4,8 +4,9 @@ The host asks the device's Python for its version, CPU architecture and glibc, d
 matching manylinux wheels (numpy, onnxruntime, ai-edge-litert and their dependencies, pinned
 to the host's versions where the host has them) with pip, pushes them content-addressed, and
 unpacks them on the device into ``<workdir>/runtime/site`` with a few lines of standard-library
-Python. The agent then runs with that folder on ``PYTHONPATH``. Android phones have no Python;
-they will use native benchmark binaries (see :data:`NATIVE_ONLY`).
+Python. The agent then runs with that folder on ``PYTHONPATH``. Android phones have no Python:
+they get aiot's own aarch64 runtime instead (:mod:`aiot.host.android_runtime`, see
+:func:`setup_phone`), and NNAPI/GPU delegates stay with native benchmark binaries.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ OPTIONAL_RUNTIMES = {
     "torch": {"aarch64": _TORCH_AARCH64},
     "executorch": {"aarch64": (*_TORCH_AARCH64, "executorch==1.1.0", "ruamel.yaml", "tabulate")},
 }
-NATIVE_ONLY = ("adb",)  # transports whose devices get native benchmark binaries instead
+NATIVE_ONLY = ("adb",)  # transports whose devices have no Python: aiot pushes its own
 COMPLETE = ".complete"
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
 
@@ -200,8 +201,7 @@ def setup_device(transport: Transport, cache: Path,
         AiotError: the device cannot take Python wheels (phone, musl) or a step failed.
     """
     if transport.kind in NATIVE_ONLY:
-        raise AiotError(f"'{transport.name}' is an {transport.kind} device: phones run native benchmark "
-                        "binaries, not Python wheels", "nothing to set up for it here")
+        return setup_phone(transport, cache, on_step, extras)
     on_step("asking the device's Python")
     python = describe_python(transport)
     on_step(f"downloading wheels for Python {python.version} on {python.machine}")
@@ -220,3 +220,63 @@ def setup_device(transport: Transport, cache: Path,
     return {"python": python.__dict__, "site": site,
             "requirements": requirements() + optional_requirements(python, extras),
             "wheels": [w.name for w in wheels], "sent_bytes": sum(p.size for p in pushed if p.sent)}
+
+
+def setup_phone(transport: Transport, cache: Path,
+                on_step: Callable[[str], None] = lambda step: None,
+                extras: tuple[str, ...] = ()) -> dict:
+    """Give an Android phone aiot's aarch64 runtime and make it the device's agent Python.
+
+    The runtime is cut from the arm64 userland of ``aiot emulator start --arch arm64`` (built
+    once on this host), pushed as one content-addressed archive, checked by hash and unpacked
+    on the phone; the inventory then names its ``bin/python3`` as the device's Python, so every
+    command starts the agent through it. A second set-up sends nothing.
+
+    Raises:
+        AiotError: not an aarch64 phone, not in the inventory, or the runtime does not start.
+    """
+    from aiot.host import android_runtime, inventory
+    from aiot.host.emulator import arm64
+
+    machine = _phone_machine(transport)
+    if machine != "aarch64":
+        raise AiotError(f"'{transport.name}' is a {machine} device: aiot's phone runtime is "
+                        "aarch64 (arm64-v8a)", "time this device with a native benchmark "
+                        "binary (--native)")
+    entries = inventory.load()
+    if transport.name not in entries:
+        raise AiotError(f"'{transport.name}' is not in the inventory, where its runtime is kept",
+                        f"add it: aiot devices add {transport.name} --transport adb --serial SERIAL")
+    on_step("building the aarch64 runtime (cached after the first time)")
+    userland = arm64.ensure_userland(cache, on_step, extras)
+    archive = android_runtime.archive_runtime(userland, cache, extras)
+    installed = android_runtime.install_runtime(transport, archive, on_step)
+    on_step("starting it on the phone")
+    platform_line = android_runtime.check_runtime(
+        transport, installed["python"], tuple(RUNTIME_MODULES) + _extra_modules(extras))
+    entry = entries[transport.name]
+    if entry.python != installed["python"]:
+        from dataclasses import replace
+
+        inventory.add(replace(entry, python=installed["python"]), replace=True)
+    return {"runtime": android_runtime.RUNTIME_NAME, "runtime_sha256": archive.sha256,
+            "python": installed["python"], "site": installed["root"],
+            "platform": platform_line, "requirements": requirements() + [f"+{e}" for e in extras],
+            "wheels": [], "pushed_bytes": installed["pushed_bytes"],
+            "sent_bytes": installed["pushed_bytes"], "archive_bytes": archive.size_bytes,
+            "tree_bytes": archive.tree_bytes, "files": archive.files,
+            "seconds": installed["seconds"]}
+
+
+def _phone_machine(transport: Transport) -> str:
+    """The phone's CPU architecture as its kernel reports it (``uname -m``)."""
+    done = transport.shell(["uname", "-m"], timeout=60)
+    if not done.ok or not done.stdout.strip():
+        raise DeviceCommandError(transport.name, done)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _extra_modules(extras: tuple[str, ...]) -> tuple[str, ...]:
+    """What the optional runtimes must import on the phone."""
+    modules = {"torch": ("torch",), "executorch": ("executorch.runtime",)}
+    return tuple(m for extra in extras for m in modules.get(extra, ()))

@@ -57,12 +57,17 @@ def test_setup_installs_runtimes_and_the_board_then_measures(cli, bare_board):
     assert again["sent_bytes"] == 0  # wheels are content-addressed: nothing is sent twice
 
 
-def test_setup_refuses_phones(cli):
+def test_setup_refuses_phones_that_are_not_aarch64(cli):
     from aiot.host.device_setup import setup_device
     from aiot.host.errors import AiotError
+    from aiot.host.transports.base import ShellResult
 
-    class Phone:
+    class X86Phone:  # an x86_64 Android emulator image, as `uname -m` reports it
         kind, name = "adb", "pixel"
 
-    with pytest.raises(AiotError, match="native benchmark binaries"):
-        setup_device(Phone(), None)
+        def shell(self, argv, timeout=None):
+            assert argv == ["uname", "-m"]
+            return ShellResult("uname -m", 0, "x86_64\n", "", 0.01)
+
+    with pytest.raises(AiotError, match="x86_64 device: aiot's phone runtime is aarch64"):
+        setup_device(X86Phone(), None)

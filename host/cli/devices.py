@@ -253,10 +253,11 @@ def setup(
                        "executorch (.pte); aarch64.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Install the agent's runtimes (numpy, onnxruntime, ai-edge-litert) on a board from this host.
+    """Install the agent's runtimes (numpy, onnxruntime, ai-edge-litert) on a device from this host.
 
-    Wheels matching the board's Python, CPU and glibc are downloaded here and pushed, so the
-    board needs no internet.
+    A board: wheels matching its Python, CPU and glibc are downloaded here and pushed, so the
+    board needs no internet. An aarch64 Android phone (no Python): aiot's own runtime (glibc,
+    CPython and the runtimes, started through its own loader) is pushed once.
     """
     from aiot.host.cli._output import message, print_json, spinner
     from aiot.host.device_setup import setup_device
@@ -274,6 +275,11 @@ def setup(
         transport.close()
     if as_json:
         print_json(summary)
+        return
+    if "runtime" in summary:  # a phone: aiot's own runtime, not wheels for its Python
+        message(f"{name}: {summary['runtime']} {summary['runtime_sha256'][:16]} ready at "
+                f"{summary['site']} ({summary['tree_bytes'] / 1e6:.0f} MB; "
+                f"{summary['pushed_bytes'] / 1e6:.1f} MB sent); the agent runs on it")
         return
     message(f"{name}: installed {', '.join(summary['requirements'])} into {summary['site']} "
             f"({len(summary['wheels'])} wheels, {summary['sent_bytes'] / 1e6:.1f} MB sent)")

@@ -22,8 +22,9 @@ def test_wrapper_quotes_paths_with_spaces_and_quotes(tmp_path, monkeypatch):
     line = text.splitlines()[-1].replace('"$@"', "")
     words = subprocess.run(["sh", "-c", f"set -- {line}; printf '%s\\n' \"$@\""], capture_output=True,
                            text=True, check=True).stdout.splitlines()
-    assert words == ["sh", str(userland / "cpuinfo"), "/opt/q m/qemu-aarch64-static", "-L",
-                     str(userland / "root"), str(userland / "root") + arm64.GUEST_PYTHON]
+    assert words == ["sh", str(userland / "cpuinfo"), "/opt/q m/qemu-aarch64-static", "-cpu",
+                     arm64.QEMU_CPU, "-L", str(userland / "root"),
+                     str(userland / "root") + arm64.GUEST_PYTHON]
 
 
 def test_userland_key_follows_runtime_versions():

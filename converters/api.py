@@ -14,6 +14,7 @@ import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
 from aiot.host.errors import (
+    AccuracyMismatch,
     AiotError,
     ArtifactError,
     ConversionError,
@@ -303,9 +304,13 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         _notify(progress, "parity")
         tolerance = _tolerance(converter, resolved, model)
         try:
-            parity = check_parity(converter.name, runner, artifact, model,
-                                  source.noise(parity_samples, seed=1),
-                                  dataset=source.images(dataset_samples), **tolerance)
+            if _signs_decide(converter, model):
+                parity = _binary_parity(converter, runner, artifact, model, source,
+                                        parity_samples, dataset_samples, tolerance)
+            else:
+                parity = check_parity(converter.name, runner, artifact, model,
+                                      source.noise(parity_samples, seed=1),
+                                      dataset=source.images(dataset_samples), **tolerance)
         except BaseException:
             for path in artifact_files(converter, artifact):
                 path.unlink(missing_ok=True)
@@ -327,6 +332,31 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "parity": parity,
     })
     return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
+
+
+def _signs_decide(converter, model) -> bool:
+    """Whether the artifact of a binarized model is judged by its binary layers' signs (a
+    binary-native format that can show them) rather than by its logits."""
+    return _is_binarized(model) and hasattr(converter, "binary_inputs")
+
+
+def _binary_parity(converter, runner, artifact: Path, model, source, parity_samples: int,
+                   dataset_samples: int, tolerance: dict) -> dict:
+    """Parity of a binarized artifact: sign agreement per binary layer decides (see
+    :mod:`aiot.converters.sign_parity`); the logits' errors are reported, not judged."""
+    from aiot.converters.parity import check_parity
+    from aiot.converters.sign_parity import check_sign_parity
+
+    noise, images = source.noise(parity_samples, seed=1), source.images(dataset_samples)
+    report = check_parity(converter.name, runner, artifact, model, noise, atol=None, rtol=None,
+                          dataset=images)
+    batches = [noise] + ([images[1]] if images is not None else [])
+    signs = check_sign_parity(converter, model, artifact, batches, tolerance)
+    report.update(ok=signs["ok"], rule="sign-agreement", signs=signs,
+                  logits_judged=False)
+    if not signs["ok"]:
+        raise AccuracyMismatch(converter.name, report)
+    return report
 
 
 def _companions(converter, artifact: Path) -> dict:

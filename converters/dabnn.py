@@ -126,6 +126,34 @@ class DabnnConverter:
         return run_model(load_model(artifact), inputs)
 
 
+    #: daBNN's bit packing sets a 1 bit where x > 0: zero binarizes to -1 (PyTorch: +1).
+    positive_at_zero = False
+    #: Its BinConv2D inputs are sign-shifted or carry folded thresholds: equal in sign to
+    #: PyTorch's, not in value.
+    stem_by_value = False
+
+    def binary_inputs(self, model, artifact: Path, inputs, names: list[str]) -> dict:
+        """What each BinConv2D of the file binarizes, NCHW, by PyTorch layer name, for
+        ``inputs``: read from aiot's executor of this very ``.dab``."""
+        import numpy as np
+
+        from aiot.converters.dabnn_reference import load_model, run_model
+
+        loaded = load_model(artifact)
+        sources = {layer.params["output"]: layer.params["input"]
+                   for layer in loaded.model.layers if layer.type == "BinConv2D"}
+        by_node = {n.replace(".", "_"): n for n in names}  # fx names its nodes with "_"
+        if sorted(sources) != sorted(by_node):
+            raise ConversionError(FORMAT, "parity", f"the file has {len(sources)} binary convs, "
+                                  f"PyTorch {len(names)}", "please report it")
+        found: dict[str, list] = {}
+        for start in range(0, len(inputs), 16):  # the executor keeps tensors of 16 at a time
+            tensors = run_model(loaded, inputs[start : start + 16], keep_tensors=True)
+            for node, source in sources.items():
+                found.setdefault(by_node[node], []).append(tensors[source].transpose(0, 3, 1, 2))
+        return {name: np.concatenate(chunks) for name, chunks in found.items()}
+
+
 def _verify(path: Path, graph, example) -> None:
     """Re-read the file and run the example: the output must have PyTorch's size."""
     from aiot.converters.dabnn_reference import load_model, run_model

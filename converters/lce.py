@@ -133,6 +133,42 @@ class LceConverter:
                                   "the graph did not match LCE's patterns; report it with the model")
         return {"ops": ops, "binary_convs": binary}
 
+    def binary_inputs(self, model, artifact: Path, inputs, names: list[str]) -> dict:
+        """What each binary conv binarizes in LCE, NCHW, by PyTorch layer name, for ``inputs``.
+
+        A probe of the artifact: the same lowered graph through the same LCE converter, with
+        each binary conv's input as an extra output, run by LCE's interpreter.
+        """
+        import numpy as np
+        import torch
+
+        from aiot.converters.graph import lower
+        from aiot.converters.parity import run_artifact_outputs
+        from aiot.host import toolchains
+
+        example = torch.from_numpy(np.ascontiguousarray(inputs[:1]))
+        graph = lower(model, example, self.name)
+        lowered = [layer.name for layer in graph.layers if layer.kind == "bconv"]
+        by_node = {n.replace(".", "_"): n for n in names}  # fx names its nodes with "_"
+        if sorted(lowered) != sorted(by_node):
+            raise ConversionError(self.name, "parity", f"the lowered graph has {len(lowered)} "
+                                  f"binary convs, PyTorch {len(names)}", "please report it")
+        with tempfile.TemporaryDirectory(prefix="aiot-lce-probe-") as tmp:
+            graph_file, weights_file, _ = write_graph(graph, example, Path(tmp))
+            probe = Path(tmp) / "probe.tflite"
+            toolchains.run_script(TOOLCHAIN, Path(__file__).with_name("lce_build.py"),
+                                  [str(graph_file), str(weights_file), str(probe), "--probe"])
+            outputs = run_artifact_outputs(self.backend, probe, inputs)
+        # The probe is made from the model, not read from the file: it speaks for the file
+        # only if it computes what the file computes.
+        (deployed,) = run_artifact_outputs(self.backend, artifact, inputs).values()
+        if not np.array_equal(deployed, outputs["output_0"]):
+            worst = float(np.abs(deployed - outputs["output_0"]).max())
+            raise ConversionError(self.name, "parity", f"the sign probe's outputs differ from "
+                                  f"{artifact.name}'s by up to {worst:.3g}: it does not show "
+                                  "that file's activations", "re-convert; if it stays, report it")
+        return {by_node[node]: outputs[f"probe_{i:03d}"] for i, node in enumerate(lowered)}
+
 
 def _count_op(path: Path, custom: str) -> int:
     """How many operators of the custom code ``custom`` the flatbuffer holds."""

@@ -85,8 +85,12 @@ def _flatten(tf, x):
     return tf.reshape(x, [x.shape[0], -1])
 
 
-def build(tf, graph: dict, weights):
-    """A function NCHW input -> output, evaluating ``graph`` in NHWC."""
+def build(tf, graph: dict, weights, probes: dict | None = None):
+    """A function NCHW input -> output, evaluating ``graph`` in NHWC.
+
+    ``probes``, when given, receives what each binary conv binarizes (its input minus its
+    threshold, before padding), NCHW, by layer name: the parity check's extra outputs.
+    """
     params = {}
     for key in weights.files:
         layer, _, field = key.partition("/")
@@ -103,6 +107,9 @@ def build(tf, graph: dict, weights):
             elif kind == "conv":
                 y = _conv(tf, ins[0], layer, w)
             elif kind == "bconv":
+                if probes is not None:
+                    pre = ins[0] - w["threshold"] if "threshold" in w else ins[0]
+                    probes[name] = tf.transpose(pre, [0, 3, 1, 2])
                 y = _bconv(tf, ins[0], layer, w)
             elif kind == "bn":
                 y = ins[0] * w["scale"] + w["shift"]
@@ -136,19 +143,24 @@ def build(tf, graph: dict, weights):
 
 
 def main(argv: list[str]) -> int:
-    graph_path, weights_path, out_path = argv
+    graph_path, weights_path, out_path, *flags = argv
     import larq_compute_engine as lce
     import numpy as np
     import tensorflow as tf
 
     with open(graph_path, encoding="utf-8") as fh:
         graph = json.load(fh)
-    forward = build(tf, graph, np.load(weights_path))
+    probe = "--probe" in flags  # parity: each binary conv's input as an extra output
+    names = [layer["name"] for layer in graph["layers"] if layer["kind"] == "bconv"]
 
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec(graph["input_shape"], tf.float32)])
         def serve(self, x):
-            return {"output_0": forward(x)}
+            probes = {} if probe else None
+            out = {"output_0": build(tf, graph, np.load(weights_path), probes)(x)}
+            for i, name in enumerate(names if probe else []):
+                out[f"probe_{i:03d}"] = probes[name]
+            return out
 
     import tempfile
 

@@ -57,12 +57,13 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
         load_user_model(ref, input_shapes)
     formats = [conv.name for conv in CONVERTERS]
     per_format = split_options(options or {}, formats)
-    return [_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize,
-                 input_shapes) for fmt in formats]
+    return [convert_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize,
+                        input_shapes) for fmt in formats]
 
 
-def _row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
-         binarize: str | None = None, input_shapes: dict | None = None) -> dict:
+def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
+                binarize: str | None = None, input_shapes: dict | None = None) -> dict:
+    """One format's row: ok (with parity), unsupported, unavailable or failed, and why."""
     from aiot.converters import get_converter
     from aiot.converters.api import convert_model
 

@@ -190,3 +190,70 @@ def _reference_outputs(model, inputs):
     else:
         out = model(inputs)
     return out.reshape(len(inputs), -1).numpy()
+
+
+def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
+    """The protocol messages of the device agent's ``command`` on ``spec``, run where the
+    backend's runtime is: in this process, or by its toolchain's interpreter (LCE,
+    ExecuTorch), exactly as on a device."""
+    import contextlib
+    import io
+    import json
+    import tempfile
+
+    import aiot.device_agent
+    from aiot.device_agent import agent, protocol
+    from aiot.host import toolchains
+    from aiot.host.toolchains import backend_toolchain
+
+    toolchain = backend_toolchain(backend_name)
+    spec = {"v": 1, "backend": backend_name, "threads": 1, **spec}
+    if toolchain is None:
+        buffer = io.StringIO()
+        with toolchain_output_to_log(log), _torch_threads_kept(), \
+                contextlib.redirect_stdout(buffer):
+            agent.execute(command, spec)
+        text = buffer.getvalue()
+    else:
+        agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
+        with tempfile.TemporaryDirectory(prefix=f"aiot-{command}-") as tmp:
+            (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+            text = toolchains.run_module(toolchain, "device_agent",
+                                         [command, str(Path(tmp) / "spec.json")], cwd=agent_parent)
+    return [m for m in map(protocol.decode, text.splitlines()) if m]
+
+
+def run_artifact_outputs(backend_name: str, artifact: Path, inputs) -> dict:
+    """Every output of a single-input ``artifact`` by name, ``(N, ...)``, one inference per
+    row of ``inputs`` (numpy, batch first), through the agent's ``predict`` of an ``.npz``.
+
+    Raises:
+        ArtifactError: the runtime refuses the file or the inputs.
+    """
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="aiot-outputs-") as tmp:
+        (found,) = [e for e in agent_events(backend_name, "inspect",
+                                            {"artifact": str(Path(artifact).resolve())})
+                    if e["event"] in ("signature", "error")]
+        _raise_error_event(found, artifact)
+        (spec,) = found["inputs"]
+        rows = np.ascontiguousarray(inputs, dtype=spec["dtype"]).reshape(len(inputs), *spec["shape"])
+        x_file, y_file = Path(tmp) / "x.npz", Path(tmp) / "y.npz"
+        np.savez(x_file, **{spec["name"]: rows})
+        events = agent_events(backend_name, "predict", {"artifact": str(Path(artifact).resolve()),
+                                                        "inputs": str(x_file),
+                                                        "outputs": str(y_file)})
+        for event in events:
+            _raise_error_event(event, artifact)
+        with np.load(y_file) as outputs:
+            return {name: outputs[name].reshape(len(inputs), *outputs[name].shape[2:])
+                    for name in outputs.files}
+
+
+def _raise_error_event(event: dict, artifact: Path) -> None:
+    if event["event"] == "error":
+        raise ArtifactError(f"{Path(artifact).name}: {event['type']}: {event['message']}",
+                            "the file is truncated or corrupt; re-convert it")

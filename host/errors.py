@@ -82,6 +82,25 @@ class AccuracyMismatch(ConversionError):
 
     @staticmethod
     def _describe(report: dict) -> str:
+        signs = report.get("signs")
+        if signs is not None:  # a binarized artifact: judged by its binary layers' signs
+            layer = signs.get("first_disagreeing_layer")
+            if layer is not None:
+                layers = signs["binary_layers"]
+                index = next(i for i, x in enumerate(layers) if x["layer"] == layer)
+                found = layers[index]
+                if found.get("ties", 0) >= 20 and found["tie_agreement"] < 0.99:
+                    return (f"layer {layer} binarizes PyTorch's exact zeros otherwise: "
+                            f"{found['tie_agreement']:.1%} of {found['ties']} ties agree")
+                before = (f", {layers[index - 1]['sign_agreement']:.1%} at the layer before"
+                          if index else " at the first binary layer")
+                return (f"layer {layer} binarizes other signs than PyTorch: "
+                        f"{found['sign_agreement']:.1%} agree{before}")
+            stem = signs.get("stem") or {}
+            if not stem.get("ok", True):
+                return (f"the float layers before the first binary layer differ: max abs "
+                        f"{stem['max_abs']:.3g} (max rel {stem['max_rel']:.3g})")
+            return signs.get("reason", "binary layers do not match PyTorch's")
         data = report.get("dataset")
         if report.get("min_top1") is not None:
             where = report if data is None else data

@@ -71,8 +71,11 @@ class ModelRef:
         return self.kind != ARTIFACT
 
     def label(self) -> str:
-        """``name`` with a short hash for files, e.g. ``net.tflite@1a2b3c4d``."""
-        return f"{self.name}@{self.sha256[:8]}" if self.sha256 and self.kind != ZOO else self.name
+        """``name`` with a short hash for files (``net.tflite@1a2b3c4d``), with its algorithm
+        for a binarized zoo model (``resnet18_bnn``)."""
+        if self.kind == ZOO:
+            return f"{self.name}_{self.binarize}" if self.binarize else self.name
+        return f"{self.name}@{self.sha256[:8]}" if self.sha256 else self.name
 
     def source(self) -> dict:
         """What a record keeps about where the model came from (no host paths)."""

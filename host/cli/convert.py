@@ -102,6 +102,13 @@ def _parity_line(p: dict) -> str:
         line += f"; {data['n']} {data['name']} images: top-1 agreement {data['top1_agreement']:.0%}"
     if p.get("min_top1") is not None:
         line += f" (required ≥ {p['min_top1']:.0%})"
+    signs = p.get("signs")
+    if signs:  # a binarized artifact: the signs decide, the logits are information
+        line += (f"\n  binary layers: signs agree ≥ {signs['min_sign_agreement']:.2%} in all "
+                 f"{len(signs['binary_layers'])} (required: first ≥ "
+                 f"{signs['required_first_layer']:.0%}, then ≤ {signs['max_drop_per_layer']:.0%} "
+                 f"below the layer before, ≥ {signs['required_sign_agreement']:.0%}); logits "
+                 "not judged (binarized)")
     return line
 
 

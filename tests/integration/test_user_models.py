@@ -27,6 +27,20 @@ def test_sweep_without_model_measures_what_was_last_pushed(cli, monkeypatch):
         ("tiny_cnn", "tflite", 1, "ok"), ("tiny_cnn", "tflite", 2, "ok")]
 
 
+@pytest.mark.slow
+def test_the_design_cards_two_commands_as_written(cli, monkeypatch):
+    """`aiot push --device local --model resnet18_bnn`, then `aiot sweep --threads 1,2`."""
+    pushed = cli("push", "--device", "local", "--model", "resnet18_bnn")
+    assert "resnet18_bnn as lce" in pushed.stdout
+    monkeypatch.setenv("AIOT_DEVICE", "local")
+    records = cli.json("sweep", "--threads", "1,2", *FAST)
+    assert sorted((r["model"], r["spec"]["binarize"], r["format"], r["threads"], r["status"])
+                  for r in records) == [("resnet18", "bnn", "lce", 1, "ok"),
+                                        ("resnet18", "bnn", "lce", 2, "ok")]
+    parity = records[0]["provenance"]["artifact"]["parity"]
+    assert parity["rule"] == "sign-agreement" and parity["signs"]["ok"]
+
+
 def test_sweep_without_model_and_nothing_pushed_says_how_to_push(cli):
     result = cli("sweep", "--device", "local", "--threads", "1", code=2)
     _one_line_error(result, "nothing was pushed to local yet", "aiot push --device local")

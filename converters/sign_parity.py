@@ -6,9 +6,9 @@ logits and even the top-1 of an untrained BNN differ between two correct impleme
 What a conversion can get wrong is the graph: a wrong layer order, padding, threshold or
 weight layout. This check reads, at every binary layer, the activation the layer binarizes,
 in the artifact and in PyTorch on the same inputs, and counts how many signs agree: a wrong
-graph gives about half, re-ordering alone a smooth decay from 100 % at the first binary layer
-to 97-99 % at the deepest of a ResNet-18, 82 % in a ResNet-50 (see :data:`FLOOR`). The float part
-in front of the first binary layer is compared by value, as any float artifact is.
+graph gives about half, re-ordering alone a smooth decay from 100 % at the first binary
+layer to 97-99 % at the deepest of a ResNet-18, 82 % in a ResNet-50 (see :data:`FLOOR`). The
+float part in front of the first binary layer is compared by value, as any float artifact is.
 
 The artifact's activations come from a *probe* of it, made by the same converter from the
 same lowered graph with each binary layer's input as an extra output (LCE), or from aiot's
@@ -127,7 +127,8 @@ def compare_signs(reference: dict, actual: dict, stem_tolerance: dict,
     return {"ok": bool(first_bad is None and (stem is None or stem["ok"])),
             "rule": "sign-agreement", "min_sign_agreement": worst,
             "required_sign_agreement": MIN_SIGN_AGREEMENT,
-            "required_first_layer": MIN_FIRST_AGREEMENT, "max_drop_per_layer": MAX_DROP, "first_disagreeing_layer": first_bad,
+            "required_first_layer": MIN_FIRST_AGREEMENT, "max_drop_per_layer": MAX_DROP,
+            "first_disagreeing_layer": first_bad,
             "binary_layers": layers, "stem": stem}
 
 

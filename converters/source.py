@@ -96,7 +96,8 @@ def _import(ref: ModelRef):
                          "install what it imports") from None
     except Exception as exc:  # noqa: BLE001 - a syntax error or a failing import in their file
         raise UsageError(f"{ref.name}: importing {_where(ref)} failed: {type(exc).__name__}: "
-                         f"{_first_line(exc)}", "fix the file; run it in Python to see more") from None
+                         f"{_first_line(exc)}", "fix the file; run it in Python to see more"
+                         ) from None
 
 
 @contextlib.contextmanager

@@ -43,15 +43,17 @@ COMPLETE = ".complete"
 #: path prefix inside the userland root. What stays is what imports needed.
 _PRUNE = (
     "usr/lib/python3.11/test/", "usr/lib/python3.11/idlelib/", "usr/lib/python3.11/tkinter/",
-    "usr/lib/python3.11/ensurepip/", "usr/lib/python3.11/lib2to3/", "usr/lib/python3.11/pydoc_data/",
+    "usr/lib/python3.11/ensurepip/", "usr/lib/python3.11/lib2to3/",
+    "usr/lib/python3.11/pydoc_data/",
     "usr/lib/python3.11/turtledemo/", "usr/lib/python3.11/unittest/test/",
     "usr/lib/python3.11/distutils/", "usr/lib/python3.11/config-3.11-aarch64-linux-gnu/",
     "usr/lib/python3/dist-packages/onnxruntime/transformers/",
     "usr/lib/python3/dist-packages/onnxruntime/quantization/",
     "usr/lib/python3/dist-packages/onnxruntime/tools/",
     "usr/lib/python3/dist-packages/onnxruntime/datasets/",
-    "usr/lib/python3/dist-packages/numpy/_core/tests/", "usr/lib/python3/dist-packages/numpy/tests/",
-    "usr/lib/python3/dist-packages/numpy/f2py/", "usr/lib/python3/dist-packages/numpy/typing/tests/",
+    "usr/lib/python3/dist-packages/numpy/_core/tests/",
+    "usr/lib/python3/dist-packages/numpy/tests/", "usr/lib/python3/dist-packages/numpy/f2py/",
+    "usr/lib/python3/dist-packages/numpy/typing/tests/",
     "usr/lib/aarch64-linux-gnu/gconv/",
     # A glibc process reaches no GPU (the phone's drivers are bionic libraries): no WebGPU
     # accelerator. The Python module links ONNX Runtime statically: no libonnxruntime.so.
@@ -190,7 +192,8 @@ def install_runtime(transport, archive: RuntimeArchive,
               f"{quote(archive.sha256)} ] || {{ echo 'runtime archive hash mismatch' >&2; "
               f"rm -f {quote(pushed.remote)}; exit 3; }}; rm -rf {quote(staging)}; "
               f"mkdir -p {quote(staging)}; tar -xzf {quote(pushed.remote)} -C {quote(staging)}; "
-              f"chmod 755 {quote(staging + '/bin/python3')}; touch {quote(staging + '/' + COMPLETE)}; "
+              f"chmod 755 {quote(staging + '/bin/python3')}; "
+              f"touch {quote(staging + '/' + COMPLETE)}; "
               f"rm -rf {quote(root)}; mv {quote(staging)} {quote(root)}")
     done = transport.shell(["sh", "-c", script], timeout=1800)
     if not done.ok:

@@ -48,9 +48,11 @@ def read_npz(path: Path) -> dict:
     except UsageError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        detail = str(exc).splitlines()[0][:120] if str(exc) else ""
         raise UsageError(f"--inputs file {path.name} is not a readable .npz of arrays "
-                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})",
-                         "save it with numpy.savez(FILE, name=array, ...) (no object arrays)") from None
+                         f"({type(exc).__name__}: {detail})",
+                         "save it with numpy.savez(FILE, name=array, ...) (no object arrays)"
+                         ) from None
 
 
 def check_run_inputs(request) -> dict | None:
@@ -233,9 +235,10 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
         if event["event"] == "error" and event.get("type") == "SpecError":
             raise UsageError(f"{Path(artifact).name}: {event['message']}")  # says what to give
         if event["event"] == "error":
-            raise RefusedArtifact(f"{Path(artifact).name}: {backend} refuses it: {event['message']}",
-                                "check that the file is complete and of a version the runtime "
-                                "reads")
+            raise RefusedArtifact(f"{Path(artifact).name}: {backend} refuses it: "
+                                  f"{event['message']}",
+                                  "check that the file is complete and of a version the "
+                                  "runtime reads")
     raise ArtifactError(f"{Path(artifact).name}: the agent's inspect gave no signature",
                         "run with --verbose to see its output")
 

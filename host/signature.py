@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import tempfile
 from pathlib import Path
 
 from aiot.host.errors import ArtifactError, UsageError
@@ -221,14 +220,13 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
     Raises:
         ArtifactError: the runtime refuses the file.
     """
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.converters.parity import agent_events
 
     del sha256  # part of the cache key only
-    spec = {"v": 1, "backend": backend, "artifact": str(Path(artifact).resolve()), "threads": 1}
+    spec = {"artifact": str(Path(artifact).resolve())}
     if json.loads(shapes_json):
         spec["input_shapes"] = json.loads(shapes_json)
-    toolchain = backend_toolchain(backend)
-    events = _inspect_in(toolchain, spec) if toolchain else _inspect_here(spec)
+    events = agent_events(backend, "inspect", spec)
     for event in events:
         if event["event"] == "signature":
             return {"inputs": event["inputs"], "outputs": event["outputs"]}
@@ -241,30 +239,3 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
                                   "runtime reads")
     raise ArtifactError(f"{Path(artifact).name}: the agent's inspect gave no signature",
                         "run with --verbose to see its output")
-
-
-def _inspect_here(spec: dict) -> list[dict]:
-    """The agent's ``inspect`` run in this process; its protocol lines captured."""
-    import contextlib
-    import io
-
-    from aiot.device_agent import agent, protocol
-    from aiot.host.quiet import toolchain_output_to_log
-
-    buffer = io.StringIO()
-    with toolchain_output_to_log(log), contextlib.redirect_stdout(buffer):
-        agent.execute("inspect", spec)
-    return [m for m in map(protocol.decode, buffer.getvalue().splitlines()) if m]
-
-
-def _inspect_in(toolchain: str, spec: dict) -> list[dict]:
-    import aiot.device_agent
-    from aiot.device_agent import protocol
-    from aiot.host import toolchains
-
-    agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory(prefix="aiot-inspect-") as tmp:
-        (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        stdout = toolchains.run_module(toolchain, "device_agent",
-                                       ["inspect", str(Path(tmp) / "spec.json")], cwd=agent_parent)
-    return [m for m in map(protocol.decode, stdout.splitlines()) if m]

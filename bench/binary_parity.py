@@ -61,7 +61,7 @@ def main() -> int:
                     rows.append({"model": model, "algorithm": algorithm, **row, **signs,
                                  "wall_s": time.perf_counter() - started})
                     table.append([model, algorithm, fmt, row["status"],
-                                  _pct(signs["min_sign_agreement"]), signs["binary_layers"] or "—",
+                                  _pct(signs["min_sign_agreement"]), str(signs["binary_layers"] or "—"),
                                   "—" if row["max_abs"] is None else f"{row['max_abs']:.2g}",
                                   f"{rows[-1]['wall_s']:.0f}", (row["reason"] or "")[:70]])
                     print(" ".join(table[-1][:6]), flush=True)

@@ -28,7 +28,7 @@ from aiot.host.agent_stream import (
 )
 from aiot.host.deploy import deploy_agent, push_file
 from aiot.host.device_setup import agent_env
-from aiot.host.errors import AgentError, DeviceCommandError
+from aiot.host.errors import AgentError, DeviceCommandError, NoAgentPython
 from aiot.host.transports.base import Stream, StreamUnsupported, Transport
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,8 @@ class AgentSession:
         if final and final["event"] == "error":
             raise agent_error(self.transport.name, final)
         if final is None:
+            if result.exit_code == 127:  # the shell found no such interpreter
+                raise NoAgentPython(self.transport.name, self.transport.python(backend))
             if result.exit_code != 0:
                 raise DeviceCommandError(self.transport.name, result)
             raise AgentError(f"agent on {self.transport.name} printed no result")

@@ -25,6 +25,7 @@ from pathlib import Path
 from aiot.host.deploy import push_file
 from aiot.host.errors import AiotError, DeviceCommandError
 from aiot.host.transports.base import Transport
+from aiot.host.transports.quoting import quote
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +267,25 @@ def setup_phone(transport: Transport, cache: Path,
             "sent_bytes": installed["pushed_bytes"], "archive_bytes": archive.size_bytes,
             "tree_bytes": archive.tree_bytes, "files": archive.files,
             "seconds": installed["seconds"]}
+
+
+def require_agent_python(transport: Transport) -> None:
+    """Refuse, before any run is planned, a phone whose agent has no Python to start with.
+
+    Only ADB devices are asked (one ``command -v``): phones have no Python until
+    :func:`setup_phone`; boards say so in their own runs' errors.
+
+    Raises:
+        NoAgentPython: naming ``aiot devices setup NAME``.
+    """
+    from aiot.host.errors import NoAgentPython
+
+    if transport.kind not in NATIVE_ONLY:
+        return
+    python = transport.python()
+    found = transport.shell(["sh", "-c", f"command -v {quote(python)} >/dev/null"], timeout=60)
+    if not found.ok:
+        raise NoAgentPython(transport.name, python)
 
 
 def _phone_machine(transport: Transport) -> str:

@@ -140,6 +140,17 @@ class AgentError(AiotError):
     """The device agent reported an error or spoke an unknown protocol."""
 
 
+class NoAgentPython(AgentError):
+    """The device has no Python where the agent is started: a phone before ``devices setup``."""
+
+    exit_code = 2
+
+    def __init__(self, device: str, python: str) -> None:
+        super().__init__(f"'{device}' has no Python for aiot's agent ('{python}' not found)",
+                         f"run: aiot devices setup {device}  (a phone gets aiot's own aarch64 runtime)")
+        self.device, self.python = device, python
+
+
 class StoreError(AiotError):
     """The result store is unreadable, or newer than this aiot."""
 

@@ -195,21 +195,27 @@ def parse_power_supplies(lines: list[str]) -> list[dict]:
 
 
 def detect_soc(props: dict[str, str], compatible: list[str], hardware: str | None) -> dict:
-    """The SoC and its maker, from the most to the least reliable source.
+    """The SoC, its maker and its marketing name, from the most to the least reliable source.
 
     Android properties (``ro.soc.model``, ``ro.board.platform``, ``ro.hardware``) first, then the
     device tree's ``compatible`` list, whose last entry names the SoC (``brcm,bcm2711``), then the
-    ``Hardware`` line of /proc/cpuinfo.
+    ``Hardware`` line of /proc/cpuinfo. ``soc_name`` is the marketing name where
+    :mod:`aiot.host.socs` knows any of these names (``SM8550`` → Snapdragon 8 Gen 2), else None.
     """
+    from aiot.host.socs import lookup
+
     maker = props.get("ro.soc.manufacturer")
-    for key in ("ro.soc.model", "ro.board.platform", "ro.hardware"):
-        if props.get(key):
-            return {"soc": props[key], "soc_manufacturer": maker}
     entries = [c.strip() for c in compatible if c.strip()]
+    keys = ("ro.soc.model", "ro.board.platform", "ro.hardware")
+    known = lookup(*(props.get(k) for k in keys), *reversed(entries), hardware)
+    name = {"soc_name": known.name if known else None}
+    for key in keys:
+        if props.get(key):
+            return {"soc": props[key], "soc_manufacturer": maker, **name}
     if entries:
         vendor, _, soc = entries[-1].rpartition(",")
-        return {"soc": soc, "soc_manufacturer": maker or vendor or None}
-    return {"soc": hardware or None, "soc_manufacturer": maker}
+        return {"soc": soc, "soc_manufacturer": maker or vendor or None, **name}
+    return {"soc": hardware or None, "soc_manufacturer": maker, **name}
 
 
 def android_facts(props: dict[str, str]) -> dict:

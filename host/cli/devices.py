@@ -133,13 +133,17 @@ def info(
     from aiot.host.agent_client import AgentSession
     from aiot.host.cli._output import out, print_json, spinner
     from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.errors import NoAgentPython
 
     name = resolve_name(device)
     transport = open_transport(name)
     with spinner(f"probing {name}…"):
         facts = transport.info()
         with AgentSession(transport) as agent:
-            facts["agent"] = agent.hello()
+            try:
+                facts["agent"] = agent.hello()
+            except NoAgentPython as exc:  # a phone before set-up: the probe still says what it is
+                facts["agent"], facts["agent_missing"] = None, exc.one_line()
     facts["name"] = name
     if as_json:
         print_json(facts)
@@ -159,10 +163,13 @@ def render_info(facts: dict):
         + (f" @ ≤{c['max_khz'] / 1e6:.2f} GHz" if c.get("max_khz") else " (no cpufreq)")
         for c in facts.get("clusters", [])
     )
+    agent = facts.get("agent") or {}
     runtimes = ", ".join(f"{k} {v}" if v else f"{k} [dim](not importable)[/]"
-                         for k, v in facts["agent"]["runtimes"].items())
+                         for k, v in (agent.get("runtimes") or {}).items())
     maker = " ".join(p for p in (facts.get("manufacturer"), facts.get("model")) if p)
     soc = " ".join(p for p in (facts.get("soc_manufacturer"), facts.get("soc")) if p)
+    if facts.get("soc_name"):
+        soc = f"{facts['soc_name']} ({soc})"
     rows = [
         ("transport", facts.get("transport")), ("model", maker if maker != facts.get("board") else None),
         ("soc", soc), ("cpu", facts.get("cpu_model")),
@@ -172,8 +179,10 @@ def render_info(facts: dict):
         ("memory", f"{facts.get('mem_total_mib')} MiB total, {facts.get('mem_available_mib')} MiB available"),
         ("thermal", thermal_summary(facts.get("thermal_zones", []))),
         ("battery", battery_summary(facts.get("power_supplies", []))),
-        ("python", f"{facts['agent']['python']} ({facts.get('python_path')})"),
-        ("runtimes", runtimes), ("agent", facts["agent"]["agent_version"]),
+        ("python", f"{agent['python']} ({facts.get('python_path')})" if agent
+         else f"none: {facts.get('agent_missing')}"),
+        ("runtimes", runtimes), ("agent", agent.get("agent_version")),
+        ("agent runtime", agent.get("runtime")),
     ]
     for key, value in rows:
         if value not in (None, ""):

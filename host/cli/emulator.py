@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,6 +21,12 @@ def start(
         "--with", help="Optional runtimes for an arm64 userland, comma-separated: torch (PyTorch "
                        "Mobile .ptl; CPU torch 2.10.0, the newest aarch64 CPU build on PyPI), "
                        "executorch (.pte; ExecuTorch 1.1.0, the newest on that torch).")] = None,
+    profile: Annotated[str, typer.Option(
+        help="linux (a board with Python) or android: an ADB arm64 phone with a toybox-like shell, "
+             "getprop and /data/local/tmp, and no Python (set it up with aiot devices setup NAME).")] = "linux",
+    props: Annotated[Path | None, typer.Option(
+        help="With --profile android: another phone's 'adb shell getprop' dump to answer with "
+             "(default: a Snapdragon 8 Gen 2 phone).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
@@ -29,10 +36,15 @@ def start(
     with spinner(f"starting emulated {kind} device…") as status:
         extras = tuple(w.strip() for w in (with_runtimes or "").split(",") if w.strip())
         state = manager.start(kind, name=name, arch=arch, on_step=lambda step: status.update(f"{step}…"),
-                              extras=extras)
+                              extras=extras, profile=profile, props=props)
+    profile = state.extra.get("profile", "linux")
     if as_json:
-        print_json({"name": state.name, "kind": state.kind, "arch": state.arch, "port": state.port,
-                    "pid": state.pid})
+        print_json({"name": state.name, "kind": state.kind, "arch": state.arch, "profile": profile,
+                    "port": state.port, "pid": state.pid})
+        return
+    if profile == "android":
+        message(f"started {state.name} (Android phone, {state.arch}) on 127.0.0.1:{state.port}; it has "
+                f"no Python: run aiot devices setup {state.name}")
         return
     message(f"started {state.name} ({state.kind}, {state.arch}) on 127.0.0.1:{state.port}; "
             f"try: aiot devices info {state.name}")
@@ -50,10 +62,11 @@ def list_emulators(as_json: Annotated[bool, typer.Option("--json", help="Print J
     if as_json:
         print_json(rows)
         return
-    table = Table("name", "kind", "arch", "port", "pid", "state")
+    table = Table("name", "kind", "arch", "profile", "port", "pid", "state")
     for r in rows:
         colour = "green" if r["state"] == "running" else "red"
-        table.add_row(r["name"], r["kind"], r["arch"], str(r["port"]), str(r["pid"]), f"[{colour}]{r['state']}[/]")
+        table.add_row(r["name"], r["kind"], r["arch"], r["profile"], str(r["port"]), str(r["pid"]),
+                      f"[{colour}]{r['state']}[/]")
     out.print(table)
 
 

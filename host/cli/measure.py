@@ -190,6 +190,7 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
         requests = expand_targets(devices, targets, threads, delegates=delegates,
                                   clusters=clusters, **common)
     _validate_requests(requests, native, delegates)
+    _require_agents(requests)
     if retries < 1:
         raise UsageError("--retries must be at least 1")
     results_dir = state(ctx).results_dir()
@@ -207,6 +208,19 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     _print_records(records, as_json)
     if any(r.status == "failed" for r in records):
         raise typer.Exit(1)
+
+
+def _require_agents(requests) -> None:
+    """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
+    from aiot.host.device_setup import require_agent_python
+    from aiot.host.devices import open_transport
+
+    for device in dict.fromkeys(r.device for r in requests if not r.native):
+        transport = open_transport(device)
+        try:
+            require_agent_python(transport)
+        finally:
+            transport.close()
 
 
 def _validate_requests(requests, native, delegates) -> None:

@@ -67,9 +67,16 @@ def write_device_files(folder: Path, name: str, machine: str | None = None) -> N
 
 def launch_adbd(folder: Path, port: int, auth_keys: Path | None = None,
                 shell_v2: bool = True) -> subprocess.Popen:
-    """Start the adbd process for ``folder`` on ``port`` and wait until it listens."""
+    """Start the adbd process for ``folder`` on ``port`` and wait until it listens.
+
+    A folder with ``enter.sh`` is an emulated Android phone: commands run inside its ``root``.
+    """
     argv = [sys.executable, "-m", "aiot.host.emulator.adbd", "--port", str(port),
-            "--props", str(folder / "props.txt"), "--bin", str(folder / "bin")]
+            "--props", str(folder / "props.txt")]
+    if (folder / "enter.sh").exists():
+        argv += ["--root", str(folder / "root"), "--enter", str(folder / "enter.sh")]
+    else:
+        argv += ["--bin", str(folder / "bin")]
     if auth_keys is not None:
         argv += ["--auth-keys", str(auth_keys)]
     if not shell_v2:
@@ -90,19 +97,10 @@ def start_adb_device(name: str, folder: Path, port: int | None = None, auth_keys
     is then also the ``python3`` first on the device shell's PATH.
     The device is connected to the adb server (started if needed) before this returns.
     """
-    from aiot.host.transports.adb import connect_tcp
-
     write_device_files(folder, name, machine)
-    port = port or _free_port_outside_scan()
-    proc = launch_adbd(folder, port, auth_keys, shell_v2)
-    serial = f"127.0.0.1:{port}"
-    try:
-        connect_tcp(serial)
-    except BaseException:
-        proc.kill()
-        raise
     workdir = folder / "fs" / "data" / "local" / "tmp" / "aiot"
     workdir.mkdir(parents=True, exist_ok=True)
+    proc, port, serial = _serve(folder, port, auth_keys, shell_v2)
     entry = DeviceEntry(
         name=name, transport="adb", serial=serial, workdir=str(workdir),
         # The emulated device runs on this machine, so its agent uses this Python and runtimes.
@@ -112,4 +110,38 @@ def start_adb_device(name: str, folder: Path, port: int | None = None, auth_keys
     return proc, port, entry
 
 
-__all__ = ["device_props", "launch_adbd", "start_adb_device", "write_device_files"]
+def start_android_phone(name: str, folder: Path, cache: Path, props: dict[str, str],
+                        port: int | None = None) -> tuple[subprocess.Popen, int, DeviceEntry]:
+    """Start an emulated Android phone ``name`` in ``folder`` (see
+    :mod:`aiot.host.emulator.android`); returns (process, port, inventory entry).
+
+    The entry names no Python the phone has: ``aiot devices setup NAME`` pushes aiot's runtime
+    and records its ``bin/python3``, as for a real phone.
+    """
+    from aiot.host.emulator import android
+
+    (folder / "props.txt").write_text("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
+    android.check_phone(android.build_phone(folder, cache, props))
+    proc, port, serial = _serve(folder, port)
+    entry = DeviceEntry(name=name, transport="adb", serial=serial, workdir=android.WORKDIR,
+                        labels=android.describe(props))
+    return proc, port, entry
+
+
+def _serve(folder: Path, port: int | None, auth_keys: Path | None = None,
+           shell_v2: bool = True) -> tuple[subprocess.Popen, int, str]:
+    """adbd for ``folder`` on ``port`` (a free one by default), connected to the adb server."""
+    from aiot.host.transports.adb import connect_tcp
+
+    port = port or _free_port_outside_scan()
+    proc = launch_adbd(folder, port, auth_keys, shell_v2)
+    serial = f"127.0.0.1:{port}"
+    try:
+        connect_tcp(serial)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, port, serial
+
+
+__all__ = ["device_props", "launch_adbd", "start_adb_device", "start_android_phone", "write_device_files"]

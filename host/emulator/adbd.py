@@ -12,10 +12,13 @@ real server. It implements what aiot and the adb CLI use:
 
 Commands run with the host's ``/bin/sh`` in a new session; closing the stream (host timeout,
 ``adb`` interrupted) kills the whole process group, as adbd does on a phone. A folder of small
-stand-ins (``getprop``) can be put first on ``PATH``. Standard library only, except
-``cryptography`` when ``--auth-keys`` is given.
+stand-ins (``getprop``) can be put first on ``PATH``. An emulated Android phone instead has a
+root of its own (``--root``): its commands run through ``--enter`` (chrooted into it, see
+:mod:`aiot.host.emulator.android`) and sync paths lie inside it. Standard library only,
+except ``cryptography`` when ``--auth-keys`` is given.
 
-Run: ``python -m aiot.host.emulator.adbd --port PORT [--props FILE] [--bin DIR] [--auth-keys FILE]``.
+Run: ``python -m aiot.host.emulator.adbd --port PORT [--props FILE] [--bin DIR] [--auth-keys FILE]
+[--root DIR --enter SCRIPT]``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import base64
 import logging
 import os
+import posixpath
 import queue
 import signal
 import socket
@@ -175,7 +179,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _spawn(device: DeviceConfig, command: str, merge_stderr: bool) -> subprocess.Popen:
-    argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
+    if device.enter:  # a phone of its own: the command runs inside its root
+        argv = [device.enter, command]
+    else:
+        argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                             cwd="/", env=device.shell_env(), start_new_session=True)
@@ -357,7 +364,7 @@ def serve_sync(stream: Stream, device: DeviceConfig) -> None:
         ident, size = struct.unpack("<4sI", stream.read_exact(8))
         if ident == b"QUIT":
             return
-        path = stream.read_exact(size).decode(errors="surrogateescape")
+        path = device.host_path(stream.read_exact(size).decode(errors="surrogateescape"), ident == b"SEND")
         if ident == b"STAT":
             _sync_stat_v1(stream, path)
         elif ident in (b"STA2", b"LST2"):
@@ -393,8 +400,21 @@ class DeviceConfig:
     """What the emulated device looks like: banner properties, PATH stand-ins, auth keys."""
 
     def __init__(self, props: dict[str, str], bin_dir: str | None, auth_keys: list | None,
-                 shell_v2: bool = True) -> None:
+                 shell_v2: bool = True, root: str | None = None, enter: str | None = None) -> None:
         self.props, self.bin_dir, self.auth_keys, self.shell_v2 = props, bin_dir, auth_keys, shell_v2
+        self.root, self.enter = root, enter
+
+    def host_path(self, path: str, with_mode: bool = False) -> str:
+        """Where a device path lies on this machine: inside the phone's root, if it has one
+        (``..`` cannot leave it). ``with_mode``: a SEND request's ``path,mode``."""
+        if self.root is None:
+            return path
+        mode = ""
+        if with_mode and "," in path:
+            path, _, mode = path.rpartition(",")
+            mode = "," + mode
+        inside = posixpath.normpath(posixpath.join("/", path))
+        return os.path.join(self.root, inside.lstrip("/")) + mode
 
     def banner(self) -> bytes:
         features = [f for f in FEATURES if self.shell_v2 or f != "shell_v2"]
@@ -403,6 +423,8 @@ class DeviceConfig:
         return f"device::{props}features={','.join(features)}".encode()
 
     def shell_env(self) -> dict[str, str]:
+        if self.enter:  # the phone sets its own environment; enter.sh needs only a PATH
+            return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         env = dict(os.environ)
         if self.bin_dir:
             env["PATH"] = f"{self.bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
@@ -554,10 +576,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bin", help="folder put first on PATH for shell commands")
     parser.add_argument("--auth-keys", type=Path, help="adbkey.pub-style file; enables RSA auth")
     parser.add_argument("--no-shell-v2", action="store_true", help="behave like an old device")
+    parser.add_argument("--root", help="the phone's filesystem: sync paths lie inside it")
+    parser.add_argument("--enter", help="script that runs a shell command inside --root")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s adbd %(levelname)s %(message)s")
     keys = load_android_pubkeys(args.auth_keys) if args.auth_keys else None
-    device = DeviceConfig(read_props(args.props), args.bin, keys, shell_v2=not args.no_shell_v2)
+    device = DeviceConfig(read_props(args.props), args.bin, keys, shell_v2=not args.no_shell_v2,
+                          root=args.root, enter=args.enter)
     serve(args.port, device)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from aiot.host import arch as arch_names
 from aiot.host import inventory
@@ -28,14 +29,20 @@ def _native_arch() -> str:
 
 def start(kind: str, name: str | None = None, arch: str | None = None,
           on_step: Callable[[str], None] = lambda step: None,
-          extras: tuple[str, ...] = ()) -> EmulatorState:
+          extras: tuple[str, ...] = (), profile: str = "linux",
+          props: Path | None = None) -> EmulatorState:
     """Start an emulated device in the background and add it to the inventory.
 
     ``arch`` other than this machine's runs the device's Python under qemu-user (arm64 only;
     see :mod:`aiot.host.emulator.arm64`); its first start builds a cached aarch64 userland.
+    ``profile="android"`` (adb, arm64) is a phone without Python instead (see
+    :mod:`aiot.host.emulator.android`); ``props`` a ``getprop`` dump it answers with.
     """
     if kind not in KINDS:
         raise UsageError(f"unknown emulator kind '{kind}'", f"use one of {', '.join(KINDS)}")
+    phone_props = _phone_props(kind, arch, profile, props, extras)
+    if phone_props is not None:
+        arch = "arm64"
     arch = arch_names.option_name(arch) if arch else _native_arch()
     if arch not in ARCHES:
         raise UsageError(f"unknown --arch '{arch}'", f"use one of {', '.join(ARCHES)}")
@@ -61,6 +68,14 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     proc = None
     try:
         python = None
+        if phone_props is not None:
+            from aiot.host.emulator.adb import start_android_phone
+            from aiot.host.paths import cache_dir
+
+            on_step("building the phone's root (busybox as toybox, getprop, /data/local/tmp)")
+            proc, port, entry = start_android_phone(name, folder, cache_dir(), phone_props)
+            return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
+                                           folder=str(folder), extra={"profile": "android"}), entry)
         if arch != _native_arch():
             from aiot.host.emulator.arm64 import prepare_device
             from aiot.host.paths import cache_dir
@@ -72,16 +87,41 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
             from aiot.host.emulator.arm64 import LABELS
 
             entry.labels.update(LABELS)
-        state = EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port, folder=str(folder))
-        state.save()
-        inventory.add(entry)
+        return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
+                                       folder=str(folder)), entry)
     except BaseException:
         # Half-started emulators leave nothing behind: no process, no folder, no entry.
         if proc is not None:
             proc.kill()
         remove_folder(folder)
         raise
+
+
+def _register(state: EmulatorState, entry) -> EmulatorState:
+    state.save()
+    inventory.add(entry)
     return state
+
+
+def _phone_props(kind: str, arch: str | None, profile: str, props: Path | None,
+                 extras: tuple[str, ...]) -> dict[str, str] | None:
+    """The properties of an Android phone to emulate, or None for a Linux device."""
+    from aiot.host.emulator import android
+
+    if profile not in android.PROFILES:
+        raise UsageError(f"unknown --profile '{profile}'", f"use one of {', '.join(android.PROFILES)}")
+    if profile == "linux":
+        if props is not None:
+            raise UsageError("--props describes an Android phone", "add --profile android")
+        return None
+    if kind != "adb" or (arch and arch_names.option_name(arch) != "arm64"):
+        raise UsageError("--profile android is an ADB device with an arm64 CPU",
+                         "run: aiot emulator start adb --arch arm64 --profile android")
+    if extras:
+        raise UsageError("an emulated phone has no runtimes of its own to add --with to",
+                         "give them to its set-up: aiot devices setup NAME --with "
+                         + ",".join(extras))
+    return android.read_props_file(props) if props is not None else dict(android.DEFAULT_PROPS)
 
 
 def _start_server(kind: str, name: str, folder, python: str | None, arch: str):
@@ -96,8 +136,9 @@ def _start_server(kind: str, name: str, folder, python: str | None, arch: str):
 
 def running() -> list[dict]:
     """Every known emulator with its state (running or dead)."""
-    return [{"name": s.name, "kind": s.kind, "arch": s.arch, "port": s.port, "pid": s.pid,
-             "state": "running" if s.alive() else "dead", "folder": s.folder} for s in load_all()]
+    return [{"name": s.name, "kind": s.kind, "arch": s.arch, "profile": s.extra.get("profile", "linux"),
+             "port": s.port, "pid": s.pid, "state": "running" if s.alive() else "dead",
+             "folder": s.folder} for s in load_all()]
 
 
 def stop(name: str) -> EmulatorState:

@@ -1,3 +1,5 @@
+import pytest
+
 from aiot.host.probe import (
     detect_soc, kernel_celsius, parse_clusters, parse_cpuinfo, parse_getprop, parse_meminfo, parse_os_release,
     parse_power_supplies, parse_probe, parse_thermal,
@@ -166,13 +168,39 @@ def test_power_supplies_tenths_of_degrees_and_missing_fields():
 def test_soc_detection_order():
     props = parse_getprop(PIXEL_GETPROP.splitlines())
     compatible = ["raspberrypi,4-model-b", "brcm,bcm2711"]
-    assert detect_soc(props, compatible, "BCM2835") == {"soc": "GS201", "soc_manufacturer": "Google"}
+    assert detect_soc(props, compatible, "BCM2835") == {
+        "soc": "GS201", "soc_manufacturer": "Google", "soc_name": "Google Tensor G2"}
     platform_only = {"ro.board.platform": "kona", "ro.hardware": "qcom"}
     assert detect_soc(platform_only, compatible, None)["soc"] == "kona"
     assert detect_soc({"ro.hardware": "qcom"}, [], None)["soc"] == "qcom"
-    assert detect_soc({}, compatible, "BCM2835") == {"soc": "bcm2711", "soc_manufacturer": "brcm"}
-    assert detect_soc({}, [], "BCM2835") == {"soc": "BCM2835", "soc_manufacturer": None}
-    assert detect_soc({}, [], None) == {"soc": None, "soc_manufacturer": None}
+    assert detect_soc({}, compatible, "BCM2835") == {
+        "soc": "bcm2711", "soc_manufacturer": "brcm", "soc_name": "BCM2711 (Raspberry Pi 4)"}
+    assert detect_soc({}, [], "BCM2835") == {"soc": "BCM2835", "soc_manufacturer": None, "soc_name": None}
+    assert detect_soc({}, [], None) == {"soc": None, "soc_manufacturer": None, "soc_name": None}
+
+
+@pytest.mark.parametrize(("props", "name"), [
+    ({"ro.soc.manufacturer": "QTI", "ro.soc.model": "SM8550", "ro.board.platform": "kalama"},
+     "Snapdragon 8 Gen 2"),
+    ({"ro.board.platform": "kona", "ro.hardware": "qcom"}, "Snapdragon 865"),  # Android < 12
+    ({"ro.soc.manufacturer": "Mediatek", "ro.soc.model": "MT6983", "ro.hardware": "mt6983"},
+     "Dimensity 9000"),
+    ({"ro.board.platform": "kirin9000", "ro.hardware": "kirin9000"}, "Kirin 9000"),
+    ({"ro.hardware": "qcom"}, None),  # a maker's generic name says nothing
+])
+def test_marketing_names_from_getprop(props, name):
+    assert detect_soc(props, [], None)["soc_name"] == name
+
+
+def test_soc_table_is_consistent():
+    from aiot.host.socs import ARM_PARTS, SOCS
+
+    codes = [code for soc in SOCS for code in soc.codes]
+    assert len(codes) == len(set(codes)) and all(code == code.lower() for code in codes)
+    for soc in SOCS:
+        assert all(core in ARM_PARTS for _, core, _ in soc.clusters), soc.name
+        clocks = [mhz for _, _, mhz in soc.clusters]
+        assert clocks == sorted(clocks), f"{soc.name}: clusters smallest first"
 
 
 def test_android_props_win_on_a_phone():

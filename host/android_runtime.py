@@ -91,6 +91,7 @@ class RuntimeArchive:
     size_bytes: int  # compressed, what a first set-up sends
     tree_bytes: int  # unpacked, what it takes on the device
     files: int
+    load_align: int | None = None  # smallest LOAD alignment of its ELF files: the largest page size
 
 
 def archive_runtime(userland: Path, cache: Path, extras: tuple[str, ...] = ()) -> RuntimeArchive:
@@ -105,8 +106,10 @@ def archive_runtime(userland: Path, cache: Path, extras: tuple[str, ...] = ()) -
     meta = folder / "runtime.json"
     if meta.exists():
         facts = json.loads(meta.read_text())
-        return RuntimeArchive(folder / facts["file"], facts["sha256"], facts["size_bytes"],
-                              facts["tree_bytes"], facts["files"])
+        if "load_align" not in facts:  # written before aiot recorded it
+            facts["load_align"] = _load_alignment(userland / "root")
+            _write_meta(meta, facts)
+        return _archive(folder, facts)
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / "runtime.tar.gz.part"
     tree_bytes, files = _write_archive(userland / "root", part)
@@ -114,9 +117,49 @@ def archive_runtime(userland: Path, cache: Path, extras: tuple[str, ...] = ()) -
     final = folder / f"{RUNTIME_NAME}-{digest[:16]}.tar.gz"
     os.replace(part, final)
     facts = {"file": final.name, "sha256": digest, "size_bytes": final.stat().st_size,
-             "tree_bytes": tree_bytes, "files": files, "extras": sorted(extras)}
-    meta.write_text(json.dumps(facts) + "\n")
-    return RuntimeArchive(final, digest, facts["size_bytes"], tree_bytes, files)
+             "tree_bytes": tree_bytes, "files": files, "extras": sorted(extras),
+             "load_align": _load_alignment(userland / "root")}
+    _write_meta(meta, facts)
+    return _archive(folder, facts)
+
+
+def cached_load_alignment(cache: Path) -> int | None:
+    """The smallest library alignment of any runtime built on this host, or None (none built):
+    what ``devices doctor`` compares a phone's page size with."""
+    aligns = []
+    for meta in (cache / "android-runtime").glob("*/runtime.json"):
+        align = json.loads(meta.read_text()).get("load_align")
+        if align:
+            aligns.append(align)
+    return min(aligns) if aligns else None
+
+
+def _archive(folder: Path, facts: dict) -> RuntimeArchive:
+    return RuntimeArchive(folder / facts["file"], facts["sha256"], facts["size_bytes"], facts["tree_bytes"],
+                          facts["files"], facts.get("load_align"))
+
+
+def _write_meta(meta: Path, facts: dict) -> None:
+    from aiot.host.fileio import write_text_atomic
+
+    write_text_atomic(meta, json.dumps(facts) + "\n")
+
+
+def _load_alignment(root: Path) -> int | None:
+    """The smallest LOAD alignment over the tree's ELF files (programs and libraries)."""
+    from aiot.host.phone_checks import elf_load_alignment
+
+    aligns = []
+    for dirpath, _dirs, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink() or not _wanted(path.relative_to(root).as_posix()):
+                continue
+            if name.endswith(".so") or ".so." in name or name.startswith(("python3", "ld-linux")):
+                align = elf_load_alignment(path)
+                if align:
+                    aligns.append(align)
+    return min(aligns) if aligns else None
 
 
 def _wanted(rel: str) -> bool:

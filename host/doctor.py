@@ -106,10 +106,26 @@ def _run_checks(transport: Transport, checks: list[Check]) -> None:
     checks.append(workdir)
     if workdir.ok:
         checks.append(check_space(transport))
+    phone = transport.kind in NATIVE_ONLY and _machine(transport) == "aarch64"
     python = check_python(transport)
+    if phone:
+        checks.extend(_phone_checks(transport, installed=python.status == "ok"))
     checks.append(python)
     if python.status == "ok":
         checks.extend(check_runtimes(transport))
+
+
+def _machine(transport: Transport) -> str:
+    return transport.shell(["uname", "-m"], timeout=30).stdout.strip()
+
+
+def _phone_checks(transport: Transport, installed: bool) -> list[Check]:
+    """What can stop aiot's aarch64 runtime on this phone (see :mod:`aiot.host.phone_checks`)."""
+    from aiot.host.android_runtime import cached_load_alignment
+    from aiot.host.paths import cache_dir
+    from aiot.host.phone_checks import phone_checks
+
+    return phone_checks(transport, installed, cached_load_alignment(cache_dir()))
 
 
 def check_reachable(transport: Transport) -> Check:
@@ -163,8 +179,8 @@ def check_python(transport: Transport) -> Check:
     res = transport.shell([python, "-c", _VERSION_SCRIPT], timeout=60)
     version = parse_python_version(res.stdout) if res.ok else None
     if version is None and transport.kind in NATIVE_ONLY:
-        return Check("python", True, f"no Python at '{python}': phones without Python will use native "
-                     "benchmark binaries (coming later)", warn=True)
+        return Check("python", False, f"no Python at '{python}': a phone has none until aiot pushes "
+                     "its own runtime", f"aiot devices setup {transport.name}  (or time it with --native)")
     if version is None:
         return Check("python", False, f"'{python}' does not run: {last_line(res)}",
                      _python_fix(transport))

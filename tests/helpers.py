@@ -15,3 +15,47 @@ def process_gone(pid: int, within: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+class KillAfterFirstRun:
+    """A campaign listener that kills ``victim``'s emulator (its server and everything below
+    it, agent included) once its first run has ended; the device stays in the inventory, as a
+    crashed phone or board would."""
+
+    def __init__(self, victim: str) -> None:
+        import threading
+
+        from aiot.host.runs import NullListener
+
+        self._null = NullListener()
+        self.victim, self.killed = victim, threading.Event()
+
+    def on_run_end(self, record) -> None:
+        from aiot.host.emulator.state import load_all
+
+        if record.device == self.victim and not self.killed.is_set():
+            self.killed.set()
+            (state,) = [s for s in load_all() if s.name == self.victim]
+            state.terminate()
+
+    def __getattr__(self, name):  # every other event: as the null listener does
+        return getattr(self._null, name)
+
+
+def stored_run_key(record) -> str:
+    """The campaign's run key of a stored record (from its spec)."""
+    from aiot.host.campaign import _digest
+
+    return _digest(record.spec)[:16]
+
+
+def stop_emulators(*names: str) -> None:
+    """Stop these emulators where they still run (a test's clean-up)."""
+    from aiot.host.emulator import manager
+    from aiot.host.errors import AiotError
+
+    for name in names:
+        try:
+            manager.stop(name)
+        except AiotError:
+            pass  # already stopped

@@ -4,38 +4,14 @@ running the same sweep again redoes exactly its runs; no record is lost or dupli
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
 from aiot.host.runs import MeasureParams, NullListener, expand_sweep
 from aiot.host.store import open_store
+from tests.helpers import KillAfterFirstRun, stop_emulators, stored_run_key
 
 FAST = MeasureParams(warmup_runs=1, warmup_min_s=0.0, min_runs=5, min_s=0.0, max_s=5.0)
-
-
-class StopAfterFirstRun(NullListener):
-    """Kills ``victim``'s emulator (its server and everything below it, agent included) as
-    soon as its first run has ended; the device stays in the inventory, as a crashed phone."""
-
-    def __init__(self, victim: str) -> None:
-        self.victim = victim
-        self.killed = threading.Event()
-        self.started: dict[str, int] = {}
-        self.lock = threading.Lock()
-
-    def on_run_start(self, request, index, total) -> None:
-        with self.lock:
-            self.started[request.device] = self.started.get(request.device, 0) + 1
-
-    def on_run_end(self, record) -> None:
-        from aiot.host.emulator.state import load_all
-
-        if record.device == self.victim and not self.killed.is_set():
-            self.killed.set()
-            (state,) = [s for s in load_all() if s.name == self.victim]
-            state.terminate()
 
 
 @pytest.mark.slow
@@ -50,7 +26,7 @@ def test_sweep_over_emulated_devices_survives_one_killed_mid_sweep(cli, tmp_path
         results = tmp_path / "results"
         with open_store(results) as store:
             plan = plan_sweep(requests, store, seed=7)
-        listener = StopAfterFirstRun("rack-ssh1")
+        listener = KillAfterFirstRun("rack-ssh1")
         records = run_campaign(plan, results, listener, CampaignPolicy(retries=2, backoff_s=0.2))
         assert listener.killed.is_set() and len(records) == 9
         victim = [r for r in records if r.device == "rack-ssh1"]
@@ -74,20 +50,8 @@ def test_sweep_over_emulated_devices_survives_one_killed_mid_sweep(cli, tmp_path
         with open_store(results) as store:
             everything = store.query(sweep_id=plan.sweep_id)
         assert not [r for r in everything if r.status == "pending"]
-        ok_keys = [run_key_of(r) for r in everything if r.status == "ok"]
+        ok_keys = [stored_run_key(r) for r in everything if r.status == "ok"]
         assert sorted(ok_keys) == sorted(run_key(r) for r in requests)  # each run once, none lost
     finally:
-        from aiot.host.emulator import manager
-        from aiot.host.errors import AiotError
+        stop_emulators(*names)
 
-        for name in names:
-            try:
-                manager.stop(name)
-            except AiotError:
-                pass  # already stopped
-
-
-def run_key_of(record) -> str:
-    from aiot.host.campaign import _digest
-
-    return _digest(record.spec)[:16]

@@ -101,11 +101,12 @@ def test_old_python_fails(tmp_path):
     assert not python.ok and "Python 3.8.10" in python.detail and "3.9 or newer" in python.detail
 
 
-def test_phone_without_python_is_a_note_not_a_failure(tmp_path):
+def test_phone_without_python_says_to_set_it_up(tmp_path):
     checks = diagnose(OtherPython(str(tmp_path / "python3"), kind="adb"))
     python = by_name(checks)["python"]
-    assert python.ok and python.status == "warn" and "native benchmark binaries" in python.detail
-    assert all(c.ok for c in checks)
+    assert not python.ok and "no Python" in python.detail
+    assert python.fix.startswith("aiot devices setup ") and "--native" in python.fix
+    assert [c.name for c in checks if not c.ok] == ["python"]  # this x86_64 host: no phone checks
 
 
 def test_missing_runtime_says_how_to_install(monkeypatch):

@@ -1,4 +1,5 @@
-"""One real phone or board end to end: probe, doctor, push, (Python devices) a small sweep, pull."""
+"""One real phone or board end to end: probe, push, a small sweep (a phone after aiot devices setup),
+doctor, pull."""
 
 import pytest
 
@@ -12,24 +13,41 @@ def test_probe_names_the_hardware(cli, real_device):
     assert info["abi"] and info["cores"] >= 1 and info["os"]
 
 
-def test_doctor_passes(cli, real_device):
-    report = cli.json("devices", "doctor", real_device.name)
-    assert report["ok"], [c for c in report["checks"] if c["status"] == "fail"]
-
-
 def test_second_push_sends_nothing(cli, real_device):
     args = ["push", "--device", real_device.name, "--model", "tiny_cnn", "--format", "tflite"]
     cli.json(*args)
     assert cli.json(*args)["sent"] is False
 
 
+def test_phone_gets_aiots_runtime_and_is_measured(cli, real_device):
+    if real_device.transport != "adb":
+        pytest.skip("a board runs the agent on its own Python (see the next test)")
+    info = cli.json("devices", "info", real_device.name)
+    assert info["soc"] and info["android_version"], info  # soc_name where aiot's table knows it
+    first = cli.json("devices", "setup", real_device.name)
+    assert first["runtime"] == "aiot-aarch64-glibc" and first["platform"].startswith("aarch64")
+    assert cli.json("devices", "setup", real_device.name)["pushed_bytes"] == 0
+    records = cli.json("sweep", "--device", real_device.name, "--model", "tiny_cnn", "--format", "tflite,onnx",
+                       "--threads", "1,2", *FAST)
+    assert [r["status"] for r in records] == ["ok"] * 4, [r["reason"] for r in records]
+    device = records[0]["provenance"]["device"]
+    assert device["agent"]["runtime"].startswith("aiot-aarch64-glibc:") and device["agent"]["machine"] == "aarch64"
+
+
 def test_sweep_on_a_python_device(cli, real_device):
     if real_device.transport == "adb":
-        pytest.skip("phones run native benchmark binaries (issue 4), not the Python agent")
+        pytest.skip("a phone is measured through aiot's runtime (the test above)")
     records = cli.json("sweep", "--device", real_device.name, "--model", "tiny_cnn", "--format", "tflite,onnx",
                        "--threads", "1,2", *FAST)
     assert [r["status"] for r in records] == ["ok"] * 4
     assert all(r["provenance"]["device"]["name"] == real_device.name for r in records)
+
+
+def test_doctor_passes(cli, real_device):
+    if real_device.transport == "adb":  # each test has its own inventory: set up (pushes nothing) again
+        cli.json("devices", "setup", real_device.name)
+    report = cli.json("devices", "doctor", real_device.name)
+    assert report["ok"], [c for c in report["checks"] if c["status"] == "fail"]
 
 
 def test_pull_brings_back_outputs_inside_the_folder(cli, real_device, tmp_path):

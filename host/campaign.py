@@ -54,6 +54,8 @@ class CampaignPolicy:
         persistent_agent: one agent session per device for the campaign, each run in a child
             forked from it (None: the default, on unless ``AIOT_AGENT_SESSION=0``); False
             starts an agent process per command.
+        lab: a :class:`aiot.host.lab.session.LabSession`: each device's runs are measured on
+            the lab node that owns it (records are still written here), or None.
     """
 
     retries: int = 3
@@ -62,6 +64,7 @@ class CampaignPolicy:
     parallel: bool = True
     cooldown: object | None = None
     persistent_agent: bool | None = None
+    lab: object | None = None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -207,7 +210,9 @@ def _cancel(shared: _Shared) -> None:
 
 def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunRequest]],
                    results: dict[int, RunRecord]) -> None:
-    workspace = Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent)
+    lab = shared.policy.lab
+    workspace = (lab.workspace(device, shared.results_dir) if lab is not None
+                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent))
     with shared.lock:
         shared.workspaces[device] = workspace
     try:
@@ -228,7 +233,7 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
              request: RunRequest) -> RunRecord | None:
     """Run ``request`` with retries; records a skip instead when it cannot run (None when the
     same skip is already this sweep's record of it)."""
-    from aiot.host.executor import execute_run, skip_run
+    from aiot.host.executor import execute_run, measure_run, skip_run
 
     plan, policy, listener = shared.plan, shared.policy, shared.listener
     context = {"sweep": {"id": plan.sweep_id, "seed": plan.seed, "index": index,
@@ -244,7 +249,7 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
     for attempt in range(1, policy.retries + 1):
         context["sweep"]["attempt"] = attempt
         record = execute_run(request, store, workspace, listener, plan.sweep_id, context=context,
-                             cooldown=policy.cooldown)
+                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run))
         error = (record.result or {}).get("error") or {}
         if record.status == "ok" or not error.get("transient") or shared.cancel.is_set():
             break
@@ -267,7 +272,7 @@ def _skip_reason(shared: _Shared, workspace: Workspace, request: RunRequest) -> 
         return known
     lost = shared.lost.get(request.device)
     if lost:
-        return f"device lost: {lost}"
+        return lost if lost.startswith("node lost") else f"device lost: {lost}"
     if request.threads > ALWAYS_RUN_THREADS:
         try:
             cores = workspace.device_info(request.device, agent=False).get("cores") or 0

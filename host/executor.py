@@ -124,6 +124,8 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
     from aiot.converters.sidecar import read_sidecar
     from aiot.host.user_artifact import user_artifact
 
+    if workspace.shipped is not None:  # a lab node: the driver converted and sent it
+        return workspace.shipped
     if request.model_path is not None:
         found = user_artifact(request)
         if found is not None:
@@ -216,15 +218,30 @@ def skip_run(request: RunRequest, store: Store, sweep_id: str | None, reason: st
     return store.get(record.id)
 
 
+def measure_run(request: RunRequest, workspace: Workspace, listener: RunListener, provenance: dict,
+                cooldown=None) -> dict:
+    """The device's side of a run: wait for cool-down, convert (or take the workspace's
+    shipped artifact), push, run, and compare the device's state before and after.
+
+    Fills ``provenance`` and returns the record's finishing columns; raises what failed.
+    """
+    watch = _DeviceWatch(request, workspace, listener, cooldown)
+    columns = _measure(request, workspace, listener, provenance)
+    provenance["device_state"] = watch.finish()
+    return columns
+
+
 def execute_run(request: RunRequest, store: Store, workspace: Workspace,
                 listener: RunListener, sweep_id: str | None = None, context: dict | None = None,
-                cooldown=None) -> RunRecord:
+                cooldown=None, measure=measure_run) -> RunRecord:
     """Record ``request`` as pending, run it, and close the record as ok or failed.
 
     Args:
         context: extra provenance (a campaign's sweep seed, order index and attempt).
         cooldown: a :class:`aiot.host.cooldown.CooldownPolicy` gating the run on the device's
             temperature and frequencies, or None.
+        measure: :func:`measure_run`'s stand-in; a lab runs it on the node owning the device
+            (:class:`aiot.host.lab.session.LabDevice`), while this store stays the one writer.
     """
     provenance = {**base_provenance(), **(context or {})}
     record = store.begin(
@@ -232,9 +249,7 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
         model=request.model, format=request.format, threads=request.threads,
     )
     try:
-        watch = _DeviceWatch(request, workspace, listener, cooldown)
-        columns = _measure(request, workspace, listener, provenance)
-        provenance["device_state"] = watch.finish()
+        columns = measure(request, workspace, listener, provenance, cooldown)
     except KeyboardInterrupt:
         store.finish(record.id, "failed", reason="interrupted by user", provenance=provenance)
         raise
@@ -242,7 +257,7 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
         if not isinstance(exc, AiotError):
             # A bug, not a user mistake: keep the traceback in the log, the sweep goes on.
             log.warning("run %s failed unexpectedly", request.label(), exc_info=True)
-        error = {"type": type(exc).__name__, "transient": is_transient(exc)}
+        error = {"type": getattr(exc, "remote_type", type(exc).__name__), "transient": is_transient(exc)}
         store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance,
                      result={"error": error})
     else:

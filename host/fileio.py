@@ -44,3 +44,8 @@ def write_atomic(final: Path, write: Callable[[Path], None]) -> None:
 def write_text_atomic(final: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``final`` so readers see the old file or the whole new one."""
     write_atomic(final, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_bytes_atomic(final: Path, data: bytes) -> None:
+    """Write ``data`` to ``final`` so readers see the old file or the whole new one."""
+    write_atomic(final, lambda tmp: tmp.write_bytes(data))

@@ -209,6 +209,9 @@ class Workspace:
         self._transports: dict[str, object] = {}
         self._device_info: dict[str, dict] = {}
         self._baselines: dict[str, object] = {}
+        #: ``(artifact, sidecar)`` a lab's driver converted and shipped for the run at hand
+        #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
+        self.shipped: tuple | None = None
 
     def baseline(self, device: str, source):
         """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
@@ -286,6 +289,9 @@ def is_transient(exc: BaseException) -> bool:
     """
     from aiot.host.errors import CommandTimeout, TransportError
 
+    flagged = getattr(exc, "transient", None)  # a lab node's verdict on its own failure
+    if isinstance(flagged, bool):
+        return flagged
     if isinstance(exc, CommandTimeout):
         return False
     return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))

@@ -60,11 +60,12 @@ def root(
 
 
 def _register() -> None:
-    from aiot.host.cli import (bench, complexity, convert, demo, devices, emulator, measure,
+    from aiot.host.cli import (bench, complexity, convert, demo, devices, emulator, lab, measure,
                                models, report, results, robust, score, toolchains, train)
 
     app.add_typer(devices.app, name="devices")
     app.add_typer(emulator.app, name="emulator")
+    app.add_typer(lab.app, name="lab")
     app.add_typer(models.app, name="models")
     app.add_typer(results.app, name="results")
     app.add_typer(score.app, name="score")

@@ -171,9 +171,10 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
            native=None, binary=None, delegates=None, binarize=None, clusters=None,
            seed: int = 0, shuffle: bool = False, fresh: bool = True, retries: int = 3,
            cooldown_max_s: float | None = 120.0, input_shapes=None, inputs_file=None,
-           requests=None):
+           requests=None, lab: str | None = None):
     """Validate everything that can be, then run the campaign of ``targets`` on ``devices``
-    (or the ready-made ``requests``, e.g. what was last pushed to each device)."""
+    (or the ready-made ``requests``, e.g. what was last pushed to each device); with ``lab``,
+    on the lab nodes that own the devices."""
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
@@ -181,7 +182,9 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     from aiot.host.store import open_store
 
     params.validate()
-    _validate_devices(devices)
+    session = _lab_session(lab, devices, native, input_shapes, inputs_file)
+    if session is None:
+        _validate_devices(devices)
     inputs, inputs_sha = _check_inputs_file(inputs_file)
     common = {"weights": weights, "dataset": dataset, "dataset_limit": limit, "params": params,
               "native": native, "binary": binary, "binarize": binarize,
@@ -190,7 +193,8 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
         requests = expand_targets(devices, targets, threads, delegates=delegates,
                                   clusters=clusters, **common)
     _validate_requests(requests, native, delegates)
-    _require_agents(requests)
+    if session is None:  # a lab node checks its own devices
+        _require_agents(requests)
     if retries < 1:
         raise UsageError("--retries must be at least 1")
     results_dir = state(ctx).results_dir()
@@ -204,10 +208,24 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
         return
     with RichRunListener() as listener:
         records = run_campaign(plan, results_dir, listener,
-                               CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s)))
+                               CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s), lab=session))
     _print_records(records, as_json)
     if any(r.status == "failed" for r in records):
         raise typer.Exit(1)
+
+
+def _lab_session(address: str | None, devices: list[str], native, input_shapes, inputs_file):
+    """The lab the sweep runs on (its devices checked), or None for this host's devices."""
+    if not address:
+        return None
+    if native or input_shapes or inputs_file:
+        raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
+                         "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
+    from aiot.host.lab.session import LabSession
+
+    session = LabSession(address)
+    session.check_devices(devices)
+    return session
 
 
 def _require_agents(requests) -> None:
@@ -313,6 +331,10 @@ def sweep(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
+    lab: Annotated[str | None, typer.Option(
+        "--lab", envvar="AIOT_LAB",
+        help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
+             "owns it; records land in this host's store.")] = None,
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads.
 
@@ -341,7 +363,7 @@ def sweep(
            as_json, native, binary, options["delegates"], binarize, options["clusters"],
            seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
            cooldown_max_s=cooldown_max_s, input_shapes=shapes, inputs_file=inputs,
-           requests=requests)
+           requests=requests, lab=lab)
 
 
 def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset, limit, native,

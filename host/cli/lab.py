@@ -1,0 +1,118 @@
+"""``aiot lab``: a lab of several hosts on Ray, each node owning the devices of its inventory."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+@app.command("start")
+def start(
+    head: Annotated[bool, typer.Option("--head", help="Start the lab's head node on this host.")] = False,
+    port: Annotated[int, typer.Option(help="Port the head listens on.")] = 6380,
+    bind: Annotated[str, typer.Option(
+        help="Address this node listens on: loopback by default; the lab network's address (never "
+             "0.0.0.0 unless you mean it) for other hosts to join.")] = "127.0.0.1",
+    as_json: JsonOpt = False,
+) -> None:
+    """Start the head node; it advertises this host's devices (its inventory) to the lab."""
+    from aiot.host.errors import UsageError
+
+    if not head:
+        raise UsageError("lab start starts the head node", "run: aiot lab start --head  (others: aiot lab join HOST:PORT)")
+    _started(_start_node(head=True, port=port, bind=bind), as_json)
+
+
+@app.command("join")
+def join(
+    address: Annotated[str, typer.Argument(help="The head's HOST:PORT.")],
+    bind: Annotated[str, typer.Option(help="This host's address on the lab network.")] = "127.0.0.1",
+    as_json: JsonOpt = False,
+) -> None:
+    """Join the lab at ADDRESS with this host's devices (its inventory)."""
+    _started(_start_node(head=False, address=address, bind=bind), as_json)
+
+
+def _start_node(**kwargs):
+    from aiot.host.cli._output import spinner
+    from aiot.host.lab.node import start_node
+
+    with spinner("starting the lab node…"):
+        return start_node(**kwargs)
+
+
+def _started(state, as_json: bool) -> None:
+    from aiot.host.cli._output import message, print_json
+
+    if as_json:
+        print_json({"pid": state.pid, "address": state.address, "head": state.head, "devices": state.devices})
+        return
+    devices = ", ".join(state.devices) or "no devices (add some with aiot devices add, then restart the node)"
+    role = "head" if state.head else "node"
+    message(f"lab {role} at {state.address} serves: {devices}")
+    if state.head:
+        message(f"other hosts: aiot lab join {state.address}; sweeps: aiot sweep --lab {state.address} …")
+
+
+@app.command("status")
+def status(
+    address: Annotated[str | None, typer.Option(
+        help="The lab's HOST:PORT (default: $AIOT_LAB, else the node this host started).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Nodes of the lab, their devices and each device's state (online, busy, offline)."""
+    from rich.table import Table
+
+    from aiot.host.cli._output import out, print_json
+    from aiot.host.lab.session import connect, lab_nodes
+
+    connect(lab_address(address))
+    rows = []
+    for node in lab_nodes():
+        for device in node.devices or ("—",):
+            state = "offline" if not node.alive else "busy" if device in node.busy else "online"
+            rows.append({"node": node.node_id[:12], "host": node.hostname, "alive": node.alive,
+                         "aiot": node.aiot_version, "device": None if device == "—" else device,
+                         "state": state if device != "—" else None, "refused": node.compatible()})
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("node", "host", "aiot", "device", "state")
+    for r in rows:
+        colour = {"online": "green", "busy": "yellow"}.get(r["state"], "red")
+        aiot = r["aiot"] + (" [red](differs)[/]" if r["refused"] else "")
+        table.add_row(r["node"], r["host"] or "?", aiot, r["device"] or "—",
+                      f"[{colour}]{r['state']}[/]" if r["state"] else ("alive" if r["alive"] else "[red]dead[/]"))
+    out.print(table)
+
+
+@app.command("stop")
+def stop() -> None:
+    """Stop the lab node(s) this host started (the head ends the lab)."""
+    from aiot.host.cli._output import message
+    from aiot.host.lab.node import stop_nodes
+
+    stopped = stop_nodes()
+    message(f"stopped {len(stopped)} lab node(s)" if stopped else "no lab node runs on this host")
+
+
+def lab_address(given: str | None) -> str:
+    """``--lab``/``--address`` > ``$AIOT_LAB`` > the head or node this host started."""
+    import os
+
+    from aiot.host.errors import UsageError
+    from aiot.host.lab.node import load_nodes
+
+    if given:
+        return given
+    if os.environ.get("AIOT_LAB"):
+        return os.environ["AIOT_LAB"]
+    for state in load_nodes():
+        if state.alive():
+            return state.address
+    raise UsageError("no lab address", "give --lab HOST:PORT, set AIOT_LAB, or start one: aiot lab start --head")

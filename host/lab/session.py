@@ -1,0 +1,249 @@
+"""The driver's side of a lab sweep: which node owns which device, and a campaign workspace
+per device whose runs are measured on that node.
+
+The campaign engine (:func:`aiot.host.campaign.run_campaign`) is unchanged: its worker for a
+device gets a :class:`LabDevice` instead of a local workspace. The driver converts each
+artifact once, ships its bytes through Ray's object store (once per content hash), and
+writes every record itself (pending before, ok/failed after), so resume, ``--fresh``,
+retries and "device lost" work as for local devices. A node that dies makes its devices'
+runs fail as transient ``node lost`` failures: after the retry policy the campaign records
+their remaining runs as skipped, and rerunning the command after the node rejoins does them.
+Nothing but device names, requests, artifacts and results crosses the wire: transports and
+credentials stay on the node that owns the device.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiot.host.errors import AiotError, TransportError, UsageError
+from aiot.host.lab.node import DEVICE_RESOURCE, node_labels
+
+log = logging.getLogger(__name__)
+
+#: Seconds a node may take to start a device's runner (a Python worker importing aiot).
+RUNNER_START_S = 120.0
+#: Seconds the driver waits for the node's answer when it cannot reach it any more.
+FORGET_S = 10.0
+
+
+class NodeLost(TransportError):
+    """The lab node owning a device died or left the lab (transient: the campaign retries)."""
+
+
+class RemoteFailure(AiotError):
+    """A run failed on its node; carries the node's error type and transience."""
+
+    def __init__(self, message: str, hint: str | None, remote_type: str, transient: bool) -> None:
+        super().__init__(message, hint)
+        self.remote_type, self.transient = remote_type, transient
+
+
+@dataclass(frozen=True)
+class LabNode:
+    """One node of the lab as Ray reports it."""
+
+    node_id: str
+    alive: bool
+    address: str
+    hostname: str | None
+    aiot_version: str | None
+    protocol: str | None
+    devices: tuple[str, ...]
+    busy: tuple[str, ...] = ()
+
+    def compatible(self) -> str | None:
+        """Why the driver refuses this node (version or protocol differs), or None."""
+        mine = node_labels()
+        if self.aiot_version != mine["aiot-version"] or self.protocol != mine["aiot-protocol"]:
+            return (f"lab node {self.hostname or self.address} runs aiot {self.aiot_version} (agent protocol "
+                    f"{self.protocol}); this driver runs {mine['aiot-version']} (protocol {mine['aiot-protocol']})")
+        return None
+
+
+def connect(address: str) -> None:
+    """Join the lab at ``address`` as a driver (idempotent)."""
+    try:
+        import ray
+    except ImportError:
+        from aiot.host.errors import MissingDependency
+
+        raise MissingDependency("Ray (the lab's engine)", "lab") from None
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, namespace="aiot", logging_level=logging.ERROR, log_to_driver=False,
+                 configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise TransportError(f"cannot reach the lab at {address}: {str(exc).splitlines()[0]}",
+                             "start it with: aiot lab start --head (on the head host), then check the "
+                             "address") from None
+
+
+def lab_nodes() -> list[LabNode]:
+    """Every node Ray knows, alive or dead, with the devices it advertises."""
+    import ray
+
+    available = ray.available_resources()
+    nodes = []
+    for raw in ray.nodes():
+        labels = raw.get("Labels") or {}
+        devices = tuple(sorted(k[len(DEVICE_RESOURCE):] for k in raw.get("Resources", {})
+                               if k.startswith(DEVICE_RESOURCE)))
+        busy = tuple(d for d in devices if raw.get("Alive") and available.get(DEVICE_RESOURCE + d, 0) < 1)
+        nodes.append(LabNode(raw["NodeID"], bool(raw.get("Alive")), raw.get("NodeManagerAddress", "?"),
+                             labels.get("aiot-host"), labels.get("aiot-version"), labels.get("aiot-protocol"),
+                             devices, busy))
+    return nodes
+
+
+def owner(device: str, nodes: list[LabNode] | None = None) -> LabNode | None:
+    """The live node that owns ``device``, or None."""
+    for node in nodes if nodes is not None else lab_nodes():
+        if node.alive and device in node.devices:
+            return node
+    return None
+
+
+class LabSession:
+    """A campaign's connection to the lab: checks, shipped artifacts, device workspaces."""
+
+    def __init__(self, address: str) -> None:
+        connect(address)
+        self.address = address
+        self._shipped: dict[str, tuple[dict, list]] = {}
+
+    def check_devices(self, devices: list[str]) -> None:
+        """Every device is owned by a live node whose aiot and agent protocol match the driver's.
+
+        Raises:
+            UsageError: naming the device no node owns, or the node that differs.
+        """
+        nodes = lab_nodes()
+        for device in devices:
+            node = owner(device, nodes)
+            if node is None:
+                known = sorted({d for n in nodes if n.alive for d in n.devices})
+                raise UsageError(f"no live node of the lab at {self.address} owns device '{device}'",
+                                 f"lab devices: {', '.join(known) or 'none'}; add it to a node's inventory "
+                                 "and restart that node (aiot lab stop; aiot lab join …)")
+            why = node.compatible()
+            if why:
+                raise UsageError(why, "install the same aiot on every lab host, then restart its node")
+
+    def workspace(self, device: str, results_dir: Path) -> LabDevice:
+        return LabDevice(self, device, results_dir)
+
+    def ship(self, conv, sidecar: dict, fmt: str) -> tuple[dict, list]:
+        """The artifact's description and object refs of its files (put once per hash)."""
+        import ray
+
+        from aiot.converters import get_converter
+        from aiot.converters.api import artifact_files
+
+        if conv.sha256 not in self._shipped:
+            files = artifact_files(get_converter(fmt), Path(conv.artifact))
+            meta = {"sha256": conv.sha256, "files": [f.name for f in files], "size_bytes": conv.size_bytes,
+                    "parity": conv.parity, "sidecar": sidecar}
+            self._shipped[conv.sha256] = (meta, [ray.put(f.read_bytes()) for f in files])
+        return self._shipped[conv.sha256]
+
+    def close(self) -> None:
+        self._shipped.clear()
+
+
+class LabDevice:
+    """The campaign's workspace for one lab device: converts here, measures on the owner node."""
+
+    def __init__(self, session: LabSession, device: str, results_dir: Path) -> None:
+        from aiot.host.runs import Workspace
+
+        self.session, self.device = session, device
+        self.local = Workspace(results_dir)  # conversions and their cache stay on the driver
+        self._runner = None
+
+    def measure(self, request, workspace, listener, provenance: dict, cooldown=None) -> dict:
+        """:func:`aiot.host.executor.measure_run` on the node; fills ``provenance``."""
+        import ray
+
+        from aiot.host.executor import _convert
+
+        conv, sidecar = _convert(request, self.local, listener)
+        meta, refs = self.session.ship(conv, sidecar, request.format)
+        runner = self._live_runner()
+        listener.on_stage(request, "measure")
+        try:
+            outcome = ray.get(runner.measure.remote(request, meta, cooldown, *refs))
+        except ray.exceptions.RayActorError as exc:
+            self._runner = None
+            raise NodeLost(f"node lost: the node owning '{self.device}' died ({type(exc).__name__})",
+                           "rerun the same command once the node has rejoined") from None
+        if "error" in outcome:
+            error = outcome["error"]
+            raise RemoteFailure(error["message"], error.get("hint"), error["type"], error["transient"])
+        columns, remote = outcome["columns"], outcome["provenance"]
+        provenance.update(remote)
+        return columns
+
+    def device_info(self, device: str, agent: bool = True) -> dict:
+        import ray
+
+        return ray.get(self._live_runner().device_info.remote(agent))
+
+    def forget(self, device: str) -> None:
+        """Drop the node's connection to the device (a retry reconnects); a dead runner is dropped."""
+        import ray
+
+        if self._runner is None:
+            return
+        try:
+            ray.get(self._runner.forget.remote(), timeout=FORGET_S)
+        except Exception:  # noqa: BLE001 - the runner or its node is gone: start a new one
+            self._drop_runner()
+
+    def close(self) -> None:
+        self._drop_runner()
+        self.local.close()
+
+    def _live_runner(self):
+        """This device's runner actor, started on its owner node on first use."""
+        import ray
+
+        from aiot.host.lab.runner import actor_class
+
+        if self._runner is not None:
+            return self._runner
+        node = owner(self.device)
+        if node is None:
+            raise NodeLost(f"node lost: no live lab node owns '{self.device}'",
+                           "rerun the same command once its node has rejoined (aiot lab join)")
+        runner = actor_class().options(resources={DEVICE_RESOURCE + self.device: 1}).remote(self.device)
+        try:
+            facts = ray.get(runner.facts.remote(), timeout=RUNNER_START_S)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+            ray.kill(runner)
+            raise NodeLost(f"node lost: {node.hostname or node.address} did not start a runner for "
+                           f"'{self.device}' ({type(exc).__name__})", "check the node: aiot lab status") from None
+        if not facts["has_device"]:
+            ray.kill(runner)
+            raise UsageError(f"lab node {facts['hostname']} advertises '{self.device}' but its inventory "
+                             "no longer has it", "restart that node: aiot lab stop; aiot lab join …")
+        self._runner = runner
+        log.info("%s: measured on lab node %s (%s)", self.device, facts["hostname"], facts["node_id"][:8])
+        return runner
+
+    def _drop_runner(self) -> None:
+        import ray
+
+        if self._runner is not None:
+            try:
+                ray.get(self._runner.close.remote(), timeout=FORGET_S)
+            except Exception:  # noqa: BLE001 - best effort: it may be dead already
+                pass
+            ray.kill(self._runner)
+            self._runner = None
+
+
+__all__ = ["LabDevice", "LabNode", "LabSession", "NodeLost", "RemoteFailure", "connect", "lab_nodes", "owner"]

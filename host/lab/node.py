@@ -90,7 +90,10 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
     """
     from aiot.host import inventory
 
-    running = [s for s in load_nodes() if s.alive()]
+    known = load_nodes()
+    for dead in (s for s in known if not s.alive()):  # a node that was killed, not stopped
+        (lab_dir() / f"node-{dead.pid}.json").unlink(missing_ok=True)
+    running = [s for s in known if s.alive()]
     if running:
         raise UsageError(f"a lab node already runs on this host (pid {running[0].pid})",
                          "run: aiot lab stop")

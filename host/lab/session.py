@@ -15,6 +15,7 @@ credentials stay on the node that owns the device.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,11 +222,11 @@ class LabDevice:
                            "rerun the same command once its node has rejoined (aiot lab join)")
         runner = actor_class().options(resources={DEVICE_RESOURCE + self.device: 1}).remote(self.device)
         try:
-            facts = ray.get(runner.facts.remote(), timeout=RUNNER_START_S)
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+            facts = self._await_start(runner)
+        except (ray.exceptions.RayActorError, TimeoutError) as exc:
             ray.kill(runner)
             raise NodeLost(f"node lost: {node.hostname or node.address} did not start a runner for "
-                           f"'{self.device}' ({type(exc).__name__})", "check the node: aiot lab status") from None
+                           f"'{self.device}' ({exc or type(exc).__name__})", "check the node: aiot lab status") from None
         if not facts["has_device"]:
             ray.kill(runner)
             raise UsageError(f"lab node {facts['hostname']} advertises '{self.device}' but its inventory "
@@ -234,14 +235,29 @@ class LabDevice:
         log.info("%s: measured on lab node %s (%s)", self.device, facts["hostname"], facts["node_id"][:8])
         return runner
 
+    def _await_start(self, runner) -> dict:
+        """The new runner's facts; gives up early when its node leaves the lab meanwhile (an
+        actor waiting for a dead node's resource would wait forever)."""
+        import ray
+
+        ref = runner.facts.remote()
+        deadline = time.monotonic() + RUNNER_START_S
+        while time.monotonic() < deadline:
+            ready, _ = ray.wait([ref], timeout=2.0)
+            if ready:
+                return ray.get(ref)
+            if owner(self.device) is None:
+                raise TimeoutError("its node left the lab")
+        raise TimeoutError(f"no answer in {RUNNER_START_S:.0f} s")
+
     def _drop_runner(self) -> None:
         import ray
 
         if self._runner is not None:
             try:
                 ray.get(self._runner.close.remote(), timeout=FORGET_S)
-            except Exception:  # noqa: BLE001 - best effort: it may be dead already
-                pass
+            except Exception:  # best effort: it may be dead already
+                log.debug("closing the runner of %s failed", self.device, exc_info=True)
             ray.kill(self._runner)
             self._runner = None
 

@@ -206,9 +206,13 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     if not plan.todo:
         message(f"sweep {plan.sweep_id} is complete; see: aiot results list --sweep {plan.sweep_id}")
         return
-    with RichRunListener() as listener:
-        records = run_campaign(plan, results_dir, listener,
-                               CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s), lab=session))
+    try:
+        with RichRunListener() as listener:
+            records = run_campaign(plan, results_dir, listener,
+                                   CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s), lab=session))
+    finally:
+        if session is not None:
+            session.close()
     _print_records(records, as_json)
     if any(r.status == "failed" for r in records):
         raise typer.Exit(1)

@@ -109,12 +109,15 @@ def owner(device: str, nodes: list[LabNode] | None = None) -> LabNode | None:
 
 
 class LabSession:
-    """A campaign's connection to the lab: checks, shipped artifacts, device workspaces."""
+    """A driver's connection to the lab: checks, shipped artifacts, and one runner actor per
+    device for the session's life (a runner's start, a Python worker importing aiot, is paid
+    once per device, not per campaign)."""
 
     def __init__(self, address: str) -> None:
         connect(address)
         self.address = address
         self._shipped: dict[str, tuple[dict, list]] = {}
+        self._runners: dict[str, object] = {}
 
     def check_devices(self, devices: list[str]) -> None:
         """Every device is owned by a live node whose aiot and agent protocol match the driver's.
@@ -135,6 +138,7 @@ class LabSession:
                 raise UsageError(why, "install the same aiot on every lab host, then restart its node")
 
     def workspace(self, device: str, results_dir: Path) -> LabDevice:
+        """The campaign's workspace for ``device`` (see :class:`LabDevice`)."""
         return LabDevice(self, device, results_dir)
 
     def ship(self, conv, sidecar: dict, fmt: str) -> tuple[dict, list]:
@@ -151,8 +155,71 @@ class LabSession:
             self._shipped[conv.sha256] = (meta, [ray.put(f.read_bytes()) for f in files])
         return self._shipped[conv.sha256]
 
+    def runner(self, device: str):
+        """``device``'s runner actor, started on its owner node on first use."""
+        import ray
+
+        from aiot.host.lab.runner import actor_class
+
+        if device in self._runners:
+            return self._runners[device]
+        node = owner(device)
+        if node is None:
+            raise NodeLost(f"node lost: no live lab node owns '{device}'",
+                           "rerun the same command once its node has rejoined (aiot lab join)")
+        runner = actor_class().options(resources={DEVICE_RESOURCE + device: 1}).remote(device)
+        try:
+            facts = _await_start(runner, device)
+        except (ray.exceptions.RayActorError, TimeoutError) as exc:
+            ray.kill(runner)
+            raise NodeLost(f"node lost: {node.hostname or node.address} did not start a runner for "
+                           f"'{device}' ({exc or type(exc).__name__})", "check the node: aiot lab status") from None
+        if not facts["has_device"]:
+            ray.kill(runner)
+            raise UsageError(f"lab node {facts['hostname']} advertises '{device}' but its inventory "
+                             "no longer has it", "restart that node: aiot lab stop; aiot lab join …")
+        log.info("%s: measured on lab node %s (%s)", device, facts["hostname"], facts["node_id"][:8])
+        self._runners[device] = runner
+        return runner
+
+    def started(self, device: str):
+        """``device``'s runner if one was started, else None (nothing is started)."""
+        return self._runners.get(device)
+
+    def drop(self, device: str) -> None:
+        """End ``device``'s runner (its node may be gone); the next use starts a new one."""
+        import ray
+
+        runner = self._runners.pop(device, None)
+        if runner is None:
+            return
+        try:
+            ray.get(runner.close.remote(), timeout=FORGET_S)
+        except Exception:  # best effort: it may be dead already
+            log.debug("closing the runner of %s failed", device, exc_info=True)
+        ray.kill(runner)
+
     def close(self) -> None:
+        """End every runner (their devices' resources free up) and forget shipped artifacts."""
+        for device in list(self._runners):
+            self.drop(device)
         self._shipped.clear()
+
+
+def _await_start(runner, device: str) -> dict:
+    """A new runner's facts; gives up early when the node owning ``device`` leaves the lab
+    meanwhile (an actor waiting for a dead node's resource would wait forever)."""
+    import ray
+
+    ref = runner.facts.remote()
+    deadline = time.monotonic() + RUNNER_START_S
+    while time.monotonic() < deadline:
+        ready, _ = ray.wait([ref], timeout=2.0)
+        if ready:
+            return ray.get(ref)
+        if owner(device) is None:
+            raise TimeoutError("its node left the lab")
+    raise TimeoutError(f"no answer in {RUNNER_START_S:.0f} s")
 
 
 class LabDevice:
@@ -163,7 +230,6 @@ class LabDevice:
 
         self.session, self.device = session, device
         self.local = Workspace(results_dir)  # conversions and their cache stay on the driver
-        self._runner = None
 
     def measure(self, request, workspace, listener, provenance: dict, cooldown=None) -> dict:
         """:func:`aiot.host.executor.measure_run` on the node; fills ``provenance``."""
@@ -173,93 +239,40 @@ class LabDevice:
 
         conv, sidecar = _convert(request, self.local, listener)
         meta, refs = self.session.ship(conv, sidecar, request.format)
-        runner = self._live_runner()
+        runner = self.session.runner(self.device)
         listener.on_stage(request, "measure")
         try:
             outcome = ray.get(runner.measure.remote(request, meta, cooldown, *refs))
         except ray.exceptions.RayActorError as exc:
-            self._runner = None
+            self.session.drop(self.device)
             raise NodeLost(f"node lost: the node owning '{self.device}' died ({type(exc).__name__})",
                            "rerun the same command once the node has rejoined") from None
         if "error" in outcome:
             error = outcome["error"]
             raise RemoteFailure(error["message"], error.get("hint"), error["type"], error["transient"])
-        columns, remote = outcome["columns"], outcome["provenance"]
-        provenance.update(remote)
-        return columns
+        provenance.update(outcome["provenance"])
+        return outcome["columns"]
 
     def device_info(self, device: str, agent: bool = True) -> dict:
         import ray
 
-        return ray.get(self._live_runner().device_info.remote(agent))
+        return ray.get(self.session.runner(device).device_info.remote(agent))
 
     def forget(self, device: str) -> None:
         """Drop the node's connection to the device (a retry reconnects); a dead runner is dropped."""
         import ray
 
-        if self._runner is None:
+        runner = self.session.started(device)
+        if runner is None:
             return
         try:
-            ray.get(self._runner.forget.remote(), timeout=FORGET_S)
+            ray.get(runner.forget.remote(), timeout=FORGET_S)
         except Exception:  # noqa: BLE001 - the runner or its node is gone: start a new one
-            self._drop_runner()
+            self.session.drop(device)
 
     def close(self) -> None:
-        self._drop_runner()
+        """The campaign is done with this device: its runner stays with the session."""
         self.local.close()
-
-    def _live_runner(self):
-        """This device's runner actor, started on its owner node on first use."""
-        import ray
-
-        from aiot.host.lab.runner import actor_class
-
-        if self._runner is not None:
-            return self._runner
-        node = owner(self.device)
-        if node is None:
-            raise NodeLost(f"node lost: no live lab node owns '{self.device}'",
-                           "rerun the same command once its node has rejoined (aiot lab join)")
-        runner = actor_class().options(resources={DEVICE_RESOURCE + self.device: 1}).remote(self.device)
-        try:
-            facts = self._await_start(runner)
-        except (ray.exceptions.RayActorError, TimeoutError) as exc:
-            ray.kill(runner)
-            raise NodeLost(f"node lost: {node.hostname or node.address} did not start a runner for "
-                           f"'{self.device}' ({exc or type(exc).__name__})", "check the node: aiot lab status") from None
-        if not facts["has_device"]:
-            ray.kill(runner)
-            raise UsageError(f"lab node {facts['hostname']} advertises '{self.device}' but its inventory "
-                             "no longer has it", "restart that node: aiot lab stop; aiot lab join …")
-        self._runner = runner
-        log.info("%s: measured on lab node %s (%s)", self.device, facts["hostname"], facts["node_id"][:8])
-        return runner
-
-    def _await_start(self, runner) -> dict:
-        """The new runner's facts; gives up early when its node leaves the lab meanwhile (an
-        actor waiting for a dead node's resource would wait forever)."""
-        import ray
-
-        ref = runner.facts.remote()
-        deadline = time.monotonic() + RUNNER_START_S
-        while time.monotonic() < deadline:
-            ready, _ = ray.wait([ref], timeout=2.0)
-            if ready:
-                return ray.get(ref)
-            if owner(self.device) is None:
-                raise TimeoutError("its node left the lab")
-        raise TimeoutError(f"no answer in {RUNNER_START_S:.0f} s")
-
-    def _drop_runner(self) -> None:
-        import ray
-
-        if self._runner is not None:
-            try:
-                ray.get(self._runner.close.remote(), timeout=FORGET_S)
-            except Exception:  # best effort: it may be dead already
-                log.debug("closing the runner of %s failed", self.device, exc_info=True)
-            ray.kill(self._runner)
-            self._runner = None
 
 
 __all__ = ["LabDevice", "LabNode", "LabSession", "NodeLost", "RemoteFailure", "connect", "lab_nodes", "owner"]

@@ -29,7 +29,10 @@ def agent_error(device: str, msg: dict) -> AgentError:
     hint = None
     if msg.get("type") in ("ModuleNotFoundError", "ImportError"):
         hint = f"the device's Python lacks a runtime: run aiot devices setup {device}"
-    return AgentError(f"agent on {device}: {msg.get('type')}: {msg.get('message')}", hint)
+    error = AgentError(f"agent on {device}: {msg.get('type')}: {msg.get('message')}", hint)
+    # What the agent itself raised: a model that would not load makes the host check its blobs.
+    error.agent_type = msg.get("type")
+    return error
 
 
 class AgentStream:

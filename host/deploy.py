@@ -11,29 +11,48 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
-from aiot.host.errors import TransportError
+from aiot.host.errors import AgentError, AiotError, TransportError
 from aiot.host.fileio import sha256_file
 from aiot.host.transports.base import Transport
 
 log = logging.getLogger(__name__)
 
 
+T = TypeVar("T")
+
+#: Seconds a device may take to hash one blob (a few hundred MB on a slow board's SD card).
+HASH_TIMEOUT_S = 300.0
+# Where a device has no sha256sum (macOS has shasum; a stripped BusyBox has neither), the
+# agent's Python hashes the file: stdlib only, as the agent itself.
+_PY_SHA256 = ("import hashlib,sys\nh=hashlib.sha256()\nwith open(sys.argv[1],'rb') as f:\n"
+              " for b in iter(lambda: f.read(1<<20), b''): h.update(b)\nprint(h.hexdigest())")
+
+
 @dataclass(frozen=True)
 class Pushed:
-    """A file on the device: where, its hash, and whether this call had to send it."""
+    """A file on the device: where, its hash, whether this call had to send it, and the local
+    file it came from (to send again when the device's copy turns out damaged)."""
 
     remote: str
     sha256: str
     size: int
     sent: bool
+    local: Path | None = None
 
 
 def push_file(transport: Transport, local: Path, sha256: str | None = None) -> Pushed:
-    """Push ``local`` to ``blobs/<hash>/<name>`` unless the device already has it."""
+    """Push ``local`` to ``blobs/<hash>/<name>`` unless the device already has it.
+
+    "Already has it" is judged by path and size only (hashing every blob on every run costs
+    a read of it on the device): a copy damaged in place is caught when it fails to load, by
+    :func:`run_with_intact_blobs`.
+    """
     local = Path(local)
     digest = sha256 or sha256_file(local)
     size = local.stat().st_size
@@ -41,9 +60,75 @@ def push_file(transport: Transport, local: Path, sha256: str | None = None) -> P
     existing = transport.stat(remote)
     if existing is not None and existing.size == size:
         log.debug("%s already on %s", local.name, transport.name)
-        return Pushed(remote, digest, size, sent=False)
+        return Pushed(remote, digest, size, sent=False, local=local)
     push(transport, local, remote)
-    return Pushed(remote, digest, size, sent=True)
+    return Pushed(remote, digest, size, sent=True, local=local)
+
+
+def device_sha256(transport: Transport, remote: str) -> str | None:
+    """The sha256 of ``remote`` as the device computes it (``sha256sum``, else the agent's
+    Python); None where the device can do neither."""
+    commands = (lambda: ["sha256sum", remote], lambda: [transport.python(), "-c", _PY_SHA256, remote])
+    for command in commands:
+        try:
+            result = transport.shell(command(), timeout=HASH_TIMEOUT_S)
+        except AiotError as exc:  # unreachable now, or no Python: the caller decides
+            log.debug("%s: hashing %s failed: %s", transport.name, remote, exc.one_line())
+            continue
+        words = result.stdout.split()
+        if result.ok and words and len(words[0]) == 64:
+            return words[0].lower()
+    return None
+
+
+def repair_blobs(transport: Transport, blobs: Sequence[Pushed]) -> list[dict]:
+    """Push again each blob whose copy on the device no longer hashes to what was sent.
+
+    Returns one ``{"file", "remote", "found_sha256"}`` per blob pushed again (empty when every
+    copy is intact, or when the device cannot hash: then nothing is known to be wrong).
+    """
+    repaired = []
+    for blob in blobs:
+        if blob.local is None:
+            continue
+        found = device_sha256(transport, blob.remote)
+        if found is None:
+            log.warning("%s: cannot hash %s on the device (no sha256sum, no Python); "
+                        "not checked", transport.name, blob.remote)
+            continue
+        if found == blob.sha256:
+            continue
+        log.warning("%s: %s on the device is damaged (sha256 %s…, expected %s…); pushing it "
+                    "again", transport.name, blob.remote, found[:12], blob.sha256[:12])
+        push(transport, blob.local, blob.remote)
+        repaired.append({"file": blob.local.name, "remote": blob.remote, "found_sha256": found})
+    return repaired
+
+
+def run_with_intact_blobs(transport: Transport, blobs: Sequence[Pushed],
+                          attempt: Callable[[], T]) -> tuple[T, list[dict]]:
+    """``attempt()``; when the agent fails on the device (a model that does not load, data
+    that does not parse), the blobs it read are hashed on the device, any damaged one is
+    pushed again and ``attempt`` retried once.
+
+    Returns:
+        what ``attempt`` returned, and the blobs pushed again (:func:`repair_blobs`), for
+        the record's provenance.
+
+    Raises:
+        the first failure when every blob was intact, else what the retry raised.
+    """
+    try:
+        return attempt(), []
+    except AgentError as exc:
+        if getattr(exc, "agent_type", None) is None:  # not the agent's own failure: no blob read
+            raise
+        repaired = repair_blobs(transport, blobs)
+        if not repaired:
+            raise
+    log.warning("%s: retrying after pushing %s again", transport.name,
+                ", ".join(r["file"] for r in repaired))
+    return attempt(), repaired
 
 
 def push(transport: Transport, local: Path, remote: str) -> None:

@@ -53,6 +53,17 @@ def message(text: str) -> None:
     err.print(text)
 
 
+def safe(text) -> str:
+    """Outside text (a device's facts, its error messages) for a Rich console: control
+    characters written out, so no escape sequence reaches the terminal, and Rich markup
+    escaped, so ``[bold]`` is shown as it is."""
+    from rich.markup import escape
+
+    from aiot.host.untrusted import visible
+
+    return escape(visible(str(text)))
+
+
 def fmt_ms(value: float | None) -> str:
     """Milliseconds with about four significant digits (sub-millisecond models are common)."""
     if value is None:

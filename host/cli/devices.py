@@ -107,7 +107,7 @@ def trust(
 ) -> None:
     """Record an SSH device's host key after showing its fingerprint."""
     from aiot.host import inventory
-    from aiot.host.cli._output import message
+    from aiot.host.cli._output import message, safe
     from aiot.host.errors import UnknownName, UsageError
     from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
 
@@ -117,7 +117,7 @@ def trust(
     if entry.transport != "ssh":
         raise UsageError(f"'{name}' is an {entry.transport} device; only SSH devices have host keys")
     key = fetch_host_key(entry)
-    message(f"{name} presents {key.get_name()} key {fingerprint(key)}")
+    message(f"{safe(name)} presents {safe(key.get_name())} key {fingerprint(key)}")
     if not yes and not typer.confirm("Trust this key?", err=True):
         raise typer.Exit(1)
     changed = trust_host_key(entry, key, replace=replace)
@@ -152,10 +152,13 @@ def info(
 
 
 def render_info(facts: dict):
-    """A Rich table of a device probe."""
+    """A Rich table of a device probe. Every fact came from the device: each value is passed
+    through :func:`~aiot.host.cli._output.safe` (no escape sequences, no markup of its own)."""
     from rich.table import Table
 
-    table = Table(show_header=False, title=f"device {facts['name']}")
+    from aiot.host.cli._output import safe
+
+    table = Table(show_header=False, title=f"device {safe(facts['name'])}")
     table.add_column(style="bold")
     table.add_column()
     clusters = ", ".join(
@@ -164,7 +167,8 @@ def render_info(facts: dict):
         for c in facts.get("clusters", [])
     )
     agent = facts.get("agent") or {}
-    runtimes = ", ".join(f"{k} {v}" if v else f"{k} [dim](not importable)[/]"
+    # Markup of its own ([dim]): the device's names and versions in it are made safe here.
+    runtimes = ", ".join(f"{safe(k)} {safe(v)}" if v else f"{safe(k)} [dim](not importable)[/]"
                          for k, v in (agent.get("runtimes") or {}).items())
     maker = " ".join(p for p in (facts.get("manufacturer"), facts.get("model")) if p)
     soc = " ".join(p for p in (facts.get("soc_manufacturer"), facts.get("soc")) if p)
@@ -186,7 +190,7 @@ def render_info(facts: dict):
     ]
     for key, value in rows:
         if value not in (None, ""):
-            table.add_row(key, str(value))
+            table.add_row(key, value if key == "runtimes" else safe(value))
     return table
 
 
@@ -244,13 +248,14 @@ def doctor(
 
 def render_checks(name: str, checks: list):
     """A Rich table of doctor checks: status, what was found, and the fix."""
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table("check", "status", "detail", "fix", title=f"doctor {escape(name)}")
+    from aiot.host.cli._output import safe
+
+    table = Table("check", "status", "detail", "fix", title=f"doctor {safe(name)}")
     marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]fail[/]"}
-    for c in checks:
-        table.add_row(c.name, marks[c.status], escape(c.detail), escape(c.fix or ""))
+    for c in checks:  # details quote the device (its paths, its errors)
+        table.add_row(c.name, marks[c.status], safe(c.detail), safe(c.fix or ""))
     return table
 
 

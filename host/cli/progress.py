@@ -6,7 +6,7 @@ import threading
 
 from rich.markup import escape
 
-from aiot.host.cli._output import err, message, progress_enabled
+from aiot.host.cli._output import err, message, progress_enabled, safe
 
 
 class RichRunListener:
@@ -74,7 +74,8 @@ class RichRunListener:
         with self._lock:
             if self._progress and self._sweep is not None:
                 self._progress.advance(self._sweep)
+            # A reason quotes the device (its agent's error): made safe for the terminal.
             if record.status == "failed":
-                message(f"  [red]failed[/] {escape(record.device or '')}: {escape(record.reason or '')}")
+                message(f"  [red]failed[/] {escape(record.device or '')}: {safe(record.reason or '')}")
             elif record.status == "skipped":
-                message(f"  [yellow]skipped[/] {escape(record.device or '')}: {escape(record.reason or '')}")
+                message(f"  [yellow]skipped[/] {escape(record.device or '')}: {safe(record.reason or '')}")

@@ -27,9 +27,7 @@ def report(
     robustness records when present, with the devices, versions and dates they came from.
     INVALID runs are flagged, never dropped. Prints the main file's path.
     """
-    from rich.markup import escape
-
-    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.cli._output import message, print_json, safe, state
     from aiot.host.report.build import build, collect
     from aiot.host.report.html import FORMATS, write
     from aiot.host.store import open_store
@@ -53,9 +51,9 @@ def report(
         return
     message(f"report of {len(model.runs)} run(s) ({len(model.invalid_runs)} INVALID), "
             f"{len(files)} file(s)" + (f", {len(drawn)} plot(s)" if fmt != "csv" else "")
-            + f" in {escape(str(out_dir))}")
-    for key, note in notes.items():
-        message(f"  [dim]{key}: {escape(note)}[/]")
+            + f" in {safe(out_dir)}")
+    for key, note in notes.items():  # a note can name a device's model or reason
+        message(f"  [dim]{key}: {safe(note)}[/]")
     typer.echo(files[0] if files else out_dir)
 
 

@@ -10,11 +10,12 @@ table with raw numbers (milliseconds, bytes, fractions), no plots.
 from __future__ import annotations
 
 import csv
+import html
 import io
-from html import escape
 from pathlib import Path
 
 from aiot.host.fileio import write_text_atomic
+from aiot.host.untrusted import csv_cell, visible
 from aiot.host.validity import INVALID
 
 HTML_FILE, MD_FILE = "index.html", "report.md"
@@ -108,6 +109,12 @@ def _invalid_line(report) -> str | None:
 
 # -- HTML --------------------------------------------------------------------------------------
 
+def escape(text: str) -> str:
+    """Text for HTML: markup characters as entities, control characters written out (device
+    facts and failure reasons come from the device and may hold either)."""
+    return html.escape(visible(str(text)))
+
+
 def _html_table(table) -> str:
     head = "".join(f"<th>{escape(c.title)}</th>" for c in table.columns)
     body = []
@@ -164,12 +171,19 @@ def render_html(report, sections, plots) -> str:
 
 # -- Markdown ----------------------------------------------------------------------------------
 
+# Backslash-escaped: what would start a link or image ([ ]), emphasis or code, or end a table
+# cell (|); HTML's own characters become entities so no renderer runs a device's <script>.
+_MD_PUNCT = str.maketrans({c: "\\" + c for c in "\\`*[]|"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for one Markdown line or table cell: nothing in it is markup, links or HTML."""
+    one_line = " ".join(str(text).splitlines())
+    return visible(one_line.translate(_MD_PUNCT))
 
 
 def _md_table(table) -> str:
-    lines = [f"### {table.title}", "",
+    lines = [f"### {_md_escape(table.title)}", "",
              "| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |",
              "|" + "|".join("---:" if c.kind in _NUMERIC else "---" for c in table.columns) + "|"]
     for row in table.rows:
@@ -181,16 +195,17 @@ def _md_table(table) -> str:
 
 def render_markdown(report, sections, plots) -> str:
     """The report as Markdown; images link the PNG files beside it."""
-    lines = ["# aiot report", "", *(f"{line}  " for line in _summary(report)), ""]
+    md = _md_escape
+    lines = ["# aiot report", "", *(f"{md(line)}  " for line in _summary(report)), ""]
     invalid = _invalid_line(report)
-    lines += [f"> ⚠ {invalid}" if invalid else "No INVALID runs.", ""]
+    lines += [f"> ⚠ {md(invalid)}" if invalid else "No INVALID runs.", ""]
     for s in sections:
-        lines += [f"## {s.title}", ""] + ([s.intro, ""] if s.intro else [])
-        lines += [f"> {s.note}", ""] if s.note else []
+        lines += [f"## {md(s.title)}", ""] + ([md(s.intro), ""] if s.intro else [])
+        lines += [f"> {md(s.note)}", ""] if s.note else []
         for key in s.figures:
             plot = plots[key]
-            lines += [f"> No figure: {plot}." if isinstance(plot, str)
-                      else f"![{plot.title}]({plot.file})", ""]
+            lines += [f"> No figure: {md(plot)}." if isinstance(plot, str)
+                      else f"![{md(plot.title)}]({plot.file})", ""]
         lines += [x for t in s.tables if t.rows for x in (_md_table(t), "")]
     return "\n".join(lines)
 
@@ -202,7 +217,9 @@ def _csv_text(table) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.key for c in table.columns])
     for row in table.rows:
-        writer.writerow(["" if row.get(c.key) is None else row.get(c.key) for c in table.columns])
+        # Device facts and reasons can start like a formula: no spreadsheet may run them.
+        writer.writerow(["" if row.get(c.key) is None else csv_cell(row.get(c.key))
+                         for c in table.columns])
     return buf.getvalue()
 
 

@@ -46,15 +46,31 @@ def main() -> int:
     if not cases:
         print("no fault case ran", file=sys.stderr)
         return 1
+    by_case = group(cases)
     rows = [[c["case"], c["tried"], "held" if c["held"] else "BROKEN", c["records_lost"], f"{c['seconds']:.1f}"]
-            for c in cases]
+            for c in by_case]
     print_table(["case", "tried", "held", "records lost", "s"], rows)
-    held = sum(c["held"] for c in cases)
-    lost = sum(c["records_lost"] for c in cases)
-    print(f"\n{len(cases)} cases: {held} held, {len(cases) - held} broken, {lost} records lost, {wall:.0f} s")
-    write_json("faults", {"cases": cases, "held": held, "broken": len(cases) - held,
+    held = sum(c["held"] for c in by_case)
+    lost = sum(c["records_lost"] for c in by_case)
+    print(f"\n{len(by_case)} cases ({len(cases)} tests): {held} held, {len(by_case) - held} broken, "
+          f"{lost} records lost, {wall:.0f} s")
+    write_json("faults", {"cases": by_case, "tests": cases, "held": held, "broken": len(by_case) - held,
                           "records_lost": lost, "wall_s": round(wall, 1)})
-    return 0 if held == len(cases) and lost == 0 else 1
+    return 0 if held == len(by_case) and lost == 0 else 1
+
+
+def group(cases: list[dict]) -> list[dict]:
+    """One row per case (its tests are its variants: tried adds up, held only if all held)."""
+    rows: dict[str, dict] = {}
+    for case in cases:
+        row = rows.setdefault(case["case"], {"case": case["case"], "tried": 0, "held": True,
+                                             "records_lost": 0, "seconds": 0.0, "tests": []})
+        row["tried"] += case["tried"]
+        row["held"] = row["held"] and case["held"]
+        row["records_lost"] += case["records_lost"]
+        row["seconds"] += case["seconds"]
+        row["tests"].append(case["test"])
+    return list(rows.values())
 
 
 if __name__ == "__main__":

@@ -11,8 +11,12 @@
   failure) is retried with exponential backoff on a fresh connection; after
   ``retries`` attempts the device is declared lost, its remaining runs are recorded as
   ``skipped: device lost …`` and the other devices carry on. Resuming redoes them.
-* **Cancel.** Ctrl-C stops starting new runs, closes the devices' agent sessions (which ends
-  the runs in flight) and marks what was still pending as failed: the store stays consistent.
+* **Cancel.** Ctrl-C (or SIGTERM) stops starting new runs, closes the devices' agent sessions
+  (which ends the runs in flight) and marks what was still pending as failed: the store stays
+  consistent. Pending records of a campaign that was killed outright (SIGKILL, a crash) are
+  marked failed by the next campaign, once their process is certainly gone.
+* **Exclusive.** A campaign locks its devices and its sweep id across processes
+  (:mod:`aiot.host.store.locks`): a second campaign on a busy device is refused at once.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aiot.host.runs import NullListener, RunListener, RunRequest, Workspace
+from aiot.host.store.locks import campaign_locks
 from aiot.host.store.store import RunRecord, Store, open_store
 
 log = logging.getLogger(__name__)
@@ -120,7 +125,11 @@ class SweepPlan:
 
 def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle: bool = True,
                fresh: bool = False) -> SweepPlan:
-    """Shuffle ``requests`` with ``seed`` and find the sweep's earlier attempt to resume."""
+    """Shuffle ``requests`` with ``seed`` and find the sweep's earlier attempt to resume.
+
+    Pending records left by killed processes are marked failed first, so that they read as
+    the failures they are (and are redone)."""
+    store.reap_stale()
     keys = sorted(run_key(r) for r in requests)
     key = _digest({"runs": keys, "seed": seed, "shuffle": shuffle})[:12]
     ordered = list(requests)
@@ -154,6 +163,7 @@ class _Shared:
     listener: RunListener
     policy: CampaignPolicy
     cancel: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str = "interrupted by user"
     workspaces: dict[str, Workspace] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -165,11 +175,24 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
 
     Returns the final record of every run this call touched, in plan order (ok, failed or
     skipped); runs already done before are not repeated and not returned.
+
+    Raises:
+        Busy: another aiot process is measuring one of the devices, or this very sweep.
     """
-    shared = _Shared(plan, results_dir, listener or NullListener(), policy or CampaignPolicy())
     by_device: dict[str, list[tuple[int, RunRequest]]] = {}
     for index, request in enumerate(plan.requests):
         by_device.setdefault(request.device, []).append((index, request))
+    with campaign_locks(plan.sweep_id, by_device):  # Busy: another process measures there
+        with open_store(results_dir) as store:
+            store.reap_stale()
+        return _run_locked(plan, results_dir, by_device, listener, policy)
+
+
+def _run_locked(plan: SweepPlan, results_dir: Path,
+                by_device: dict[str, list[tuple[int, RunRequest]]],
+                listener: RunListener | None, policy: CampaignPolicy | None) -> list[RunRecord]:
+    """:func:`run_campaign` once its devices and sweep are locked."""
+    shared = _Shared(plan, results_dir, listener or NullListener(), policy or CampaignPolicy())
     results: dict[int, RunRecord] = {}
     workers = len(by_device) if shared.policy.parallel else 1
     pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="aiot-device")
@@ -177,11 +200,11 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
                for device, runs in by_device.items()]
     try:
         _wait_all(futures)
-    except KeyboardInterrupt:
-        _cancel(shared)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see aiot.host.cli.app.Terminated)
+        _cancel(shared, getattr(exc, "reason", "interrupted by user"))
         wait(futures, timeout=30)
         with open_store(results_dir) as store:
-            store.fail_pending("interrupted by user", sweep_id=plan.sweep_id)
+            store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -197,13 +220,14 @@ def _wait_all(futures) -> None:
         _done, pending = wait(pending, timeout=0.2)
 
 
-def _cancel(shared: _Shared) -> None:
+def _cancel(shared: _Shared, reason: str) -> None:
+    shared.cancel_reason = reason
     shared.cancel.set()
     with shared.lock:
         workspaces = list(shared.workspaces.values())
-    for workspace in workspaces:  # ends the agents of runs in flight
+    for workspace in workspaces:  # ends the agents of runs in flight, and opens no new one
         try:
-            workspace.close()
+            getattr(workspace, "cancel", workspace.close)()
         except Exception:
             log.debug("closing a workspace while cancelling failed", exc_info=True)
 
@@ -251,7 +275,12 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
         record = execute_run(request, store, workspace, listener, plan.sweep_id, context=context,
                              cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run))
         error = (record.result or {}).get("error") or {}
-        if record.status == "ok" or not error.get("transient") or shared.cancel.is_set():
+        if shared.cancel.is_set():
+            if record.status == "failed":  # its agent was ended by the cancel, not by a fault
+                store.finish(record.id, "failed", reason=shared.cancel_reason)
+                record = store.get(record.id)
+            break
+        if record.status == "ok" or not error.get("transient"):
             break
         if attempt == policy.retries:
             shared.lost[request.device] = record.reason or "unreachable"

@@ -1,13 +1,17 @@
-"""File helpers shared across aiot: hashing and atomic writes (temp file + rename)."""
+"""File helpers shared across aiot: hashing, atomic writes (temp file + rename) and the
+checks a user-named output file passes before anything is written to it."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
+
+from aiot.host.errors import UsageError
 
 _CHUNK = 1 << 20
 
@@ -22,12 +26,18 @@ def sha256_file(path: Path) -> str:
 
 
 @contextmanager
-def atomic_path(final: Path):
-    """Yield a temp path beside ``final``; it replaces ``final`` only if the block succeeds."""
+def atomic_path(final: Path, mode: int | None = None):
+    """Yield a temp path beside ``final``; it replaces ``final`` only if the block succeeds.
+
+    Args:
+        mode: the new file's permission bits (default: the temp file's 0600).
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part" + final.suffix, dir=final.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    if mode is not None:
+        os.chmod(tmp_path, mode)
     try:
         yield tmp_path
         os.replace(tmp_path, final)
@@ -49,3 +59,81 @@ def write_text_atomic(final: Path, text: str) -> None:
 def write_bytes_atomic(final: Path, data: bytes) -> None:
     """Write ``data`` to ``final`` so readers see the old file or the whole new one."""
     write_atomic(final, lambda tmp: tmp.write_bytes(data))
+
+
+_SPECIAL = ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+            (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"))
+
+
+def check_output_file(path: Path, protected: Iterable[Path] = (), option: str = "--out") -> None:
+    """Refuse an output file an export must not replace, before anything is written.
+
+    Refused with a one-line :class:`UsageError`: an empty path or a folder, a symbolic link
+    (its target is not replaced by a regular file behind the user's back), a device, FIFO or
+    socket (``/dev/null`` would become a regular file), and the ``protected`` files (the
+    result store and its -wal/-shm/-journal companions), also through another name for them.
+    An existing regular file is fine: it is replaced atomically.
+    """
+    if not str(path) or path.name in ("", ".", ".."):
+        raise UsageError(f"{option} '{path}' names no file (it is empty or a folder)",
+                         f"give a file, e.g. {option} results.csv")
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise UsageError(f"cannot use {option} {path}: {exc.strerror or exc}") from None
+    if info is not None:
+        _refuse_kind(path, info, option)
+    target = path.parent.resolve() / path.name
+    for guarded in protected:
+        same = target == guarded.parent.resolve() / guarded.name
+        if not same and info is not None and guarded.exists():
+            same = os.path.samefile(path, guarded)  # a hard link to it
+        if same:
+            raise UsageError(f"{option} {path} is aiot's result store ({guarded.name}); writing "
+                             "there would destroy its records", f"give another file, e.g. {option} results.csv")
+
+
+def _refuse_kind(path: Path, info: os.stat_result, option: str) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise UsageError(f"{option} {path} is a symbolic link; aiot does not write through links",
+                         "give the file it points to, or another file name")
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{option} {path} is a folder, not a file",
+                         f"give a file name in it, e.g. {option} {path / 'results.csv'}")
+    for test, kind in _SPECIAL:
+        if test(info.st_mode):
+            raise UsageError(f"{option} {path} is a {kind}, not a regular file",
+                             "leave out --out to print to stdout and redirect that instead")
+
+
+def new_file_mode(final: Path) -> int:
+    """Keep an existing file's permissions; a new one gets what the umask allows."""
+    try:
+        return stat.S_IMODE(os.stat(final).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_output_atomic(final: Path, text: str, option: str = "--out") -> None:
+    """Write ``text`` to a user-named file (checked with :func:`check_output_file` first):
+    synced to disk and renamed into place, so ``final`` is the old file or the whole new one.
+
+    Raises:
+        UsageError: the file cannot be written (a missing permission, a parent that is a file).
+    """
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    try:
+        with atomic_path(final, mode=new_file_mode(final)) as tmp:
+            write(tmp)
+    except OSError as exc:
+        raise UsageError(f"cannot write {option} {final}: {exc.strerror or exc}",
+                         "check the folder exists and is writable") from None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -11,25 +14,55 @@ from typer.core import TyperGroup
 from aiot.host.errors import AiotError
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a CI timeout, a service manager), handled as Ctrl-C: a sweep stops and
+    marks its unfinished records failed instead of leaving them pending."""
+
+    reason = "terminated (SIGTERM)"
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """Raise :class:`Terminated` in the main thread on the first SIGTERM; later ones are
+    ignored so that the clean-up it starts can finish (SIGKILL still ends the process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, lambda *_: logging.getLogger(__name__).warning(
+            "SIGTERM again: still cleaning up (SIGKILL ends aiot now)"))
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class AiotGroup(TyperGroup):
     """Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
-    failure); Ctrl-C into 130."""
+    failure); Ctrl-C into 130, SIGTERM (handled as Ctrl-C) into 143."""
 
     def invoke(self, ctx):
-        from rich.markup import escape
+        with _sigterm_as_interrupt():
+            return self._invoke(ctx)
 
-        from aiot.host.cli._output import err
+    def _invoke(self, ctx):
+        from aiot.host.cli._output import err, safe
 
         try:
             return super().invoke(ctx)
         except AiotError as exc:
-            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+            # Messages quote devices (an agent's error, a command's output): made safe here.
+            err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False)
             if exc.hint:
-                err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
+                err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False)
             raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             err.print("interrupted; finished records were kept, unfinished ones marked failed")
-            raise typer.Exit(130) from None
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
 
 
 app = typer.Typer(
@@ -60,8 +93,23 @@ def root(
 
 
 def _register() -> None:
-    from aiot.host.cli import (bench, complexity, convert, demo, devices, emulator, lab, measure,
-                               models, report, results, robust, score, toolchains, train)
+    from aiot.host.cli import (
+        bench,
+        complexity,
+        convert,
+        demo,
+        devices,
+        emulator,
+        lab,
+        measure,
+        models,
+        report,
+        results,
+        robust,
+        score,
+        toolchains,
+        train,
+    )
 
     app.add_typer(devices.app, name="devices")
     app.add_typer(emulator.app, name="emulator")

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from aiot.host.errors import AiotError, UsageError
-from aiot.host.fileio import write_text_atomic
+from aiot.host.fileio import check_output_file, write_output_atomic
 from aiot.host.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
@@ -121,19 +121,67 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     table.add_row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
     table.add_row("runtime", json.dumps(prov.get("runtime")))
     table.add_row("toolchain", json.dumps(prov.get("toolchain")))
+    if prov.get("weights"):
+        table.add_row("weights", _weights_line(prov["weights"]))
     table.add_row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
     out.print(table)
 
 
+#: What a CSV row adds to :data:`FLAT_COLUMNS`: what makes two runs of one model differ.
+CSV_EXTRA = ("validity", "quant", "binarize", "cluster", "weights")
+
+#: A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_extras(r) -> dict:
+    """Validity (column), binarize, cluster and weights (spec, else provenance), quant mode
+    (the run's converter options, else what the converter recorded)."""
+    spec, prov = r.spec or {}, r.provenance or {}
+    converter = prov.get("converter") or {}
+    quant = ((spec.get("options") or {}).get("quant") or converter.get("quant")
+             or (converter.get("options") or {}).get("quant"))
+    recorded = prov.get("weights") if isinstance(prov.get("weights"), dict) else {}
+    weights = spec.get("weights") or recorded.get("file") or recorded.get("origin")
+    return {"validity": r.validity, "quant": quant, "binarize": spec.get("binarize"),
+            "cluster": spec.get("cluster"), "weights": weights}
+
+
+def _cell(value):
+    """A text cell that a spreadsheet would run as a formula gets a leading apostrophe;
+    numbers stay numbers (a negative one is data, not a formula)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _weights_line(weights: dict) -> str:
+    """``trained on digits, newest cached (default) · tiny_cnn-digits-….pt · sha256 1a2b3c4d…``,
+    or ``untrained (random init)``."""
+    parts = [weights.get("label") or weights.get("origin") or "?"]
+    if weights.get("file"):
+        parts.append(weights["file"])
+    if weights.get("sha256"):
+        parts.append(f"sha256 {weights['sha256'][:12]}…")
+    return " · ".join(parts)
+
+
 def _to_csv(records) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=[*FLAT_COLUMNS, "stats_ms", "provenance"], lineterminator="\n")
+    fields = [*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    # With "\n" line ends, csv does not quote a lone "\r", which readers take for a line end:
+    # a row holding one has its text quoted.
+    quoting = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writeheader()
     for r in records:
         row = {k: getattr(r, k) for k in FLAT_COLUMNS}
+        row.update(_csv_extras(r))
         row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
         row["provenance"] = json.dumps(r.provenance, sort_keys=True)
-        writer.writerow(row)
+        row = {k: _cell(v) for k, v in row.items()}
+        has_cr = any(isinstance(v, str) and "\r" in v for v in row.values())
+        (quoting if has_cr else writer).writerow(row)
     return buf.getvalue()
 
 
@@ -145,7 +193,11 @@ def export(
     kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
 ) -> None:
-    """Export records as CSV (one row per run) or JSON (full records with raw samples)."""
+    """Export records as CSV (one row per run) or JSON (full records with raw samples).
+
+    --out replaces an existing file atomically; the result store itself, folders, links
+    and special files (devices, FIFOs) are refused.
+    """
     from rich.markup import escape
 
     from aiot.host.cli._output import message
@@ -153,14 +205,38 @@ def export(
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
+        if out_file is not None:  # before any work: never the store itself, a link, a device
+            check_output_file(out_file, _store_files(store.path))
         records = store.query(kind=kind, sweep_id=sweep)
     text = _to_csv(records) if fmt == "csv" else json.dumps(
         [r.to_dict() for r in records], indent=2, sort_keys=True) + "\n"
     if out_file is None:
         typer.echo(text, nl=False)
     else:
-        write_text_atomic(out_file, text)
+        write_output_atomic(out_file, text)
         message(escape(f"wrote {len(records)} records to {out_file}"))
+
+
+@app.command("recover")
+def recover(ctx: typer.Context) -> None:
+    """Recover a damaged result store: copy every record still readable into a new store.
+
+    The damaged store is kept beside the new one (aiot.sqlite.damaged-TIME), never deleted.
+    """
+    from rich.markup import escape
+
+    from aiot.host.cli._output import message, state
+    from aiot.host.store.recover import recover_store
+
+    done = recover_store(state(ctx).results_dir())
+    of = f" of {done.listed}" if done.listed is not None else ""
+    message(escape(f"recovered {done.recovered}{of} records and {done.pushes} pushes into a new "
+                   f"store; the damaged one is kept as {done.kept_as}"))
+
+
+def _store_files(store: Path) -> list[Path]:
+    """The store and the files SQLite keeps beside it."""
+    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal"))]
 
 
 @app.command("outputs")

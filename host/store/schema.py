@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -79,7 +79,15 @@ CREATE INDEX pushes_by_device ON pushes (device, id)
 """)
 
 
-MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3}
+def _to_v4(conn: sqlite3.Connection) -> None:
+    """v4: which process wrote each record (pid, host, boot, process start), so a later
+    campaign can tell a pending record of a killed process from one still being measured
+    (see :func:`aiot.host.store.writer.is_gone`); NULL for older records (never reaped)."""
+    conn.execute("ALTER TABLE runs ADD COLUMN writer_json TEXT")
+    conn.execute("CREATE INDEX runs_pending ON runs (status) WHERE status = 'pending'")
+
+
+MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4}
 
 
 def current_version(conn: sqlite3.Connection) -> int:

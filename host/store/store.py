@@ -1,23 +1,34 @@
 """Run records in SQLite: written as ``pending`` before a run starts, finished after.
 
 The store lives in ``<results dir>/aiot.sqlite``. Every write is one transaction, so an
-interrupted sweep leaves rows that are either pending (then marked failed on Ctrl-C) or
-complete, never half-written.
+interrupted sweep leaves rows that are either pending (then marked failed on Ctrl-C or
+SIGTERM, or by the next campaign once their process is gone) or complete, never half-written.
+
+A new store appears whole (built beside it, then linked into place), so no process ever sees
+a half-made one; an empty or damaged store file is refused rather than written into.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Self
 
 from aiot.host.errors import StoreError
+from aiot.host.fileio import new_file_mode
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
+from aiot.host.store.writer import is_gone, this_writer
+
+log = logging.getLogger(__name__)
 
 DB_NAME = "aiot.sqlite"
 STATUSES = ("pending", "ok", "failed", "skipped")
@@ -25,7 +36,7 @@ STATUSES = ("pending", "ok", "failed", "skipped")
 
 def utc_now(timespec: str = "seconds") -> str:
     """UTC time in ISO 8601, to ``timespec`` (an ``isoformat`` precision)."""
-    return datetime.now(timezone.utc).isoformat(timespec=timespec)
+    return datetime.now(UTC).isoformat(timespec=timespec)
 
 
 def stored_now() -> str:
@@ -74,6 +85,7 @@ _COLUMNS = (
 
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
     data = dict(row)
+    data.pop("writer_json", None)  # the store's bookkeeping (see reap_stale), not the record's
     result_json = data.pop("result_json")
     return RunRecord(
         spec=json.loads(data.pop("spec_json")),
@@ -84,54 +96,78 @@ def _row_to_record(row: sqlite3.Row) -> RunRecord:
 
 
 class Store:
-    """The SQLite result store at ``path``; use :func:`open_store`."""
+    """The SQLite result store at ``path``; use :func:`open_store`.
+
+    Opening creates a missing store, refuses an empty (truncated) or damaged one with a
+    :class:`StoreError` saying how to recover, and migrates an older schema.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if not path.exists():
+            _create(path)
+        _refuse_empty(path)
         try:
             self._conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open result store {path}: {exc}") from None
         self._conn.row_factory = sqlite3.Row
-        self._migrate()
+        try:
+            self._open()
+        except BaseException:
+            self._conn.close()
+            raise
 
-    def _migrate(self) -> None:
+    def _open(self) -> None:
         try:
             self._conn.execute("PRAGMA journal_mode = WAL")
             version = current_version(self._conn)
         except sqlite3.DatabaseError as exc:
+            if _is_damage(exc) and "not a database" not in str(exc):
+                raise _damaged(self.path, str(exc)) from None
             raise StoreError(
                 f"{self.path} is not an aiot result store ({exc})",
                 "point --results-dir elsewhere or move the file away",
             ) from None
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema v{version}, this aiot reads up to v{SCHEMA_VERSION}",
-                "upgrade aiot to read these results",
-            )
-        while version < SCHEMA_VERSION:
-            with self._transaction():
-                MIGRATIONS[version](self._conn)
-                version += 1
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(version),),
-                )
+        _check_integrity(self._conn, self.path)
+        _refuse_newer(self.path, version)
+        if version < SCHEMA_VERSION:
+            with self._transaction() as conn:
+                _migrate(conn, self.path)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite failures as one-line StoreErrors (damage found mid-use, a lock held too long)."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if _is_damage(exc):
+                raise _damaged(self.path, str(exc)) from None
+            raise StoreError(f"result store {self.path}: {exc}",
+                             "check the folder's free space and permissions, then retry") from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except sqlite3.Error:  # the failure at hand says more than the rollback's
+                    log.debug("rollback failed", exc_info=True)
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args=()) -> list[sqlite3.Row]:
+        with self._errors():
+            return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -147,11 +183,12 @@ class Store:
         )
         values = {k: v for k, v in record.to_dict().items() if k not in ("spec", "provenance", "result")}
         values.update(spec_json=json.dumps(spec), provenance_json=json.dumps(provenance),
-                      result_json=None)
+                      result_json=None, writer_json=json.dumps(this_writer()))
+        columns = (*_COLUMNS, "writer_json")
         with self._transaction() as conn:
             conn.execute(
-                f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                [values[c] for c in _COLUMNS],
+                f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [values[c] for c in columns],
             )
         return record
 
@@ -187,24 +224,49 @@ class Store:
             )
         return cur.rowcount
 
+    def reap_stale(self) -> int:
+        """Mark failed the pending records whose writing process is certainly gone (killed,
+        crashed, rebooted away); returns how many. Records of live processes, of other hosts
+        and of older aiot versions (writer unknown) stay pending."""
+        rows = self._read("SELECT id, writer_json FROM runs "
+                          "WHERE status = 'pending' AND writer_json IS NOT NULL")
+        by_writer: dict[str, list[str]] = {}
+        for row in rows:
+            by_writer.setdefault(row["writer_json"], []).append(row["id"])
+        reaped = 0
+        for writer_json, ids in by_writer.items():
+            writer = json.loads(writer_json)
+            if not is_gone(writer):
+                continue
+            reason = (f"interrupted: aiot process {writer.get('pid')} on {writer.get('host')} "
+                      "ended before finishing this run")
+            with self._transaction() as conn:
+                cur = conn.execute(
+                    f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE "
+                    f"status = 'pending' AND id IN ({', '.join('?' * len(ids))})",
+                    [reason, stored_now(), *ids])
+            reaped += cur.rowcount
+        if reaped:
+            log.info("marked %d pending records of ended processes as failed", reaped)
+        return reaped
+
     # -- reading ---------------------------------------------------------------------------
 
     def latest_sweep(self, key: str) -> str | None:
         """The newest sweep id that is ``key`` or ``key.<suffix>`` (a ``--fresh`` restart)."""
-        row = self._conn.execute(
+        rows = self._read(
             "SELECT sweep_id FROM runs WHERE sweep_id = ? OR sweep_id LIKE ? "
             "GROUP BY sweep_id ORDER BY MAX(created_at) DESC, MAX(rowid) DESC LIMIT 1",
             (key, key.replace("%", "") + ".%"),
-        ).fetchone()
-        return row[0] if row else None
+        )
+        return rows[0][0] if rows else None
 
     def get(self, record_id: str) -> RunRecord:
         """The record whose id is or starts with ``record_id`` (at least 4 characters)."""
         if len(record_id) < 4:
             raise StoreError(f"record id '{record_id}' is too short", "give at least 4 characters")
-        rows = self._conn.execute(
-            "SELECT * FROM runs WHERE id LIKE ? LIMIT 2", (record_id.replace("%", "") + "%",)
-        ).fetchall()
+        rows = self._read(
+            "SELECT * FROM runs WHERE id LIKE ? LIMIT 2", (record_id.replace("%", "") + "%",))
         if not rows:
             raise StoreError(f"no record '{record_id}' in {self.path}", "see: aiot results list")
         if len(rows) > 1:
@@ -225,11 +287,10 @@ class Store:
         if limit:
             # The newest ``limit`` records, returned oldest first like the unlimited query.
             sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
-            rows = self._conn.execute(sql, [*args, limit]).fetchall()[::-1]
+            rows = self._read(sql, [*args, limit])[::-1]
         else:
-            rows = self._conn.execute(sql + " ORDER BY created_at, rowid", args).fetchall()
+            rows = self._read(sql + " ORDER BY created_at, rowid", args)
         return [_row_to_record(r) for r in rows]
-
 
     # -- pushes ----------------------------------------------------------------------------
 
@@ -242,10 +303,10 @@ class Store:
 
     def last_push(self, device: str) -> Push | None:
         """What was last pushed to ``device``, or None if nothing was."""
-        row = self._conn.execute(
+        rows = self._read(
             "SELECT device, model, format, reference, binarize, weights, artifact_sha256, remote "
-            "FROM pushes WHERE device = ? ORDER BY id DESC LIMIT 1", (device,)).fetchone()
-        return Push(**dict(row)) if row else None
+            "FROM pushes WHERE device = ? ORDER BY id DESC LIMIT 1", (device,))
+        return Push(**dict(rows[0])) if rows else None
 
 
 @dataclass(frozen=True)
@@ -263,9 +324,112 @@ class Push:
 
 
 def open_store(results_dir: Path) -> Store:
-    """Open (creating and migrating as needed) the store in ``results_dir``."""
+    """Open (creating and migrating as needed) the store in ``results_dir``.
+
+    Raises:
+        StoreError: the folder cannot be made, or the store there is empty (truncated),
+            damaged (see ``aiot results recover``), not a store, or newer than this aiot.
+    """
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create results folder {results_dir}: {exc}") from None
     return Store(results_dir / DB_NAME)
+
+
+# -- creating, checking and migrating -------------------------------------------------------------
+
+def _create(path: Path) -> None:
+    """Make a new store at ``path`` whole: build it beside, then link it into place.
+
+    Two processes creating the store at once each build their own; the first link wins and
+    the other's copy is dropped, so nobody ever opens a half-made (or 0-byte) store.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        os.chmod(tmp_path, new_file_mode(path))  # as sqlite would make it, not mkstemp's 0600
+        conn = sqlite3.connect(tmp_path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # kept in the file's header
+            conn.execute("BEGIN IMMEDIATE")
+            _migrate(conn, path)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        try:
+            os.link(tmp_path, path)
+        except FileExistsError:
+            pass  # another process created it first: theirs is as good as ours
+        except OSError:  # a filesystem without hard links: rename, unless someone beat us
+            if not path.exists():
+                os.replace(tmp_path, path)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot create result store {path}: {exc}",
+                         "pass --results-dir or set AIOT_RESULTS_DIR to a writable folder") from None
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def _refuse_empty(path: Path) -> None:
+    """aiot never leaves a 0-byte store (see :func:`_create`): one was truncated by someone,
+    and starting afresh in it would hide that its records are gone."""
+    try:
+        empty = path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return  # connecting reports what is wrong
+    if empty:
+        raise StoreError(
+            f"result store {path} is empty (0 bytes): not a store aiot made, someone truncated it",
+            f"restore it from a backup, or move it away (mv {path} {path}.empty) to start a new store")
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def _damaged(path: Path, detail: str) -> StoreError:
+    """The one-line refusal of a damaged store, with how to get its records back."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip() and "***" not in line]
+    detail = lines[0] if lines else "quick_check failed"
+    if len(detail) > 100:
+        detail = detail[:97] + "..."
+    return StoreError(
+        f"result store {path} is damaged ({detail}); nothing was written to it",
+        "run: aiot results recover (copies every readable record into a new store and keeps "
+        "the damaged one beside it)")
+
+
+def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a store whose pages are damaged (``PRAGMA quick_check``: ~10 ms for 2000 runs)."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(path, str(exc)) from None
+    if [tuple(r) for r in rows] != [("ok",)]:
+        raise _damaged(path, str(rows[0][0]) if rows else "quick_check found problems")
+
+
+def _refuse_newer(path: Path, version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has schema v{version}, this aiot reads up to v{SCHEMA_VERSION}",
+            "upgrade aiot to read these results",
+        )
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring ``conn`` to :data:`SCHEMA_VERSION` inside the caller's write transaction.
+
+    The version is read again under the write lock: another process may have migrated the
+    store between our first look and the lock (two first runs at once).
+    """
+    version = current_version(conn)
+    _refuse_newer(path, version)
+    while version < SCHEMA_VERSION:
+        MIGRATIONS[version](conn)
+        version += 1
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                 (str(version),))

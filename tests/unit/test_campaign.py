@@ -30,7 +30,7 @@ class FakeDevices:
         self.max_parallel = 0
         self.max_per_device = 0
 
-    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None):
+    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None, measure=None):
         attempt = context["sweep"]["attempt"]
         with self.lock:
             self.calls.append((request.label(), attempt))
@@ -202,7 +202,7 @@ def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
     monkeypatch.setattr(api, "convert_model", convert_model)
     monkeypatch.setattr(sidecar, "read_sidecar", lambda artifact: {})
     requests = [RunRequest(device, "tiny_cnn", "onnx", 1) for device in "abcd"]
-    workspace = type("Workspace", (), {"artifacts_dir": tmp_path})()
+    workspace = type("Workspace", (), {"artifacts_dir": tmp_path, "shipped": None})()
     workers = [threading.Thread(target=executor._convert, args=(r, workspace, NullListener()))
                for r in requests]
     for worker in workers:

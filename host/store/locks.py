@@ -1,0 +1,97 @@
+"""Cross-process locks on what a campaign measures: each device, and the sweep id.
+
+Two campaigns on one device would time each other's runs, and the same sweep started twice
+would measure every run twice. A campaign holds an ``fcntl.flock`` on
+``<state dir>/locks/<what>.lock`` for each device and for its sweep id while it runs; the
+second process is refused at once, naming the holder. The kernel drops a flock when its
+process ends, however it ends, so a killed campaign never leaves a device locked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from aiot.host.errors import AiotError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; campaigns are not guarded there
+    fcntl = None
+
+
+class Busy(AiotError):
+    """A device or sweep is being measured by another aiot process."""
+
+
+def locks_dir() -> Path:
+    """``<state dir>/locks`` (``$AIOT_STATE_DIR``, else ``~/.local/state/aiot``)."""
+    from aiot.host.emulator.state import state_dir
+
+    return state_dir() / "locks"
+
+
+def _lock_file(kind: str, name: str) -> Path:
+    """A file name for any device or sweep name (``user@host:22``, ``emulator-5554``)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]  # keeps a@b and a_b apart
+    return locks_dir() / f"{kind}-{readable}-{digest}.lock"
+
+
+def _holder(fd: int) -> dict:
+    try:
+        return json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}  # the holder has not written its name yet
+
+
+def _busy(kind: str, name: str, holder: dict) -> Busy:
+    pid = holder.get("pid", "?")
+    sweep = holder.get("sweep")
+    if kind == "sweep":
+        message = f"sweep {name} is already running in pid {pid}"
+    else:
+        message = f"{kind} {name} is busy with " + (f"sweep {sweep} of pid {pid}" if sweep else f"pid {pid}")
+    return Busy(message, f"wait for it to finish or stop it (kill {pid}), then run this again")
+
+
+@contextmanager
+def _hold(kind: str, name: str, sweep: str):
+    """Hold the lock on ``kind name`` (non-blocking) for the block, or raise :class:`Busy`."""
+    path = _lock_file(kind, name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise AiotError(f"cannot lock {kind} {name} ({path}): {exc.strerror or exc}",
+                        "set AIOT_STATE_DIR to a writable folder") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _busy(kind, name, _holder(fd)) from None
+        # Who holds it, for the next process's message; the lock itself is the flock.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "sweep": sweep, kind: name}).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # drops the flock
+
+
+@contextmanager
+def campaign_locks(sweep_id: str, devices: Iterable[str]):
+    """Hold the sweep's lock and every device's for the block; :class:`Busy` (nothing held)
+    when another process has one of them."""
+    if fcntl is None:
+        yield
+        return
+    with ExitStack() as stack:
+        stack.enter_context(_hold("sweep", sweep_id, sweep_id))
+        for device in sorted(set(devices)):
+            stack.enter_context(_hold("device", device, sweep_id))
+        yield

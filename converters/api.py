@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,13 +193,42 @@ def model_label(model_name: str, binarize: str | None) -> str:
     return f"{model_name}.{get_algorithm(binarize).name}"
 
 
-def artifact_name(model_name: str, fmt: str, extension: str) -> str:
+def artifact_name(model_name: str, fmt: str, extension: str, variant: str = "") -> str:
     """``resnet18`` + ``tflite`` → ``resnet18.tflite``; ``onnx`` → ``resnet18.onnx``.
 
     Formats whose extension already names them get no infix; others get one
-    (``resnet18.lce.tflite``) so two formats sharing an extension never collide.
+    (``resnet18.lce.tflite``) so two formats sharing an extension never collide. A
+    ``variant`` (:func:`artifact_variant`) goes after the model: ``resnet18.quant-int8.tflite``.
     """
-    return f"{model_name}{extension}" if extension == f".{fmt}" else f"{model_name}.{fmt}{extension}"
+    stem = f"{model_name}.{variant}" if variant else model_name
+    return f"{stem}{extension}" if extension == f".{fmt}" else f"{stem}.{fmt}{extension}"
+
+
+#: How long the options part of a file name may be before it is replaced by a hash.
+_MAX_OPTIONS_NAME = 40
+_NAME_SAFE = re.compile(r"^[A-Za-z0-9_+-]+$")
+
+
+def artifact_variant(converter, options: dict, weights_sha256: str | None = None) -> str:
+    """What sets an artifact apart from the model's default conversion, for its file name.
+
+    Non-default converter options as ``key-value`` (``quant-int8``), and ``w-<sha256[:8]>``
+    for weights loaded from a file, so that an int8 and a float artifact, or a trained and
+    an untrained one, never overwrite each other's file (or cache). Options that are long
+    or not file-name-safe become ``opt-<hash>`` rather than being mangled into a name two
+    option sets could share. Empty for the defaults: the plain names stay as they were.
+    """
+    changed = {k: str(v) for k, v in sorted(options.items())
+               if str(v) != str(converter.options.get(k, (None,))[0])}
+    parts = []
+    if changed:
+        text = "_".join(f"{k}-{v}" for k, v in changed.items())
+        if len(text) > _MAX_OPTIONS_NAME or not all(map(_NAME_SAFE.match, (*changed, *changed.values()))):
+            text = "opt-" + hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:8]
+        parts.append(text)
+    if weights_sha256:
+        parts.append(f"w-{weights_sha256[:8]}")
+    return ".".join(parts)
 
 
 def artifact_files(converter, artifact: Path) -> list[Path]:
@@ -283,7 +314,11 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     model = source.model
     source_hash = state_sha256(model)
     label = source.label
-    artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension)
+    # Weights named by the caller (--weights, a cached training) mark the file; a zoo
+    # model's own init (packaged or seeded) is its plain name.
+    variant = artifact_variant(converter, resolved, None if _own_weights(source, weights)
+                               else source.facts.get("weights_sha256"))
+    artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension, variant)
     cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
@@ -332,6 +367,16 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "parity": parity,
     })
     return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
+
+
+def _own_weights(source: _Source, weights: Path | None) -> bool:
+    """Whether the model has its own weights: none named, or a zoo model's packaged file."""
+    if weights is None:
+        return True
+    spec = source.spec
+    if spec is None or spec.default_weights is None or source.facts.get("binarize"):
+        return False
+    return Path(weights).resolve() == Path(spec.weights_file()).resolve()
 
 
 def _signs_decide(converter, model) -> bool:

@@ -87,8 +87,9 @@ class Converter(Protocol):
 #       included (Caffe2's predict net + init net); deleted and checked together.
 #   parity_tolerance(options) -> {"atol", "rtol", "min_top1"}: when parity depends on options
 #       (quantized artifacts are judged on top-1 agreement over real images, not logits).
-#   binary_native = True: the format executes binary convolutions as such (LCE, daBNN), so a
-#       binarized model must match logits; float formats are judged on top-1 for them.
+#   binary_native = True: the format executes binary convolutions as such (LCE, daBNN); with
+#       binary_inputs(model, artifact, inputs, names) a binarized model is judged by the signs
+#       its binary layers see (sign_parity.py), and float formats on top-1 for them.
 #   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess
 #       calibration images for the model's input.
 #   parity_check = False: skip the parity step (default True when absent); for formats whose

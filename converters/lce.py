@@ -98,8 +98,11 @@ class LceConverter:
     backend = "lce"
     description = ("Larq Compute Engine binarized TFLite (LceBconv2d), run by the LCE "
                    "interpreter; lce_benchmark_model on ARM devices")
-    atol = 1e-3  # binary convs accumulate exactly; float layers around them differ in order
-    binary_native = True  # binarizes exactly as PyTorch does: parity on logits, not top-1
+    atol = 1e-3  # the float stem before the first binary conv, compared by value
+    # Binary convs run as such: a binarized model's parity is judged by the signs each
+    # binary layer sees (converters/sign_parity.py), not by its logits, which one sign a
+    # hair from 0 flipped by float re-ordering moves by whole units (README, BiBench).
+    binary_native = True
     options: dict[str, tuple[str, str]] = {}
 
     def availability(self) -> Availability:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
-from aiot.host.deploy import push_file
+from aiot.host.deploy import Pushed, push_file, run_with_intact_blobs
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.provenance import base_provenance
 from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason, is_transient
@@ -58,15 +59,15 @@ def _affinity(request: RunRequest, device_info: dict) -> dict | None:
     return {"cluster": request.cluster, "cpus": cpus, "mask": cpu_mask(cpus)}
 
 
-def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict | None:
+def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict[str, Pushed]:
     if not request.dataset:
-        return None
+        return {}
     from aiot.host.paths import cache_dir
     from aiot.host.shards import prepare_shard
 
     x_path, y_path = prepare_shard(request.model, request.dataset, request.dataset_limit,
                                    request.params.seed, cache_dir())
-    return {"x": push_file(transport, x_path).remote, "y": push_file(transport, y_path).remote}
+    return {"x": push_file(transport, x_path), "y": push_file(transport, y_path)}
 
 
 def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
@@ -88,18 +89,23 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     session = workspace.session(request.device)
     provenance["device"] = workspace.device_info(request.device)
     pushed = push_file(session.transport, conv.artifact, conv.sha256)
-    dataset = _push_dataset(request, workspace, session.transport)
-    inputs = push_file(session.transport, request.inputs).remote if request.inputs else None
+    data = _push_dataset(request, workspace, session.transport)
+    inputs = push_file(session.transport, request.inputs) if request.inputs else None
     affinity = _affinity(request, provenance["device"])
-    spec = _agent_spec(request, pushed.remote, converter.backend, dataset,
-                       affinity["cpus"] if affinity else None, inputs)
+    spec = _agent_spec(request, pushed.remote, converter.backend,
+                       {k: v.remote for k, v in data.items()} or None,
+                       affinity["cpus"] if affinity else None, inputs.remote if inputs else None)
     listener.on_stage(request, "measure")
-    result = session.run(spec, timeout=request.params.run_timeout(),
-                         on_progress=lambda phase, done, total: listener.on_progress(request, phase, done, total))
+    blobs = [pushed, *data.values(), *([inputs] if inputs else [])]
+    result, repushed = run_with_intact_blobs(session.transport, blobs, lambda: session.run(
+        spec, timeout=request.params.run_timeout(),
+        on_progress=lambda phase, done, total: listener.on_progress(request, phase, done, total)))
+    if repushed:  # the device's copy was damaged in place ("already on device" was wrong)
+        provenance["repushed"] = repushed
     if request.params.memory:
         listener.on_stage(request, "memory")
         result["memory"] = session.memory(spec, timeout=request.params.run_timeout())
-    provenance.update(_artifact_provenance(conv, sidecar), affinity=affinity,
+    provenance.update(_artifact_provenance(conv, sidecar, request.weights_origin), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result["runtime_version"]},
                       agent_process=session.process_kind(converter.backend))
     accuracy = result.get("accuracy")
@@ -134,16 +140,36 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
     with _CONVERSION:
         conv = convert_model(request.reference(), request.format, workspace.artifacts_dir,
                              weights=request.weights, binarize=request.binarize,
-                             input_shapes=request.shapes())
+                             options=request.option_dict() or None, input_shapes=request.shapes())
         return conv, read_sidecar(conv.artifact)
 
 
-def _artifact_provenance(conv, sidecar: dict) -> dict:
-    """What a record keeps about the artifact it measured, whoever ran it."""
-    return {"artifact": {"file": conv.artifact.name, "sha256": conv.sha256,
-                         "size_bytes": conv.size_bytes, "parity": conv.parity},
-            "converter": sidecar.get("converter"), "toolchain": sidecar.get("toolchain"),
-            "source": sidecar.get("source")}
+def _artifact_provenance(conv, sidecar: dict, weights_origin: str | None = None) -> dict:
+    """What a record keeps about the artifact it measured, whoever ran it.
+
+    An artifact aiot converted also says which weights it holds (origin, file name,
+    sha256: see :mod:`aiot.host.weights`); a user's artifact file has no such facts.
+    """
+    facts = {"artifact": {"file": conv.artifact.name, "sha256": conv.sha256,
+                          "size_bytes": conv.size_bytes, "parity": conv.parity},
+             "converter": sidecar.get("converter"), "toolchain": sidecar.get("toolchain"),
+             "source": sidecar.get("source")}
+    source = sidecar.get("source") or {}
+    if source and source.get("kind") != "artifact":
+        from aiot.host.weights import weights_provenance
+
+        weights = source.get("weights")
+        facts["weights"] = weights_provenance(
+            Path(weights) if weights else None,
+            weights_origin or _origin_from_source(source), source.get("weights_sha256"))
+    return facts
+
+
+def _origin_from_source(source: dict) -> str:
+    """A sidecar's weights origin when the run did not say (a request built by API)."""
+    if source.get("weights"):
+        return "given"
+    return "random" if source.get("kind") in (None, "zoo") else "own"
 
 
 def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
@@ -180,7 +206,7 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     listener.on_stage(request, "measure")
     result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
                                timeout=p.run_timeout(), env=deployed.env())
-    provenance.update(_artifact_provenance(conv, sidecar), affinity=affinity,
+    provenance.update(_artifact_provenance(conv, sidecar, request.weights_origin), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result.get("runtime_version"),
                                "binary": binary.name, "binary_digest": deployed.digest})
     stats = result.get("stats_ms") or {}

@@ -36,6 +36,19 @@ _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 RESERVED = ("local",)
 
 
+def check_name(name: str) -> str:
+    """``name`` if it is a safe device name (also a folder name: no '/', '..', spaces or
+    overlong names), else UsageError; returns it for chaining."""
+    if not _NAME_OK.fullmatch(name) or name in RESERVED:
+        # Shown on one line: control characters replaced, an overlong name cut.
+        shown = "".join(c if c.isprintable() else "?" for c in name[:64])
+        shown += "…" if len(name) > 64 else ""
+        raise UsageError(f"invalid device name '{shown}'",
+                         "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+                         "digit (and not 'local')")
+    return name
+
+
 class InventoryError(AiotError):
     """The inventory file is unreadable or holds an invalid entry."""
 
@@ -70,9 +83,7 @@ class DeviceEntry:
 
     def validate(self) -> DeviceEntry:
         """Raise UsageError naming the first problem; returns self."""
-        if not _NAME_OK.match(self.name) or self.name in RESERVED:
-            raise UsageError(f"invalid device name '{self.name}'",
-                             "use letters, digits, '.', '_' or '-' (and not 'local')")
+        check_name(self.name)
         if self.transport not in TRANSPORTS:
             raise UsageError(f"device '{self.name}': unknown transport '{self.transport}'",
                              f"use one of {', '.join(TRANSPORTS)}")
@@ -127,6 +138,14 @@ def save(devices: dict[str, DeviceEntry], path: Path | None = None) -> None:
 def add(entry: DeviceEntry, replace: bool = False, path: Path | None = None) -> None:
     """Add (or with ``replace`` overwrite) one device."""
     entry.validate()
+    if entry.transport == "ssh" and entry.key:
+        from aiot.host.errors import TransportError
+        from aiot.host.transports.ssh import check_key_file
+
+        try:  # a missing or garbage key is refused now, not at the first run
+            check_key_file(entry)
+        except TransportError as exc:  # here it is the user's input: exit 2
+            raise UsageError(exc.message, exc.hint) from None
     devices = load(path)
     if entry.name in devices and not replace:
         raise UsageError(f"device '{entry.name}' is already in the inventory",

@@ -114,6 +114,12 @@ def cache_dir() -> Path:
 
 
 def weights_dir() -> Path:
-    """``cache_dir() / "weights"``, where :func:`aiot.host.training.train` saves weights."""
+    """Where :func:`aiot.host.training.train` saves weights, and where runs look for the
+    newest training of a model (:mod:`aiot.host.weights`): env ``AIOT_WEIGHTS_DIR``, else
+    ``cache_dir() / "weights"``."""
+    env = os.environ.get("AIOT_WEIGHTS_DIR")
+    if env:
+        path = Path(env).expanduser().absolute()
+        return _ensure_dir(path, "weights cache", "set AIOT_WEIGHTS_DIR to a writable folder")
     hint = "set AIOT_CACHE_DIR to a writable folder"
     return _ensure_dir(cache_dir() / "weights", "weights cache", hint)

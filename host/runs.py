@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 
 RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
+MAX_RUNS = 10_000_000  # iteration counts above this are typos (and overflow the store's integers)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,18 @@ class MeasureParams:
         return self.timeout_s or self.max_s + self.warmup_min_s + RUN_SLACK_S
 
     def validate(self) -> MeasureParams:
+        seconds = {"--warmup-min-s": self.warmup_min_s, "--min-s": self.min_s, "--max-s": self.max_s,
+                   "--timeout": self.timeout_s}
+        for option, value in seconds.items():
+            # nan slips through every comparison below and inf never ends a run: refuse both.
+            if value is not None and not math.isfinite(value):
+                raise UsageError(f"{option} must be a finite number of seconds, got {value}",
+                                 f"e.g. {option} 30")
+        counts = {"--warmup-runs": self.warmup_runs, "--min-runs": self.min_runs, "--max-runs": self.max_runs}
+        for option, value in counts.items():
+            if value is not None and value > MAX_RUNS:
+                raise UsageError(f"{option} {value} is more than {MAX_RUNS:,} iterations",
+                                 "use --max-s to bound a run by time")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise UsageError("--timeout must be > 0 seconds")
         if self.min_runs < 1 or self.warmup_runs < 0:
@@ -81,12 +95,19 @@ class RunRequest:
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None  # --input-shape
     inputs: Path | None = None  # --inputs FILE.npz (recorded by name and hash)
     inputs_sha256: str | None = None
+    # Converter options (``--opt quant=int8``), sorted ``(key, value)`` pairs so the request
+    # stays hashable; None: the format's defaults.
+    options: tuple[tuple[str, str], ...] | None = None
+    # Where ``weights`` came from (aiot.host.weights: given, trained, packaged, random, own):
+    # provenance, not part of the spec (the weights themselves are).
+    weights_origin: str | None = None
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
         model = f"{self.model}.{self.binarize}" if self.binarize else self.model
         cluster = f" on {self.cluster}" if self.cluster else ""
-        return f"{model} · {self.format}{runner} · {self.threads}t{cluster} @ {self.device}"
+        fmt = self.format + (f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else "")
+        return f"{model} · {fmt}{runner} · {self.threads}t{cluster} @ {self.device}"
 
     def to_spec(self) -> dict:
         spec = asdict(self)
@@ -95,7 +116,9 @@ class RunRequest:
         spec.pop("model_path")  # a host path: the file's name and hash identify the model
         spec["inputs"] = self.inputs.name if self.inputs else None
         spec["input_shapes"] = self.shapes()
-        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256"):
+        spec["options"] = self.option_dict() or None
+        spec.pop("weights_origin")
+        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options"):
             if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
                 spec.pop(key)
         return spec
@@ -107,6 +130,10 @@ class RunRequest:
         if self.model_path.suffix == ".py":  # file.py:factory
             return f"{self.model_path}:{self.model.rpartition(':')[2]}"
         return str(self.model_path)
+
+    def option_dict(self) -> dict[str, str]:
+        """``--opt`` as a dict (empty: the format's defaults)."""
+        return dict(self.options or ())
 
     def shapes(self) -> dict[str, list[int]] | None:
         """``--input-shape`` as ``{input name: dims}``, or None."""
@@ -212,6 +239,17 @@ class Workspace:
         #: ``(artifact, sidecar)`` a lab's driver converted and shipped for the run at hand
         #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
         self.shipped: tuple | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Close every session and open no new one: a cancelled campaign's run in flight
+        ends, and one still converting fails instead of starting to measure."""
+        self._cancelled = True
+        self.close()
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled:
+            raise AiotError("cancelled before the run reached the device")
 
     def baseline(self, device: str, source):
         """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
@@ -225,6 +263,7 @@ class Workspace:
         """A transport to ``device`` without deploying the agent (native runs need none)."""
         from aiot.host.devices import open_transport
 
+        self._check_cancelled()
         if device in self._sessions:
             return self._sessions[device].transport
         if device not in self._transports:
@@ -236,6 +275,7 @@ class Workspace:
         from aiot.host.agent_client import AgentSession
         from aiot.host.devices import open_transport
 
+        self._check_cancelled()
         if device not in self._sessions:
             self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)
         return self._sessions[device]

@@ -76,6 +76,9 @@ def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
     monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
     monkeypatch.setenv("AIOT_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("AIOT_CACHE_DIR", str(session_cache))
+    # Trained weights are what runs use by default: one test's `aiot train` must not change
+    # which weights another test's run gets.
+    monkeypatch.setenv("AIOT_WEIGHTS_DIR", str(tmp_path / "weights"))
     monkeypatch.setenv("AIOT_LOCAL_WORKDIR", str(tmp_path / "device"))
     monkeypatch.setenv("AIOT_NO_PROGRESS", "1")
     monkeypatch.setenv("NO_COLOR", "1")

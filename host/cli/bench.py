@@ -34,14 +34,23 @@ def aiotbench(
     from aiot.host.aiotbench import MODELS, requests_for, row, skip_reason, test_of
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
     from aiot.host.cli._output import message, print_json, state
-    from aiot.host.cli.measure import _cooldown, _validate_devices, split_list
+    from aiot.host.cli.measure import (
+        _cooldown,
+        _validate_devices,
+        check_data_options,
+        parse_threads,
+        split_list,
+    )
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
     from aiot.host.store import open_store
 
-    devices = split_list(device, "devices") if device else [resolve_name(None)]
-    names = [zoo_ref(m, None).name for m in split_list(models, "models")] if models else list(MODELS)
+    devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
+    names = list(dict.fromkeys(zoo_ref(m, None).name for m in split_list(models, "models"))) \
+        if models else list(MODELS)
+    (threads,) = parse_threads(str(threads))  # the same range as run and sweep
+    dataset = check_data_options(None, dataset, limit)
     _validate_devices(devices)
     params = MeasureParams(min_runs=min_runs, min_s=min_s, max_s=max(150.0, min_s)).validate()
     requests = requests_for(devices, names, params, dataset, limit, threads)

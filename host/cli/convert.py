@@ -45,7 +45,7 @@ def convert(
              "your code as file.py:factory or module:factory.")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list; default: lce for a binarized model LCE deploys, else tflite).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <results>/artifacts).")] = None,
-    weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")] = None,
+    weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model, else its packaged weights, else a seeded random init).")] = None,
     binarize: Annotated[str | None, typer.Option(
         help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "
              "recu, fda); --weights are then the binarized model's (aiot train --binarize).")] = None,
@@ -70,9 +70,11 @@ def convert(
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
     shapes = dict(parse_input_shapes(input_shape) or ())
+    ref = resolve_model(model, binarize)
     if fmt is None:
-        fmt = default_format(resolve_model(model, binarize))
+        fmt = default_format(ref)
         message(f"format: {fmt} (the default for {model}; --format names another)")
+    weights = _weights(ref, weights)
     if fmt == "all":
         _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
         return
@@ -91,6 +93,19 @@ def convert(
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
     if p:
         out.print(f"  parity vs PyTorch: {_parity_line(p)}")
+
+
+def _weights(ref, weights: Path | None) -> Path | None:
+    """``--weights``, else what a run of the model would use (the newest ``aiot train`` of
+    it), said on stderr: the artifact ``run`` measures is then this very one."""
+    if ref.is_artifact:
+        return weights  # convert_model refuses it in one line
+    from aiot.host.cli.measure import announce_weights
+    from aiot.host.weights import choose_weights
+
+    picked = choose_weights(ref, weights)
+    announce_weights([(ref.name, ref.binarize, picked)], None)
+    return picked.path
 
 
 def _parity_line(p: dict) -> str:

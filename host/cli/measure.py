@@ -10,7 +10,7 @@ import typer
 from aiot.host.errors import UsageError
 
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE or local).")]
-Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the model's packaged weights, else a seeded random init).")]
+Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(help="Binarize the model with a BiBench algorithm (bnn, reactnet, …) before converting; --weights are then the binarized model's.")]
 Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
 Limit = Annotated[int | None, typer.Option(help="Use at most this many test images for accuracy.")]
@@ -41,6 +41,16 @@ InputShape = Annotated[list[str], typer.Option(
                           "a dynamic dim or a factory that returns a bare module.")]
 InputsFile = Annotated[Path | None, typer.Option(
     "--inputs", help="A .npz with one array per input name: real input values (hashes recorded).")]
+Opt = Annotated[list[str], typer.Option(
+    "--opt", help="Converter option KEY=VALUE (repeatable), as for aiot convert, e.g. --opt "
+                  "quant=int8 to measure the int8 TFLite artifact.")]
+
+
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    """``--opt KEY=VALUE`` pairs as a dict (:func:`aiot.host.cli.convert.parse_options`)."""
+    from aiot.host.cli.convert import parse_options as parse
+
+    return parse(pairs or [])
 
 
 def split_list(value: str, what: str) -> list[str]:
@@ -51,15 +61,66 @@ def split_list(value: str, what: str) -> list[str]:
     return items
 
 
+MAX_THREADS = 1024  # more than any device's cores; larger counts are typos (or overflow the store)
+
+
 def parse_threads(value: str) -> list[int]:
-    """``"1,2,4,8"`` → ``[1, 2, 4, 8]``."""
+    """``"1,2,4,8"`` → ``[1, 2, 4, 8]``, repeats dropped (a sweep measures each count once)."""
     try:
         threads = [int(v) for v in split_list(value, "thread counts")]
     except ValueError:
         raise UsageError(f"thread counts must be integers, got '{value}'", "e.g. --threads 1,2,4") from None
-    if any(t < 1 for t in threads):
-        raise UsageError("thread counts must be ≥ 1")
-    return threads
+    wrong = [t for t in threads if not 1 <= t <= MAX_THREADS]
+    if wrong:
+        raise UsageError(f"thread count {wrong[0]} is out of range: it must be 1 to {MAX_THREADS}",
+                         "e.g. --threads 1,2,4")
+    return list(dict.fromkeys(threads))
+
+
+#: The cluster names the probe gives (see aiot.host.probe): ``all`` is every core.
+CLUSTERS = ("prime", "big", "little", "all")
+
+
+def parse_clusters(value: str | None) -> list[str] | None:
+    """``"BIG,little,big"`` → ``["big", "little"]``: known names, lower-cased, repeats
+    dropped; None when none given."""
+    if not value:
+        return None
+    clusters = list(dict.fromkeys(c.lower() for c in split_list(value, "clusters")))
+    unknown = [c for c in clusters if c not in CLUSTERS]
+    if unknown:
+        raise UsageError(f"unknown --cluster '{unknown[0]}'",
+                         f"use {', '.join(CLUSTERS)} (a device's clusters: aiot devices info NAME)")
+    return clusters
+
+
+def parse_delegates(value: str | None) -> list[str] | None:
+    """``"NNAPI,gpu,nnapi"`` → ``["nnapi", "gpu"]`` (the native tools' names are lower-case);
+    None when none given."""
+    if not value:
+        return None
+    return list(dict.fromkeys(d.lower() for d in split_list(value, "delegates")))
+
+
+def check_data_options(weights: Path | None, dataset: str | None, limit: int | None) -> str | None:
+    """Refuse a missing ``--weights`` file, an unknown ``--dataset``, a missing image folder
+    or a ``--limit`` below 1 before anything converts; returns the dataset's canonical name
+    (an alias resolved, ``folder:`` made absolute) for the records."""
+    from aiot.host.errors import DatasetError
+
+    if weights is not None and not weights.is_file():
+        what = "is a folder" if weights.is_dir() else "does not exist"
+        raise UsageError(f"weights file {weights} {what}", "check the --weights path (a state-dict file)")
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    if dataset is None:
+        return None
+    from aiot.host.datasets.base import canonical_name
+
+    try:
+        return canonical_name(dataset)
+    except DatasetError as exc:  # a missing folder is the user's input to fix
+        raise UsageError(exc.message, exc.hint) from None
 
 
 def _validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
@@ -82,11 +143,15 @@ def _validate_native(native: str | None, formats: list[str], delegate: str | Non
 
 
 def _validate_devices(devices: list[str]) -> None:
-    """Fail fast on unknown device names before any work starts."""
+    """Fail fast on unknown device names, and on an SSH key file or known_hosts that cannot
+    work, before any work starts."""
     from aiot.host.devices import open_transport
 
     for d in devices:
-        open_transport(d)
+        transport = open_transport(d)
+        check_setup = getattr(transport, "check_setup", None)
+        if check_setup is not None:
+            check_setup()
 
 
 def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None):
@@ -98,8 +163,8 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
 
     wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
     targets = []
-    for text in dict.fromkeys(models):
-        ref = resolve_model(text, binarize)
+    # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
+    for ref in dict.fromkeys(resolve_model(text, binarize) for text in dict.fromkeys(models)):
         if ref.is_artifact:
             if wanted and ref.format not in wanted:
                 check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
@@ -171,7 +236,7 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
            native=None, binary=None, delegates=None, binarize=None, clusters=None,
            seed: int = 0, shuffle: bool = False, fresh: bool = True, retries: int = 3,
            cooldown_max_s: float | None = 120.0, input_shapes=None, inputs_file=None,
-           requests=None, lab: str | None = None):
+           requests=None, lab: str | None = None, options: dict | None = None):
     """Validate everything that can be, then run the campaign of ``targets`` on ``devices``
     (or the ready-made ``requests``, e.g. what was last pushed to each device); with ``lab``,
     on the lab nodes that own the devices."""
@@ -182,21 +247,26 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     from aiot.host.store import open_store
 
     params.validate()
+    dataset = check_data_options(weights, dataset, limit)
     session = _lab_session(lab, devices, native, input_shapes, inputs_file)
     if session is None:
         _validate_devices(devices)
     inputs, inputs_sha = _check_inputs_file(inputs_file)
     common = {"weights": weights, "dataset": dataset, "dataset_limit": limit, "params": params,
               "native": native, "binary": binary, "binarize": binarize,
-              "input_shapes": input_shapes, "inputs": inputs, "inputs_sha256": inputs_sha}
+              "input_shapes": input_shapes, "inputs": inputs, "inputs_sha256": inputs_sha,
+              "options": tuple(sorted((options or {}).items())) or None}
     if requests is None:
         requests = expand_targets(devices, targets, threads, delegates=delegates,
                                   clusters=clusters, **common)
     _validate_requests(requests, native, delegates)
     if session is None:  # a lab node checks its own devices
+        _reach_devices(dict.fromkeys(r.device for r in requests))
         _require_agents(requests)
+        _check_clusters(requests)
     if retries < 1:
         raise UsageError("--retries must be at least 1")
+    requests = with_weights(requests, dataset)  # after every check: it may print a warning
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, seed=seed, shuffle=shuffle, fresh=fresh)
@@ -232,17 +302,49 @@ def _lab_session(address: str | None, devices: list[str], native, input_shapes, 
     return session
 
 
+def _reach_devices(devices) -> None:
+    """Every SSH device answers now: one line naming an unreachable one, before any
+    conversion, rather than failed records after them and the campaign's retries.
+
+    ADB devices are asked by :func:`_require_agents`; the local device is always there.
+    """
+    def answers(transport) -> None:
+        if transport.kind == "ssh":
+            transport.shell(["true"], timeout=60)
+
+    _preflight(devices, answers)
+
+
 def _require_agents(requests) -> None:
     """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
     from aiot.host.device_setup import require_agent_python
-    from aiot.host.devices import open_transport
 
-    for device in dict.fromkeys(r.device for r in requests if not r.native):
-        transport = open_transport(device)
+    _preflight(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python)
+
+
+def _preflight(devices, check) -> None:
+    """``check(transport)`` for each device. A device out of reach right now stops a sweep of
+    that device alone (one line, nothing stored); among several, the others go on and the
+    campaign retries it with backoff and records its runs skipped if it stays away, as it does
+    for a link that drops mid-sweep. A wrong key, host key or missing Python stops any sweep."""
+    from aiot.host.cli._output import message, safe
+    from aiot.host.devices import open_transport
+    from aiot.host.errors import AiotError
+    from aiot.host.runs import is_transient
+
+    devices = list(devices)
+    for device in devices:
         try:
-            require_agent_python(transport)
-        finally:
-            transport.close()
+            transport = open_transport(device)
+            try:
+                check(transport)
+            finally:
+                transport.close()
+        except AiotError as exc:
+            if len(devices) == 1 or not is_transient(exc):
+                raise
+            message(f"[yellow]warning:[/] {safe(device)} is out of reach now ({safe(exc.message)}): "
+                    "its runs are retried, then skipped if it stays away")
 
 
 def _validate_requests(requests, native, delegates) -> None:
@@ -259,11 +361,128 @@ def _validate_requests(requests, native, delegates) -> None:
         for delegate in delegates or [None]:
             _validate_native(native, [r.format], delegate)
         _validate_binarize(r.binarize, [r.format])
+        _check_options(r)
+        _check_runnable(r)
+    if native:
+        _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
     signatures = [s for s in map(artifact_signature, distinct) if s is not None]
     converts = any(not is_artifact_file(r) for r in distinct)
     check_shape_names(distinct[0].shapes() if distinct else None, signatures, converts)
     for r in distinct:
         check_run_inputs(r)
+
+
+def _check_options(request) -> None:
+    """``--opt`` names options the format has, with values it takes; an artifact file is
+    measured as it is, so it takes none."""
+    if not request.options:
+        return
+    from aiot.converters.base import get_converter, resolve_options
+    from aiot.host.signature import is_artifact_file
+
+    if is_artifact_file(request):
+        raise UsageError(f"--opt configures a conversion, but {request.model} is an artifact "
+                         "file measured as it is", "drop --opt, or name a model that converts")
+    converter = get_converter(request.format)
+    resolved = resolve_options(converter, request.option_dict())
+    check = getattr(converter, "check_options", None)
+    if check is not None:
+        check(resolved)
+
+
+def with_weights(requests, dataset: str | None):
+    """Each request with the weights it runs with: ``--weights`` as given, else its model's
+    default (:func:`aiot.host.weights.choose_weights`: the newest ``aiot train`` of it on
+    ``dataset``); says once which were chosen, and warns when accuracy is measured untrained."""
+    from dataclasses import replace
+
+    from aiot.host.model_ref import resolve_model
+    from aiot.host.weights import GIVEN, OWN, WeightsChoice, choose_weights
+
+    chosen: dict[tuple, WeightsChoice] = {}
+    done = []
+    for r in requests:
+        if r.weights is not None:
+            done.append(replace(r, weights_origin=r.weights_origin or GIVEN))
+            continue
+        key = (r.model, r.binarize, r.model_path)
+        if key not in chosen:
+            chosen[key] = (WeightsChoice(None, OWN) if r.model_path is not None
+                           else choose_weights(resolve_model(r.model, r.binarize), None, dataset))
+        done.append(replace(r, weights=chosen[key].path, weights_origin=chosen[key].origin))
+    announce_weights([(model, binarize, c) for (model, binarize, _), c in chosen.items()], dataset)
+    return done
+
+
+def announce_weights(chosen: list[tuple], dataset: str | None) -> None:
+    """For ``(model, binarize, WeightsChoice)`` triples: one line per model whose weights
+    were picked for it (a cached training), and one warning for the models whose accuracy
+    is measured untrained (chance level, not the model's)."""
+    from rich.markup import escape
+
+    from aiot.host.cli._output import message
+    from aiot.host.weights import TRAINED, UNTRAINED
+
+    for model, binarize, choice in chosen:
+        if choice.origin == TRAINED:
+            message(f"{escape(_model_label(model, binarize))}: weights {escape(choice.describe())}, "
+                    "the newest aiot train (--weights names others)")
+    untrained = [(m, b) for m, b, c in chosen if c.untrained]
+    if untrained and dataset:
+        model, binarize = untrained[0]
+        train = f"aiot train {model}" + (f" --binarize {binarize}" if binarize else "")
+        names = ", ".join(_model_label(m, b) for m, b in untrained)
+        message(f"[yellow]warning:[/] {escape(names)}: {UNTRAINED}, so the accuracy on "
+                f"{escape(dataset)} is chance level; train first: {escape(train)} --dataset "
+                f"{escape(dataset)}")
+
+
+def _model_label(model: str, binarize: str | None) -> str:
+    return f"{model}_{binarize}" if binarize else model
+
+
+def _check_runnable(request) -> None:
+    """An emit-only format (no runtime the agent drives) needs a native tool to be timed."""
+    from aiot.converters import get_converter
+
+    if not request.native and get_converter(request.format).backend is None:
+        raise UsageError(f"format '{request.format}' is emit-only: no runtime aiot's agent drives "
+                         "can time it", "time it with the format's native benchmark binary "
+                         "(--native), or choose another --format")
+
+
+def _check_native_binaries(native: str, devices, binary: Path | None) -> None:
+    """Each device has the ``--native`` tool's file (given, or in its inventory entry)."""
+    from aiot.host.native import get_adapter, resolve_binary
+
+    tool = get_adapter(native).tool
+    for device in devices:
+        found = resolve_binary(tool, device, binary)
+        if not found.is_file():
+            raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
+                             "check --binary or the device's [binaries] entry in the inventory")
+
+
+def _check_clusters(requests) -> None:
+    """Every device has the ``--cluster`` asked of it (its probe: cheap, no agent)."""
+    from aiot.host.affinity import cluster_cpus
+    from aiot.host.devices import open_transport
+
+    wanted: dict[str, set[str]] = {}
+    for r in requests:
+        if r.cluster:
+            wanted.setdefault(r.device, set()).add(r.cluster)
+    for device, clusters in wanted.items():
+        transport = open_transport(device)
+        try:
+            info = transport.info()
+        finally:
+            transport.close()
+        for cluster in sorted(clusters):
+            try:
+                cluster_cpus(info, cluster)
+            except UsageError as exc:
+                raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
 
 
 def _targets(model: str | None, fmt: str | None, binarize: str | None):
@@ -295,6 +514,7 @@ def run(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
+    opt: Opt = [],  # noqa: B006 - Typer needs a literal default
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
@@ -306,9 +526,11 @@ def run(
     if fmt is None and not as_json:
         _chosen(targets)
     _sweep(ctx, [resolve_name(device)], targets, parse_threads(str(threads)), weights,
-           dataset, limit, params, as_json, native, binary, [delegate], binarize,
-           [cluster] if cluster else None, cooldown_max_s=cooldown_max_s,
-           input_shapes=parse_input_shapes(input_shape), inputs_file=inputs)
+           dataset, limit, params, as_json, native, binary,
+           [delegate.strip().lower()] if delegate else None, binarize,
+           parse_clusters(cluster), cooldown_max_s=cooldown_max_s,
+           input_shapes=parse_input_shapes(input_shape), inputs_file=inputs,
+           options=parse_options(opt))
 
 
 def sweep(
@@ -339,6 +561,7 @@ def sweep(
         "--lab", envvar="AIOT_LAB",
         help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
              "owns it; records land in this host's store.")] = None,
+    opt: Opt = [],  # noqa: B006 - Typer needs a literal default
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads.
 
@@ -352,13 +575,15 @@ def sweep(
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory)
-    options = {"delegates": split_list(delegate, "delegates") if delegate else None,
-               "clusters": split_list(cluster, "clusters") if cluster else None}
+    options = {"delegates": parse_delegates(delegate),
+               "clusters": parse_clusters(cluster), "opt": parse_options(opt)}
     shapes = parse_input_shapes(input_shape)
+    dataset = check_data_options(weights, dataset, limit)
     requests = targets = None
     if model is None:
-        requests = _last_pushed(ctx, devices, parse_threads(threads), params, fmt, weights,
-                                binarize, dataset, limit, native, binary, shapes, inputs, **options)
+        requests = _last_pushed(ctx, devices, parse_threads(threads), params, fmt or options["opt"],
+                                weights, binarize, dataset, limit, native, binary, shapes, inputs,
+                                delegates=options["delegates"], clusters=options["clusters"])
     else:
         targets = _targets(model, fmt, binarize)
         if fmt is None and not as_json:
@@ -367,7 +592,7 @@ def sweep(
            as_json, native, binary, options["delegates"], binarize, options["clusters"],
            seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
            cooldown_max_s=cooldown_max_s, input_shapes=shapes, inputs_file=inputs,
-           requests=requests, lab=lab)
+           requests=requests, lab=lab, options=options["opt"])
 
 
 def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset, limit, native,
@@ -378,7 +603,7 @@ def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset,
     from aiot.host.store import open_store
 
     if fmt or weights or binarize:
-        raise UsageError("--format, --weights and --binarize go with --model",
+        raise UsageError("--format, --opt, --weights and --binarize go with --model",
                          "without --model a sweep measures what was last pushed, as pushed")
     with open_store(state(ctx).results_dir()) as store:
         pushes = {d: store.last_push(d) for d in devices}
@@ -425,11 +650,19 @@ def push(
     from aiot.host.store import Push, open_store
 
     name = resolve_name(device)
+    check_data_options(weights, None, None)
     _validate_devices([name])
     ((ref, (chosen,)),) = resolve_targets([model], [fmt] if fmt else None, binarize)
     _validate_binarize(ref.binarize, [chosen])
+    picked = None
+    if not ref.is_artifact:  # the weights a run of it would use (a cached training, ...)
+        from aiot.host.weights import choose_weights
+
+        picked = choose_weights(ref, weights)
+        announce_weights([(ref.name, ref.binarize, picked)], None)
     with spinner(f"converting {ref.label()} to {chosen}…"):
-        artifact, sha256 = _artifact_for_push(ctx, ref, chosen, weights, input_shape)
+        artifact, sha256 = _artifact_for_push(ctx, ref, chosen, picked.path if picked else None,
+                                              input_shape)
     transport = open_transport(name)
     with spinner(f"pushing to {name}…"), AgentSession(transport) as agent:
         pushed = push_file(transport, artifact, sha256)

@@ -21,7 +21,7 @@ app = typer.Typer(no_args_is_help=True,
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
 Weights = Annotated[Path | None, typer.Option(
-    help="State-dict file, as aiot train writes (default: the model's packaged weights, else a seeded random init).")]
+    help="State-dict file, as aiot train writes (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(
     help="BiBench algorithm the weights belong to (aiot train --binarize ALG).")]
 Format = Annotated[str | None, typer.Option(
@@ -36,24 +36,46 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 
 def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
-                device: str | None, opts: list[str] | None):
-    """The suite's Target, every name checked before any work."""
-    from aiot.converters.api import source_weights, zoo_ref
+                device: str | None, opts: list[str] | None, dataset: str | None = None):
+    """The suite's Target, every name checked before any work.
+
+    Without ``--weights`` the model runs with the newest ``aiot train`` of it on
+    ``dataset`` (:func:`aiot.host.weights.choose_weights`); :func:`announce_target` says
+    which, once every check has passed.
+    """
+    from aiot.converters.api import zoo_ref
     from aiot.converters.base import get_converter
     from aiot.host.cli.convert import parse_options
     from aiot.host.devices import resolve_name
     from aiot.host.robust.target import Target
-    from aiot.models import get_model_spec
+    from aiot.host.weights import choose_weights
 
     # The suites need an image classifier (data set, classes, corruptions): a zoo model,
     # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
     ref = zoo_ref(model, binarize)
-    spec, binarize = get_model_spec(ref.name), ref.binarize
     if fmt is not None:
         fmt = get_converter(fmt).name
     check_weights_file(weights, "--weights")
-    return Target(spec.name, source_weights(spec, weights, binarize), binarize, fmt, resolve_name(device),
-                  parse_options(opts or []))
+    picked = choose_weights(ref, weights, _labelled(dataset))
+    return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
+                  parse_options(opts or []), weights_origin=picked.origin)
+
+
+def announce_target(target, dataset: str | None) -> None:
+    """Say which weights the suite scores when they were picked for it, and warn when they
+    are untrained (its clean accuracy is then chance level); after every check, before work."""
+    from aiot.host.cli.measure import announce_weights
+    from aiot.host.weights import WeightsChoice
+
+    choice = WeightsChoice(target.weights, target.weights_origin or "given")
+    announce_weights([(target.model, target.binarize, choice)], dataset)
+
+
+def _labelled(dataset: str | None) -> str | None:
+    """The data set whose trainings apply: the unlabelled photos have none of their own."""
+    from aiot.host.robust.data import PHOTOS
+
+    return None if dataset in (None, PHOTOS) else dataset
 
 
 def check_weights_file(path: Path | None, option: str, what: str = "weights") -> None:
@@ -66,12 +88,15 @@ def check_weights_file(path: Path | None, option: str, what: str = "weights") ->
 
 
 @contextmanager
-def suite_context(ctx) -> Iterator[tuple]:
-    """``(store, workspace)`` for one suite run, closed afterwards."""
+def suite_context(ctx, target=None, dataset: str | None = None) -> Iterator[tuple]:
+    """``(store, workspace)`` for one suite run, closed afterwards; with ``target``, its
+    weights are announced first (:func:`announce_target`)."""
     from aiot.host.cli._output import state
     from aiot.host.runs import Workspace
     from aiot.host.store.store import open_store
 
+    if target is not None:
+        announce_target(target, dataset)
     results = state(ctx).results_dir()
     store = open_store(results)
     workspace = Workspace(results)

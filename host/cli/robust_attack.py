@@ -95,7 +95,7 @@ def attack(
 
     if dataset == PHOTOS:
         raise UsageError("the photos have no labels: attacks need them", "pass --dataset fashion-mnist or digits")
-    target = make_target(model, weights, binarize, fmt, device, opt)
+    target = make_target(model, weights, binarize, fmt, device, opt, dataset)
     chosen = select_attacks(attacks)
     settings = AttackSettings(tuple(a.name for a in chosen), eps, eps_l2, queries, steps,
                               _budgets(eps_curve, "--eps-curve"), _budgets(eps_curve_l2, "--eps-curve-l2"),
@@ -118,7 +118,7 @@ def _run(ctx, target, settings):
     from aiot.host.robust.deployed import deployed_if_format
     from aiot.host.robust.record import run_recorded
 
-    with suite_context(ctx) as (store, workspace), spinner("preparing the attack suite…") as status:
+    with suite_context(ctx, target, settings.dataset) as (store, workspace), spinner("preparing the attack suite…") as status:
         def work(provenance: dict) -> dict:
             if target.fmt is not None:
                 status.update(f"deploying {target.label} as {target.fmt} on {target.device}…")

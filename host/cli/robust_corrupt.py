@@ -111,7 +111,7 @@ def corrupt(
     from aiot.host.robust.corrupt.suite import CorruptConfig, compare_target, run_corrupt
     from aiot.host.robust.record import run_recorded
 
-    target = make_target(model, weights, binarize, fmt, device, opt)
+    target = make_target(model, weights, binarize, fmt, device, opt, dataset)
     if compare_binarized:
         from aiot.models.bibench import ALGORITHMS
 
@@ -122,7 +122,7 @@ def corrupt(
                            compare_binarized, compare_weights)
     compare_target(target, config)  # a bad comparison fails before a record is opened
     what = f"corrupting {dataset} for {target.label}…"
-    with suite_context(ctx) as (store, workspace), spinner(what) as status:
+    with suite_context(ctx, target, dataset) as (store, workspace), spinner(what) as status:
         result, record = run_recorded(
             store, "robust-corrupt", target, config.to_dict(),
             lambda provenance: run_corrupt(target, config, workspace, provenance, status.update))

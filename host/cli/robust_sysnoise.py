@@ -137,10 +137,10 @@ def sysnoise(
     chosen = parse_types(types)
     devices = parse_devices(device)
     _check_deployed(chosen, types is not None, fmt)
-    target = make_target(model, weights, binarize, fmt, devices[0], opt)
+    target = make_target(model, weights, binarize, fmt, devices[0], opt, dataset)
     images = eval_set(dataset, limit, seed)
     spec = {"types": chosen, "devices": devices, "dataset": images.name, "limit": limit, "seed": seed}
-    with suite_context(ctx) as (store, workspace), spinner(
+    with suite_context(ctx, target, dataset) as (store, workspace), spinner(
             f"sysnoise: {target.label} on {len(images)} {images.name} images…") as status:
 
         def work(provenance: dict) -> dict:

@@ -16,7 +16,13 @@ class TrainProgress:
         self._progress = None
         self._tasks: dict[str, int] = {}
         if progress_enabled():
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeRemainingColumn(), console=err, transient=True)
@@ -84,8 +90,15 @@ def train(
         print_json(record.to_dict())
         return
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
+    ref = spec.name
+    if binarize:
+        from aiot.models.bibench import get_algorithm
+
+        ref = f"{spec.name}_{get_algorithm(binarize).name}"
     out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
-              f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}")
+              f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n"
+              f"  run, sweep and robust use them by default (the newest training): aiot run "
+              f"--model {escape(ref)} --dataset {escape(dataset)}")
 
 
 def register(app: typer.Typer) -> None:

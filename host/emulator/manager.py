@@ -40,6 +40,10 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     """
     if kind not in KINDS:
         raise UsageError(f"unknown emulator kind '{kind}'", f"use one of {', '.join(KINDS)}")
+    if name is not None:
+        # The name becomes a folder and an adb/inventory entry: refuse it before anything
+        # (folders, servers, adb connections) exists that a late refusal would leave behind.
+        inventory.check_name(name)
     phone_props = _phone_props(kind, arch, profile, props, extras)
     if phone_props is not None:
         arch = "arm64"
@@ -65,7 +69,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if folder.exists():
         raise UsageError(f"emulator folder {folder} already exists", f"run: aiot emulator stop {name}")
     folder.mkdir(parents=True)
-    proc = None
+    proc = port = None
     try:
         python = None
         if phone_props is not None:
@@ -90,9 +94,14 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
         return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
                                        folder=str(folder)), entry)
     except BaseException:
-        # Half-started emulators leave nothing behind: no process, no folder, no entry.
+        # Half-started emulators leave nothing behind: no process, no folder, no entry, no
+        # adb server entry retrying a dead port.
         if proc is not None:
             proc.kill()
+        if kind == "adb" and port is not None:
+            from aiot.host.transports.adb import forget_tcp
+
+            forget_tcp(f"127.0.0.1:{port}")
         remove_folder(folder)
         raise
 

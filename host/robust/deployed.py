@@ -61,7 +61,7 @@ class DeployedPredictor:
         self.session = workspace.session(target.device)
         self.remote = push_file(self.session.transport, conv.artifact, conv.sha256).remote
         self.provenance = {"device": workspace.device_info(target.device),
-                           **_artifact_provenance(conv, read_sidecar(conv.artifact))}
+                           **_artifact_provenance(conv, read_sidecar(conv.artifact), target.weights_origin)}
         self.artifact_sha256 = conv.sha256
         self.size_bytes = conv.size_bytes
         self._stage: Path | None = None

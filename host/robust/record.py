@@ -22,7 +22,7 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
 
     if kind not in KINDS:
         raise ValueError(f"unknown robustness record kind {kind!r}")
-    provenance = {**base_provenance(), "target": target.to_dict()}
+    provenance = {**base_provenance(), "target": target.to_dict(), "weights": target.weights_provenance()}
     record = store.begin(kind, {**spec, "target": target.to_dict()}, provenance, device=target.device,
                          model=target.label, format=target.fmt or "pytorch", threads=target.threads)
     try:

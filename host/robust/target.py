@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aiot.host.errors import UsageError
@@ -20,6 +20,8 @@ class Target:
         device: device the artifact runs on (``local``, an inventory name, an emulated device).
         options: converter options (``quant=int8`` ...).
         threads: inference threads on the device.
+        weights_origin: where ``weights`` came from (:mod:`aiot.host.weights`: given,
+            trained, packaged, random); the record's provenance says it.
     """
 
     model: str
@@ -29,6 +31,7 @@ class Target:
     device: str = "local"
     options: dict = field(default_factory=dict)
     threads: int = 1
+    weights_origin: str | None = None
 
     @property
     def label(self) -> str:
@@ -42,8 +45,15 @@ class Target:
 
     def with_format(self, fmt: str | None, device: str | None = None, options: dict | None = None) -> Target:
         """The same model deployed another way."""
-        return Target(self.model, self.weights, self.binarize, fmt, device or self.device,
-                      dict(self.options if options is None else options), self.threads)
+        return replace(self, fmt=fmt, device=device or self.device,
+                       options=dict(self.options if options is None else options))
+
+    def weights_provenance(self) -> dict:
+        """The record's ``weights``: origin, file name and sha256 (see :mod:`aiot.host.weights`)."""
+        from aiot.host.weights import GIVEN, RANDOM, weights_provenance
+
+        origin = self.weights_origin or (GIVEN if self.weights else RANDOM)
+        return weights_provenance(self.weights, origin)
 
 
 def reference_model(target: Target):

@@ -31,6 +31,13 @@ KEEPALIVE_S = 15
 CONNECT_TIMEOUT_S = 10
 
 
+class SshSetupError(TransportError):
+    """This host's SSH set-up for a device is wrong (its key file, known_hosts, a host key
+    that is unknown or changed, a refused key): retrying the run cannot help."""
+
+    transient = False  # read by aiot.host.runs.is_transient: no retries with backoff
+
+
 def known_hosts_path(entry: DeviceEntry) -> Path:
     """The known_hosts file aiot checks for this device."""
     return Path(entry.known_hosts).expanduser() if entry.known_hosts else config_dir() / "known_hosts"
@@ -47,7 +54,17 @@ def _paramiko():
         import paramiko
     except ImportError:
         raise MissingDependency("paramiko (SSH support)", "ssh") from None
+    _quiet_paramiko()
     return paramiko
+
+
+def _quiet_paramiko() -> None:
+    """paramiko logs every failed handshake as ERROR tracebacks from its own thread, over the
+    progress bars; aiot reports that failure itself in one line. Kept with --verbose (root
+    logger at DEBUG) or when someone set paramiko's level on purpose."""
+    logger = logging.getLogger("paramiko")
+    if logger.level == logging.NOTSET and logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        logger.setLevel(logging.CRITICAL)
 
 
 class SshTransport:
@@ -68,9 +85,9 @@ class SshTransport:
             return self._client
         paramiko = _paramiko()
         client = paramiko.SSHClient()
-        hosts = known_hosts_path(self.entry)
-        if hosts.exists():
-            client.load_host_keys(str(hosts))
+        load_known_hosts(self.entry, client.get_host_keys())
+        if self.entry.key:
+            check_key_file(self.entry)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         where = f"{self.entry.user}@{self.entry.host}:{self.entry.port or 22}"
         try:
@@ -81,20 +98,22 @@ class SshTransport:
                 timeout=CONNECT_TIMEOUT_S, banner_timeout=CONNECT_TIMEOUT_S, auth_timeout=CONNECT_TIMEOUT_S,
             )
         except paramiko.BadHostKeyException:
-            raise TransportError(
+            raise SshSetupError(
                 f"host key of '{self.name}' ({where}) has CHANGED since it was trusted: refusing to connect",
                 f"if the device was reinstalled, verify and run: aiot devices trust {self.name} --replace",
             ) from None
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
-                raise TransportError(
+                raise SshSetupError(
                     f"host key of '{self.name}' ({where}) is unknown",
                     f"verify the fingerprint and run: aiot devices trust {self.name}",
                 ) from None
             if isinstance(exc, paramiko.AuthenticationException):
-                raise TransportError(f"'{self.name}' refused the SSH key for {where}",
+                raise SshSetupError(f"'{self.name}' refused the SSH key for {where}",
                                      "check --key and the device's authorized_keys") from None
-            raise TransportError(f"SSH to '{self.name}' ({where}) failed: {exc}") from None
+            raise TransportError(f"SSH to '{self.name}' ({where}) failed: {exc}",
+                                 "is an SSH server listening there? check the host and port: "
+                                 "aiot devices list") from None
         except OSError as exc:
             raise TransportError(f"cannot reach '{self.name}' at {where}: {exc.strerror or exc}",
                                  "is the device on and the address right? see: aiot devices list") from None
@@ -104,6 +123,13 @@ class SshTransport:
         client.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client, self._sftp = client, None
         return client
+
+    def check_setup(self) -> None:
+        """Check, without the network, what a connection would fail on: the key file and
+        known_hosts (so a sweep refuses before any conversion, not after)."""
+        load_known_hosts(self.entry, _paramiko().HostKeys())
+        if self.entry.key:
+            check_key_file(self.entry)
 
     def _sftp_client(self):
         if self._sftp is None:
@@ -321,6 +347,71 @@ def _without_pid_line(stderr: str) -> str:
     return stderr.split("\n", 1)[1] if stderr.startswith(PID_MARKER) else stderr
 
 
+def load_known_hosts(entry: DeviceEntry, hosts) -> None:
+    """Read ``entry``'s known_hosts into ``hosts`` (a paramiko HostKeys; none if absent).
+
+    Raises:
+        TransportError: a line paramiko cannot parse, by file and line number (paramiko
+            would raise InvalidHostKey from deep inside, as a traceback).
+    """
+    paramiko = _paramiko()
+    path = known_hosts_path(entry)
+    if not path.exists():
+        return
+    try:
+        hosts.load(str(path))
+    except (paramiko.hostkeys.InvalidHostKey, paramiko.SSHException, ValueError, OSError) as exc:
+        bad = getattr(exc, "line", None)
+        where = f"{path}, line {_line_number(path, bad)}" if bad else str(path)
+        raise SshSetupError(f"known_hosts file {where} is corrupt: {_reason(exc)}",
+                             f"delete that line, then run: aiot devices trust {entry.name}") from None
+
+
+def _line_number(path: Path, line: str) -> int | str:
+    """The 1-based number of ``line`` in ``path`` ('?' if it cannot be found again)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "?"
+    wanted = line.strip()
+    return next((i for i, text in enumerate(lines, 1) if text.strip() == wanted), "?")
+
+
+def _reason(exc: BaseException) -> str:
+    """A short one-line reason: paramiko's InvalidHostKey wraps the real error in ``exc.exc``."""
+    inner = getattr(exc, "exc", None) or exc
+    text = str(inner).strip().splitlines()
+    return text[0] if text else type(inner).__name__
+
+
+def check_key_file(entry: DeviceEntry) -> None:
+    """The SSH private key file of ``entry`` exists and is a key paramiko can read.
+
+    paramiko would report a missing key as 'cannot reach' and a garbage one as a bare
+    SSHException or ValueError; this names the file and what is wrong with it.
+
+    Raises:
+        TransportError: missing, unreadable, not a private key, or passphrase-protected.
+    """
+    paramiko = _paramiko()
+    path = Path(entry.key).expanduser()
+    fix = f"give a private key file: aiot devices add {entry.name} ... --key FILE --replace"
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise SshSetupError(f"SSH key {path} of '{entry.name}' {what}", fix)
+    try:
+        paramiko.PKey.from_path(path)
+    except paramiko.PasswordRequiredException:
+        raise SshSetupError(f"SSH key {path} of '{entry.name}' is protected by a passphrase, "
+                             "which aiot cannot ask for",
+                             "load it into ssh-agent and drop the key from the entry, or use a key "
+                             "without a passphrase") from None
+    except (paramiko.SSHException, ValueError, TypeError, OSError):
+        # paramiko's own words here are cryptography's PEM internals (and a URL): not useful.
+        raise SshSetupError(f"SSH key {path} of '{entry.name}' is not a private key aiot can "
+                             "read (damaged, a public key, or an unknown kind)", fix) from None
+
+
 def fetch_host_key(entry: DeviceEntry):
     """The host key the server at ``entry`` presents (for the user to verify and trust)."""
     paramiko = _paramiko()
@@ -349,8 +440,7 @@ def trust_host_key(entry: DeviceEntry, key, replace: bool = False) -> bool:
     paramiko = _paramiko()
     path = known_hosts_path(entry)
     hosts = paramiko.HostKeys()
-    if path.exists():
-        hosts.load(str(path))
+    load_known_hosts(entry, hosts)
     name = host_key_name(entry)
     known = hosts.lookup(name) or {}
     current = known.get(key.get_name())

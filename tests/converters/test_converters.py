@@ -1,6 +1,7 @@
 """Real exports of small models, loaded by the real runtimes, compared with PyTorch."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -187,6 +188,25 @@ def test_format_table_rows():
 def test_artifact_names():
     assert artifact_name("resnet18", "tflite", ".tflite") == "resnet18.tflite"
     assert artifact_name("resnet18", "lce", ".tflite") == "resnet18.lce.tflite"
+    assert artifact_name("r", "lce", ".tflite", "w-1a2b3c4d") == "r.w-1a2b3c4d.lce.tflite"
+
+
+def test_artifact_variants_tell_options_and_weights_apart():
+    from aiot.converters import get_converter
+    from aiot.converters.api import artifact_variant
+    from aiot.converters.base import resolve_options
+
+    tflite = get_converter("tflite")
+
+    def variant(weights=None, **given):
+        return artifact_variant(tflite, resolve_options(tflite, given), weights)
+
+    assert variant() == variant(quant="fp32") == ""  # the defaults keep the plain name
+    assert variant(quant="int8") == "quant-int8"
+    assert variant(quant="int8", calibration_samples="50") == "calibration_samples-50_quant-int8"
+    assert variant("ab" * 32, quant="fp16") == "quant-fp16.w-abababab"
+    odd = variant(quant="int8", calibration="folder:/data/x")  # not file-name-safe: hashed
+    assert re.fullmatch(r"opt-[0-9a-f]{8}", odd) and odd != variant(quant="int8", calibration="folder:/data/y")
 
 
 def test_compare_outputs_shape_mismatch_and_relative_tolerance():

@@ -171,6 +171,9 @@ def test_results_dir_precedence(tmp_path, monkeypatch):
 
 
 def test_cache_dir_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIOT_WEIGHTS_DIR", str(tmp_path / "w"))
+    assert paths.weights_dir() == tmp_path / "w"  # the weights cache alone, moved
+    monkeypatch.delenv("AIOT_WEIGHTS_DIR")
     monkeypatch.setenv("AIOT_CACHE_DIR", str(tmp_path / "c"))
     assert paths.cache_dir() == tmp_path / "c" and paths.weights_dir() == tmp_path / "c" / "weights"
     monkeypatch.delenv("AIOT_CACHE_DIR")

@@ -206,7 +206,7 @@ def artifact_name(model_name: str, fmt: str, extension: str, variant: str = "") 
 
 #: How long the options part of a file name may be before it is replaced by a hash.
 _MAX_OPTIONS_NAME = 40
-_NAME_SAFE = re.compile(r"^[A-Za-z0-9_+-]+$")
+_NAME_SAFE = re.compile(r"^[A-Za-z0-9_.+-]+$")  # "." for numbers (sleep_ms-0.5); never "/"
 
 
 def artifact_variant(converter, options: dict, weights_sha256: str | None = None) -> str:

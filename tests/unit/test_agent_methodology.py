@@ -236,7 +236,7 @@ def test_null_conversion_skips_parity_and_runs_on_the_agent(tmp_path):
 
     res = convert_model("tiny_cnn", "null", tmp_path / "art", options={"sleep_ms": "0.5"},
                         dataset_samples=0)
-    assert res.artifact.name == "tiny_cnn.null.json" and res.parity is None
+    assert res.artifact.name == "tiny_cnn.sleep_ms-0.5.null.json" and res.parity is None
     assert json.loads(res.artifact.read_text()) == {
         "format": "aiot-null", "sleep_ms": 0.5, "input_shape": [1, 1, 28, 28], "outputs": 10}
     sidecar = read_sidecar(res.artifact)

@@ -137,3 +137,17 @@ def write_output_atomic(final: Path, text: str, option: str = "--out") -> None:
     except OSError as exc:
         raise UsageError(f"cannot write {option} {final}: {exc.strerror or exc}",
                          "check the folder exists and is writable") from None
+
+
+def load_states(paths: Iterable[Path], make: Callable[..., object]) -> list:
+    """``make(**json)`` for each state file in ``paths``; a file being written, gone or from
+    another version is passed over (state files describe processes that may have died)."""
+    import json
+
+    found = []
+    for path in paths:
+        try:
+            found.append(make(**json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return found

@@ -103,10 +103,6 @@ def descendants(pid: int) -> list[int]:
 
 def load_all() -> list[EmulatorState]:
     """Every emulator that has a state file."""
-    found = []
-    for path in sorted(emulators_dir().glob("*/state.json")):
-        try:
-            found.append(EmulatorState(**json.loads(path.read_text())))
-        except (OSError, ValueError, TypeError):
-            continue
-    return found
+    from aiot.host.fileio import load_states
+
+    return load_states(sorted(emulators_dir().glob("*/state.json")), EmulatorState)

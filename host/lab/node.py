@@ -137,13 +137,9 @@ def _wait_ready(proc: subprocess.Popen, log_path: Path) -> None:
 
 def load_nodes() -> list[NodeState]:
     """Nodes this host started (alive or not)."""
-    found = []
-    for path in sorted(lab_dir().glob("node-*.json")):
-        try:
-            found.append(NodeState(**json.loads(path.read_text())))
-        except (OSError, ValueError, TypeError):
-            continue
-    return found
+    from aiot.host.fileio import load_states
+
+    return load_states(sorted(lab_dir().glob("node-*.json")), NodeState)
 
 
 def stop_nodes() -> list[NodeState]:

@@ -29,7 +29,7 @@ from aiot.host.agent_stream import (
 from aiot.host.deploy import deploy_agent, push_file
 from aiot.host.device_setup import agent_env
 from aiot.host.errors import AgentError, DeviceCommandError, NoAgentPython
-from aiot.host.transports.base import Stream, StreamUnsupported, Transport
+from aiot.host.transports.base import ShellResult, Stream, StreamUnsupported, Transport
 
 log = logging.getLogger(__name__)
 #: Seconds one ``predict`` request may take before the session is given up.
@@ -98,10 +98,8 @@ class AgentSession:
             else:
                 messages.append(msg)
 
-        result = self.transport.shell(
-            [self.transport.python(backend), "-m", "device_agent", *args],
-            cwd=self.root, env=self.env, timeout=timeout, on_line=on_line,
-        )
+        result = self._start_agent([self.transport.python(backend), "-m", "device_agent", *args],
+                                   timeout, on_line)
         for line in human:
             log.debug("agent: %s", line)
         final = messages[-1] if messages else None
@@ -114,6 +112,13 @@ class AgentSession:
                 raise DeviceCommandError(self.transport.name, result)
             raise AgentError(f"agent on {self.transport.name} printed no result")
         return final
+
+    def _start_agent(self, argv: list[str], timeout: float | None, on_line) -> ShellResult:
+        """Run one agent command to its end, its stdout lines to ``on_line``: from the
+        device's shell here; :class:`aiot.host.app.session.AppAgentSession` starts it through
+        the Android app instead."""
+        return self.transport.shell(argv, cwd=self.root, env=self.env, timeout=timeout,
+                                    on_line=on_line)
 
     def control(self, backend: str | None = None) -> ControlSession | None:
         """The ``session`` agent for ``backend``'s interpreter, started on first use; None

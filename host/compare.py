@@ -11,11 +11,15 @@ The pure logic behind ``aiot results compare`` and ``aiot results top``.
 Only ``latency`` records count; pending ones are ignored.
 
 **Matching.** Two records measure the same thing when their keys agree: device, model,
-format, threads, native tool, delegate, binarize algorithm and CPU cluster (the run spec less
+format, threads, native tool, delegate, binarize algorithm, CPU cluster and how the agent was
+started on an Android device (``via``: shell or app) (the run spec less
 its timing params, weights, binary path and dataset). Within a set the newest ok record of a
 key stands for it, else its newest failed or skipped one (a skipped run counts as failed).
 Runs left unmatched are paired across devices when exactly one on each side shares the rest
 of the key; such a pair is shown as not comparable rather than as two "only in" rows.
+
+**By a field.** :func:`compare_by` splits one set on ``via`` instead: its shell runs are A,
+its app runs B, paired on the rest of the key (the app's delta over the shell).
 
 **Not comparable** (marker ``x``, never fails the gate): another device, the same device name
 on other hardware (model, SoC, CPU, ABI or core count differ), or, for two ok runs, artifacts
@@ -46,7 +50,10 @@ from pathlib import Path
 from aiot.host.errors import UsageError
 from aiot.host.store.store import RunRecord, Store
 
-KEY_FIELDS = ("device", "model", "format", "threads", "native", "delegate", "binarize", "cluster")
+KEY_FIELDS = ("device", "model", "format", "threads", "native", "delegate", "binarize", "cluster",
+              "via")
+#: What ``--by`` may split one set on: the field, its baseline value (A) and the other (B).
+BY = {"via": ("via", "shell", "app")}
 METRICS = ("median", "p90", "mean", "load", "size", "accuracy")
 _UNITS = {"median": ("%", "ms"), "p90": ("%", "ms"), "mean": ("%", "ms"), "load": ("%", "ms"),
           "size": ("%",), "accuracy": ("pp",)}
@@ -201,7 +208,7 @@ def parse_check(text: str) -> Check:
 
 # -- comparing ---------------------------------------------------------------------------------
 
-def run_key(record: RunRecord) -> tuple:
+def run_key(record: RunRecord, fields: tuple[str, ...] = KEY_FIELDS) -> tuple:
     """What a record measures (see :data:`KEY_FIELDS`), from its columns and spec."""
     spec = record.spec or {}
 
@@ -209,7 +216,7 @@ def run_key(record: RunRecord) -> tuple:
         column = getattr(record, name, None)  # device, model, format, threads are columns too
         return column if column is not None else spec.get(name)
 
-    return tuple(value(name) for name in KEY_FIELDS)
+    return tuple(value(name) for name in fields)
 
 
 def _stats(record: RunRecord) -> dict:
@@ -310,7 +317,8 @@ class Row:
         runner = "".join(f" · {k[f]}" for f in ("native", "delegate") if k.get(f))
         threads = f" · {k['threads']}t" if k.get("threads") is not None else ""
         cluster = f" on {k['cluster']}" if k.get("cluster") else ""
-        return f"{model} · {k['format']}{runner}{threads}{cluster} @ {k['device']}"
+        via = f" via {k['via']}" if k.get("via") else ""
+        return f"{model} · {k['format']}{runner}{threads}{cluster}{via} @ {k['device']}"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "marker": self.marker, "label": self.label()}
@@ -344,9 +352,9 @@ def _ok_row(row: Row, a: RunRecord, b: RunRecord, checks: list[Check]) -> None:
 
 
 def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
-                 allow_other_artifacts: bool = False) -> Row:
+                 allow_other_artifacts: bool = False, fields: tuple[str, ...] = KEY_FIELDS) -> Row:
     """The verdict on two runs of the same key (or of the same key on two devices)."""
-    row = Row(dict(zip(KEY_FIELDS, run_key(a), strict=True)), "unchanged", a.id, b.id)
+    row = Row(dict(zip(fields, run_key(a, fields), strict=True)), "unchanged", a.id, b.id)
     row.invalid = [side for side, r in (("A", a), ("B", b)) if r.validity == "INVALID"]
     hardware = _differences(a, b, [("device", fact) for fact in HARDWARE])
     if a.device != b.device or hardware:
@@ -374,13 +382,14 @@ def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
     return row
 
 
-def representatives(records: list[RunRecord]) -> dict[tuple, RunRecord]:
+def representatives(records: list[RunRecord],
+                    fields: tuple[str, ...] = KEY_FIELDS) -> dict[tuple, RunRecord]:
     """Per key: the newest ok record, else the newest failed or skipped one."""
     chosen: dict[tuple, RunRecord] = {}
     for record in sorted(records, key=lambda r: (r.created_at or "", r.finished_at or "")):
         if record.status == "pending":
             continue
-        key = run_key(record)
+        key = run_key(record, fields)
         held = chosen.get(key)
         if held is None or record.status == "ok" or held.status != "ok":
             chosen[key] = record
@@ -442,7 +451,7 @@ def _warnings(rows: list[Row]) -> list[str]:
 
 
 def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check],
-            allow_other_artifacts: bool = False) -> Comparison:
+            allow_other_artifacts: bool = False, fields: tuple[str, ...] = KEY_FIELDS) -> Comparison:
     """Match A's runs with B's and judge every pair against ``checks``.
 
     Args:
@@ -450,21 +459,47 @@ def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check],
         b: the candidate's latency records.
         checks: the gate's thresholds (newly failing runs fail it whatever they are).
         allow_other_artifacts: compare ok runs whose artifact hashes differ.
+        fields: what two runs must share to be paired (:data:`KEY_FIELDS`, less the field a
+            :func:`compare_by` splits on).
     """
-    ra, rb = representatives(a), representatives(b)
-    rows = [compare_pair(ra[k], rb[k], checks, allow_other_artifacts) for k in ra if k in rb]
+    ra, rb = representatives(a, fields), representatives(b, fields)
+    rows = [compare_pair(ra[k], rb[k], checks, allow_other_artifacts, fields) for k in ra if k in rb]
     only_a = {k: r for k, r in ra.items() if k not in rb}
     only_b = {k: r for k, r in rb.items() if k not in ra}
     for ia, ib in _cross_device(only_a, only_b):
-        rows.append(compare_pair(ia, ib, checks, allow_other_artifacts))
-        only_a.pop(run_key(ia))
-        only_b.pop(run_key(ib))
-    rows += [Row(dict(zip(KEY_FIELDS, k, strict=True)), "only in A", a_id=r.id)
+        rows.append(compare_pair(ia, ib, checks, allow_other_artifacts, fields))
+        only_a.pop(run_key(ia, fields))
+        only_b.pop(run_key(ib, fields))
+    rows += [Row(dict(zip(fields, k, strict=True)), "only in A", a_id=r.id)
              for k, r in only_a.items()]
-    rows += [Row(dict(zip(KEY_FIELDS, k, strict=True)), "only in B", b_id=r.id)
+    rows += [Row(dict(zip(fields, k, strict=True)), "only in B", b_id=r.id)
              for k, r in only_b.items()]
     rows.sort(key=_order)
     return Comparison(checks, rows, _warnings(rows))
+
+
+def by_value(record: RunRecord, by: str) -> str:
+    """The value of ``--by`` field ``by`` a record has (a shell run's spec leaves ``via`` out)."""
+    field, base, _ = BY[by]
+    return (record.spec or {}).get(field) or base
+
+
+def compare_by(records: list[RunRecord], by: str, checks: list[Check],
+               allow_other_artifacts: bool = False) -> Comparison:
+    """One set's runs split on ``by`` and compared: A its baseline value's runs (``via``:
+    shell), B the other's (app), paired on every other key field. E.g. the shell-vs-app
+    delta per model, format and thread count of a ``sweep --via app,shell``.
+
+    Raises:
+        UsageError: ``by`` is not one of :data:`BY`.
+    """
+    if by not in BY:
+        raise UsageError(f"unknown --by '{by}'", f"use one of {', '.join(BY)}")
+    field, base, other = BY[by]
+    fields = tuple(f for f in KEY_FIELDS if f != field)
+    a = [r for r in records if by_value(r, by) == base]
+    b = [r for r in records if by_value(r, by) == other]
+    return compare(a, b, checks, allow_other_artifacts, fields)
 
 
 # -- leaderboards ------------------------------------------------------------------------------

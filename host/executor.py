@@ -76,7 +76,10 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     from aiot.converters import get_converter
 
     converter = get_converter(request.format)
+    provenance["via"] = request.via
     if request.native:
+        if request.via != "shell":
+            raise UsageError("native tools run from the device's shell", "drop --via app for --native runs")
         return _measure_native(request, workspace, listener, provenance)
     if request.delegate:
         raise UsageError(f"delegate '{request.delegate}' needs a native runner",
@@ -86,7 +89,7 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
                          "time it on a device with its native benchmark binary (--native)")
     conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
-    session = workspace.session(request.device)
+    session = workspace.session(request.device, request.via)
     provenance["device"] = workspace.device_info(request.device)
     pushed = push_file(session.transport, conv.artifact, conv.sha256)
     data = _push_dataset(request, workspace, session.transport)
@@ -108,6 +111,8 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     provenance.update(_artifact_provenance(conv, sidecar, request.weights_origin), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result["runtime_version"]},
                       agent_process=session.process_kind(converter.backend))
+    if request.via == "app":
+        provenance["app"] = session.provenance()
     accuracy = result.get("accuracy")
     return {
         "result": result,
@@ -312,7 +317,7 @@ class _DeviceWatch:
         # Agent runs ask the agent's session (no shell round trip per reading); native runs
         # run the telemetry script over the device's transport.
         self.source = (partial(read_telemetry, workspace.transport(request.device)) if request.native
-                       else workspace.session(request.device).telemetry)
+                       else workspace.session(request.device, request.via).telemetry)
         self.baseline = workspace.baseline(request.device, self.source)
         self.cooldown = None
         if policy is not None:

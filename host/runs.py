@@ -101,13 +101,18 @@ class RunRequest:
     # Where ``weights`` came from (aiot.host.weights: given, trained, packaged, random, own):
     # provenance, not part of the spec (the weights themselves are).
     weights_origin: str | None = None
+    # How the agent is started on an Android device: "shell" (adb shell) or "app" (through the
+    # aiot app's Instrumentation, in an app's process context). Part of the spec: the two are
+    # different runs.
+    via: str = "shell"
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
         model = f"{self.model}.{self.binarize}" if self.binarize else self.model
         cluster = f" on {self.cluster}" if self.cluster else ""
         fmt = self.format + (f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else "")
-        return f"{model} · {fmt}{runner} · {self.threads}t{cluster} @ {self.device}"
+        via = " via app" if self.via != "shell" else ""
+        return f"{model} · {fmt}{runner} · {self.threads}t{cluster}{via} @ {self.device}"
 
     def to_spec(self) -> dict:
         spec = asdict(self)
@@ -118,6 +123,8 @@ class RunRequest:
         spec["input_shapes"] = self.shapes()
         spec["options"] = self.option_dict() or None
         spec.pop("weights_origin")
+        if spec["via"] == "shell":  # the default: shell runs keep the specs (and keys) they had
+            spec.pop("via")
         for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options"):
             if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
                 spec.pop(key)
@@ -233,6 +240,7 @@ class Workspace:
         self.persistent_agent = persistent_agent
         self.artifacts_dir = results_dir / "artifacts"
         self._sessions: dict[str, object] = {}
+        self._app_sessions: dict[str, object] = {}  # --via app: agents the Android app starts
         self._transports: dict[str, object] = {}
         self._device_info: dict[str, dict] = {}
         self._baselines: dict[str, object] = {}
@@ -270,12 +278,19 @@ class Workspace:
             self._transports[device] = open_transport(device)
         return self._transports[device]
 
-    def session(self, device: str):
-        """The agent session for ``device``, deployed on first use."""
+    def session(self, device: str, via: str = "shell"):
+        """The agent session for ``device``, deployed on first use; ``via="app"``: the one
+        whose agent processes the Android app starts (:mod:`aiot.host.app.session`)."""
         from aiot.host.agent_client import AgentSession
         from aiot.host.devices import open_transport
 
         self._check_cancelled()
+        if via == "app":
+            if device not in self._app_sessions:
+                from aiot.host.app.session import AppAgentSession
+
+                self._app_sessions[device] = AppAgentSession(open_transport(device))
+            return self._app_sessions[device]
         if device not in self._sessions:
             self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)
         return self._sessions[device]
@@ -304,7 +319,7 @@ class Workspace:
 
     def forget(self, device: str) -> None:
         """Close and drop ``device``'s session and transport: the next use reconnects."""
-        for pool in (self._sessions, self._transports):
+        for pool in (self._sessions, self._app_sessions, self._transports):
             held = pool.pop(device, None)
             if held is not None:
                 try:
@@ -314,11 +329,12 @@ class Workspace:
         self._device_info.pop(device, None)
 
     def close(self) -> None:
-        for session in self._sessions.values():
+        for session in [*self._sessions.values(), *self._app_sessions.values()]:
             session.close()
         for transport in self._transports.values():
             transport.close()
         self._sessions.clear()
+        self._app_sessions.clear()
         self._transports.clear()
 
 

@@ -28,6 +28,9 @@ apt_install() {
 # qemu-user-static and mmdebstrap give them an aarch64 userland (`aiot emulator start ... --arch arm64`);
 # chromium opens `aiot report`'s page headless in its test (the page loads, every image renders).
 apt_install dataset-fashion-mnist openssh-server openssh-client adb qemu-user-static mmdebstrap chromium
+# The Android app (`aiot app build`, offline): javac/keytool, aapt2/zipalign/apksigner, the
+# framework resources aapt2 links against, and dexdump (its test checks the APK with it).
+apt_install default-jdk-headless android-sdk-build-tools android-framework-res dexdump
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV with $($PYTHON --version)"
@@ -57,4 +60,7 @@ fi
 for toolchain in ${AIOT_TOOLCHAINS-lce executorch}; do
   "$VENV/bin/aiot" toolchains install "$toolchain"
 done
+# The APK of android_app/ (`aiot run --via app`): the first build fetches android.jar and dx
+# from Debian bullseye into the cache (an isolated apt configuration), then takes ~5 s.
+"$VENV/bin/aiot" app build >/dev/null
 echo "bootstrap: ready ($VENV)"

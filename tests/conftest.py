@@ -71,6 +71,21 @@ def toolchains_dir():
     return str(toolchains.root_dir())
 
 
+@pytest.fixture(scope="session")
+def android_sdk_dir() -> str:
+    """Where the bullseye android.jar and dx.jar are kept: the user's cache, as toolchains
+    are, rather than fetched again into every session's isolated cache."""
+    from aiot.host.app.sdk import jars_dir
+
+    return str(jars_dir())
+
+
+@pytest.fixture
+def app_env(monkeypatch, android_sdk_dir):
+    """The user's bullseye jars for ``aiot app build`` (the APK itself goes to the test's cache)."""
+    monkeypatch.setenv("AIOT_ANDROID_SDK", android_sdk_dir)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
     monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)

@@ -94,6 +94,7 @@ def root(
 
 def _register() -> None:
     from aiot.host.cli import (
+        app_cmd,
         bench,
         complexity,
         convert,
@@ -111,6 +112,7 @@ def _register() -> None:
         train,
     )
 
+    app.add_typer(app_cmd.app, name="app")
     app.add_typer(devices.app, name="devices")
     app.add_typer(emulator.app, name="emulator")
     app.add_typer(lab.app, name="lab")

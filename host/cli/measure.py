@@ -45,6 +45,44 @@ Opt = Annotated[list[str], typer.Option(
     "--opt", help="Converter option KEY=VALUE (repeatable), as for aiot convert, e.g. --opt "
                   "quant=int8 to measure the int8 TFLite artifact.")]
 
+Via = Annotated[str, typer.Option(
+    "--via", help="How the agent starts on an Android device: shell (adb shell, the shell user's "
+                  "background group) or app (the aiot app's Instrumentation, a foreground app: "
+                  "aiot app install DEVICE first); comma-separated in a sweep to measure both.")]
+
+
+def parse_vias(value: str | None) -> list[str]:
+    """``"app,shell"`` → ``["app", "shell"]`` (checked, repeats dropped); ``["shell"]`` when empty."""
+    from aiot.host.app.via import check_via
+
+    if not value:
+        return ["shell"]
+    return list(dict.fromkeys(check_via(v) for v in split_list(value, "vias")))
+
+
+def _with_vias(requests, vias: list[str], native) -> list:
+    """Each request once per ``--via``; app runs only on ADB devices and with the agent."""
+    from dataclasses import replace
+
+    from aiot.host.devices import open_transport
+
+    if vias == ["shell"]:
+        return requests
+    if "app" in vias:
+        if native:
+            raise UsageError("--via app starts the device agent; native tools run from the shell",
+                             "drop --native, or use --via shell")
+        for device in dict.fromkeys(r.device for r in requests):
+            transport = open_transport(device)
+            try:
+                kind = transport.kind
+            finally:
+                transport.close()
+            if kind != "adb":
+                raise UsageError(f"--via app needs an Android device over ADB; '{device}' is {kind}",
+                                 "use --via shell for it")
+    return [replace(r, via=v) for r in requests for v in vias]
+
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
     """``--opt KEY=VALUE`` pairs as a dict (:func:`aiot.host.cli.convert.parse_options`)."""
@@ -236,7 +274,8 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
            native=None, binary=None, delegates=None, binarize=None, clusters=None,
            seed: int = 0, shuffle: bool = False, fresh: bool = True, retries: int = 3,
            cooldown_max_s: float | None = 120.0, input_shapes=None, inputs_file=None,
-           requests=None, lab: str | None = None, options: dict | None = None):
+           requests=None, lab: str | None = None, options: dict | None = None,
+           vias: list[str] | None = None):
     """Validate everything that can be, then run the campaign of ``targets`` on ``devices``
     (or the ready-made ``requests``, e.g. what was last pushed to each device); with ``lab``,
     on the lab nodes that own the devices."""
@@ -259,6 +298,7 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     if requests is None:
         requests = expand_targets(devices, targets, threads, delegates=delegates,
                                   clusters=clusters, **common)
+    requests = _with_vias(requests, vias or ["shell"], native)
     _validate_requests(requests, native, delegates)
     if session is None:  # a lab node checks its own devices
         _reach_devices(dict.fromkeys(r.device for r in requests))
@@ -515,6 +555,7 @@ def run(
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
     opt: Opt = [],  # noqa: B006 - Typer needs a literal default
+    via: Via = "shell",
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     from aiot.host.devices import resolve_name
@@ -530,7 +571,7 @@ def run(
            [delegate.strip().lower()] if delegate else None, binarize,
            parse_clusters(cluster), cooldown_max_s=cooldown_max_s,
            input_shapes=parse_input_shapes(input_shape), inputs_file=inputs,
-           options=parse_options(opt))
+           options=parse_options(opt), vias=parse_vias(via))
 
 
 def sweep(
@@ -562,8 +603,10 @@ def sweep(
         help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
              "owns it; records land in this host's store.")] = None,
     opt: Opt = [],  # noqa: B006 - Typer needs a literal default
+    via: Via = "shell",
 ) -> None:
-    """Measure every combination of devices × models × formats × delegates × clusters × threads.
+    """Measure every combination of devices × models × formats × delegates × clusters × threads
+    (× --via shell,app on Android devices).
 
     Devices run in parallel (each one's runs serially), in a seeded shuffled order; running
     the same command again resumes the sweep (only missing or failed runs are redone).
@@ -592,7 +635,7 @@ def sweep(
            as_json, native, binary, options["delegates"], binarize, options["clusters"],
            seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
            cooldown_max_s=cooldown_max_s, input_shapes=shapes, inputs_file=inputs,
-           requests=requests, lab=lab, options=options["opt"])
+           requests=requests, lab=lab, options=options["opt"], vias=parse_vias(via))
 
 
 def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset, limit, native,

@@ -43,7 +43,10 @@ def print_run_table(records, compact: bool = False) -> None:
         model = r.model or "—"
         if (r.spec or {}).get("binarize"):  # a binarized model: say with what
             model = f"{model}.{r.spec['binarize']}"
-        cells = [] if compact else [r.id[:8], r.device or "—", model]
+        device = r.device or "—"
+        if (r.spec or {}).get("via"):  # started through the Android app, not the shell
+            device = f"{device} (via {r.spec['via']})"
+        cells = [] if compact else [r.id[:8], device, model]
         table.add_row(*cells, r.format or "—", str(r.threads or "—"), fmt_ms(r.median_ms),
                       fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy), fmt_bytes(r.size_bytes),
                       status)
@@ -361,7 +364,8 @@ def compare_command(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(
         help="The baseline: an export file, a sweep id (or prefix) or record ids (ID,ID,...).")],
-    b: Annotated[str, typer.Argument(help="The set judged against A, in the same forms.")],
+    b: Annotated[str | None, typer.Argument(
+        help="The set judged against A, in the same forms (with --by: optional, more runs).")] = None,
     fail_on: Annotated[list[str] | None, typer.Option(
         "--fail-on", metavar="METRIC:LIMIT",
         help="Fail when B is worse than A by more: median|p90|mean|load|size:N%, "
@@ -370,14 +374,22 @@ def compare_command(
     other_artifacts: Annotated[bool, typer.Option(
         "--other-artifacts", help="Compare runs of different artifacts (other weights or "
                                   "converter) instead of marking them not comparable.")] = False,
+    by: Annotated[str | None, typer.Option(
+        "--by", help="Split the runs of A (and B) on this field instead and compare its values: "
+                     "via (A: shell runs, B: app runs, paired per device, model, format and "
+                     "threads). Gates only with an explicit --fail-on.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare result set B with baseline A: a regression gate for CI.
 
+    With --by via, one set (a sweep run with --via app,shell) is compared with
+    itself: the shell runs are A, the app runs B, so the change column is the
+    app's delta over the shell.
+
     A and B are each, tried in this order: a file written by
     'aiot results export --format json', a sweep id or a unique prefix of one,
     or a comma list of record ids. Runs match on device, model, format,
-    threads, native tool, delegate, binarize and cluster.
+    threads, native tool, delegate, binarize, cluster and via.
 
     A change is within noise when the medians' 95% confidence intervals
     overlap: it never fails a median check. Runs on other devices or hardware,
@@ -391,7 +403,12 @@ def compare_command(
     from aiot.host.cli._output import print_json
     from aiot.host.compare import compare, parse_check
 
+    if by is not None:
+        _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json)
+        return
     try:
+        if b is None:
+            raise UsageError("compare needs two result sets, A and B", "or split one with --by via")
         checks = [parse_check(text) for text in fail_on or ["median:5%"]]
         set_a, set_b = _resolve_sets(ctx, [a, b])
     except AiotError as exc:
@@ -399,6 +416,35 @@ def compare_command(
     result = compare(set_a.records, set_b.records, checks, other_artifacts)
     if as_json:
         print_json({"a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
+    else:
+        _print_comparison(result, set_a, set_b)
+    _gate(result)
+
+
+def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, as_json: bool) -> None:
+    """``compare SET [SET] --by via``: the set's runs split on ``by``, A its baseline value."""
+    from dataclasses import replace
+
+    from aiot.host.cli._output import print_json
+    from aiot.host.compare import BY, by_value, compare_by, parse_check
+
+    try:
+        if by not in BY:
+            raise UsageError(f"unknown --by '{by}'", f"use one of {', '.join(BY)}")
+        checks = [parse_check(text) for text in fail_on or []]
+        sets = _resolve_sets(ctx, names)
+    except AiotError as exc:
+        raise _could_not_compare(exc) from None
+    records = list({r.id: r for s in sets for r in s.records}.values())
+    result = compare_by(records, by, checks, other_artifacts)
+    field, base, other = BY[by]
+    label = " + ".join(s.name for s in sets)
+    set_a = replace(sets[0], name=f"{field}={base} of {label}",
+                    records=[r for r in records if by_value(r, by) == base])
+    set_b = replace(sets[0], name=f"{field}={other} of {label}",
+                    records=[r for r in records if by_value(r, by) == other])
+    if as_json:
+        print_json({"by": by, "a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
     else:
         _print_comparison(result, set_a, set_b)
     _gate(result)

@@ -35,6 +35,7 @@ import socketserver
 import stat as statmod
 import struct
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -178,8 +179,17 @@ def _kill_group(proc: subprocess.Popen) -> None:
             pass
 
 
+def _apps():
+    from aiot.host.emulator import android_apps
+
+    return android_apps
+
+
 def _spawn(device: DeviceConfig, command: str, merge_stderr: bool) -> subprocess.Popen:
-    if device.enter:  # a phone of its own: the command runs inside its root
+    if device.enter and _apps().handles(command):  # pm/am: answered on the emulator's side
+        argv = [sys.executable, "-m", "aiot.host.emulator.android_apps", "--root", device.root,
+                "--enter", device.enter, command]
+    elif device.enter:  # a phone of its own: the command runs inside its root
         argv = [device.enter, command]
     else:
         argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]

@@ -1,0 +1,270 @@
+"""``aiot app build``: the APK of ``android_app/``, built offline and signed, under the cache.
+
+The steps (tool by tool, see ``../shared/notes/devinfra.md`` §5):
+
+1. ``aapt2 link`` the manifest against the framework resources (API 29) into an APK without
+   code, with aiot's version as versionName, minSdk 21 and targetSdk 29;
+2. ``javac -source 8 -target 8 -bootclasspath android.jar``: against API 23's own ``java.*``,
+   so a Java API newer than Android 6 fails here, not on a phone;
+3. ``dx --min-sdk-version=21`` into ``classes.dex``, added to the APK;
+4. ``zipalign -p 4``, then ``apksigner sign`` with a debug key generated once per cache
+   (``keytool``; never in the source tree) and ``apksigner verify``.
+
+The result lies in ``<cache>/app/`` with ``app.json`` (version, sha256, package, component),
+which ``aiot app info`` and ``aiot app install`` read. A build is reused while the sources,
+the jars and aiot's version are the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import aiot
+from aiot.host.errors import AiotError, UsageError
+
+PACKAGE = "org.aiot.agent"
+INSTRUMENTATION = "org.aiot.agent.AgentInstrumentation"
+COMPONENT = f"{PACKAGE}/{INSTRUMENTATION}"
+MIN_SDK, TARGET_SDK = 21, 29
+#: The debug key: a password in the clear is fine for a key that only identifies this cache's
+#: builds (Android needs some signature; nothing is published with it).
+KEY_ALIAS, KEY_PASS = "aiotdebug", "android"
+
+
+class AppBuildError(AiotError):
+    """A step of the APK build failed."""
+
+
+def sources_dir() -> Path:
+    """``android_app/`` of the aiot checkout.
+
+    Raises:
+        UsageError: aiot runs from an installed wheel (the Java sources are not installed).
+    """
+    from aiot.host.paths import source_root
+
+    root = source_root()
+    folder = root / "android_app" if root else None
+    if folder is None or not (folder / "AndroidManifest.xml").is_file():
+        raise UsageError("aiot app build needs an aiot source checkout: android_app/ is not installed "
+                         "with the package", "run it from a clone of aiot (pip install -e .)")
+    return folder
+
+
+def app_dir() -> Path:
+    """Where builds, the debug keystore and ``app.json`` live: ``<cache>/app``."""
+    from aiot.host.paths import cache_dir
+
+    folder = cache_dir() / "app"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def java_sources(folder: Path) -> list[Path]:
+    """The app's Java files (the tests under ``test/`` stay out of the APK)."""
+    return sorted((folder / "java").rglob("*.java"))
+
+
+def version_code(version: str) -> int:
+    """``X.Y.Z`` as ``X*10000 + Y*100 + Z`` (at least 1): newer aiot, higher code."""
+    parts = [int(re.match(r"\d*", p).group() or 0) for p in version.split(".")[:3]]
+    parts += [0] * (3 - len(parts))
+    return max(1, parts[0] * 10000 + parts[1] * 100 + parts[2])
+
+
+def source_key(folder: Path, jars: tuple[Path, Path]) -> str:
+    """Hash of what an APK is built from: sources, manifest, jars' sizes, aiot's version."""
+    digest = hashlib.sha256(aiot.__version__.encode())
+    for path in [folder / "AndroidManifest.xml", *java_sources(folder)]:
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    for jar in jars:
+        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def metadata_path() -> Path:
+    return app_dir() / "app.json"
+
+
+def read_metadata() -> dict | None:
+    """The last build's facts, or None when there was none (or its APK is gone)."""
+    try:
+        meta = json.loads(metadata_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if Path(meta.get("path", "")).is_file() else None
+
+
+def require_built() -> dict:
+    """The last build's facts.
+
+    Raises:
+        UsageError: nothing is built yet.
+    """
+    meta = read_metadata()
+    if meta is None:
+        raise UsageError("the aiot Android app is not built yet", "run: aiot app build")
+    return meta
+
+
+def build(force: bool = False, progress=None) -> dict:
+    """Build (or reuse) the APK; returns its facts (also written to ``app.json``).
+
+    Raises:
+        SdkError: a tool or the bullseye jars are missing.
+        AppBuildError: a step failed (its tool's last error line is the message).
+    """
+    from aiot.host.app.sdk import find_sdk
+
+    folder = sources_dir()
+    sdk = find_sdk(progress)
+    key = source_key(folder, (sdk.android_jar, sdk.dx_jar))
+    meta = read_metadata()
+    if meta and meta.get("key") == key and not force:
+        return {**meta, "reused": True}
+    started = time.perf_counter()
+    out = app_dir()
+    keystore = ensure_keystore(sdk, out / "debug.keystore")
+    apk = out / f"aiot-agent-{aiot.__version__}-{key[:8]}.apk"
+    with tempfile.TemporaryDirectory(dir=out, prefix="build-") as tmp:
+        work = Path(tmp)
+        _step(progress, "aapt2 link")
+        unaligned = work / "unaligned.apk"
+        _run([sdk.aapt2, "link", "-o", str(unaligned), "-I", str(sdk.framework_res),
+              "--manifest", str(folder / "AndroidManifest.xml"),
+              "--min-sdk-version", str(MIN_SDK), "--target-sdk-version", str(TARGET_SDK),
+              "--version-code", str(version_code(aiot.__version__)),
+              "--version-name", aiot.__version__], "aapt2 link")
+        _step(progress, "javac")
+        classes = work / "classes"
+        _run([sdk.javac, "-source", "8", "-target", "8", "-bootclasspath", str(sdk.android_jar),
+              "-Xlint:-options", "-encoding", "UTF-8", "-nowarn", "-d", str(classes),
+              *map(str, java_sources(folder))], "javac")
+        _step(progress, "dx")
+        dex = work / "classes.dex"
+        _run([sdk.java, "-cp", str(sdk.dx_jar), "com.android.dx.command.Main", "--dex",
+              f"--min-sdk-version={MIN_SDK}", f"--output={dex}", str(classes)], "dx")
+        with zipfile.ZipFile(unaligned, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.write(dex, "classes.dex")
+        _step(progress, "zipalign")
+        aligned = work / "aligned.apk"
+        _run([sdk.zipalign, "-f", "-p", "4", str(unaligned), str(aligned)], "zipalign")
+        _step(progress, "apksigner sign")
+        signed = work / "signed.apk"
+        _run([sdk.apksigner, "sign", "--v4-signing-enabled", "false", "--ks", str(keystore),
+              "--ks-pass", f"pass:{KEY_PASS}", "--ks-key-alias", KEY_ALIAS, "--key-pass",
+              f"pass:{KEY_PASS}", "--out", str(signed), str(aligned)], "apksigner sign")
+        certificate = verify_signature(signed, sdk.apksigner)
+        signed.replace(apk)
+    for old in out.glob("aiot-agent-*.apk"):
+        if old != apk:
+            old.unlink(missing_ok=True)
+    meta = {"key": key, "path": str(apk), "package": PACKAGE, "instrumentation": INSTRUMENTATION,
+            "component": COMPONENT, "version": aiot.__version__,
+            "version_code": version_code(aiot.__version__), "min_sdk": MIN_SDK,
+            "target_sdk": TARGET_SDK, "sha256": file_sha256(apk), "size_bytes": apk.stat().st_size,
+            "certificate_sha256": certificate, "keystore": str(keystore),
+            "build_seconds": round(time.perf_counter() - started, 2),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    part = metadata_path().with_suffix(".part")
+    part.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    part.replace(metadata_path())
+    return {**meta, "reused": False}
+
+
+def ensure_keystore(sdk, keystore: Path) -> Path:
+    """The cache's debug keystore, generated by keytool the first time."""
+    if keystore.is_file():
+        return keystore
+    part = keystore.with_name(keystore.name + ".part")
+    part.unlink(missing_ok=True)
+    _run([sdk.keytool, "-genkeypair", "-keystore", str(part), "-storetype", "PKCS12",
+          "-storepass", KEY_PASS, "-keypass", KEY_PASS, "-alias", KEY_ALIAS, "-keyalg", "RSA",
+          "-keysize", "2048", "-validity", "10000", "-dname", "CN=aiot debug, O=aiot"], "keytool")
+    part.replace(keystore)
+    return keystore
+
+
+def verify_signature(apk: Path, apksigner: str | None = None) -> str:
+    """``apksigner verify`` the APK; returns the signer certificate's SHA-256.
+
+    Raises:
+        AppBuildError: the signature does not verify (or apksigner is missing).
+    """
+    from aiot.host.app.sdk import tool
+
+    done = subprocess.run([apksigner or tool("apksigner"), "verify", "--print-certs", str(apk)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AppBuildError(f"{apk.name} does not verify: {_last_line(done)}",
+                            "rebuild it: aiot app build --force")
+    for line in done.stdout.splitlines():
+        if "certificate SHA-256 digest:" in line:
+            return line.rsplit(":", 1)[1].strip()
+    return ""
+
+
+def manifest_facts(apk: Path) -> dict:
+    """Package, version and instrumentation classes the APK's manifest declares (aapt2)."""
+    from aiot.host.app.sdk import tool
+
+    done = subprocess.run([tool("aapt2"), "dump", "xmltree", "--file", "AndroidManifest.xml", str(apk)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AppBuildError(f"{apk.name} has no readable manifest: {_last_line(done)}")
+    facts: dict = {"instrumentation": [], "package": None, "version_name": None}
+    element = None
+    for raw in done.stdout.splitlines():
+        line = raw.strip()
+        if line.startswith("E: "):
+            element = line[3:].split(" ", 1)[0]
+        elif line.startswith("A: "):
+            name, _, value = line[3:].partition("=")
+            name = name.split("(0x", 1)[0]  # android:name(0x01010003) → android:name
+            value = value.split(" (Raw:", 1)[0].strip().strip('"')
+            if element == "manifest" and name == "package":
+                facts["package"] = value
+            elif element == "manifest" and name.endswith("versionName"):
+                facts["version_name"] = value
+            elif element == "instrumentation" and name.endswith(":name"):
+                facts["instrumentation"].append(value)
+    facts["instrumentation"] = [_qualify(facts["package"], n) for n in facts["instrumentation"]]
+    return facts
+
+
+def _qualify(package: str | None, name: str) -> str:
+    return f"{package}{name}" if package and name.startswith(".") else name
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _step(progress, message: str) -> None:
+    if progress:
+        progress(message)
+
+
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
+    return (lines[-1] if lines else f"exit {done.returncode}")[:300]
+
+
+def _run(argv: list[str], what: str) -> None:
+    if not shutil.which(argv[0]) and not Path(argv[0]).is_file():
+        raise AppBuildError(f"{argv[0]} not found", "run scripts/bootstrap.sh")
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AppBuildError(f"{what} failed: {_last_line(done)}", "run with --verbose for the command")

@@ -1,0 +1,95 @@
+"""The device agent started through the Android app: ``aiot run|sweep --via app``.
+
+Every agent command (``hello``, ``run``, ``memory``) runs as one ``am instrument`` of the
+app's :data:`~aiot.host.app.build.COMPONENT`, whose core starts the same ``python -m
+device_agent ...`` command the shell path runs (same runtime, cwd and environment) inside
+the app's process context, and relays its lines back as instrumentation status. There is no
+long-lived session (am cannot feed the agent's stdin), so each command is one agent process.
+"""
+
+from __future__ import annotations
+
+from aiot.host.agent_client import AgentSession
+from aiot.host.app.instrument import (
+    START_SLACK_S,
+    AppError,
+    StatusParser,
+    encode_spec,
+    force_stop,
+    instrument_argv,
+)
+from aiot.host.errors import AgentError, UsageError
+from aiot.host.transports.base import ShellResult
+
+
+class AppAgentSession(AgentSession):
+    """An :class:`AgentSession` whose agent processes the Android app starts.
+
+    Attributes:
+        last: the last command's instrumentation outcome (cgroup, cpuset, foreground, ...).
+    """
+
+    def __init__(self, transport, staging=None) -> None:
+        if getattr(transport, "kind", None) != "adb":
+            raise UsageError(f"--via app needs an Android device over ADB; '{transport.name}' is "
+                             f"{getattr(transport, 'kind', '?')}", "use --via shell for it")
+        super().__init__(transport, staging, persistent=False)
+        self.last: dict = {}
+        self._share(transport.workdir())  # the runtime too, once
+
+    def _share(self, *paths: str) -> None:
+        """Let the app's user read what the shell user pushed (the app runs as its own uid):
+        ``chmod -R a+rX``. Other apps may then read the models too; a benchmark phone's price."""
+        script = 'for p in "$@"; do if [ -e "$p" ]; then chmod -R a+rX "$p" || exit 1; fi; done'
+        done = self.transport.shell(["sh", "-c", script, "share", *paths], timeout=300)
+        if not done.ok:
+            raise AppError(f"cannot make {paths[0]} readable to the app on {self.transport.name}: "
+                           f"{(done.stderr.strip() or done.stdout.strip() or str(done.exit_code))[:300]}")
+
+    def _start_agent(self, argv: list[str], timeout: float | None, on_line) -> ShellResult:
+        import posixpath
+
+        self._share(self.root, posixpath.join(self.transport.workdir(), "blobs"))  # new pushes
+        parser = StatusParser(on_line)
+        command = instrument_argv(encode_spec(argv, self.env, self.root, timeout))
+        try:
+            done = self.transport.shell(command, timeout=timeout + START_SLACK_S if timeout else None,
+                                        on_line=parser.feed)
+        except BaseException:
+            force_stop(self.transport)  # the host gave up (timeout, Ctrl-C): end the agent too
+            raise
+        outcome = parser.outcome()
+        self.last = outcome
+        if parser.failure:
+            # FAILED: no such instrumentation (the app is not installed); ABORTED: it crashed.
+            hint = (f"is the app installed? run: aiot app install {self.transport.name}"
+                    if parser.failure.startswith("INSTRUMENTATION_FAILED")
+                    else "see: adb logcat -s AndroidRuntime")
+            raise AppError(f"am instrument on {self.transport.name}: {parser.failure[:300]}", hint)
+        if outcome["error"]:
+            raise AppError(f"the aiot app on {self.transport.name} refused the command: {outcome['error']}",
+                           "rebuild and reinstall it: aiot app build && aiot app install "
+                           f"{self.transport.name}")
+        if outcome["reason"] is None:
+            last = (parser.other or [done.stdout.strip() or f"exit {done.exit_code}"])[-1]
+            raise AppError(f"am instrument on {self.transport.name} gave no result: {last[:300]}",
+                           f"is the app installed? run: aiot app install {self.transport.name}")
+        if outcome["reason"] == "start failed":
+            raise AppError(f"the aiot app on {self.transport.name} cannot start the runtime: "
+                           f"{outcome['detail']}",
+                           "Android 10+ lets apps execute only files of their own (see "
+                           "android_app/README.md); --via shell works on this phone")
+        if outcome["reason"] in ("timeout", "host disconnected", "stopped"):
+            raise AgentError(f"the agent under the app on {self.transport.name} was ended: "
+                             f"{outcome['reason']}" + (f" ({outcome['detail']})" if outcome['detail'] else ""))
+        code = outcome["exit"] if outcome["exit"] is not None else 1
+        return ShellResult(done.command, code, "", outcome["stderr"], done.seconds)
+
+    def provenance(self) -> dict:
+        """What a record keeps about the app that started its agent."""
+        from aiot.host.app.build import COMPONENT, read_metadata
+
+        meta = read_metadata() or {}
+        keep = ("cpuset", "cgroup", "foreground", "app_version", "emulated")
+        return {"component": COMPONENT, "apk_sha256": meta.get("sha256"),
+                **{k: self.last.get(k) for k in keep}}

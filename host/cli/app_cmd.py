@@ -1,0 +1,78 @@
+"""``aiot app``: build the Android app offline, show it, install it on a phone."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(no_args_is_help=True,
+                  help="The aiot Android app: build its APK offline, show it, install it (for --via app).")
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+def _print_facts(meta: dict, as_json: bool) -> None:
+    from aiot.host.cli._output import out, print_json
+
+    if as_json:
+        print_json(meta)
+        return
+    for key in ("path", "package", "instrumentation", "version", "version_code", "sha256",
+                "size_bytes", "certificate_sha256", "min_sdk", "target_sdk", "built_at",
+                "build_seconds"):
+        if key in meta:
+            out.print(f"{key:<19} {meta[key]}")
+
+
+@app.command("build")
+def build_command(
+    force: Annotated[bool, typer.Option("--force", help="Build again even when sources are unchanged.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build and sign the APK from android_app/ (javac, dx, aapt2, zipalign, apksigner)."""
+    from aiot.host.app.build import build
+    from aiot.host.cli._output import message, spinner
+
+    with spinner("building the aiot app…") as status:
+        meta = build(force=force, progress=lambda step: status.update(f"{step}…"))
+    if not as_json:
+        how = "unchanged, reused" if meta.get("reused") else f"built in {meta['build_seconds']} s"
+        message(f"aiot app {meta['version']} ({how}): {meta['size_bytes']} bytes")
+    _print_facts(meta, as_json)
+
+
+@app.command("info")
+def info_command(as_json: JsonOpt = False) -> None:
+    """The built APK: version, sha256, package, instrumentation class and path."""
+    from aiot.host.app.build import require_built
+
+    _print_facts(require_built(), as_json)
+
+
+@app.command("install")
+def install_command(
+    device: Annotated[str, typer.Argument(help="An Android device (aiot devices list).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Install the APK on DEVICE with pm install (builds it first if needed)."""
+    from aiot.host.app.build import build
+    from aiot.host.app.instrument import install
+    from aiot.host.cli._output import message, print_json, spinner
+    from aiot.host.devices import open_transport
+    from aiot.host.errors import UsageError
+
+    transport = open_transport(device)
+    try:
+        if transport.kind != "adb":
+            raise UsageError(f"'{transport.name}' is not an Android device ({transport.kind})",
+                             "the app installs on devices reached over ADB")
+        with spinner(f"installing the aiot app on {transport.name}…") as status:
+            meta = build(progress=lambda step: status.update(f"{step}…"))
+            done = install(transport, meta)
+    finally:
+        transport.close()
+    if as_json:
+        print_json(done)
+    else:
+        message(f"aiot app {done['version']} installed on {done['device']} ({done['pm']}); "
+                f"measure through it with --via app")

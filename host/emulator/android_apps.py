@@ -1,0 +1,306 @@
+"""``pm`` and ``am`` of the emulated Android phone: the aiot app installed and instrumented.
+
+The phone's adbd hands a shell command that starts with ``pm`` or ``am`` to this module, run
+on the host side of the emulator (the phone's own root has no Java and no package manager):
+
+* ``pm install [-r] PATH`` checks the APK as Android would refuse it: its signature
+  (``apksigner verify``), its manifest (``aapt2``: package, instrumentation classes), and an
+  update signed by another key; then keeps it as ``/data/app/PACKAGE/base.apk`` and in
+  ``packages.json`` beside the phone's root. ``pm list packages|instrumentation`` and
+  ``pm uninstall`` answer from there.
+* ``am instrument -w -r -e spec BASE64 PACKAGE/CLASS`` of an installed instrumentation starts
+  what the app would (the spec's argv, cwd and environment) inside the phone, and prints each
+  stdout line as the app does (``INSTRUMENTATION_STATUS: aiot=LINE``), then the result bundle,
+  with ``aiot_emulated=1``: no app process, cgroup, cpuset or foreground activity exists here,
+  so the record says emulation, and the timings mean nothing for a phone.
+* ``am force-stop PACKAGE`` kills the agent an instrumentation started.
+
+Run by adbd as ``python -m aiot.host.emulator.android_apps --root ROOT --enter SCRIPT COMMAND``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+COMMANDS = ("pm", "am")
+CHUNK = 16000  # as the app's StatusLines.CHUNK
+
+
+def handles(command: str) -> bool:
+    """Whether a phone shell command is a ``pm``/``am`` call this module answers."""
+    try:
+        words = shlex.split(command)
+        # Operators (; && | > ...) make it a script for the phone's shell, not one pm/am call.
+        tokens = list(shlex.shlex(command, posix=True, punctuation_chars=True))
+    except ValueError:
+        return False
+    operator = any(token and set(token) <= set("();<>|&") for token in tokens)
+    return bool(words) and words[0] in COMMANDS and not operator
+
+
+class Phone:
+    """The emulated phone's app state: its root and ``packages.json`` beside it."""
+
+    def __init__(self, root: Path, enter: Path) -> None:
+        self.root, self.enter = root, enter
+        self.state = root.parent / "packages.json"
+        self.running = root.parent / "running"
+
+    def packages(self) -> dict:
+        try:
+            return json.loads(self.state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def save(self, packages: dict) -> None:
+        part = self.state.with_suffix(".part")
+        part.write_text(json.dumps(packages, indent=2), encoding="utf-8")
+        part.replace(self.state)
+
+    def host_path(self, path: str) -> Path:
+        inside = os.path.normpath(os.path.join("/", path)).lstrip("/")
+        return self.root / inside
+
+
+def _say(text: str, stream=None) -> None:
+    (stream or sys.stdout).write(text + "\n")
+    (stream or sys.stdout).flush()
+
+
+# -- pm ----------------------------------------------------------------------------------------
+
+def pm(phone: Phone, args: list[str]) -> int:
+    if args[:1] == ["install"]:
+        return _pm_install(phone, args[1:])
+    if args[:2] == ["list", "packages"]:
+        for name in sorted(phone.packages()):
+            _say(f"package:{name}")
+        return 0
+    if args[:2] == ["list", "instrumentation"]:
+        for name, facts in sorted(phone.packages().items()):
+            for cls in facts["instrumentation"]:
+                short = cls[len(name):] if cls.startswith(name + ".") else cls
+                _say(f"instrumentation:{name}/{short} (target={name})")
+        return 0
+    if args[:1] == ["uninstall"] and len(args) == 2:
+        packages = phone.packages()
+        if packages.pop(args[1], None) is None:
+            _say("Failure [DELETE_FAILED_INTERNAL_ERROR]")
+            return 1
+        phone.save(packages)
+        shutil.rmtree(phone.host_path(f"/data/app/{args[1]}"), ignore_errors=True)
+        _say("Success")
+        return 0
+    _say(f"Error: unknown or unsupported pm command: {' '.join(args)} (aiot emulated phone)", sys.stderr)
+    return 1
+
+
+def _pm_install(phone: Phone, args: list[str]) -> int:
+    from aiot.host.app.build import file_sha256, manifest_facts, verify_signature
+    from aiot.host.errors import AiotError
+
+    flags = [a for a in args if a.startswith("-")]
+    paths = [a for a in args if not a.startswith("-")]
+    if len(paths) != 1:
+        _say("Error: pm install needs one APK path", sys.stderr)
+        return 1
+    apk = phone.host_path(paths[0])
+    if not apk.is_file():
+        _say(f"Error: Unable to open file: {paths[0]}", sys.stderr)
+        return 1
+    try:
+        certificate = verify_signature(apk)
+    except AiotError as exc:
+        _say(f"Failure [INSTALL_PARSE_FAILED_NO_CERTIFICATES: {exc.message}]")
+        return 1
+    try:
+        facts = manifest_facts(apk)
+    except AiotError as exc:
+        _say(f"Failure [INSTALL_PARSE_FAILED_MANIFEST_MALFORMED: {exc.message}]")
+        return 1
+    if not facts["package"]:
+        _say("Failure [INSTALL_PARSE_FAILED_BAD_PACKAGE_NAME]")
+        return 1
+    packages = phone.packages()
+    held = packages.get(facts["package"])
+    if held and "-r" not in flags:
+        _say(f"Failure [INSTALL_FAILED_ALREADY_EXISTS: Attempt to re-install {facts['package']} "
+             "without first uninstalling.]")
+        return 1
+    if held and held["certificate_sha256"] != certificate:
+        _say(f"Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package {facts['package']} signatures "
+             "do not match previously installed version; ignoring!]")
+        return 1
+    target = phone.host_path(f"/data/app/{facts['package']}/base.apk")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(apk, target)
+    packages[facts["package"]] = {**facts, "certificate_sha256": certificate,
+                                  "sha256": file_sha256(target), "path": f"/data/app/{facts['package']}/base.apk",
+                                  "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    phone.save(packages)
+    _say("Success")
+    return 0
+
+
+# -- am ----------------------------------------------------------------------------------------
+
+def am(phone: Phone, args: list[str]) -> int:
+    if args[:1] == ["instrument"]:
+        return _am_instrument(phone, args[1:])
+    if args[:1] == ["force-stop"] and len(args) == 2:
+        _force_stop(phone, args[1])
+        return 0
+    _say(f"Error: unknown or unsupported am command: {' '.join(args)} (aiot emulated phone)", sys.stderr)
+    return 1
+
+
+def _parse_instrument(args: list[str]) -> tuple[dict[str, str], set[str], str | None]:
+    extras, flags, component, i = {}, set(), None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-e" and i + 2 < len(args):
+            extras[args[i + 1]] = args[i + 2]
+            i += 3
+            continue
+        if arg.startswith("-"):
+            flags.add(arg)
+        else:
+            component = arg
+        i += 1
+    return extras, flags, component
+
+
+def _resolve(packages: dict, component: str | None) -> tuple[str, str] | None:
+    if not component or "/" not in component:
+        return None
+    package, _, cls = component.partition("/")
+    cls = package + cls if cls.startswith(".") else cls
+    facts = packages.get(package)
+    return (package, cls) if facts and cls in facts["instrumentation"] else None
+
+
+def _am_instrument(phone: Phone, args: list[str]) -> int:
+    from aiot.host.app.instrument import decode_spec
+
+    extras, _flags, component = _parse_instrument(args)
+    packages = phone.packages()
+    found = _resolve(packages, component)
+    if found is None:
+        _say(f"INSTRUMENTATION_FAILED: {component}")
+        _say(f"Error: Unable to find instrumentation info for: ComponentInfo{{{component}}}", sys.stderr)
+        return 1
+    package, _ = found
+    result = {"aiot_emulated": "1", "aiot_app_version": packages[package].get("version_name") or "",
+              "aiot_cpuset": "emulated phone: no cpuset", "aiot_cgroup": "emulated phone: no cgroups",
+              "aiot_foreground": "0"}
+    try:
+        spec = decode_spec(extras["spec"])
+        argv, timeout_ms = spec["argv"], spec.get("timeout_ms") or 30 * 60 * 1000
+    except (KeyError, ValueError, TypeError) as exc:
+        _finish({**result, "aiot_error": f"IllegalArgumentException: bad or missing spec ({exc})"}, 0)
+        return 0
+    result.update(_run_child(phone, package, argv, spec.get("env") or {}, spec.get("cwd"), timeout_ms))
+    _finish(result, -1)
+    return 0
+
+
+def _run_child(phone: Phone, package: str, argv: list[str], env: dict, cwd: str | None,
+               timeout_ms: int) -> dict:
+    """The spec's command inside the phone, its stdout relayed as statuses (AgentRunner's rules)."""
+    from aiot.host.transports.quoting import build_command
+
+    command = build_command(argv, cwd=cwd, env=env, replace_shell=True)
+    # Same process group as this handler: adbd kills the group when the host goes away.
+    proc = subprocess.Popen([str(phone.enter), command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    phone.running.mkdir(exist_ok=True)
+    marker = phone.running / f"{package}.{os.getpid()}"
+    marker.write_text(str(proc.pid))
+    tail: list[bytes] = []
+    drain = threading.Thread(target=lambda: tail.append(proc.stderr.read()), daemon=True)
+    drain.start()
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_ms / 1000, expire)
+    timer.start()
+    lines, reason, detail = 0, "exited", None
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            try:
+                _status(line)
+            except (BrokenPipeError, OSError) as exc:  # the host is gone
+                reason, detail = "host disconnected", str(exc)
+                proc.kill()
+                break
+            lines += 1
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        marker.unlink(missing_ok=True)
+    if reason == "exited" and expired.is_set():
+        reason, detail = "timeout", f"ran over {timeout_ms} ms"
+    drain.join(2)
+    stderr = b"".join(tail).decode("utf-8", "replace")[-4000:]
+    return {"aiot_reason": reason, "aiot_exit": str(code), "aiot_lines": str(lines),
+            "aiot_detail": _one_line(str(detail)), "aiot_stderr": _one_line(stderr)}
+
+
+def _status(line: str) -> None:
+    chunks = [line[i:i + CHUNK] for i in range(0, len(line), CHUNK)] or [""]
+    for n, chunk in enumerate(chunks):
+        text = f"INSTRUMENTATION_STATUS: aiot={chunk}\n"
+        if n < len(chunks) - 1:
+            text += "INSTRUMENTATION_STATUS: aiot_more=1\n"
+        sys.stdout.write(text + "INSTRUMENTATION_STATUS_CODE: 1\n")
+    sys.stdout.flush()
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _finish(result: dict, code: int) -> None:
+    for key in sorted(result):
+        sys.stdout.write(f"INSTRUMENTATION_RESULT: {key}={result[key]}\n")
+    sys.stdout.write(f"INSTRUMENTATION_CODE: {code}\n")
+    sys.stdout.flush()
+
+
+def _force_stop(phone: Phone, package: str) -> None:
+    """Kill the commands instrumentations of ``package`` started (their whole process group)."""
+    for marker in phone.running.glob(f"{package}.*") if phone.running.is_dir() else ():
+        try:
+            handler = int(marker.name.rsplit(".", 1)[1])
+            os.killpg(os.getpgid(handler), signal.SIGKILL)
+        except (ValueError, ProcessLookupError, PermissionError, OSError):
+            pass
+        marker.unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--enter", type=Path, required=True)
+    parser.add_argument("command")
+    args = parser.parse_args(argv)
+    words = shlex.split(args.command)
+    phone = Phone(args.root, args.enter)
+    return (pm if words[0] == "pm" else am)(phone, words[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

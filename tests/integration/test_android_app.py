@@ -1,0 +1,154 @@
+"""The aiot app on the emulated Android phone: ``pm install`` checks the APK, ``am instrument``
+starts the same runtime and agent the app would, and a sweep ``--via app,shell`` stores both
+kinds of run, which ``results compare --by via`` pairs. Everything the app path adds is
+labelled as emulation (qemu timings mean nothing for a phone)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from aiot.host.emulator import arm64
+from tests.app.conftest import need_tools
+from tests.helpers import stop_emulators
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(arm64.missing_tools()),
+                       reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
+]
+
+FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0",
+        "--cooldown-max-s", "0"]
+TOOLS = ("javac", "java", "keytool", "aapt2", "zipalign", "apksigner", "dpkg-deb")
+
+
+def _transport(name: str):
+    from aiot.host.devices import open_transport
+
+    return open_transport(name)
+
+
+def _unsigned_copy(apk: Path, out: Path) -> Path:
+    """The APK without its signatures (v1 files dropped; rewriting drops the v2/v3 block)."""
+    with zipfile.ZipFile(apk) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            if not item.filename.startswith("META-INF/"):
+                dst.writestr(item, src.read(item))
+    return out
+
+
+def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
+    need_tools(*TOOLS)
+    cli.json("emulator", "start", "adb", "--profile", "android", "--name", "app-phone")
+    try:
+        cli.json("devices", "setup", "app-phone")
+        # Before the app is installed, --via app fails with the command that fixes it.
+        cli("run", "-m", "tiny_cnn", "-f", "tflite", "-d", "app-phone", "--via", "app", *FAST, code=1)
+        [refused] = cli.json("results", "list")
+        assert refused["status"] == "failed" and "aiot app install app-phone" in refused["reason"]
+
+        installed = cli.json("app", "install", "app-phone")
+        assert installed["pm"] == "Success" and installed["version"] == "0.1.0"
+        transport = _transport("app-phone")
+        try:
+            listed = transport.shell(["pm", "list", "instrumentation"], timeout=60).stdout
+            assert "instrumentation:org.aiot.agent/.AgentInstrumentation (target=org.aiot.agent)" in listed
+            # An APK without a signature is refused, as a phone refuses it.
+            unsigned = _unsigned_copy(Path(cli.json("app", "info")["path"]), tmp_path / "unsigned.apk")
+            transport.push(unsigned, "/data/local/tmp/aiot/unsigned.apk")
+            done = transport.shell(["pm", "install", "-r", "/data/local/tmp/aiot/unsigned.apk"], timeout=120)
+            assert done.exit_code != 0 and "INSTALL_PARSE_FAILED_NO_CERTIFICATES" in done.stdout
+        finally:
+            transport.close()
+
+        cli("sweep", "-m", "tiny_cnn", "-f", "tflite", "-d", "app-phone", "--threads", "1,2",
+            "--via", "app,shell", *FAST)
+        records = [r for r in cli.json("results", "list") if r["id"] != refused["id"]]
+        assert sorted((r["spec"].get("via", "shell"), r["threads"], r["status"]) for r in records) == [
+            ("app", 1, "ok"), ("app", 2, "ok"), ("shell", 1, "ok"), ("shell", 2, "ok")]
+        for r in records:
+            prov = r["provenance"]
+            assert prov["via"] == r["spec"].get("via", "shell")
+            if prov["via"] == "app":
+                app = prov["app"]
+                assert app["emulated"] is True and app["app_version"] == "0.1.0"
+                assert app["apk_sha256"] == installed["sha256"] and "emulated" in app["cpuset"]
+                assert prov["agent_process"] == "one-shot"
+            assert r["validity"] == "INVALID"  # qemu's timings either way
+
+        sweep = records[0]["sweep_id"]
+        delta = cli.json("results", "compare", sweep, "--by", "via")
+        assert delta["by"] == "via" and delta["passed"] is True
+        assert (delta["a"]["records"], delta["b"]["records"]) == (2, 2)
+        pairs = {row["key"]["threads"]: row for row in delta["rows"]}
+        assert set(pairs) == {1, 2} and all(row["a_id"] and row["b_id"] for row in pairs.values())
+        assert all(row["metrics"]["median"]["change"] is not None for row in pairs.values())
+        table = cli("results", "compare", sweep, "--by", "via").stdout
+        assert "via=app" in table and "via=shell" in table and "tiny_cnn · tflite · 2t @ app-phone" in table
+    finally:
+        stop_emulators("app-phone")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_am_instrument_child_ends_with_the_host_or_force_stop(cli, app_env):
+    """The agent an instrumentation started dies when the host stops waiting (its adb stream
+    closes) and on ``am force-stop``: no orphan keeps measuring."""
+    from aiot.host.app.instrument import StatusParser, encode_spec, force_stop, instrument_argv
+    from aiot.host.errors import CommandTimeout
+
+    need_tools(*TOOLS)
+    cli.json("emulator", "start", "adb", "--profile", "android", "--name", "stop-phone")
+    try:
+        cli.json("app", "install", "stop-phone")
+        transport = _transport("stop-phone")
+        try:
+            spec = encode_spec(["/system/bin/sh", "-c", "echo $$; exec sleep 60"], {}, "/", 120)
+            pids: list[int] = []
+            parser = StatusParser(lambda line: pids.append(int(line)))
+            with pytest.raises(CommandTimeout):
+                transport.shell(instrument_argv(spec), timeout=8, on_line=parser.feed)
+            assert pids, "the child never started"
+            deadline = time.monotonic() + 10
+            while _pid_alive(pids[0]) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _pid_alive(pids[0]), "the child outlived the host's disconnect"
+
+            pids.clear()
+            ended = threading.Event()
+
+            def instrument() -> None:
+                transport.shell(instrument_argv(spec), timeout=90, on_line=parser.feed)
+                ended.set()
+
+            thread = threading.Thread(target=instrument, daemon=True)
+            thread.start()
+            deadline = time.monotonic() + 30
+            while not pids and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert pids, "the child never started"
+            stopper = _transport("stop-phone")
+            try:
+                force_stop(stopper)
+            finally:
+                stopper.close()
+            assert ended.wait(15), "am instrument did not end after force-stop"
+            deadline = time.monotonic() + 10
+            while _pid_alive(pids[0]) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _pid_alive(pids[0])
+        finally:
+            transport.close()
+    finally:
+        stop_emulators("stop-phone")

@@ -257,7 +257,7 @@ class _Emitter:
         alpha = conv.alpha()
         self.binary[layer.name] = (channels * kernel * kernel,
                                    None if alpha is None else alpha.detach().double().numpy())
-        pad = conv.binary_padding
+        pad = self.square(layer, "padding", conv.binary_padding)
         self.add("BinConv2D", layer, {
             "input": source, "weight": self.weight(f"{layer.name}_weight", bits, bits=True),
             "pads": [pad] * 4, "strides": [stride] * 2, "dilations": [1, 1]})

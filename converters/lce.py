@@ -151,11 +151,12 @@ class LceConverter:
 
         example = torch.from_numpy(np.ascontiguousarray(inputs[:1]))
         graph = lower(model, example, self.name)
-        lowered = [layer.name for layer in graph.layers if layer.kind == "bconv"]
-        by_node = {n.replace(".", "_"): n for n in names}  # fx names its nodes with "_"
-        if sorted(lowered) != sorted(by_node):
-            raise ConversionError(self.name, "parity", f"the lowered graph has {len(lowered)} "
-                                  f"binary convs, PyTorch {len(names)}", "please report it")
+        # By module, not by name: fx renames nodes (dots to "_", CamelCase to snake_case).
+        module_names = {id(module): name for name, module in model.named_modules()}
+        lowered = [module_names.get(id(layer.module)) for layer in graph.layers if layer.kind == "bconv"]
+        if sorted(map(str, lowered)) != sorted(names):
+            raise ConversionError(self.name, "parity", f"the lowered graph's {len(lowered)} binary "
+                                  f"convs are not PyTorch's {len(names)}", "please report it")
         with tempfile.TemporaryDirectory(prefix="aiot-lce-probe-") as tmp:
             graph_file, weights_file, _ = write_graph(graph, example, Path(tmp))
             probe = Path(tmp) / "probe.tflite"
@@ -170,7 +171,7 @@ class LceConverter:
             raise ConversionError(self.name, "parity", f"the sign probe's outputs differ from "
                                   f"{artifact.name}'s by up to {worst:.3g}: it does not show "
                                   "that file's activations", "re-convert; if it stays, report it")
-        return {by_node[node]: outputs[f"probe_{i:03d}"] for i, node in enumerate(lowered)}
+        return {name: outputs[f"probe_{i:03d}"] for i, name in enumerate(lowered)}
 
 
 def _count_op(path: Path, custom: str) -> int:

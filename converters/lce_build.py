@@ -19,10 +19,12 @@ import json
 import sys
 
 
-def _pad(tf, x, pad: int, value: float):
-    if not pad:
+def _pad(tf, x, pad, value: float):
+    """``pad`` pixels (one int, or ``[height, width]``) of ``value`` on both sides of each axis."""
+    height, width = (pad, pad) if isinstance(pad, int) else pad
+    if not (height or width):
         return x
-    return tf.pad(x, [[0, 0], [pad, pad], [pad, pad], [0, 0]], constant_values=value)
+    return tf.pad(x, [[0, 0], [height, height], [width, width], [0, 0]], constant_values=value)
 
 
 def _float_pad(tf, x, pad, stride):

@@ -55,12 +55,35 @@ def binary_sign(x: Tensor) -> Tensor:
     return torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
 
 
+def binary_padding(padding) -> int | tuple[int, int]:
+    """A binary conv's padding: one int where both axes pad alike (the common case, and what
+    converters and records have always seen), else ``(height, width)``."""
+    if isinstance(padding, int):
+        return padding
+    height, width = (int(p) for p in padding)
+    return height if height == width else (height, width)
+
+
+def pad_hw(padding) -> tuple[int, int]:
+    """``(height, width)`` padding of :func:`binary_padding`'s value."""
+    return (padding, padding) if isinstance(padding, int) else (int(padding[0]), int(padding[1]))
+
+
+def pad_sides(padding) -> tuple[int, int, int, int]:
+    """``F.pad``'s ``(left, right, top, bottom)`` for a binary conv's padding."""
+    height, width = pad_hw(padding)
+    return (width, width, height, height)
+
+
 class BinaryConv2d(nn.Conv2d):
     """A convolution with binary (+1/-1) activations and weights.
 
     Args:
-        in_channels, out_channels, kernel_size, stride: as :class:`torch.nn.Conv2d`.
-        padding: symmetric padding in pixels, filled with ``pad_value`` before binarizing.
+        in_channels, out_channels, kernel_size, stride: as :class:`torch.nn.Conv2d`
+            (a kernel may be non-square: Inception's 1x7 and 7x1).
+        padding: padding in pixels, the same on both sides of an axis: one value, or
+            ``(height, width)`` (a 1x7 kernel pads ``(0, 3)``), filled with ``pad_value``
+            before binarizing.
         pad_value: the value padded positions take (-1 or +1 keep them binary).
         scale: multiply each output channel by mean |W| of its filter (XNOR-Net's alpha).
 
@@ -68,12 +91,12 @@ class BinaryConv2d(nn.Conv2d):
     part of the layer's meaning, which converters read from ``binary_padding``.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
-                 padding: int = 0, pad_value: float = -1.0, scale: bool = False) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride: int = 1,
+                 padding=0, pad_value: float = -1.0, scale: bool = False) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=0, bias=False)
         if pad_value not in (-1.0, 1.0):
             raise ValueError(f"pad_value must be -1 or +1 to keep padding binary, got {pad_value}")
-        self.binary_padding = int(padding)
+        self.binary_padding = binary_padding(padding)
         self.pad_value = float(pad_value)
         self.scale = bool(scale)
         # Deployment-time constants set by freezing a trained BiBench layer (None: unused).
@@ -96,8 +119,7 @@ class BinaryConv2d(nn.Conv2d):
         if self.threshold is not None:
             x = x - self.threshold.view(1, -1, 1, 1)
         if self.binary_padding:
-            p = self.binary_padding
-            x = F.pad(x, (p, p, p, p), value=self.pad_value)
+            x = F.pad(x, pad_sides(self.binary_padding), value=self.pad_value)
         out = F.conv2d(binary_sign(x), self.binary_weight(), None, self.stride, 0, self.dilation)
         alpha = self.alpha()
         return out if alpha is None else out * alpha.view(1, -1, 1, 1)

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiot.models.binary import binary_padding, pad_sides
+
 
 def hard_sign(x: Tensor) -> Tensor:
     """+1 where ``x >= 0``, -1 elsewhere (never 0): the forward pass of every binarizer."""
@@ -157,7 +159,7 @@ class BinarizedConv2d(BinarizedLayer, nn.Conv2d):
                  dilation=1, groups: int = 1, bias: bool = False) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=0,
                          dilation=dilation, groups=groups, bias=bias)
-        self.binary_padding = _symmetric_padding(padding)
+        self.binary_padding = binary_padding(padding)
 
     @classmethod
     def from_float(cls, conv: nn.Conv2d) -> BinarizedConv2d:
@@ -176,8 +178,7 @@ class BinarizedConv2d(BinarizedLayer, nn.Conv2d):
     def forward(self, x: Tensor) -> Tensor:
         shifted = self.shift_input(x)
         if self.binary_padding:
-            p = self.binary_padding
-            shifted = F.pad(shifted, (p, p, p, p), value=-1.0)
+            shifted = F.pad(shifted, pad_sides(self.binary_padding), value=-1.0)
         w = self.effective_weight()
         out = F.conv2d(self.act_sign(shifted), self.weight_sign(w), None, self.stride, 0,
                        self.dilation, self.groups)
@@ -206,12 +207,3 @@ class BinarizedLinear(BinarizedLayer, nn.Linear):
         out = F.linear(self.act_sign(self.shift_input(x)), self.weight_sign(w))
         out = self.output_scale(x, _scaled(out, self.weight_scale(w), spatial=False))
         return out if self.bias is None else out + self.bias
-
-
-def _symmetric_padding(padding) -> int:
-    if isinstance(padding, int):
-        return padding
-    values = {int(p) for p in padding}
-    if len(values) != 1:
-        raise ValueError(f"binarized convs need symmetric padding, got {padding}")
-    return values.pop()

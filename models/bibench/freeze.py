@@ -64,11 +64,13 @@ def _frozen_layer(name: str, layer, algorithm: str | None, fmt: str) -> nn.Modul
         weight = layer.effective_weight()
         scale = layer.weight_scale(weight)
         threshold = getattr(layer, "threshold", None)
-        out = BinaryConv2d(layer.in_channels, layer.out_channels, layer.kernel_size[0],
+        if layer.stride[0] != layer.stride[1]:
+            raise ConversionError(fmt, "freeze", f"layer '{name}' has a stride that differs between "
+                                  "height and width", "use one stride for both axes in binarized layers")
+        # A non-square kernel (Inception's 1x7) stays so: LCE binarizes it as it is, and
+        # daBNN's emitter refuses it by name.
+        out = BinaryConv2d(layer.in_channels, layer.out_channels, tuple(layer.kernel_size),
                            layer.stride[0], layer.binary_padding, pad_value=-1.0, scale=False)
-        if tuple(layer.kernel_size) != (out.kernel_size[0],) * 2 or layer.stride[0] != layer.stride[1]:
-            raise ConversionError(fmt, "freeze", f"layer '{name}' has a non-square kernel or stride",
-                                  "use square kernels in binarized layers")
         out.weight.copy_(hard_sign(weight))
         if scale is not None:
             out.fixed_alpha = scale.detach().expand(layer.out_channels).clone().float()

@@ -106,3 +106,45 @@ def test_a_separate_zero_padding_is_refused_before_the_toolchain_runs(tmp_path):
     example = torch.randn(1, 8, 6, 6)
     with pytest.raises(ConversionError, match="'_0' is a separate zero padding"):
         write_graph(lower(model, example, "lce"), example, tmp_path)
+
+
+FACTORISED = '''
+import torch
+from torch import nn
+
+
+class Factorised(nn.Module):
+    """Inception's factorised 7x7: a 1x7 then a 7x1 conv, padded (0, 3) and (3, 0), in
+    CamelCase modules (torch.fx renames those nodes: Branch7x7 -> branch7x7)."""
+
+    def __init__(self):
+        super().__init__()
+        self.Stem = nn.Sequential(nn.Conv2d(1, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64))
+        self.Branch1x7 = nn.Sequential(nn.Conv2d(64, 64, (1, 7), padding=(0, 3), bias=False), nn.BatchNorm2d(64))
+        self.Branch7x1 = nn.Sequential(nn.Conv2d(64, 64, (7, 1), padding=(3, 0), bias=False), nn.BatchNorm2d(64))
+        self.Head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.Head(self.Branch7x1(self.Branch1x7(self.Stem(x))))
+
+
+def make():
+    torch.manual_seed(0)
+    return Factorised().eval(), torch.randn(1, 1, 20, 20)
+'''
+
+
+@pytest.mark.slow
+def test_non_square_binary_kernels_convert_with_sign_parity(tmp_path):
+    """A 1x7 and a 7x1 binary conv (Inception) keep their shape and padding in LCE; daBNN,
+    whose kernels take one size, refuses them by name."""
+    _need_lce()
+    (tmp_path / "factorised.py").write_text(FACTORISED)
+    res = convert_model(f"{tmp_path / 'factorised.py'}:make", "lce", tmp_path / "out", binarize="bnn")
+    side = read_sidecar(res.artifact)
+    assert side["converter"]["binary_convs"] == 2
+    signs = side["parity"]["signs"]
+    assert [layer["layer"] for layer in signs["binary_layers"]] == ["Branch1x7.0", "Branch7x1.0"]
+    assert signs["min_sign_agreement"] > 0.99 and res.parity["ok"]
+    with pytest.raises(ConversionError, match="kernel .*differs between height and width"):
+        convert_model(f"{tmp_path / 'factorised.py'}:make", "dabnn", tmp_path / "out", binarize="bnn")

@@ -66,9 +66,9 @@ def _layer_record(layer) -> tuple[dict, dict]:
                                   f"layer '{layer.name}' is a separate zero padding",
                                   "give the convolution its padding (padding=...) instead")
         elif layer.kind in ("maxpool", "avgpool"):
-            if layer.attrs.get("ceil_mode"):
-                raise ConversionError("lce", "lower", f"pooling layer '{layer.name}' uses ceil_mode",
-                                      "ceil_mode pooling is not supported by this emitter")
+            if layer.attrs.get("ceil_mode") and layer.kind == "avgpool":  # its divisor changes at the edge
+                raise ConversionError("lce", "lower", f"average pooling layer '{layer.name}' uses ceil_mode",
+                                      "use ceil_mode=False in average pooling")
             record["attrs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in layer.attrs.items()}
     return record, {f"{layer.name}/{key}": value for key, value in params.items()}
 

@@ -76,8 +76,21 @@ def _pool(tf, x, layer, kind: str):
     if pad[0] or pad[1]:
         fill = -3.0e38 if kind == "max" else 0.0
         x = tf.pad(x, [[0, 0], [pad[0], pad[0]], [pad[1], pad[1]], [0, 0]], constant_values=fill)
+    if attrs.get("ceil_mode"):  # max pooling only (lce.py refuses it for average pooling)
+        extra = [_ceil_extra(int(x.shape[1 + i]), attrs["kernel"][i], attrs["stride"][i], pad[i]) for i in (0, 1)]
+        x = tf.pad(x, [[0, 0], [0, extra[0]], [0, extra[1]], [0, 0]], constant_values=-3.0e38)
     op = tf.nn.max_pool2d if kind == "max" else tf.nn.avg_pool2d
     return op(x, attrs["kernel"], attrs["stride"], "VALID")
+
+
+def _ceil_extra(padded: int, kernel: int, stride: int, pad: int) -> int:
+    """Pixels to add at the end of an axis so that a VALID pooling gives PyTorch's ceil_mode
+    output size: one more window where the last would overhang, unless it would start in
+    the padding only (PyTorch drops that one)."""
+    out = -(-(padded - kernel) // stride) + 1
+    if (out - 1) * stride >= padded - pad:
+        out -= 1
+    return max(0, (out - 1) * stride + kernel - padded)
 
 
 def _flatten(tf, x):

@@ -30,7 +30,7 @@ def freeze(model: nn.Module, fmt: str, example: torch.Tensor | None = None) -> n
 
     Raises:
         ConversionError: a layer has no deployable form (input-dependent or spatial scales,
-            a binarized linear layer, grouped or dilated binary convs, a bias).
+            a binarized linear layer, grouped or dilated binary convs).
     """
     algorithm = getattr(model, "binarized_with", None)
     frozen = copy.deepcopy(model).eval()
@@ -53,8 +53,6 @@ def _frozen_layer(name: str, layer, algorithm: str | None, fmt: str) -> nn.Modul
     problems = []
     if layer.groups != 1 or tuple(layer.dilation) != (1, 1):
         problems.append("grouped or dilated binary convs are not supported")
-    if layer.bias is not None:
-        problems.append("a binary conv with a bias cannot fold into the following BatchNorm")
     if type(layer).output_scale is not BinarizedConv2d.output_scale:
         problems.append(f"{title} rescales the output by an input- or position-dependent factor")
     if problems:
@@ -76,7 +74,19 @@ def _frozen_layer(name: str, layer, algorithm: str | None, fmt: str) -> nn.Modul
             out.fixed_alpha = scale.detach().expand(layer.out_channels).clone().float()
         if threshold is not None:
             out.threshold = threshold.detach().clone().float()
+    if layer.bias is not None:  # SqueezeNet's convs keep their bias
+        return nn.Sequential(out, bias_as_batchnorm(layer.bias)).to(layer.weight.device)
     return out.to(layer.weight.device)
+
+
+def bias_as_batchnorm(bias: torch.Tensor) -> nn.BatchNorm2d:
+    """A conv's bias as an eval BatchNorm that computes exactly ``x + bias`` (unit weight and
+    variance, zero mean, eps 0): the affine form every binary emitter folds into a binary
+    conv's output (LCE's output bias, daBNN's Affine), where a bare add has no place."""
+    norm = nn.BatchNorm2d(len(bias), eps=0.0)
+    with torch.no_grad():
+        norm.bias.copy_(bias.detach().float())
+    return norm.eval()
 
 
 def _check_same(model: nn.Module, frozen: nn.Module, example: torch.Tensor, fmt: str) -> None:

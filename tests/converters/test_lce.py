@@ -148,3 +148,25 @@ def test_non_square_binary_kernels_convert_with_sign_parity(tmp_path):
     assert signs["min_sign_agreement"] > 0.99 and res.parity["ok"]
     with pytest.raises(ConversionError, match="kernel .*differs between height and width"):
         convert_model(f"{tmp_path / 'factorised.py'}:make", "dabnn", tmp_path / "out", binarize="bnn")
+
+
+@pytest.mark.parametrize("size", range(5, 18))
+@pytest.mark.parametrize(("kernel", "stride", "pad"), [(3, 2, 0), (2, 2, 0), (3, 2, 1), (3, 3, 1)])
+def test_ceil_mode_padding_gives_pytorchs_output_size(size, kernel, stride, pad):
+    from aiot.converters.lce_build import _ceil_extra
+
+    padded = size + 2 * pad
+    extra = _ceil_extra(padded, kernel, stride, pad)
+    valid = (padded + extra - kernel) // stride + 1
+    pool = torch.nn.MaxPool2d(kernel, stride, pad, ceil_mode=True)
+    assert valid == pool(torch.zeros(1, 1, size, size)).shape[-1]
+
+
+@pytest.mark.slow
+def test_binarized_squeezenet_converts(tmp_path):
+    """SqueezeNet's binary convs keep their bias (folded as an identity BatchNorm) and its
+    ceil_mode max pooling is padded at the end (both refused before)."""
+    _need_lce()
+    res = convert_model("squeezenet_mnist", "lce", tmp_path, binarize="bnn")
+    signs = read_sidecar(res.artifact)["parity"]["signs"]
+    assert res.parity["ok"] and len(signs["binary_layers"]) == 24 and signs["min_sign_agreement"] > 0.99

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.host.errors import AiotError, DeviceCommandError
+from aiot.host.fileio import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def archive_runtime(userland: Path, cache: Path, extras: tuple[str, ...] = ()) -
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / "runtime.tar.gz.part"
     tree_bytes, files = _write_archive(userland / "root", part)
-    digest = _sha256(part)
+    digest = sha256_file(part)
     final = folder / f"{RUNTIME_NAME}-{digest[:16]}.tar.gz"
     os.replace(part, final)
     facts = {"file": final.name, "sha256": digest, "size_bytes": final.stat().st_size,
@@ -194,14 +195,6 @@ def _write_archive(root: Path, out: Path) -> tuple[int, int]:
         info.size, info.mode = len(wrapper), 0o755
         tar.addfile(info, io.BytesIO(wrapper))
     return total + len(wrapper), files + 1
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def runtime_root(transport, archive: RuntimeArchive) -> str:

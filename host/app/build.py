@@ -29,6 +29,7 @@ from pathlib import Path
 
 import aiot
 from aiot.host.errors import AiotError, UsageError
+from aiot.host.fileio import sha256_file
 
 PACKAGE = "org.aiot.agent"
 INSTRUMENTATION = "org.aiot.agent.AgentInstrumentation"
@@ -170,7 +171,7 @@ def build(force: bool = False, progress=None) -> dict:
     meta = {"key": key, "path": str(apk), "package": PACKAGE, "instrumentation": INSTRUMENTATION,
             "component": COMPONENT, "version": aiot.__version__,
             "version_code": version_code(aiot.__version__), "min_sdk": MIN_SDK,
-            "target_sdk": TARGET_SDK, "sha256": file_sha256(apk), "size_bytes": apk.stat().st_size,
+            "target_sdk": TARGET_SDK, "sha256": sha256_file(apk), "size_bytes": apk.stat().st_size,
             "certificate_sha256": certificate, "keystore": str(keystore),
             "build_seconds": round(time.perf_counter() - started, 2),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -242,14 +243,6 @@ def manifest_facts(apk: Path) -> dict:
 
 def _qualify(package: str | None, name: str) -> str:
     return f"{package}{name}" if package and name.startswith(".") else name
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _step(progress, message: str) -> None:

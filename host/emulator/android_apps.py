@@ -106,8 +106,9 @@ def pm(phone: Phone, args: list[str]) -> int:
 
 
 def _pm_install(phone: Phone, args: list[str]) -> int:
-    from aiot.host.app.build import file_sha256, manifest_facts, verify_signature
+    from aiot.host.app.build import manifest_facts, verify_signature
     from aiot.host.errors import AiotError
+    from aiot.host.fileio import sha256_file
 
     flags = [a for a in args if a.startswith("-")]
     paths = [a for a in args if not a.startswith("-")]
@@ -145,7 +146,7 @@ def _pm_install(phone: Phone, args: list[str]) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(apk, target)
     packages[facts["package"]] = {**facts, "certificate_sha256": certificate,
-                                  "sha256": file_sha256(target), "path": f"/data/app/{facts['package']}/base.apk",
+                                  "sha256": sha256_file(target), "path": f"/data/app/{facts['package']}/base.apk",
                                   "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     phone.save(packages)
     _say("Success")

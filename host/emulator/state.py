@@ -28,6 +28,21 @@ def emulators_dir() -> Path:
     return state_dir() / "emulators"
 
 
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a process of another user counts; a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
 @dataclass
 class EmulatorState:
     """A started emulator."""
@@ -46,18 +61,7 @@ class EmulatorState:
 
     def alive(self) -> bool:
         """Whether the emulator's server process still runs."""
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        # A zombie child of ours counts as dead.
-        try:
-            with open(f"/proc/{self.pid}/stat") as fh:
-                return fh.read().split(") ", 1)[1][0] != "Z"
-        except OSError:
-            return True
+        return process_alive(self.pid)
 
     def terminate(self, grace_s: float = 3.0) -> None:
         """Stop the server and everything it forked, like a device that is switched off.

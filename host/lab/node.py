@@ -42,13 +42,9 @@ class NodeState:
     log: str
 
     def alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        from aiot.host.emulator.state import process_alive
+
+        return process_alive(self.pid)
 
 
 def ray_executable() -> str:

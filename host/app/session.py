@@ -35,6 +35,7 @@ class AppAgentSession(AgentSession):
                              f"{getattr(transport, 'kind', '?')}", "use --via shell for it")
         super().__init__(transport, staging, persistent=False)
         self.last: dict = {}
+        self._root_shared = False
         self._share(transport.workdir())  # the runtime too, once
 
     def _share(self, *paths: str) -> None:
@@ -49,7 +50,13 @@ class AppAgentSession(AgentSession):
     def _start_agent(self, argv: list[str], timeout: float | None, on_line) -> ShellResult:
         import posixpath
 
-        self._share(self.root, posixpath.join(self.transport.workdir(), "blobs"))  # new pushes
+        # The agent's tree once per session (it is deployed on first use), new pushes each time:
+        # a recursive chmod of the whole runtime per command would be paid on every run.
+        shared = [posixpath.join(self.transport.workdir(), "blobs")]
+        if not self._root_shared:
+            shared.insert(0, self.root)
+            self._root_shared = True
+        self._share(*shared)
         parser = StatusParser(on_line)
         command = instrument_argv(encode_spec(argv, self.env, self.root, timeout))
         try:

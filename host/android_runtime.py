@@ -67,6 +67,17 @@ _PRUNE = (
 _KEEP_DIRS = ("lib/", "usr/bin/python3.11", "usr/lib/python3.11/", "usr/lib/python3/dist-packages/",
               "usr/lib/aarch64-linux-gnu/")
 
+#: Inside the tree: glibc's loader, the directories it searches, CPython. ``bin/python3``
+#: below starts the three from the shell; the Android app starts them itself
+#: (:mod:`aiot.host.app.runtime`), the loader from the APK's native-library dir.
+LOADER = "lib/ld-linux-aarch64.so.1"
+LIBRARY_DIRS = ("lib/aarch64-linux-gnu", "usr/lib/aarch64-linux-gnu")
+INTERPRETER = "usr/bin/python3.11"
+#: What ``bin/python3`` clears and sets for CPython (HOME and TMPDIR aside: where they go
+#: depends on who starts it).
+CLEARED_ENV = ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME")
+FIXED_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONUTF8": "1", "LANG": "C.UTF-8"}
+
 #: ``bin/python3`` of the tree: the tree's own loader runs its CPython, from wherever it lies.
 WRAPPER = """#!/system/bin/sh
 # aiot's aarch64 runtime: glibc's loader from this tree runs this tree's CPython (Android has
@@ -195,6 +206,15 @@ def _write_archive(root: Path, out: Path) -> tuple[int, int]:
         info.size, info.mode = len(wrapper), 0o755
         tar.addfile(info, io.BytesIO(wrapper))
     return total + len(wrapper), files + 1
+
+
+def tree_id(python: str) -> str | None:
+    """The tree's id (its folder: the archive hash's first 16 digits) when ``python`` is this
+    runtime's ``bin/python3`` on a device, else None (the device has a Python of its own)."""
+    parts = python.split("/")
+    if len(parts) >= 4 and parts[-4] == RUNTIME_NAME and parts[-2:] == ["bin", "python3"]:
+        return parts[-3]
+    return None
 
 
 def runtime_root(transport, archive: RuntimeArchive) -> str:

@@ -289,7 +289,12 @@ class Workspace:
             if device not in self._app_sessions:
                 from aiot.host.app.session import AppAgentSession
 
-                self._app_sessions[device] = AppAgentSession(open_transport(device))
+                transport = open_transport(device)
+                try:
+                    self._app_sessions[device] = AppAgentSession(transport)
+                except BaseException:
+                    transport.close()  # not installed, runtime not staged: no link left open
+                    raise
             return self._app_sessions[device]
         if device not in self._sessions:
             self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)

@@ -2,8 +2,9 @@
 
 The steps (tool by tool, see ``../shared/notes/devinfra.md`` §5):
 
-1. ``aapt2 link`` the manifest against the framework resources (API 29) into an APK without
-   code, with aiot's version as versionName, minSdk 21 and targetSdk 29;
+1. ``aapt2 link --debug-mode`` the manifest against the framework resources (API 29) into an
+   APK without code, with aiot's version as versionName, minSdk 21 and targetSdk 29
+   (debuggable, so the host may ``run-as`` the app to stage the runtime in its files);
 2. ``javac -source 8 -target 8 -bootclasspath android.jar``: against API 23's own ``java.*``,
    so a Java API newer than Android 6 fails here, not on a phone;
 3. ``dx --min-sdk-version=21`` into ``classes.dex``, added to the APK;
@@ -13,6 +14,12 @@ The steps (tool by tool, see ``../shared/notes/devinfra.md`` §5):
 The result lies in ``<cache>/app/`` with ``app.json`` (version, sha256, package, component),
 which ``aiot app info`` and ``aiot app install`` read. A build is reused while the sources,
 the jars and aiot's version are the same.
+
+A phone's APK is that build plus one native library, ``lib/arm64-v8a/libaiot_ld_<tree>.so``:
+the glibc loader of the aiot runtime set up on that phone (:func:`build_for_runtime`), which
+Android extracts into the app's native-library dir, the one place an app targeting API 29+
+may execute a file from (see :mod:`aiot.host.app.runtime`). It is sealed (zipalign, signed)
+again with the same key, under ``<cache>/app/runtime-<tree>/``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ PACKAGE = "org.aiot.agent"
 INSTRUMENTATION = "org.aiot.agent.AgentInstrumentation"
 COMPONENT = f"{PACKAGE}/{INSTRUMENTATION}"
 MIN_SDK, TARGET_SDK = 21, 29
+#: Bump when how the APK is built changes without its sources changing.
+BUILD_LAYOUT = 2
+#: Where a native library goes in the APK: Android extracts ``lib/<abi>/lib*.so`` on install.
+NATIVE_ABI = "arm64-v8a"
 #: The debug key: a password in the clear is fine for a key that only identifies this cache's
 #: builds (Android needs some signature; nothing is published with it).
 KEY_ALIAS, KEY_PASS = "aiotdebug", "android"
@@ -83,7 +94,7 @@ def version_code(version: str) -> int:
 
 def source_key(folder: Path, jars: tuple[Path, Path]) -> str:
     """Hash of what an APK is built from: sources, manifest, jars' sizes, aiot's version."""
-    digest = hashlib.sha256(aiot.__version__.encode())
+    digest = hashlib.sha256(f"{aiot.__version__}:{BUILD_LAYOUT}".encode())
     for path in [folder / "AndroidManifest.xml", *java_sources(folder)]:
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     for jar in jars:
@@ -129,18 +140,19 @@ def build(force: bool = False, progress=None) -> dict:
     sdk = find_sdk(progress)
     key = source_key(folder, (sdk.android_jar, sdk.dx_jar))
     meta = read_metadata()
-    if meta and meta.get("key") == key and not force:
+    if meta and meta.get("key") == key and Path(meta.get("unsigned", "")).is_file() and not force:
         return {**meta, "reused": True}
     started = time.perf_counter()
     out = app_dir()
     keystore = ensure_keystore(sdk, out / "debug.keystore")
     apk = out / f"aiot-agent-{aiot.__version__}-{key[:8]}.apk"
+    unsigned = out / f"aiot-agent-{aiot.__version__}-{key[:8]}.unsigned.apk"
     with tempfile.TemporaryDirectory(dir=out, prefix="build-") as tmp:
         work = Path(tmp)
         _step(progress, "aapt2 link")
         unaligned = work / "unaligned.apk"
         _run([sdk.aapt2, "link", "-o", str(unaligned), "-I", str(sdk.framework_res),
-              "--manifest", str(folder / "AndroidManifest.xml"),
+              "--manifest", str(folder / "AndroidManifest.xml"), "--debug-mode",
               "--min-sdk-version", str(MIN_SDK), "--target-sdk-version", str(TARGET_SDK),
               "--version-code", str(version_code(aiot.__version__)),
               "--version-name", aiot.__version__], "aapt2 link")
@@ -155,30 +167,104 @@ def build(force: bool = False, progress=None) -> dict:
               f"--min-sdk-version={MIN_SDK}", f"--output={dex}", str(classes)], "dx")
         with zipfile.ZipFile(unaligned, "a", compression=zipfile.ZIP_DEFLATED) as zf:
             zf.write(dex, "classes.dex")
-        _step(progress, "zipalign")
-        aligned = work / "aligned.apk"
-        _run([sdk.zipalign, "-f", "-p", "4", str(unaligned), str(aligned)], "zipalign")
-        _step(progress, "apksigner sign")
-        signed = work / "signed.apk"
-        _run([sdk.apksigner, "sign", "--v4-signing-enabled", "false", "--ks", str(keystore),
-              "--ks-pass", f"pass:{KEY_PASS}", "--ks-key-alias", KEY_ALIAS, "--key-pass",
-              f"pass:{KEY_PASS}", "--out", str(signed), str(aligned)], "apksigner sign")
-        certificate = verify_signature(signed, sdk.apksigner)
-        signed.replace(apk)
-    for old in out.glob("aiot-agent-*.apk"):
-        if old != apk:
+        shutil.copyfile(unaligned, unsigned)  # what a phone's APK adds its loader to
+        certificate = _seal(sdk, keystore, unaligned, work, apk, progress)
+    for old in [*out.glob("aiot-agent-*.apk")]:
+        if old not in (apk, unsigned):
             old.unlink(missing_ok=True)
-    meta = {"key": key, "path": str(apk), "package": PACKAGE, "instrumentation": INSTRUMENTATION,
+    meta = {"key": key, "path": str(apk), "unsigned": str(unsigned), "package": PACKAGE,
+            "instrumentation": INSTRUMENTATION,
             "component": COMPONENT, "version": aiot.__version__,
             "version_code": version_code(aiot.__version__), "min_sdk": MIN_SDK,
             "target_sdk": TARGET_SDK, "sha256": sha256_file(apk), "size_bytes": apk.stat().st_size,
             "certificate_sha256": certificate, "keystore": str(keystore),
             "build_seconds": round(time.perf_counter() - started, 2),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    part = metadata_path().with_suffix(".part")
-    part.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    part.replace(metadata_path())
+    _write_metadata(metadata_path(), meta)
     return {**meta, "reused": False}
+
+
+def runtime_metadata_path(tree: str) -> Path:
+    return app_dir() / f"runtime-{tree}" / "app.json"
+
+
+def read_runtime_metadata(tree: str) -> dict | None:
+    """The facts of the APK built for runtime ``tree``, or None (none built, or it is gone)."""
+    try:
+        meta = json.loads(runtime_metadata_path(tree).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if Path(meta.get("path", "")).is_file() else None
+
+
+def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
+    """The APK for a phone whose aiot runtime is ``tree``: the app build plus ``loader`` (that
+    runtime's glibc loader) as ``lib/arm64-v8a/libaiot_ld_<tree>.so``, signed with the same key.
+    Reused while the app build and the loader are the same.
+
+    Raises:
+        SdkError, AppBuildError: as :func:`build`.
+    """
+    from aiot.host.app.runtime import loader_name
+    from aiot.host.app.sdk import find_sdk
+
+    base = build(progress=progress)
+    loader_sha = sha256_file(loader)
+    key = hashlib.sha256(f"{base['key']}:{loader_sha}".encode()).hexdigest()[:16]
+    meta_path = runtime_metadata_path(tree)
+    meta = read_runtime_metadata(tree)
+    if meta and meta.get("key") == key:
+        return {**meta, "reused": True}
+    started = time.perf_counter()
+    sdk = find_sdk(progress)
+    out = meta_path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    apk = out / f"aiot-agent-{aiot.__version__}-{key[:8]}.apk"
+    library = f"lib/{NATIVE_ABI}/{loader_name(tree)}"
+    with tempfile.TemporaryDirectory(dir=out, prefix="build-") as tmp:
+        work = Path(tmp)
+        unaligned = work / "unaligned.apk"
+        shutil.copyfile(base["unsigned"], unaligned)
+        _step(progress, f"adding {library}")
+        with zipfile.ZipFile(unaligned, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+            info = zipfile.ZipInfo(library, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o755 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, loader.read_bytes())
+        certificate = _seal(sdk, Path(base["keystore"]), unaligned, work, apk, progress)
+    for old in out.glob("aiot-agent-*.apk"):
+        if old != apk:
+            old.unlink(missing_ok=True)
+    meta = {**{k: base[k] for k in ("package", "instrumentation", "component", "version",
+                                     "version_code", "min_sdk", "target_sdk", "keystore")},
+            "key": key, "base_key": base["key"], "base_sha256": base["sha256"], "path": str(apk),
+            "runtime_tree": tree, "native_library": library, "loader_sha256": loader_sha,
+            "sha256": sha256_file(apk), "size_bytes": apk.stat().st_size,
+            "certificate_sha256": certificate, "build_seconds": round(time.perf_counter() - started, 2),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _write_metadata(meta_path, meta)
+    return {**meta, "reused": False}
+
+
+def _seal(sdk, keystore: Path, unaligned: Path, work: Path, apk: Path, progress) -> str:
+    """zipalign and sign ``unaligned`` into ``apk``; returns the signer certificate's SHA-256."""
+    _step(progress, "zipalign")
+    aligned = work / "aligned.apk"
+    _run([sdk.zipalign, "-f", "-p", "4", str(unaligned), str(aligned)], "zipalign")
+    _step(progress, "apksigner sign")
+    signed = work / "signed.apk"
+    _run([sdk.apksigner, "sign", "--v4-signing-enabled", "false", "--ks", str(keystore),
+          "--ks-pass", f"pass:{KEY_PASS}", "--ks-key-alias", KEY_ALIAS, "--key-pass",
+          f"pass:{KEY_PASS}", "--out", str(signed), str(aligned)], "apksigner sign")
+    certificate = verify_signature(signed, sdk.apksigner)
+    signed.replace(apk)
+    return certificate
+
+
+def _write_metadata(path: Path, meta: dict) -> None:
+    from aiot.host.fileio import write_text_atomic
+
+    write_text_atomic(path, json.dumps(meta, indent=2) + "\n")
 
 
 def ensure_keystore(sdk, keystore: Path) -> Path:
@@ -214,14 +300,16 @@ def verify_signature(apk: Path, apksigner: str | None = None) -> str:
 
 
 def manifest_facts(apk: Path) -> dict:
-    """Package, version and instrumentation classes the APK's manifest declares (aapt2)."""
+    """Package, version, instrumentation classes and the application's debuggable and
+    extractNativeLibs flags the APK's manifest declares (aapt2)."""
     from aiot.host.app.sdk import tool
 
     done = subprocess.run([tool("aapt2"), "dump", "xmltree", "--file", "AndroidManifest.xml", str(apk)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise AppBuildError(f"{apk.name} has no readable manifest: {_last_line(done)}")
-    facts: dict = {"instrumentation": [], "package": None, "version_name": None}
+    facts: dict = {"instrumentation": [], "package": None, "version_name": None,
+                   "debuggable": False, "extract_native_libs": True}
     element = None
     for raw in done.stdout.splitlines():
         line = raw.strip()
@@ -237,6 +325,10 @@ def manifest_facts(apk: Path) -> dict:
                 facts["version_name"] = value
             elif element == "instrumentation" and name.endswith(":name"):
                 facts["instrumentation"].append(value)
+            elif element == "application" and name.endswith(":debuggable"):
+                facts["debuggable"] = value == "true"
+            elif element == "application" and name.endswith(":extractNativeLibs"):
+                facts["extract_native_libs"] = value != "false"
     facts["instrumentation"] = [_qualify(facts["package"], n) for n in facts["instrumentation"]]
     return facts
 

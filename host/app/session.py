@@ -5,6 +5,11 @@ app's :data:`~aiot.host.app.build.COMPONENT`, whose core starts the same ``pytho
 device_agent ...`` command the shell path runs (same runtime, cwd and environment) inside
 the app's process context, and relays its lines back as instrumentation status. There is no
 long-lived session (am cannot feed the agent's stdin), so each command is one agent process.
+
+On a phone with aiot's runtime, the app does not execute it from ``/data/local/tmp`` (Android
+10+ forbids apps that): the session copies the tree into the app's files once (``run-as``) and
+asks the app to start the loader it carries in its native-library dir
+(:mod:`aiot.host.app.runtime`).
 """
 
 from __future__ import annotations
@@ -34,9 +39,14 @@ class AppAgentSession(AgentSession):
             raise UsageError(f"--via app needs an Android device over ADB; '{transport.name}' is "
                              f"{getattr(transport, 'kind', '?')}", "use --via shell for it")
         super().__init__(transport, staging, persistent=False)
+        from aiot.host.app import runtime as app_runtime
+
         self.last: dict = {}
         self._root_shared = False
         self._share(transport.workdir())  # the runtime too, once
+        self.runtime = app_runtime.for_device(transport)
+        if self.runtime is not None:
+            app_runtime.stage(transport, self.runtime)
 
     def _share(self, *paths: str) -> None:
         """Let the app's user read what the shell user pushed (the app runs as its own uid):
@@ -58,7 +68,10 @@ class AppAgentSession(AgentSession):
             self._root_shared = True
         self._share(*shared)
         parser = StatusParser(on_line)
-        command = instrument_argv(encode_spec(argv, self.env, self.root, timeout))
+        env = self.env
+        if self.runtime is not None and argv and argv[0] == self.runtime.python:
+            argv, env = self.runtime.command(argv, self.env)
+        command = instrument_argv(encode_spec(argv, env, self.root, timeout))
         try:
             done = self.transport.shell(command, timeout=timeout + START_SLACK_S if timeout else None,
                                         on_line=parser.feed)
@@ -82,10 +95,13 @@ class AppAgentSession(AgentSession):
             raise AppError(f"am instrument on {self.transport.name} gave no result: {last[:300]}",
                            f"is the app installed? run: aiot app install {self.transport.name}")
         if outcome["reason"] == "start failed":
+            hint = ("Android 10+ lets apps execute only files of their own (see android_app/README.md); "
+                    "--via shell works on this phone")
+            if self.runtime is not None:
+                hint = (f"the installed app may carry another runtime's loader: aiot app install "
+                        f"{self.transport.name}")
             raise AppError(f"the aiot app on {self.transport.name} cannot start the runtime: "
-                           f"{outcome['detail']}",
-                           "Android 10+ lets apps execute only files of their own (see "
-                           "android_app/README.md); --via shell works on this phone")
+                           f"{outcome['detail']}", hint)
         if outcome["reason"] in ("timeout", "host disconnected", "stopped"):
             raise AgentError(f"the agent under the app on {self.transport.name} was ended: "
                              f"{outcome['reason']}" + (f" ({outcome['detail']})" if outcome['detail'] else ""))
@@ -94,9 +110,13 @@ class AppAgentSession(AgentSession):
 
     def provenance(self) -> dict:
         """What a record keeps about the app that started its agent."""
-        from aiot.host.app.build import COMPONENT, read_metadata
+        from aiot.host.app.build import COMPONENT, read_metadata, read_runtime_metadata
+        from aiot.host.app.runtime import loader_name
 
-        meta = read_metadata() or {}
+        tree = self.runtime.tree if self.runtime else None
+        meta = (read_runtime_metadata(tree) if tree else read_metadata()) or {}
         keep = ("cpuset", "cgroup", "foreground", "app_version", "emulated")
-        return {"component": COMPONENT, "apk_sha256": meta.get("sha256"),
+        started = ({"loader": f"native_lib_dir/{loader_name(tree)}", "tree": f"app files/{tree}"}
+                   if tree else {"program": "as the shell path"})
+        return {"component": COMPONENT, "apk_sha256": meta.get("sha256"), "runtime_start": started,
                 **{k: self.last.get(k) for k in keep}}

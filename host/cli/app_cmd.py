@@ -54,9 +54,11 @@ def install_command(
     device: Annotated[str, typer.Argument(help="An Android device (aiot devices list).")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Install the APK on DEVICE with pm install (builds it first if needed)."""
-    from aiot.host.app.build import build
-    from aiot.host.app.instrument import install
+    """Install the APK on DEVICE with pm install (builds it first if needed).
+
+    On a phone set up with aiot's runtime, the APK carries that runtime's loader (the one file
+    an Android 10+ app may execute) and the runtime is copied into the app's files."""
+    from aiot.host.app.runtime import install_app
     from aiot.host.cli._output import message, print_json, spinner
     from aiot.host.devices import open_transport
     from aiot.host.errors import UsageError
@@ -67,12 +69,13 @@ def install_command(
             raise UsageError(f"'{transport.name}' is not an Android device ({transport.kind})",
                              "the app installs on devices reached over ADB")
         with spinner(f"installing the aiot app on {transport.name}…") as status:
-            meta = build(progress=lambda step: status.update(f"{step}…"))
-            done = install(transport, meta)
+            done = install_app(transport, progress=lambda step: status.update(f"{step}…"))
     finally:
         transport.close()
     if as_json:
         print_json(done)
     else:
-        message(f"aiot app {done['version']} installed on {done['device']} ({done['pm']}); "
+        carries = (f", carrying runtime {done['runtime_tree']}'s loader" if done.get("runtime_tree")
+                   else "")
+        message(f"aiot app {done['version']} installed on {done['device']} ({done['pm']}){carries}; "
                 f"measure through it with --via app")

@@ -14,6 +14,17 @@ on the host side of the emulator (the phone's own root has no Java and no packag
   with ``aiot_emulated=1``: no app process, cgroup, cpuset or foreground activity exists here,
   so the record says emulation, and the timings mean nothing for a phone.
 * ``am force-stop PACKAGE`` kills the agent an instrumentation started.
+* ``run-as PACKAGE COMMAND...`` runs a command in the app's data dir, for a debuggable app only
+  (``run-as: package not debuggable``), as Android's ``run-as`` does.
+
+Installing extracts the APK's ``lib/arm64-v8a/lib*.so`` into the app's native-library dir
+(``/data/app/PACKAGE/lib/arm64``) and makes its data dir (``/data/user/0/PACKAGE`` with
+``files/`` and ``cache/``). An instrumentation's spec gets the app's folders filled in as the
+app's ``RunSpec.expand`` does, and the SELinux rules an app targeting API 29+ lives under are
+checked before its command starts (:func:`policy_denial`): it may execute only files from its
+native-library dir or the system, and may not map executable code from ``/data/local/tmp``.
+The phone's processes all run as one user under qemu, so those rules are checked here, by
+path, not enforced by a kernel: this is a model of the phone's policy, not the policy itself.
 
 Run by adbd as ``python -m aiot.host.emulator.android_apps --root ROOT --enter SCRIPT COMMAND``.
 """
@@ -32,7 +43,14 @@ import threading
 import time
 from pathlib import Path
 
-COMMANDS = ("pm", "am")
+COMMANDS = ("pm", "am", "run-as")
+#: The app's native-library dir, its data dir (relative to the phone's root, per package).
+NATIVE_LIB_DIR, DATA_DIR = "/data/app/{package}/lib/arm64", "/data/user/0/{package}"
+#: Where ``adb push`` and the shell path put files: readable by apps, never executable by them.
+SHELL_DATA = "/data/local/tmp"
+#: Where an app may execute files from besides its own native-library dir (``/bin`` is a
+#: link to ``/system/bin`` since Android 10).
+SYSTEM_DIRS = ("/system/", "/apex/", "/vendor/", "/product/", "/bin/")
 CHUNK = 16000  # as the app's StatusLines.CHUNK
 
 
@@ -99,6 +117,7 @@ def pm(phone: Phone, args: list[str]) -> int:
             return 1
         phone.save(packages)
         shutil.rmtree(phone.host_path(f"/data/app/{args[1]}"), ignore_errors=True)
+        shutil.rmtree(phone.host_path(DATA_DIR.format(package=args[1])), ignore_errors=True)
         _say("Success")
         return 0
     _say(f"Error: unknown or unsupported pm command: {' '.join(args)} (aiot emulated phone)", sys.stderr)
@@ -142,15 +161,64 @@ def _pm_install(phone: Phone, args: list[str]) -> int:
         _say(f"Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package {facts['package']} signatures "
              "do not match previously installed version; ignoring!]")
         return 1
-    target = phone.host_path(f"/data/app/{facts['package']}/base.apk")
+    package = facts["package"]
+    target = phone.host_path(f"/data/app/{package}/base.apk")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(apk, target)
-    packages[facts["package"]] = {**facts, "certificate_sha256": certificate,
-                                  "sha256": sha256_file(target), "path": f"/data/app/{facts['package']}/base.apk",
-                                  "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    libraries = _extract_native_libs(phone, target, package) if facts["extract_native_libs"] else []
+    data = phone.host_path(DATA_DIR.format(package=package))
+    for folder in ("files", "cache"):  # kept across updates, as Android keeps app data
+        (data / folder).mkdir(parents=True, exist_ok=True)
+    packages[package] = {**facts, "certificate_sha256": certificate,
+                         "sha256": sha256_file(target), "path": f"/data/app/{package}/base.apk",
+                         "native_library_dir": NATIVE_LIB_DIR.format(package=package),
+                         "native_libraries": libraries, "data_dir": DATA_DIR.format(package=package),
+                         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     phone.save(packages)
     _say("Success")
     return 0
+
+
+def _extract_native_libs(phone: Phone, apk: Path, package: str) -> list[str]:
+    """``lib/arm64-v8a/lib*.so`` of the APK into the native-library dir (mode 755, as the
+    package manager leaves them); returns their names."""
+    import zipfile
+
+    folder = phone.host_path(NATIVE_LIB_DIR.format(package=package))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    names = []
+    with zipfile.ZipFile(apk) as zf:
+        for item in zf.infolist():
+            directory, _, name = item.filename.rpartition("/")
+            if directory == "lib/arm64-v8a" and name.startswith("lib") and name.endswith(".so"):
+                (folder / name).write_bytes(zf.read(item))
+                (folder / name).chmod(0o755)
+                names.append(name)
+    return sorted(names)
+
+
+# -- run-as ------------------------------------------------------------------------------------
+
+def run_as(phone: Phone, args: list[str]) -> int:
+    """``run-as PACKAGE COMMAND...``: the command in the app's data dir (debuggable apps only)."""
+    from aiot.host.transports.quoting import build_command
+
+    if not args:
+        _say("run-as: usage: run-as <package-name> [--user <uid>] <command> [<args>]", sys.stderr)
+        return 1
+    package, command = args[0], args[1:]
+    if command[:1] == ["--user"]:
+        command = command[2:]
+    facts = phone.packages().get(package)
+    if facts is None:
+        _say(f"run-as: unknown package: {package}", sys.stderr)
+        return 1
+    if not facts.get("debuggable"):
+        _say(f"run-as: package not debuggable: {package}", sys.stderr)
+        return 1
+    line = build_command(command or ["/system/bin/sh"], cwd=facts["data_dir"])
+    return subprocess.run([str(phone.enter), line], check=False).returncode
 
 
 # -- am ----------------------------------------------------------------------------------------
@@ -205,14 +273,80 @@ def _am_instrument(phone: Phone, args: list[str]) -> int:
               "aiot_cpuset": "emulated phone: no cpuset", "aiot_cgroup": "emulated phone: no cgroups",
               "aiot_foreground": "0"}
     try:
-        spec = decode_spec(extras["spec"])
+        spec = expand(decode_spec(extras["spec"]), _app_dirs(packages[package]))
         argv, timeout_ms = spec["argv"], spec.get("timeout_ms") or 30 * 60 * 1000
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         _finish({**result, "aiot_error": f"IllegalArgumentException: bad or missing spec ({exc})"}, 0)
         return 0
-    result.update(_run_child(phone, package, argv, spec.get("env") or {}, spec.get("cwd"), timeout_ms))
+    denied = policy_denial(argv, packages[package])
+    if denied is not None:
+        result.update(denied)
+    else:
+        result.update(_run_child(phone, package, argv, spec["env"], spec.get("cwd"), timeout_ms))
     _finish(result, -1)
     return 0
+
+
+def _app_dirs(facts: dict) -> dict[str, str]:
+    data = facts.get("data_dir") or DATA_DIR.format(package=facts["package"])
+    return {"native_lib_dir": facts.get("native_library_dir") or NATIVE_LIB_DIR.format(package=facts["package"]),
+            "files_dir": f"{data}/files", "cache_dir": f"{data}/cache"}
+
+
+def expand(spec: dict, dirs: dict[str, str]) -> dict:
+    """The spec as the app's ``RunSpec.expand`` and ``withAppDirs`` leave it: ``{name}``
+    placeholders filled in, null env values dropped (the phone's shell sets none of them),
+    HOME and TMPDIR in the app's files and cache dirs unless the spec set them."""
+    def fill(text: str) -> str:
+        for name, value in dirs.items():
+            text = text.replace("{" + name + "}", value)
+        return text
+
+    env = {name: fill(value) for name, value in (spec.get("env") or {}).items() if value is not None}
+    env.setdefault("TMPDIR", dirs["cache_dir"])
+    env.setdefault("HOME", dirs["files_dir"])
+    cwd = spec.get("cwd")
+    return {**spec, "argv": [fill(a) for a in spec["argv"]], "env": env,
+            "cwd": fill(cwd) if cwd else cwd}
+
+
+def policy_denial(argv: list[str], facts: dict) -> dict | None:
+    """What the phone would answer, as a result bundle, where SELinux stops an app targeting
+    API 29+ from starting ``argv``; None where it may. An app may ``exec()`` only files of its
+    native-library dir or the system (``error=13`` from ProcessBuilder otherwise), and a glibc
+    loader it starts may not map a program or library from ``/data/local/tmp`` (apps have
+    read-only access to ``shell_data_file``: the loader then fails to map it and exits 127)."""
+    program = argv[0]
+    allowed = (facts.get("native_library_dir", "\0") + "/", *SYSTEM_DIRS)
+    if not os.path.normpath(program).startswith(allowed):
+        detail = f'Cannot run program "{program}": error=13, Permission denied (emulated SELinux: ' \
+                 f"an app targeting API {facts.get('target_sdk', 29)} executes only its native libraries)"
+        return {"aiot_reason": "start failed", "aiot_exit": "null", "aiot_lines": "0",
+                "aiot_detail": _one_line(detail), "aiot_stderr": ""}
+    for path in _loader_maps(argv):
+        if os.path.normpath(path).startswith(SHELL_DATA + "/"):
+            stderr = (f"{program}: error while loading {path}: failed to map segment from shared "
+                      f"object: Permission denied (emulated SELinux: apps may not map executable "
+                      f"code from {SHELL_DATA})")
+            return {"aiot_reason": "exited", "aiot_exit": "127", "aiot_lines": "0",
+                    "aiot_detail": "None", "aiot_stderr": _one_line(stderr)}
+    return None
+
+
+def _loader_maps(argv: list[str]) -> list[str]:
+    """What a glibc loader run as ``argv`` maps executable: its --library-path dirs and the
+    program (the first argument after its options); nothing for a program that is no loader."""
+    if len(argv) < 2 or not argv[1].startswith("--"):
+        return []
+    maps, i = [], 1
+    while i < len(argv) and argv[i].startswith("--"):
+        if argv[i] in ("--library-path", "--preload", "--argv0", "--audit") and i + 1 < len(argv):
+            if argv[i] != "--argv0":
+                maps += [p for p in argv[i + 1].split(":") if p]
+            i += 2
+        else:
+            i += 1
+    return maps + argv[i:i + 1]
 
 
 def _run_child(phone: Phone, package: str, argv: list[str], env: dict, cwd: str | None,
@@ -300,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     words = shlex.split(args.command)
     phone = Phone(args.root, args.enter)
-    return (pm if words[0] == "pm" else am)(phone, words[1:])
+    return {"pm": pm, "am": am, "run-as": run_as}[words[0]](phone, words[1:])
 
 
 if __name__ == "__main__":

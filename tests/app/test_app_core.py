@@ -13,7 +13,7 @@ from tests.app.conftest import need_tools
 
 ROOT = source_root() / "android_app"
 CASES = ("relay", "env_cwd", "many_lines", "timeout", "disconnect", "stop", "start_failed", "spec",
-         "bad_spec", "chunks")
+         "bad_spec", "chunks", "placeholders", "env_unset")
 
 
 @pytest.fixture(scope="module")

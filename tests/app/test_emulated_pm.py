@@ -106,3 +106,62 @@ def test_am_instrument_prints_the_apps_status_lines(phone, apk):
     for line in bad.stdout.splitlines():
         parser.feed(line)
     assert "bad or missing spec" in parser.outcome()["error"]
+
+
+def test_a_phones_apk_carries_its_runtimes_loader(phone, apk, tmp_path):
+    """build_for_runtime: the app plus lib/arm64-v8a/libaiot_ld_<tree>.so, signed with the same
+    key, reused while nothing changed; pm install extracts it into the native-library dir."""
+    import json
+
+    from aiot.host.app.build import build_for_runtime, manifest_facts, verify_signature
+
+    loader = tmp_path / "ld.so"
+    loader.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(11) + (183).to_bytes(2, "little") + b"loader" * 100)
+    meta = build_for_runtime(loader, "0123456789abcdef")
+    path = Path(meta["path"])
+    assert meta["native_library"] == "lib/arm64-v8a/libaiot_ld_0123456789abcdef.so" and not meta["reused"]
+    with zipfile.ZipFile(path) as zf:
+        assert zf.read(meta["native_library"]) == loader.read_bytes()
+        assert "classes.dex" in zf.namelist()
+    assert verify_signature(path) == meta["certificate_sha256"]
+    facts = manifest_facts(path)
+    assert facts["debuggable"] is True and facts["extract_native_libs"] is True  # run-as; extracted
+    assert build_for_runtime(loader, "0123456789abcdef")["reused"] is True
+    loader.write_bytes(loader.read_bytes() + b"other build")
+    rebuilt = build_for_runtime(loader, "0123456789abcdef")
+    assert not rebuilt["reused"] and rebuilt["sha256"] != meta["sha256"] and not path.exists()
+
+    assert _apps(phone, ["pm", "install", _place(phone, Path(rebuilt["path"]), "r.apk")]).stdout.strip() == "Success"
+    extracted = phone / "root" / "data" / "app" / "org.aiot.agent" / "lib" / "arm64" / "libaiot_ld_0123456789abcdef.so"
+    assert extracted.read_bytes() == loader.read_bytes() and extracted.stat().st_mode & 0o111
+    assert (phone / "root" / "data" / "user" / "0" / "org.aiot.agent" / "files").is_dir()
+    state = json.loads((phone / "packages.json").read_text())["org.aiot.agent"]
+    assert state["native_libraries"] == ["libaiot_ld_0123456789abcdef.so"]
+    # Installing the plain app (no loader) over it leaves no stale loader behind.
+    assert _apps(phone, ["pm", "install", "-r", _place(phone, apk, "a.apk")]).stdout.strip() == "Success"
+    assert not extracted.exists()
+
+
+def test_run_as_only_for_an_installed_debuggable_app(phone, apk):
+    import json
+
+    unknown = _apps(phone, ["run-as", "org.aiot.agent", "pwd"])
+    assert unknown.returncode == 1 and unknown.stderr.strip() == "run-as: unknown package: org.aiot.agent"
+    _apps(phone, ["pm", "install", _place(phone, apk, "a.apk")])
+    state_file = phone / "packages.json"
+    state = json.loads(state_file.read_text())
+    state["org.aiot.agent"]["debuggable"] = False  # as a release build would be
+    state_file.write_text(json.dumps(state))
+    refused = _apps(phone, ["run-as", "org.aiot.agent", "pwd"])
+    assert refused.returncode == 1 and "package not debuggable: org.aiot.agent" in refused.stderr
+
+
+def test_am_instrument_refuses_what_selinux_refuses_an_app(phone, apk):
+    _apps(phone, ["pm", "install", _place(phone, apk, "a.apk")])
+    spec = encode_spec(["/data/local/tmp/aiot/runtime/x/bin/python3", "-c", "1"], {}, None, 30)
+    parser = StatusParser(lambda line: None)
+    for line in _apps(phone, instrument_argv(spec)).stdout.splitlines():
+        parser.feed(line)
+    outcome = parser.outcome()
+    assert outcome["reason"] == "start failed" and "error=13, Permission denied" in outcome["detail"]
+    assert outcome["exit"] is None

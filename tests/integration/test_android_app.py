@@ -54,8 +54,16 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
 
         installed = cli.json("app", "install", "app-phone")
         assert installed["pm"] == "Success" and installed["version"] == "0.1.0"
+        # The APK carries the phone runtime's loader; the tree went into the app's own files.
+        tree = installed["runtime_tree"]
+        assert installed["native_library"] == f"lib/arm64-v8a/libaiot_ld_{tree}.so"
+        assert installed["runtime_copied"] is True
+        assert cli.json("app", "install", "app-phone")["runtime_copied"] is False  # once per tree
         transport = _transport("app-phone")
         try:
+            assert transport.exists(f"/data/app/org.aiot.agent/lib/arm64/libaiot_ld_{tree}.so")
+            assert transport.exists(f"/data/user/0/org.aiot.agent/files/aiot-runtime/{tree}/.complete")
+            _check_policy(transport, tree)
             listed = transport.shell(["pm", "list", "instrumentation"], timeout=60).stdout
             assert "instrumentation:org.aiot.agent/.AgentInstrumentation (target=org.aiot.agent)" in listed
             # An APK without a signature is refused, as a phone refuses it.
@@ -79,6 +87,8 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
                 assert app["emulated"] is True and app["app_version"] == "0.1.0"
                 assert app["apk_sha256"] == installed["sha256"] and "emulated" in app["cpuset"]
                 assert prov["agent_process"] == "one-shot"
+                assert app["runtime_start"] == {"loader": f"native_lib_dir/libaiot_ld_{tree}.so",
+                                                "tree": f"app files/{tree}"}
             assert r["validity"] == "INVALID"  # qemu's timings either way
 
         sweep = records[0]["sweep_id"]
@@ -92,6 +102,34 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
         assert "via=app" in table and "via=shell" in table and "tiny_cnn · tflite · 2t @ app-phone" in table
     finally:
         stop_emulators("app-phone")
+
+
+def _instrument(transport, argv: list[str], env: dict | None = None) -> dict:
+    from aiot.host.app.instrument import StatusParser, encode_spec, instrument_argv
+
+    parser = StatusParser(lambda line: None)
+    transport.shell(instrument_argv(encode_spec(argv, env, "/", 120)), timeout=180, on_line=parser.feed)
+    return parser.outcome()
+
+
+def _check_policy(transport, tree: str) -> None:
+    """What an Android 10+ app may not do, the emulated phone refuses too: exec the shell's
+    runtime from /data/local/tmp, or have its loader map CPython from there; the loader from
+    the native-library dir with the app's copy of the tree starts."""
+    shell_tree = f"/data/local/tmp/aiot/runtime/aiot-aarch64-glibc/{tree}"
+    refused = _instrument(transport, [f"{shell_tree}/bin/python3", "-c", "print(1)"])
+    assert refused["reason"] == "start failed" and "error=13" in refused["detail"]
+    loader = f"{{native_lib_dir}}/libaiot_ld_{tree}.so"
+    mapped = _instrument(transport, [loader, "--library-path", f"{shell_tree}/lib/aarch64-linux-gnu",
+                                     f"{shell_tree}/usr/bin/python3.11", "-c", "print(1)"])
+    assert (mapped["reason"], mapped["exit"]) == ("exited", 127) and "failed to map" in mapped["stderr"]
+    app_tree = f"{{files_dir}}/aiot-runtime/{tree}"
+    started = _instrument(transport, [loader, "--library-path",
+                                      f"{app_tree}/lib/aarch64-linux-gnu:{app_tree}/usr/lib/aarch64-linux-gnu",
+                                      f"{app_tree}/usr/bin/python3.11", "-c",
+                                      "import os; print(os.environ['HOME'])"],
+                          {"LD_PRELOAD": None})
+    assert (started["reason"], started["exit"]) == ("exited", 0), started
 
 
 def _pid_alive(pid: int) -> bool:

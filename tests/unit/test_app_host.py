@@ -105,12 +105,14 @@ def test_compare_by_via_pairs_shell_and_app_runs_of_one_set():
     ("pm install -r /data/local/tmp/aiot/blobs/x/aiot-agent.apk", True),
     ("am instrument -w -r -e spec 'ab+c=' org.aiot.agent/org.aiot.agent.AgentInstrumentation", True),
     ("am force-stop org.aiot.agent", True),
+    ("run-as org.aiot.agent sh -c 'set -e; mkdir -p files; echo done'", True),
+    ("run-as org.aiot.agent ls; rm -rf /", False),
     ("pm list packages; rm -rf /", False),
     ("sh -c 'pm list packages'", False),
     ("uname -m", False),
     ("pm 'unterminated", False),
 ])
-def test_emulated_phone_answers_only_plain_pm_and_am(command, handled):
+def test_emulated_phone_answers_only_plain_pm_am_and_run_as(command, handled):
     from aiot.host.emulator.android_apps import handles
 
     assert handles(command) is handled

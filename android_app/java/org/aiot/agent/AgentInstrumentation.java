@@ -86,19 +86,26 @@ public class AgentInstrumentation extends Instrumentation {
     }
 
     /**
-     * The spec with TMPDIR and HOME in the app's own cache and files folders unless the host set
-     * them: an app may not write where the shell user does (/data/local/tmp).
+     * The spec with the app's folders filled in ({@link RunSpec#expand}: the native-library dir
+     * the runtime's loader is executed from, the files dir it was staged into) and TMPDIR and
+     * HOME in the app's own cache and files folders unless the host set them: an app may not
+     * write where the shell user does (/data/local/tmp).
      */
     private RunSpec withAppDirs(RunSpec spec) {
-        Map<String, String> env = new LinkedHashMap<String, String>(spec.env);
         Context target = getTargetContext();
+        Map<String, String> dirs = new LinkedHashMap<String, String>();
+        dirs.put("native_lib_dir", target.getApplicationInfo().nativeLibraryDir);
+        dirs.put("files_dir", target.getFilesDir().getAbsolutePath());
+        dirs.put("cache_dir", target.getCacheDir().getAbsolutePath());
+        RunSpec expanded = spec.expand(dirs);
+        Map<String, String> env = new LinkedHashMap<String, String>(expanded.env);
         if (!env.containsKey("TMPDIR")) {
-            env.put("TMPDIR", target.getCacheDir().getAbsolutePath());
+            env.put("TMPDIR", dirs.get("cache_dir"));
         }
         if (!env.containsKey("HOME")) {
-            env.put("HOME", target.getFilesDir().getAbsolutePath());
+            env.put("HOME", dirs.get("files_dir"));
         }
-        return new RunSpec(spec.argv, env, spec.cwd, spec.timeoutMs);
+        return new RunSpec(expanded.argv, env, expanded.cwd, expanded.timeoutMs);
     }
 
     private String appVersion() {

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.lang.reflect.Method;
 import java.nio.charset.Charset;
+import java.util.Map;
 
 /**
  * Starts the child a {@link RunSpec} names and relays its stdout lines to a {@link LineSink}
@@ -53,7 +54,14 @@ public final class AgentRunner {
             return new Outcome(null, Outcome.STOPPED, "stopped before start", "", 0);
         }
         ProcessBuilder builder = new ProcessBuilder(spec.argv);
-        builder.environment().putAll(spec.env);
+        Map<String, String> environment = builder.environment();
+        for (Map.Entry<String, String> entry : spec.env.entrySet()) {
+            if (entry.getValue() == null) {
+                environment.remove(entry.getKey());  // e.g. LD_PRELOAD: bionic's must not reach glibc
+            } else {
+                environment.put(entry.getKey(), entry.getValue());
+            }
+        }
         if (spec.cwd != null) {
             builder.directory(new File(spec.cwd));
         }

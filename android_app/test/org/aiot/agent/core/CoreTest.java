@@ -20,7 +20,7 @@ public final class CoreTest {
     public static void main(String[] args) throws Exception {
         List<String> names = args.length > 0 ? Arrays.asList(args) : Arrays.asList(
                 "relay", "env_cwd", "many_lines", "timeout", "disconnect", "stop", "start_failed",
-                "spec", "bad_spec", "chunks");
+                "spec", "bad_spec", "chunks", "placeholders", "env_unset");
         int failed = 0;
         for (String name : names) {
             try {
@@ -199,5 +199,33 @@ public final class CoreTest {
         check(joined.toString().equals(line.toString()), "rejoined");
         check(StatusLines.chunks("").size() == 1, "empty line");
         check(StatusLines.oneLine("a\nb\\c").equals("a\\nb\\\\c"), "oneLine");
+    }
+
+    static void placeholders() {
+        RunSpec spec = RunSpec.parse("{\"argv\": [\"{native_lib_dir}/libaiot_ld_ab.so\", \"--library-path\","
+                + " \"{files_dir}/rt/lib:{files_dir}/rt/usr/lib\", \"{other}\"], \"env\": {\"T\": \"{cache_dir}/t\","
+                + " \"LD_PRELOAD\": null}, \"cwd\": \"{files_dir}\"}");
+        Map<String, String> dirs = new HashMap<String, String>();
+        dirs.put("native_lib_dir", "/data/app/x/lib/arm64");
+        dirs.put("files_dir", "/data/user/0/org.aiot.agent/files");
+        dirs.put("cache_dir", "/data/user/0/org.aiot.agent/cache");
+        RunSpec out = spec.expand(dirs);
+        check(out.argv.equals(Arrays.asList("/data/app/x/lib/arm64/libaiot_ld_ab.so", "--library-path",
+                "/data/user/0/org.aiot.agent/files/rt/lib:/data/user/0/org.aiot.agent/files/rt/usr/lib",
+                "{other}")), "argv " + out.argv);
+        check("/data/user/0/org.aiot.agent/cache/t".equals(out.env.get("T")), "env " + out.env);
+        check(out.env.containsKey("LD_PRELOAD") && out.env.get("LD_PRELOAD") == null, "null kept " + out.env);
+        check("/data/user/0/org.aiot.agent/files".equals(out.cwd), "cwd " + out.cwd);
+    }
+
+    static void env_unset() {
+        Map<String, String> env = new HashMap<String, String>();
+        env.put("HOME", null);  // inherited from this JVM, removed for the child
+        env.put("AIOT_Y", "1");
+        ListSink sink = new ListSink(Integer.MAX_VALUE);
+        RunSpec spec = new RunSpec(Arrays.asList("/bin/sh", "-c", "echo \"${HOME-unset}:$AIOT_Y\""), env, null, 10000);
+        Outcome out = new AgentRunner(spec, sink).run();
+        check(out.exitCode != null && out.exitCode.intValue() == 0, "exit " + out);
+        check(sink.lines.equals(Arrays.asList("unset:1")), "lines " + sink.lines);
     }
 }

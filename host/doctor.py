@@ -125,7 +125,9 @@ def _phone_checks(transport: Transport, installed: bool) -> list[Check]:
     from aiot.host.paths import cache_dir
     from aiot.host.phone_checks import phone_checks
 
-    return phone_checks(transport, installed, cached_load_alignment(cache_dir()))
+    from aiot.host.app.runtime import check_app
+
+    return [*phone_checks(transport, installed, cached_load_alignment(cache_dir())), check_app(transport)]
 
 
 def check_reachable(transport: Transport) -> Check:

@@ -197,6 +197,13 @@ def read_runtime_metadata(tree: str) -> dict | None:
     return meta if Path(meta.get("path", "")).is_file() else None
 
 
+def runtime_builds() -> list[dict]:
+    """The phone APKs built so far, one per runtime tree (:func:`build_for_runtime`)."""
+    builds = (read_runtime_metadata(folder.name.removeprefix("runtime-"))
+              for folder in sorted(app_dir().glob("runtime-*")))
+    return [meta for meta in builds if meta]
+
+
 def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
     """The APK for a phone whose aiot runtime is ``tree``: the app build plus ``loader`` (that
     runtime's glibc loader) as ``lib/arm64-v8a/libaiot_ld_<tree>.so``, signed with the same key.

@@ -184,3 +184,30 @@ def install_app(transport, progress=None) -> dict:
     copied = stage(transport, runtime)
     return {**done, "runtime_tree": runtime.tree, "native_library": meta["native_library"],
             "runtime_copied": copied}
+
+
+def check_app(transport):
+    """``devices doctor``'s verdict on ``--via app`` for a phone: is the app installed, may the
+    host ``run-as`` it, is the phone's runtime in its files. Never a failure (the shell path
+    does not need the app), a warning with the fix where something is missing."""
+    from aiot.host.doctor import Check
+
+    listed = transport.shell(["pm", "list", "packages"], timeout=60)
+    if not listed.ok:
+        return Check("app", True, f"pm does not answer: {(listed.stderr or listed.stdout).strip()[:200]}",
+                     warn=True)
+    if f"package:{PACKAGE}" not in listed.stdout.split():
+        return Check("app", True, "the aiot app is not installed (only --via app needs it)",
+                     f"aiot app install {transport.name}", warn=True)
+    runtime = for_device(transport)
+    if runtime is None:
+        return Check("app", True, "installed; it starts the device's own Python")
+    target = posixpath.join(APP_TREES, runtime.tree, rt.COMPLETE)
+    done = transport.shell(["run-as", PACKAGE, "sh", "-c", f"[ -f {quote(target)} ] && echo {PRESENT}"],
+                           timeout=60)
+    if PRESENT in done.stdout:
+        return Check("app", True, f"installed; runtime {runtime.tree} is in its files")
+    why = (done.stderr.strip() or done.stdout.strip()).splitlines()
+    detail = (f"run-as refused: {why[-1][:200]}" if why and "run-as" in why[-1]
+              else f"runtime {runtime.tree} is not in the app's files")
+    return Check("app", True, f"installed, but {detail}", f"aiot app install {transport.name}", warn=True)

@@ -43,10 +43,19 @@ def build_command(
 
 @app.command("info")
 def info_command(as_json: JsonOpt = False) -> None:
-    """The built APK: version, sha256, package, instrumentation class and path."""
-    from aiot.host.app.build import require_built
+    """The built APK: version, sha256, package, instrumentation class and path; and the phone
+    APKs built from it, each with one runtime's loader."""
+    from aiot.host.app.build import require_built, runtime_builds
+    from aiot.host.cli._output import out
 
-    _print_facts(require_built(), as_json)
+    meta = require_built()
+    phones = [{k: m[k] for k in ("runtime_tree", "native_library", "sha256", "size_bytes", "path")}
+              for m in runtime_builds()]
+    _print_facts({**meta, "runtime_builds": phones}, as_json)
+    if not as_json:
+        for build in phones:
+            out.print(f"{'with runtime':<19} {build['runtime_tree']}: {build['sha256'][:16]}…, "
+                      f"{build['size_bytes']} bytes, {build['path']}")
 
 
 @app.command("install")

@@ -15,8 +15,10 @@ TOOLS = ("javac", "java", "keytool", "aapt2", "zipalign", "apksigner", "dexdump"
 
 
 @pytest.fixture
-def built(cli, app_env):
+def built(cli, app_env, tmp_path, monkeypatch):
+    """A first build, in a cache of this test's own (other tests build into the session's)."""
     need_tools(*TOOLS)
+    monkeypatch.setenv("AIOT_CACHE_DIR", str(tmp_path / "cache"))
     return cli.json("app", "build")
 
 

@@ -172,3 +172,39 @@ def test_policy_denial_models_what_selinux_lets_an_app_run(argv, reason):
         assert denied["aiot_exit"] == "127" and "failed to map" in denied["aiot_stderr"]
     elif reason:
         assert "error=13" in denied["aiot_detail"]
+
+
+class _DoctorPhone:
+    """A phone for the doctor's app check: its pm list and run-as answers, its agent Python."""
+
+    name = "pixel"
+
+    def __init__(self, packages: str, run_as: tuple[int, str, str], python: str = PYTHON) -> None:
+        self.packages, self.run_as, self._python = packages, run_as, python
+        self.commands: list[list[str]] = []
+
+    def python(self, backend=None) -> str:
+        return self._python
+
+    def shell(self, argv, timeout=None):
+        from aiot.host.transports.base import ShellResult
+
+        self.commands.append(list(argv))
+        if argv[:3] == ["pm", "list", "packages"]:
+            return ShellResult("pm", 0, self.packages, "", 0.01)
+        code, out, err = self.run_as
+        return ShellResult("run-as", code, out, err, 0.01)
+
+
+@pytest.mark.parametrize(("packages", "run_as", "python", "detail", "warn"), [
+    ("package:com.android.shell\n", (0, "", ""), PYTHON, "not installed", True),
+    ("package:org.aiot.agent\n", (0, app_runtime.PRESENT + "\n", ""), PYTHON, f"runtime {TREE} is in its files", False),
+    ("package:org.aiot.agent\n", (1, "", ""), PYTHON, f"runtime {TREE} is not in the app's files", True),
+    ("package:org.aiot.agent\n", (1, "", "run-as: package not debuggable: org.aiot.agent"), PYTHON,
+     "run-as refused: run-as: package not debuggable", True),
+    ("package:org.aiot.agent\n", (0, "", ""), "/usr/bin/python3", "starts the device's own Python", False),
+])
+def test_doctor_says_what_via_app_still_needs(packages, run_as, python, detail, warn):
+    check = app_runtime.check_app(_DoctorPhone(packages, run_as, python))
+    assert check.ok and detail in check.detail and check.warn is warn
+    assert (check.fix == "aiot app install pixel") is warn

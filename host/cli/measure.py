@@ -316,10 +316,17 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     if not plan.todo:
         message(f"sweep {plan.sweep_id} is complete; see: aiot results list --sweep {plan.sweep_id}")
         return
+    # The app starts one agent process per command (am cannot feed a session's stdin): where a
+    # sweep compares the two, the shell's runs do the same, so a pair differs only in the
+    # process context the agent runs in, and load times compare too.
+    both_vias = {"app", "shell"} <= set(vias or ())
+    if both_vias:
+        message("--via app,shell: the shell's runs also start one agent process per run, as the app's do")
     try:
         with RichRunListener() as listener:
             records = run_campaign(plan, results_dir, listener,
-                                   CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s), lab=session))
+                                   CampaignPolicy(retries=retries, cooldown=_cooldown(cooldown_max_s), lab=session,
+                                                  persistent_agent=False if both_vias else None))
     finally:
         if session is not None:
             session.close()

@@ -86,11 +86,11 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
         for r in records:
             prov = r["provenance"]
             assert prov["via"] == r["spec"].get("via", "shell")
+            assert prov["agent_process"] == "one-shot"  # both ways: the pair differs in context only
             if prov["via"] == "app":
                 app = prov["app"]
                 assert app["emulated"] is True and app["app_version"] == "0.1.0"
                 assert app["apk_sha256"] == installed["sha256"] and "emulated" in app["cpuset"]
-                assert prov["agent_process"] == "one-shot"
                 assert app["runtime_start"] == {"loader": f"native_lib_dir/libaiot_ld_{tree}.so",
                                                 "tree": f"app files/{tree}"}
             assert r["validity"] == "INVALID"  # qemu's timings either way

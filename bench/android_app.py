@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import median, print_table, write_json  # noqa: E402
-from transports import _terminate_as_interrupt, aiot, isolate, kill_adb_server, stop_emulators  # noqa: E402
+from _common import median, print_table, write_json
+from transports import _terminate_as_interrupt, aiot, isolate, kill_adb_server, stop_emulators
 
 PHONE = "bench-app-phone"
 

@@ -122,10 +122,9 @@ def _machine(transport: Transport) -> str:
 def _phone_checks(transport: Transport, installed: bool) -> list[Check]:
     """What can stop aiot's aarch64 runtime on this phone (see :mod:`aiot.host.phone_checks`)."""
     from aiot.host.android_runtime import cached_load_alignment
+    from aiot.host.app.runtime import check_app
     from aiot.host.paths import cache_dir
     from aiot.host.phone_checks import phone_checks
-
-    from aiot.host.app.runtime import check_app
 
     return [*phone_checks(transport, installed, cached_load_alignment(cache_dir())), check_app(transport)]
 

@@ -105,7 +105,7 @@ def pull_loader(transport, runtime: AppRuntime, folder: Path) -> Path:
     local = folder / f"ld-{runtime.tree}.so"
     try:
         transport.pull(resolved, local)
-    except Exception as exc:  # noqa: BLE001 - any transport failure is the same user problem
+    except Exception as exc:
         raise AppError(f"cannot pull the runtime's loader {remote} from {transport.name}: {exc}",
                        f"set the phone up again: aiot devices setup {transport.name}") from exc
     _check_loader(local, remote, transport.name)

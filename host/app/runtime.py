@@ -29,6 +29,7 @@ from pathlib import Path
 from aiot.host import android_runtime as rt
 from aiot.host.app.build import PACKAGE
 from aiot.host.app.instrument import AppError
+from aiot.host.errors import AiotError
 from aiot.host.transports.quoting import quote
 
 #: Where staged trees go, relative to the app's data dir (``run-as``'s working dir).
@@ -105,7 +106,7 @@ def pull_loader(transport, runtime: AppRuntime, folder: Path) -> Path:
     local = folder / f"ld-{runtime.tree}.so"
     try:
         transport.pull(resolved, local)
-    except Exception as exc:
+    except (AiotError, OSError) as exc:  # the link, the phone's file, or this disk
         raise AppError(f"cannot pull the runtime's loader {remote} from {transport.name}: {exc}",
                        f"set the phone up again: aiot devices setup {transport.name}") from exc
     _check_loader(local, remote, transport.name)

@@ -2,6 +2,11 @@
 
 import sys
 
+from . import seccomp
+
+# Before the agent and its runtimes are imported: NumPy's OpenBLAS makes a trapped call on import.
+seccomp.install_from_env()
+
 from .agent import main
 
 sys.exit(main())

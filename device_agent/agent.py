@@ -44,7 +44,7 @@ import resource
 import sys
 import time
 
-from . import AGENT_VERSION, backends, protocol
+from . import AGENT_VERSION, backends, protocol, seccomp
 from .signature import SpecError, prepare, validate_overrides  # agent.SpecError stays
 from .stats import robust_cv, summarize_ms
 
@@ -96,6 +96,9 @@ def hello() -> dict:
         # How the agent's Python came to the device: "aiot-aarch64-glibc:<hash>" when it is
         # the runtime aiot pushed to a phone (its bin/python3 sets it), else None.
         "runtime": os.environ.get("AIOT_RUNTIME"),
+        # System calls the Android app's seccomp filter trapped and the agent skipped (None:
+        # not started by the app, no handler).
+        "sigsys_skipped": seccomp.skipped(),
     }
 
 
@@ -353,6 +356,7 @@ def run(spec: dict) -> dict:
     }
     # Peak RSS after everything ran: the high-water mark of this process.
     result["peak_rss_kb"] = _peak_rss_kb()
+    result["sigsys_skipped"] = seccomp.skipped()
     return result
 
 

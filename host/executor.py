@@ -112,7 +112,8 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
                       runtime={"backend": result["backend"], "version": result["runtime_version"]},
                       agent_process=session.process_kind(converter.backend))
     if request.via == "app":
-        provenance["app"] = session.provenance()
+        # How many system calls the app's seccomp filter trapped and the agent skipped.
+        provenance["app"] = {**session.provenance(), "sigsys_skipped": result.get("sigsys_skipped")}
     accuracy = result.get("accuracy")
     return {
         "result": result,

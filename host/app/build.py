@@ -16,7 +16,8 @@ which ``aiot app info`` and ``aiot app install`` read. A build is reused while t
 the jars and aiot's version are the same.
 
 A phone's APK is that build plus one native library, ``lib/arm64-v8a/libaiot_ld_<tree>.so``:
-the glibc loader of the aiot runtime set up on that phone (:func:`build_for_runtime`), which
+the glibc loader of the aiot runtime set up on that phone (:func:`build_for_runtime`), its
+system calls the app's seccomp filter traps patched out (:mod:`aiot.host.app.seccomp`), which
 Android extracts into the app's native-library dir, the one place an app targeting API 29+
 may execute a file from (see :mod:`aiot.host.app.runtime`). It is sealed (zipalign, signed)
 again with the same key, under ``<cache>/app/runtime-<tree>/``.
@@ -214,10 +215,11 @@ def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
     """
     from aiot.host.app.runtime import loader_name
     from aiot.host.app.sdk import find_sdk
+    from aiot.host.app.seccomp import PATCH_VERSION, patch_syscalls, require_patched
 
     base = build(progress=progress)
     loader_sha = sha256_file(loader)
-    key = hashlib.sha256(f"{base['key']}:{loader_sha}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{base['key']}:{loader_sha}:{PATCH_VERSION}".encode()).hexdigest()[:16]
     meta_path = runtime_metadata_path(tree)
     meta = read_runtime_metadata(tree)
     if meta and meta.get("key") == key:
@@ -228,6 +230,9 @@ def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     apk = out / f"aiot-agent-{aiot.__version__}-{key[:8]}.apk"
     library = f"lib/{NATIVE_ABI}/{loader_name(tree)}"
+    # The loader makes set_robust_list and rseq calls the app's seccomp filter traps: patched out.
+    patched, sites = patch_syscalls(loader.read_bytes(), f"runtime {tree}'s loader")
+    require_patched(sites, f"runtime {tree}'s loader")
     with tempfile.TemporaryDirectory(dir=out, prefix="build-") as tmp:
         work = Path(tmp)
         unaligned = work / "unaligned.apk"
@@ -237,7 +242,7 @@ def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
             info = zipfile.ZipInfo(library, date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o755 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, loader.read_bytes())
+            zf.writestr(info, patched)
         certificate = _seal(sdk, Path(base["keystore"]), unaligned, work, apk, progress)
     for old in out.glob("aiot-agent-*.apk"):
         if old != apk:
@@ -246,6 +251,7 @@ def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
                                      "version_code", "min_sdk", "target_sdk", "keystore")},
             "key": key, "base_key": base["key"], "base_sha256": base["sha256"], "path": str(apk),
             "runtime_tree": tree, "native_library": library, "loader_sha256": loader_sha,
+            "loader_patched_sites": sites,
             "sha256": sha256_file(apk), "size_bytes": apk.stat().st_size,
             "certificate_sha256": certificate, "build_seconds": round(time.perf_counter() - started, 2),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

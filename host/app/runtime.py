@@ -81,6 +81,10 @@ class AppRuntime:
         environment.update({name: None for name in rt.CLEARED_ENV})
         environment.update(rt.FIXED_ENV)
         environment["AIOT_RUNTIME"] = f"{rt.RUNTIME_NAME}:{self.tree}"
+        # The app's seccomp filter (see aiot.host.app.seccomp): glibc registers no rseq area
+        # (its calls are patched out too), and the agent skips what libraries still trap.
+        environment["GLIBC_TUNABLES"] = "glibc.pthread.rseq=0"
+        environment["AIOT_SIGSYS"] = "skip"
         return out, environment
 
 
@@ -98,19 +102,38 @@ def pull_loader(transport, runtime: AppRuntime, folder: Path) -> Path:
     Raises:
         AppError: the tree has no loader, or what came back is no aarch64 ELF file.
     """
-    remote = posixpath.join(runtime.device_root, rt.LOADER)
-    # The tree may hold the loader as a symlink; the phone resolves it.
-    done = transport.shell(["readlink", "-f", remote], timeout=60)
-    resolved = done.stdout.strip().splitlines()[-1] if done.ok and done.stdout.strip() else remote
+    return pull_tree_file(transport, runtime, rt.LOADER, folder)[0]
+
+
+def pull_tree_file(transport, runtime: AppRuntime, rel: str, folder: Path) -> tuple[Path, str]:
+    """A file of the phone's runtime tree (symlinks resolved on the phone, within the tree),
+    pulled into ``folder`` and checked to be an aarch64 ELF file; returns the local copy and
+    the resolved file's path relative to the tree.
+
+    Raises:
+        AppError: it is missing, lies outside the tree, or is no aarch64 ELF file.
+    """
+    remote = posixpath.join(runtime.device_root, rel)
+    resolved = _resolve(transport, runtime, remote)
     folder.mkdir(parents=True, exist_ok=True)
-    local = folder / f"ld-{runtime.tree}.so"
+    local = folder / posixpath.basename(resolved)
     try:
         transport.pull(resolved, local)
     except (AiotError, OSError) as exc:  # the link, the phone's file, or this disk
-        raise AppError(f"cannot pull the runtime's loader {remote} from {transport.name}: {exc}",
+        raise AppError(f"cannot pull {remote} of the runtime from {transport.name}: {exc}",
                        f"set the phone up again: aiot devices setup {transport.name}") from exc
     _check_loader(local, remote, transport.name)
-    return local
+    return local, posixpath.relpath(resolved, runtime.device_root)
+
+
+def _resolve(transport, runtime: AppRuntime, remote: str) -> str:
+    """``remote`` with its symlinks resolved on the phone; it must stay inside the tree."""
+    done = transport.shell(["readlink", "-f", remote], timeout=60)
+    resolved = done.stdout.strip().splitlines()[-1] if done.ok and done.stdout.strip() else remote
+    if not posixpath.normpath(resolved).startswith(runtime.device_root + "/"):
+        raise AppError(f"{remote} on {transport.name} leads out of the runtime's tree ({resolved[:200]})",
+                       f"set the phone up again: aiot devices setup {transport.name}")
+    return resolved
 
 
 def _check_loader(path: Path, remote: str, device: str) -> None:
@@ -119,43 +142,87 @@ def _check_loader(path: Path, remote: str, device: str) -> None:
     machine = int.from_bytes(head[18:20], "little") if len(head) == 20 else None
     if not (head[:4] == b"\x7fELF" and head[4] == 2 and machine == _ELF_AARCH64):
         path.unlink(missing_ok=True)
-        raise AppError(f"{remote} on {device} is not an aarch64 ELF loader ({size} bytes)",
+        raise AppError(f"{remote} on {device} is not an aarch64 ELF file ({size} bytes)",
                        f"set the phone up again: aiot devices setup {device}")
 
 
-def stage_script(runtime: AppRuntime) -> str:
+def stage_mark() -> str:
+    """What a complete copy's marker holds: a copy made under other patches is made again."""
+    from aiot.host.app.seccomp import PATCH_VERSION
+
+    return f"aiot-app-runtime patch {PATCH_VERSION}"
+
+
+def check_script(runtime: AppRuntime) -> str:
+    """``sh`` for ``run-as`` in the app's data dir: says PRESENT when the copy is complete."""
+    marker = posixpath.join(APP_TREES, runtime.tree, rt.COMPLETE)
+    return f"if [ \"$(cat {quote(marker)} 2>/dev/null)\" = {quote(stage_mark())} ]; then echo {PRESENT}; fi"
+
+
+def stage_script(runtime: AppRuntime, libc: str, libc_rel: str) -> str:
     """The ``sh`` script ``run-as`` runs in the app's data dir: copy the shell's tree into the
-    app's files unless it is there, beside the target then renamed, marker last; older trees
-    go (each is ~150 MB of the phone's storage)."""
+    app's files with the patched libc (pushed to ``libc``) put at ``libc_rel``, beside the
+    target then renamed, marker last; older trees go (each is ~150 MB of the phone's storage)."""
     trees, target = APP_TREES, posixpath.join(APP_TREES, runtime.tree)
     part = target + ".part"
-    return (f"set -e; if [ -f {quote(target)}/{rt.COMPLETE} ]; then echo {PRESENT}; exit 0; fi; "
-            f"rm -rf {quote(part)}; mkdir -p {quote(trees)}; "
+    return (f"set -e; rm -rf {quote(part)}; mkdir -p {quote(trees)}; "
             f"cp -RP {quote(runtime.device_root)} {quote(part)}; "
-            f"rm -f {quote(part)}/bin/python3 {quote(part)}/{rt.COMPLETE}; "
-            f"touch {quote(part)}/{rt.COMPLETE}; rm -rf {quote(target)}; mv {quote(part)} {quote(target)}; "
+            f"rm -f {quote(part)}/bin/python3 {quote(part)}/{rt.COMPLETE} {quote(part + '/' + libc_rel)}; "
+            f"cp {quote(libc)} {quote(part + '/' + libc_rel)}; chmod 755 {quote(part + '/' + libc_rel)}; "
+            f"echo {quote(stage_mark())} > {quote(part)}/{rt.COMPLETE}; "
+            f"rm -rf {quote(target)}; mv {quote(part)} {quote(target)}; "
             f"for old in {quote(trees)}/*; do [ \"$old\" = {quote(target)} ] || rm -rf \"$old\"; done; "
             f"echo {COPIED}")
 
 
 def stage(transport, runtime: AppRuntime) -> bool:
-    """Copy the runtime into the app's files (once per tree); True when it copied now.
+    """Copy the runtime into the app's files, its libc patched for the app's seccomp filter
+    (once per tree and patch); True when it copied now.
 
     Raises:
-        AppError: the app is not installed or not debuggable (``run-as`` refuses), or the copy
-            failed (the phone's storage, most likely).
+        AppError: the app is not installed or not debuggable (``run-as`` refuses), the copy
+            failed (the phone's storage, most likely), or its libc cannot be patched.
     """
-    done = transport.shell(["run-as", PACKAGE, "sh", "-c", stage_script(runtime)], timeout=1800)
-    if done.ok and (PRESENT in done.stdout or COPIED in done.stdout):
-        return COPIED in done.stdout
+    done = _run_as(transport, check_script(runtime), timeout=60)
+    if PRESENT in done.stdout:
+        return False
+    import tempfile
+
+    from aiot.host.app.build import app_dir
+    from aiot.host.app.seccomp import patch_syscalls, require_patched
+    from aiot.host.deploy import push_file
+
+    libc_rel = posixpath.join(rt.LIBRARY_DIRS[0], "libc.so.6")
+    with tempfile.TemporaryDirectory(dir=app_dir(), prefix="libc-") as tmp:
+        original, resolved_rel = pull_tree_file(transport, runtime, libc_rel, Path(tmp) / "pulled")
+        patched, counts = patch_syscalls(original.read_bytes(), f"{runtime.tree}'s libc")
+        require_patched(counts, f"{runtime.tree}'s libc")
+        local = Path(tmp) / "libc.so.6"
+        local.write_bytes(patched)
+        pushed = push_file(transport, local)
+    done = _run_as(transport, stage_script(runtime, pushed.remote, resolved_rel), timeout=1800)
+    if COPIED not in done.stdout:
+        text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+        raise AppError(f"cannot copy the runtime into the app on {transport.name}: {text[:300]}",
+                       f"free ~200 MB on the phone, then run: aiot app install {transport.name}")
+    return True
+
+
+def _run_as(transport, script: str, timeout: float):
+    """``run-as`` the app with ``script``; refusals of run-as itself are one line with the fix.
+
+    Raises:
+        AppError: the app is not installed or not debuggable.
+    """
+    done = transport.shell(["run-as", PACKAGE, "sh", "-c", script], timeout=timeout)
+    if done.ok:
+        return done
     text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
     if "unknown package" in text or "not installed" in text or "not debuggable" in text:
         raise AppError(f"run-as {PACKAGE} on {transport.name}: {text[:300]}",
                        f"install the app (debuggable, with this phone's runtime): "
                        f"aiot app install {transport.name}")
-    raise AppError(f"cannot copy the runtime into the app on {transport.name}: {text[:300]}",
-                   f"free ~200 MB on the phone, then run: aiot app install "
-                   f"{transport.name}")
+    return done
 
 
 def install_app(transport, progress=None) -> dict:
@@ -203,9 +270,7 @@ def check_app(transport):
     runtime = for_device(transport)
     if runtime is None:
         return Check("app", True, "installed; it starts the device's own Python")
-    target = posixpath.join(APP_TREES, runtime.tree, rt.COMPLETE)
-    done = transport.shell(["run-as", PACKAGE, "sh", "-c", f"[ -f {quote(target)} ] && echo {PRESENT}"],
-                           timeout=60)
+    done = transport.shell(["run-as", PACKAGE, "sh", "-c", check_script(runtime)], timeout=60)
     if PRESENT in done.stdout:
         return Check("app", True, f"installed; runtime {runtime.tree} is in its files")
     why = (done.stderr.strip() or done.stdout.strip()).splitlines()

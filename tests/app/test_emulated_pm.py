@@ -114,26 +114,32 @@ def test_a_phones_apk_carries_its_runtimes_loader(phone, apk, tmp_path):
     import json
 
     from aiot.host.app.build import build_for_runtime, manifest_facts, verify_signature
+    from aiot.host.app.seccomp import patch_syscalls
+
+    from tests.unit.test_app_seccomp import SVC, elf, movz
 
     loader = tmp_path / "ld.so"
-    loader.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(11) + (183).to_bytes(2, "little") + b"loader" * 100)
+    loader.write_bytes(elf([movz(8, 99), SVC, movz(8, 64), SVC]))  # one set_robust_list, one write
     meta = build_for_runtime(loader, "0123456789abcdef")
     path = Path(meta["path"])
     assert meta["native_library"] == "lib/arm64-v8a/libaiot_ld_0123456789abcdef.so" and not meta["reused"]
     with zipfile.ZipFile(path) as zf:
-        assert zf.read(meta["native_library"]) == loader.read_bytes()
+        packed = zf.read(meta["native_library"])
+    assert packed == patch_syscalls(loader.read_bytes(), "test")[0] != loader.read_bytes()  # patched
+    assert meta["loader_patched_sites"] == {"set_robust_list": 1, "rseq": 0}
+    with zipfile.ZipFile(path) as zf:
         assert "classes.dex" in zf.namelist()
     assert verify_signature(path) == meta["certificate_sha256"]
     facts = manifest_facts(path)
     assert facts["debuggable"] is True and facts["extract_native_libs"] is True  # run-as; extracted
     assert build_for_runtime(loader, "0123456789abcdef")["reused"] is True
-    loader.write_bytes(loader.read_bytes() + b"other build")
+    loader.write_bytes(elf([movz(8, 99), SVC, movz(8, 63), SVC]))  # another glibc build
     rebuilt = build_for_runtime(loader, "0123456789abcdef")
     assert not rebuilt["reused"] and rebuilt["sha256"] != meta["sha256"] and not path.exists()
 
     assert _apps(phone, ["pm", "install", _place(phone, Path(rebuilt["path"]), "r.apk")]).stdout.strip() == "Success"
     extracted = phone / "root" / "data" / "app" / "org.aiot.agent" / "lib" / "arm64" / "libaiot_ld_0123456789abcdef.so"
-    assert extracted.read_bytes() == loader.read_bytes() and extracted.stat().st_mode & 0o111
+    assert extracted.read_bytes() == patch_syscalls(loader.read_bytes(), "test")[0] and extracted.stat().st_mode & 0o111
     assert (phone / "root" / "data" / "user" / "0" / "org.aiot.agent" / "files").is_dir()
     state = json.loads((phone / "packages.json").read_text())["org.aiot.agent"]
     assert state["native_libraries"] == ["libaiot_ld_0123456789abcdef.so"]

@@ -93,6 +93,7 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
                 assert app["apk_sha256"] == installed["sha256"] and "emulated" in app["cpuset"]
                 assert app["runtime_start"] == {"loader": f"native_lib_dir/libaiot_ld_{tree}.so",
                                                 "tree": f"app files/{tree}"}
+                assert app["sigsys_skipped"] == 0  # the agent's handler is in; qemu traps nothing
             assert r["validity"] == "INVALID"  # qemu's timings either way
 
         sweep = records[0]["sweep_id"]
@@ -104,16 +105,55 @@ def test_sweep_via_app_and_shell_on_the_emulated_phone(cli, app_env, tmp_path):
         assert all(row["metrics"]["median"]["change"] is not None for row in pairs.values())
         table = cli("results", "compare", sweep, "--by", "via").stdout
         assert "via=app" in table and "via=shell" in table and "tiny_cnn · tflite · 2t @ app-phone" in table
+        transport = _transport("app-phone")
+        try:
+            _check_seccomp_fit(transport, tree, tmp_path)
+        finally:
+            transport.close()
     finally:
         stop_emulators("app-phone")
 
 
-def _instrument(transport, argv: list[str], env: dict | None = None) -> dict:
+def _instrument(transport, argv: list[str], env: dict | None = None, cwd: str = "/",
+                lines: list | None = None) -> dict:
     from aiot.host.app.instrument import StatusParser, encode_spec, instrument_argv
 
-    parser = StatusParser(lambda line: None)
-    transport.shell(instrument_argv(encode_spec(argv, env, "/", 120)), timeout=180, on_line=parser.feed)
+    parser = StatusParser((lines if lines is not None else []).append)
+    transport.shell(instrument_argv(encode_spec(argv, env, cwd, 300)), timeout=400, on_line=parser.feed)
     return parser.outcome()
+
+
+def _check_seccomp_fit(transport, tree: str, tmp_path: Path) -> None:
+    """The agent the app starts makes none of the calls the app's seccomp filter traps before
+    it can survive them: qemu's strace of a two-thread LiteRT run through the app shows no
+    set_robust_list or rseq (patched out of the loader and libc), and OpenBLAS's mbind (NumPy)
+    only after the agent's SIGSYS handler is in place."""
+    from aiot.host.app.session import AppAgentSession
+
+    # One log per process (%d: its pid): the agent's, and those of programs it starts, such
+    # as platform's `uname` through /system/bin/sh (the emulated phone's is a glibc busybox,
+    # a phone's is bionic: those do not count).
+    folder = "/data/user/0/org.aiot.agent/files/strace"
+    transport.shell(["mkdir", "-p", folder], timeout=60)
+    model = transport.shell(["sh", "-c", "find /data/local/tmp/aiot/blobs -name '*.tflite' | head -1"],
+                            timeout=60).stdout.strip()
+    with AppAgentSession(_transport("app-phone")) as session:
+        session.env = {**session.env, "QEMU_STRACE": "1", "QEMU_LOG_FILENAME": f"{folder}/%d.txt"}
+        result = session.run({"v": 1, "backend": "litert", "artifact": model, "threads": 2,
+                              "warmup_runs": 1, "warmup_min_s": 0, "min_runs": 3, "min_s": 0}, timeout=600)
+    assert result["sigsys_skipped"] == 0  # the handler is in place; qemu traps nothing
+    agent = []
+    for name in transport.shell(["ls", folder], timeout=60).stdout.split():
+        transport.pull(f"{folder}/{name}", tmp_path / name)
+        calls = [line.split(" ", 1)[1] for line in (tmp_path / name).read_text().splitlines() if " " in line]
+        if any(c.startswith("rt_sigaction(SIGSYS,") for c in calls):
+            agent.append(calls)
+    [calls] = agent
+    assert sum(c.startswith("clone(") for c in calls) >= 1  # threads were started
+    assert not [c for c in calls if c.startswith(("set_robust_list(", "Unknown syscall 293"))]
+    handler = next(i for i, c in enumerate(calls) if c.startswith("rt_sigaction(SIGSYS,"))
+    mbinds = [i for i, c in enumerate(calls) if c.startswith("mbind(")]
+    assert mbinds and min(mbinds) > handler, (handler, mbinds[:3])
 
 
 def _check_policy(transport, tree: str) -> None:

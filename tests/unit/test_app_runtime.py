@@ -38,6 +38,7 @@ def test_app_command_is_what_the_wrapper_runs_with_the_loader_from_the_apk():
                     f"{root}/usr/bin/python3.11", "-m", "device_agent", "run", "spec.json"]
     assert env["AIOT_Y"] == "1" and "HOME" not in env and "TMPDIR" not in env  # the app's own
     assert all(env[name] is None for name in rt.CLEARED_ENV)  # PYTHONPATH cleared, as the wrapper does
+    assert env["GLIBC_TUNABLES"] == "glibc.pthread.rseq=0" and env["AIOT_SIGSYS"] == "skip"  # the app's filter
     assert env["AIOT_RUNTIME"] == f"aiot-aarch64-glibc:{TREE}" and env["PYTHONNOUSERSITE"] == "1"
 
 
@@ -54,6 +55,8 @@ def _fake_tree(tmp_path: Path) -> app_runtime.AppRuntime:
     tree = tmp_path / "phone" / "runtime" / "aiot-aarch64-glibc" / TREE
     (tree / "usr" / "bin").mkdir(parents=True)
     (tree / "bin").mkdir()
+    (tree / "lib" / "aarch64-linux-gnu").mkdir(parents=True)
+    (tree / "lib" / "aarch64-linux-gnu" / "libc.so.6").write_bytes(b"\x7fELF original libc")
     (tree / "usr" / "bin" / "python3.11").write_bytes(b"\x7fELF fake")
     (tree / "bin" / "python3").write_text("#!/system/bin/sh\n")
     (tree / "usr" / "bin" / "python3").symlink_to("python3.11")
@@ -61,34 +64,48 @@ def _fake_tree(tmp_path: Path) -> app_runtime.AppRuntime:
     return app_runtime.AppRuntime(TREE, str(tree / "bin" / "python3"))
 
 
-def _stage_here(runtime, data: Path) -> str:
-    done = subprocess.run(["sh", "-c", app_runtime.stage_script(runtime)], cwd=data,
-                          capture_output=True, text=True, timeout=60, check=True)
+def _sh(script: str, data: Path) -> str:
+    data.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["sh", "-c", script], cwd=data, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.strip()
 
 
-def test_stage_script_copies_once_and_drops_older_trees(tmp_path):
+def _stage_here(runtime, data: Path, tmp_path: Path) -> str:
+    """What stage() does after its check, with this host's sh in ``data`` as the app's dir."""
+    if _sh(app_runtime.check_script(runtime), data) == app_runtime.PRESENT:
+        return app_runtime.PRESENT
+    libc = tmp_path / "pushed-libc.so.6"
+    libc.write_bytes(b"\x7fELF patched libc")
+    return _sh(app_runtime.stage_script(runtime, str(libc), "lib/aarch64-linux-gnu/libc.so.6"), data)
+
+
+def test_stage_copies_once_with_the_patched_libc_and_drops_older_trees(tmp_path):
     runtime = _fake_tree(tmp_path)
     data = tmp_path / "data"
     old = data / "files" / "aiot-runtime" / "fedcba9876543210"
     old.mkdir(parents=True)
-    assert _stage_here(runtime, data) == app_runtime.COPIED
+    assert _stage_here(runtime, data, tmp_path) == app_runtime.COPIED
     copy = data / "files" / "aiot-runtime" / TREE
     assert (copy / "usr" / "bin" / "python3.11").read_bytes() == b"\x7fELF fake"
+    assert (copy / "lib" / "aarch64-linux-gnu" / "libc.so.6").read_bytes() == b"\x7fELF patched libc"
     assert (copy / "usr" / "bin" / "python3").is_symlink()  # links stay links (cp -P)
     assert not (copy / "bin" / "python3").exists()  # the shell's wrapper: no use to the app
-    assert (copy / rt.COMPLETE).is_file() and not old.exists()
+    assert (copy / rt.COMPLETE).read_text().strip() == app_runtime.stage_mark() and not old.exists()
     assert not (copy.parent / f"{TREE}.part").exists()
-    assert _stage_here(runtime, data) == app_runtime.PRESENT
+    assert _stage_here(runtime, data, tmp_path) == app_runtime.PRESENT
+    # The shell's tree is untouched: its libc is still glibc's own.
+    assert (Path(runtime.device_root) / "lib" / "aarch64-linux-gnu" / "libc.so.6").read_bytes() == b"\x7fELF original libc"
 
 
-def test_stage_script_redoes_an_interrupted_copy(tmp_path):
+def test_stage_redoes_an_interrupted_copy_or_one_made_under_other_patches(tmp_path):
     runtime = _fake_tree(tmp_path)
     data = tmp_path / "data"
     half = data / "files" / "aiot-runtime" / TREE
     (half / "usr").mkdir(parents=True)  # a copy cut off before its marker
-    assert _stage_here(runtime, data) == app_runtime.COPIED
+    assert _stage_here(runtime, data, tmp_path) == app_runtime.COPIED
     assert (half / "usr" / "bin" / "python3.11").is_file()
+    (half / rt.COMPLETE).write_text("aiot-app-runtime patch 0\n")  # an older aiot's copy
+    assert _stage_here(runtime, data, tmp_path) == app_runtime.COPIED
 
 
 class _Phone:
@@ -106,15 +123,12 @@ class _Phone:
         return ShellResult(" ".join(argv), code, out, err, 0.01)
 
 
-@pytest.mark.parametrize(("answer", "message", "hint"), [
-    ((1, "", "run-as: unknown package: org.aiot.agent"), "run-as org.aiot.agent", "aiot app install pixel"),
-    ((1, "", "run-as: package not debuggable: org.aiot.agent"), "not debuggable", "aiot app install pixel"),
-    ((1, "", "cp: write error: No space left on device"), "cannot copy the runtime", "free ~200 MB"),
-])
-def test_stage_refusals_are_one_line_with_the_fix(answer, message, hint):
+@pytest.mark.parametrize("refusal", ["run-as: unknown package: org.aiot.agent",
+                                     "run-as: package not debuggable: org.aiot.agent"])
+def test_stage_refusals_are_one_line_with_the_fix(refusal):
     with pytest.raises(AppError) as caught:
-        app_runtime.stage(_Phone(answer), app_runtime.AppRuntime(TREE, PYTHON))
-    assert message in caught.value.message and hint in caught.value.hint
+        app_runtime.stage(_Phone((1, "", refusal)), app_runtime.AppRuntime(TREE, PYTHON))
+    assert refusal in caught.value.message and "aiot app install pixel" in caught.value.hint
 
 
 @pytest.mark.parametrize(("head", "ok"), [
@@ -130,7 +144,7 @@ def test_only_an_aarch64_elf_is_taken_for_the_loader(tmp_path, head, ok):
         app_runtime._check_loader(path, "/x/ld", "pixel")
         assert path.is_file()
     else:
-        with pytest.raises(AppError, match="not an aarch64 ELF loader"):
+        with pytest.raises(AppError, match="not an aarch64 ELF file"):
             app_runtime._check_loader(path, "/x/ld", "pixel")
         assert not path.exists()
 

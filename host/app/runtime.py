@@ -200,12 +200,35 @@ def stage(transport, runtime: AppRuntime) -> bool:
         local = Path(tmp) / "libc.so.6"
         local.write_bytes(patched)
         pushed = push_file(transport, local)
+    _let_the_app_read(transport, runtime.device_root, pushed.remote)
     done = _run_as(transport, stage_script(runtime, pushed.remote, resolved_rel), timeout=1800)
     if COPIED not in done.stdout:
         text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
         raise AppError(f"cannot copy the runtime into the app on {transport.name}: {text[:300]}",
                        f"free ~200 MB on the phone, then run: aiot app install {transport.name}")
     return True
+
+
+def _let_the_app_read(transport, tree: str, libc: str) -> None:
+    """Make what ``run-as`` copies readable to the app's uid (the shell user pushed it): the
+    tree and the patched libc, and every folder above them inside the work dir searchable.
+
+    Raises:
+        AppError: chmod failed.
+    """
+    workdir = transport.workdir().rstrip("/")
+    folders = set()
+    for path in (tree, posixpath.dirname(libc)):
+        while path.startswith(workdir + "/"):
+            folders.add(path)
+            path = posixpath.dirname(path)
+    folders.add(workdir)
+    script = (f"chmod a+x {' '.join(quote(f) for f in sorted(folders))} && "
+              f"chmod -R a+rX {quote(tree)} && chmod a+r {quote(libc)}")
+    done = transport.shell(["sh", "-c", script], timeout=300)
+    if not done.ok:
+        text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+        raise AppError(f"cannot make the runtime readable to the app on {transport.name}: {text[:300]}")
 
 
 def _run_as(transport, script: str, timeout: float):

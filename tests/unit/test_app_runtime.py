@@ -222,3 +222,21 @@ def test_doctor_says_what_via_app_still_needs(packages, run_as, python, detail, 
     check = app_runtime.check_app(_DoctorPhone(packages, run_as, python))
     assert check.ok and detail in check.detail and check.warn is warn
     assert (check.fix == "aiot app install pixel") is warn
+
+
+def test_what_run_as_copies_is_made_readable_to_the_app():
+    class Recorder(_Phone):
+        def workdir(self) -> str:
+            return "/data/local/tmp/aiot"
+
+    phone = Recorder((0, "", ""))
+    calls = []
+    phone.shell = lambda argv, timeout=None: calls.append(argv) or _Phone((0, "", "")).shell(argv)
+    tree = f"/data/local/tmp/aiot/runtime/aiot-aarch64-glibc/{TREE}"
+    app_runtime._let_the_app_read(phone, tree, "/data/local/tmp/aiot/blobs/ab12/libc.so.6")
+    [(sh, c, script)] = calls
+    assert (sh, c) == ("sh", "-c")
+    searchable = script.split(" && ")[0].split()[2:]
+    assert searchable == ["/data/local/tmp/aiot", "/data/local/tmp/aiot/blobs", "/data/local/tmp/aiot/blobs/ab12",
+                          "/data/local/tmp/aiot/runtime", "/data/local/tmp/aiot/runtime/aiot-aarch64-glibc", tree]
+    assert f"chmod -R a+rX {tree}" in script and "chmod a+r /data/local/tmp/aiot/blobs/ab12/libc.so.6" in script

@@ -109,8 +109,12 @@ def metadata_path() -> Path:
 
 def read_metadata() -> dict | None:
     """The last build's facts, or None when there was none (or its APK is gone)."""
+    return _read_metadata(metadata_path())
+
+
+def _read_metadata(path: Path) -> dict | None:
     try:
-        meta = json.loads(metadata_path().read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return meta if Path(meta.get("path", "")).is_file() else None
@@ -191,11 +195,7 @@ def runtime_metadata_path(tree: str) -> Path:
 
 def read_runtime_metadata(tree: str) -> dict | None:
     """The facts of the APK built for runtime ``tree``, or None (none built, or it is gone)."""
-    try:
-        meta = json.loads(runtime_metadata_path(tree).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return meta if Path(meta.get("path", "")).is_file() else None
+    return _read_metadata(runtime_metadata_path(tree))
 
 
 def runtime_builds() -> list[dict]:

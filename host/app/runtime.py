@@ -29,14 +29,17 @@ from pathlib import Path
 from aiot.host import android_runtime as rt
 from aiot.host.app.build import PACKAGE
 from aiot.host.app.instrument import AppError
+from aiot.host.app.seccomp import is_aarch64_elf
+from aiot.host.doctor import last_line
 from aiot.host.errors import AiotError
 from aiot.host.transports.quoting import quote
 
-#: Where staged trees go, relative to the app's data dir (``run-as``'s working dir).
-APP_TREES = "files/aiot-runtime"
+#: Where staged trees go: under the app's files dir, so relative to its data dir
+#: (``run-as``'s working dir) ``files/aiot-runtime``.
+TREES_IN_FILES = "aiot-runtime"
+APP_TREES = f"files/{TREES_IN_FILES}"
 #: A loader is an ELF file of a few hundred KB; anything far bigger is not one.
 MAX_LOADER_BYTES = 16 * 1024 * 1024
-_ELF_AARCH64 = 183
 #: What the staging script says it did.
 PRESENT, COPIED = "aiot-runtime-present", "aiot-runtime-copied"
 
@@ -66,7 +69,7 @@ class AppRuntime:
     @property
     def app_root(self) -> str:
         """The app's copy, as a placeholder path the app fills in."""
-        return "{files_dir}/" + posixpath.relpath(posixpath.join(APP_TREES, self.tree), "files")
+        return f"{{files_dir}}/{TREES_IN_FILES}/{self.tree}"
 
     def command(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict]:
         """The app's form of a shell command ``[bin/python3, *args]``: what ``bin/python3``
@@ -138,9 +141,9 @@ def _resolve(transport, runtime: AppRuntime, remote: str) -> str:
 
 def _check_loader(path: Path, remote: str, device: str) -> None:
     size = path.stat().st_size
-    head = path.read_bytes()[:20] if size <= MAX_LOADER_BYTES else b""
-    machine = int.from_bytes(head[18:20], "little") if len(head) == 20 else None
-    if not (head[:4] == b"\x7fELF" and head[4] == 2 and machine == _ELF_AARCH64):
+    with path.open("rb") as fh:
+        head = fh.read(20)
+    if size > MAX_LOADER_BYTES or not is_aarch64_elf(head):
         path.unlink(missing_ok=True)
         raise AppError(f"{remote} on {device} is not an aarch64 ELF file ({size} bytes)",
                        f"set the phone up again: aiot devices setup {device}")
@@ -203,7 +206,7 @@ def stage(transport, runtime: AppRuntime) -> bool:
     _let_the_app_read(transport, runtime.device_root, pushed.remote)
     done = _run_as(transport, stage_script(runtime, pushed.remote, resolved_rel), timeout=1800)
     if COPIED not in done.stdout:
-        text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+        text = last_line(done)
         raise AppError(f"cannot copy the runtime into the app on {transport.name}: {text[:300]}",
                        f"free ~200 MB on the phone, then run: aiot app install {transport.name}")
     return True
@@ -227,7 +230,7 @@ def _let_the_app_read(transport, tree: str, libc: str) -> None:
               f"chmod -R a+rX {quote(tree)} && chmod a+r {quote(libc)}")
     done = transport.shell(["sh", "-c", script], timeout=300)
     if not done.ok:
-        text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+        text = last_line(done)
         raise AppError(f"cannot make the runtime readable to the app on {transport.name}: {text[:300]}")
 
 
@@ -240,7 +243,7 @@ def _run_as(transport, script: str, timeout: float):
     done = transport.shell(["run-as", PACKAGE, "sh", "-c", script], timeout=timeout)
     if done.ok:
         return done
-    text = (done.stderr.strip() or done.stdout.strip() or f"exit {done.exit_code}").splitlines()[-1]
+    text = last_line(done)
     if "unknown package" in text or "not installed" in text or "not debuggable" in text:
         raise AppError(f"run-as {PACKAGE} on {transport.name}: {text[:300]}",
                        f"install the app (debuggable, with this phone's runtime): "

@@ -32,6 +32,7 @@ _SVC0 = 0xD4000001
 _MOV_X0_ENOSYS = 0x928004A0  # movn x0, #37: x0 = -38 = -ENOSYS
 _LOOKBACK = 8  # instructions between setting x8 and the svc (arguments are set in between)
 _PT_LOAD, _PF_X = 1, 1
+_EM_AARCH64 = 183
 
 
 class PatchError(AiotError):
@@ -45,8 +46,7 @@ def patch_syscalls(data: bytes, what: str) -> tuple[bytes, dict[str, int]]:
     Raises:
         PatchError: not a 64-bit little-endian aarch64 ELF file, or a damaged one.
     """
-    if (len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1
-            or struct.unpack_from("<H", data, 18)[0] != 183):
+    if len(data) < 64 or not is_aarch64_elf(data):
         raise PatchError(f"{what} is not a 64-bit aarch64 ELF file")
     out = bytearray(data)
     counts = {name: 0 for name in TRAPPED}
@@ -60,6 +60,13 @@ def patch_syscalls(data: bytes, what: str) -> tuple[bytes, dict[str, int]]:
                 struct.pack_into("<I", out, offset, _MOV_X0_ENOSYS)
                 counts[numbers[nr]] += 1
     return bytes(out), counts
+
+
+def is_aarch64_elf(head: bytes) -> bool:
+    """Whether ``head`` (at least the first 20 bytes of a file) starts a 64-bit little-endian
+    aarch64 ELF file."""
+    return (len(head) >= 20 and head[:4] == b"\x7fELF" and head[4] == 2 and head[5] == 1
+            and struct.unpack_from("<H", head, 18)[0] == _EM_AARCH64)
 
 
 def require_patched(counts: dict[str, int], what: str, need: tuple[str, ...] = ("set_robust_list",)) -> None:

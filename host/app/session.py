@@ -23,6 +23,7 @@ from aiot.host.app.instrument import (
     force_stop,
     instrument_argv,
 )
+from aiot.host.doctor import last_line
 from aiot.host.errors import AgentError, UsageError
 from aiot.host.transports.base import ShellResult
 
@@ -43,19 +44,25 @@ class AppAgentSession(AgentSession):
 
         self.last: dict = {}
         self._root_shared = False
-        self._share(transport.workdir())  # the runtime too, once
         self.runtime = app_runtime.for_device(transport)
-        if self.runtime is not None:
+        if self.runtime is None:
+            self._share(transport.workdir())  # the device's own Python may lie anywhere in it
+        else:
+            # The app runs its own copy of the runtime: only the agent's files and the pushes
+            # need sharing (see _start_agent), not the shell's ~1,500-file tree each session.
             app_runtime.stage(transport, self.runtime)
 
     def _share(self, *paths: str) -> None:
         """Let the app's user read what the shell user pushed (the app runs as its own uid):
-        ``chmod -R a+rX``. Other apps may then read the models too; a benchmark phone's price."""
-        script = 'for p in "$@"; do if [ -e "$p" ]; then chmod -R a+rX "$p" || exit 1; fi; done'
-        done = self.transport.shell(["sh", "-c", script, "share", *paths], timeout=300)
+        ``chmod -R a+rX``, and the work dir above them searchable. Other apps may then read the
+        models too; a benchmark phone's price."""
+        script = ('chmod a+x "$1" || exit 1; shift; '
+                  'for p in "$@"; do if [ -e "$p" ]; then chmod -R a+rX "$p" || exit 1; fi; done')
+        done = self.transport.shell(["sh", "-c", script, "share", self.transport.workdir(), *paths],
+                                    timeout=300)
         if not done.ok:
             raise AppError(f"cannot make {paths[0]} readable to the app on {self.transport.name}: "
-                           f"{(done.stderr.strip() or done.stdout.strip() or str(done.exit_code))[:300]}")
+                           f"{last_line(done)[:300]}")
 
     def _start_agent(self, argv: list[str], timeout: float | None, on_line) -> ShellResult:
         import posixpath

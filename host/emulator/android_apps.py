@@ -184,6 +184,8 @@ def _extract_native_libs(phone: Phone, apk: Path, package: str) -> list[str]:
     package manager leaves them); returns their names."""
     import zipfile
 
+    from aiot.host.app.build import NATIVE_ABI
+
     folder = phone.host_path(NATIVE_LIB_DIR.format(package=package))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -191,7 +193,7 @@ def _extract_native_libs(phone: Phone, apk: Path, package: str) -> list[str]:
     with zipfile.ZipFile(apk) as zf:
         for item in zf.infolist():
             directory, _, name = item.filename.rpartition("/")
-            if directory == "lib/arm64-v8a" and name.startswith("lib") and name.endswith(".so"):
+            if directory == f"lib/{NATIVE_ABI}" and name.startswith("lib") and name.endswith(".so"):
                 (folder / name).write_bytes(zf.read(item))
                 (folder / name).chmod(0o755)
                 names.append(name)

@@ -5,4 +5,4 @@ which every runtime brings). It uses relative imports only, so the same files ru
 top-level ``device_agent`` package on a board and as ``aiot.device_agent`` on the host.
 """
 
-AGENT_VERSION = "0.6.0"
+AGENT_VERSION = "0.7.0"

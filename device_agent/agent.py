@@ -44,7 +44,7 @@ import resource
 import sys
 import time
 
-from . import AGENT_VERSION, backends, protocol, seccomp
+from . import AGENT_VERSION, backends, profiling, protocol, seccomp
 from .signature import SpecError, prepare, validate_overrides  # agent.SpecError stays
 from .stats import robust_cv, summarize_ms
 
@@ -290,13 +290,15 @@ def output_fingerprint(output, head: int = 64) -> dict:
             "head": [float(v) for v in flat[:head]]}
 
 
-def _open(backend, spec: dict):
-    """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``);
-    a runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
+def _open(backend, spec: dict, opener=None):
+    """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``),
+    opened by ``opener`` (default ``backend.open``; ``open_profiled`` for ``profile``); a
+    runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
+    opener = opener or backend.open
     try:
         if spec.get("input_shapes"):
-            return backend.open(spec["artifact"], spec["threads"], spec["input_shapes"])
-        return backend.open(spec["artifact"], spec["threads"])
+            return opener(spec["artifact"], spec["threads"], spec["input_shapes"])
+        return opener(spec["artifact"], spec["threads"])
     except SpecError:
         raise
     except Exception as exc:
@@ -491,7 +493,8 @@ def inspect(spec: dict) -> dict:
 
 
 COMMANDS = {"run": ("result", run), "predict": ("predicted", predict),
-            "memory": ("memory", memory), "inspect": ("signature", inspect)}
+            "memory": ("memory", memory), "inspect": ("signature", inspect),
+            "profile": ("profile", profiling.profile)}
 
 
 # -- serve: a long-lived agent answering batched predict requests ------------------------------
@@ -651,11 +654,12 @@ def execute(command: str, raw_spec) -> int:
 
 
 USAGE = ("usage: python -m device_agent hello | session | "
-         "{run,predict,memory,inspect,serve} SPEC.json")
+         "{run,predict,memory,inspect,profile,serve} SPEC.json")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello | session | {run,predict,memory,inspect,serve} SPEC.json``."""
+    """``python -m device_agent hello | session | {run,predict,memory,inspect,profile,serve}
+    SPEC.json``."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hello"]:
         emit("hello", **hello())

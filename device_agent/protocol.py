@@ -64,6 +64,18 @@ arrays fed: name, shape, dtype, quantization, sha256, source "generated" | "npz"
 may name an ``inputs`` .npz (a batch per input name): its ``outputs`` file is then a .npz
 too, and ``predicted`` gains ``outputs`` (name, shape, dtype of each stacked output).
 Additions only: protocol v1 still holds, and a single float input is generated as before.
+
+Agent 0.7.0 added the ``profile`` command (also a session op, run in a forked child like
+``memory``): per-operator time from the runtime's own profiler, in a process of its own so
+the profiler never touches a timed run. One new event,
+
+    profile   backend, runtime_version, threads, available; with a profiler: tool, runs,
+              warmup, unit ("ms per inference"), total_ms, ops [{name, type, ms, calls, pct}],
+              ops_left_out, ms_left_out, by_type [{type, ms, count, pct}]; without one:
+              reason (see ``profiling.py``)
+
+and ``progress`` gained the phase "profile". The run spec may carry ``profile_runs`` and
+``profile_warmup`` (integers). Additions only: protocol v1 still holds.
 """
 
 from __future__ import annotations
@@ -73,7 +85,7 @@ import json
 PROTOCOL_VERSION = 1
 PREFIX = "@@AIOT "
 EVENTS = ("hello", "progress", "result", "predicted", "memory", "ready", "predictions",
-          "telemetry", "signature", "error")
+          "telemetry", "signature", "profile", "error")
 
 
 def encode(event: str, **fields) -> str:

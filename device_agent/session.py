@@ -8,7 +8,7 @@ one JSON object per line, one at a time::
 
     {"op": "hello", "id": 1}
     {"op": "telemetry", "id": 2}
-    {"op": "run" | "memory" | "predict" | "inspect", "id": 3, "spec": {...}}
+    {"op": "run" | "memory" | "predict" | "inspect" | "profile", "id": 3, "spec": {...}}
     {"op": "close"}
 
 ``hello`` gets a ``hello`` line and ``telemetry`` a ``telemetry`` line (``text``: the host's
@@ -46,7 +46,7 @@ from .telemetry import telemetry_text
 
 #: Ops whose work runs in a forked child, and the event that answers each.
 CHILD_OPS = {"run": "result", "memory": "memory", "predict": "predicted",
-             "inspect": "signature"}
+             "inspect": "signature", "profile": "profile"}
 OPS = ("hello", "telemetry", *CHILD_OPS, "close")
 _CHUNK = 65536
 

@@ -188,6 +188,11 @@ class AgentSession:
         """Peak memory of ``spec``'s model in a fresh agent process (the ``memory`` command)."""
         return self._command("memory", "memory", spec, timeout, None)
 
+    def profile(self, spec: dict, timeout: float | None = None) -> dict:
+        """Per-operator time of ``spec``'s model from its runtime's profiler, in a fresh agent
+        process (the ``profile`` command; see ``device_agent/profiling.py``)."""
+        return self._command("profile", "profile", spec, timeout, None)
+
     def serve(self, spec: dict, ready_timeout: float = READY_TIMEOUT_S) -> ServeSession:
         """A long-lived agent with ``spec``'s model loaded (a run spec's ``v``, ``backend``,
         ``artifact``, ``threads``), ready for :meth:`ServeSession.predict`.

@@ -176,7 +176,8 @@ class AgentSessionLost(TransportError):
 
 
 #: What a session's child is doing for each op, for messages.
-DOING = {"run": "measuring", "memory": "measuring memory", "predict": "predicting"}
+DOING = {"run": "measuring", "memory": "measuring memory", "predict": "predicting",
+         "profile": "profiling operators"}
 
 
 class ControlSession(AgentStream):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aiot.host.deploy import Pushed, push_file, run_with_intact_blobs
 from aiot.host.errors import AiotError, UsageError
+from aiot.host.profiles import agent_profile
 from aiot.host.provenance import base_provenance
 from aiot.host.runs import RunListener, RunRequest, Workspace, failure_reason, is_transient
 from aiot.host.store.store import RunRecord, Store
@@ -108,6 +109,9 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     if request.params.memory:
         listener.on_stage(request, "memory")
         result["memory"] = session.memory(spec, timeout=request.params.run_timeout())
+    if request.params.profile:
+        listener.on_stage(request, "profile")
+        result["profile"] = agent_profile(session, spec, request.params.run_timeout())
     provenance.update(_artifact_provenance(conv, sidecar, request.weights_origin), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result["runtime_version"]},
                       agent_process=session.process_kind(converter.backend))
@@ -212,6 +216,10 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     listener.on_stage(request, "measure")
     result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
                                timeout=p.run_timeout(), env=deployed.env())
+    if p.profile:
+        listener.on_stage(request, "profile")
+        result["profile"] = native.profile_native(transport, adapter, deployed.remote, pushed.remote,
+                                                  spec, timeout=p.run_timeout(), env=deployed.env())
     provenance.update(_artifact_provenance(conv, sidecar, request.weights_origin), affinity=affinity,
                       runtime={"backend": result["backend"], "version": result.get("runtime_version"),
                                "binary": binary.name, "binary_digest": deployed.digest})

@@ -40,6 +40,7 @@ class MeasureParams:
     target_cv: float | None = None  # repeat until the robust CV is at most this (None: off)
     max_runs: int | None = None  # cap on timed iterations (with target_cv: the give-up point)
     memory: bool = False  # a separate pass, in a fresh agent process, for peak memory
+    profile: bool = False  # a separate pass with the runtime's profiler: per-operator time
 
     def run_timeout(self) -> float:
         """Seconds after which a run's agent is killed and the run recorded as failed."""
@@ -125,6 +126,8 @@ class RunRequest:
         spec.pop("weights_origin")
         if spec["via"] == "shell":  # the default: shell runs keep the specs (and keys) they had
             spec.pop("via")
+        if not spec["params"]["profile"]:  # likewise: a run without --profile keeps its key
+            spec["params"].pop("profile")
         for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options"):
             if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
                 spec.pop(key)

@@ -17,6 +17,9 @@ from . import SessionBase
 
 NAME = "lce"
 EXTENSIONS = (".tflite",)
+#: ``profile``'s answer: why there is no per-operator time here (see ``profiling.py``).
+NO_PROFILER = ("LCE's Python interpreter exposes no per-operator profiler; for op profiling "
+               "time the model with --native lce_benchmark_model")
 TOOLCHAIN = "lce"  # host-side environment that has this runtime
 
 

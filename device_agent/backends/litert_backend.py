@@ -22,6 +22,9 @@ DISTRIBUTIONS = ("ai-edge-litert",)
 
 NAME = "litert"
 EXTENSIONS = (".tflite",)
+#: ``profile``'s answer: why there is no per-operator time here (see ``profiling.py``).
+NO_PROFILER = ("ai-edge-litert's Python Interpreter and CompiledModel expose no per-operator "
+               "profiler; for TFLite's op profiling time the model with --native benchmark_model")
 
 #: Element types ``CompiledModel``'s tensor buffers hold; a model with another one at its
 #: inputs or outputs runs on the ``Interpreter``.

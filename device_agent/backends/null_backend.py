@@ -25,6 +25,8 @@ from . import SessionBase
 NAME = "null"
 EXTENSIONS = (".json",)
 FORMAT = "aiot-null"
+#: ``profile``'s answer (see ``profiling.py``): a sleep has no operators.
+NO_PROFILER = "the null test backend sleeps per inference: it has no operators to time"
 
 
 def installed_version() -> str | None:

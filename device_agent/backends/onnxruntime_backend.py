@@ -6,6 +6,11 @@ override needs no resizing here: the arrays fed have that shape.
 
 from __future__ import annotations
 
+import builtins
+import json
+import os
+import tempfile
+
 from . import SessionBase
 
 #: Package names the runtime ships as (see backends.installed).
@@ -38,9 +43,14 @@ def _entries(metas) -> list[dict]:
 
 
 class Session(SessionBase):
-    """One loaded model; inputs are set once and ``invoke`` runs it."""
+    """One loaded model; inputs are set once and ``invoke`` runs it.
 
-    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
+    With ``profile_dir`` the session is created with ONNX Runtime's session profiling on
+    (it can only be switched on at creation): see :meth:`profile_start`.
+    """
+
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None,
+                 profile_dir: str | None = None) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -49,6 +59,11 @@ class Session(SessionBase):
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        if profile_dir is not None:
+            options.enable_profiling = True
+            options.profile_file_prefix = os.path.join(profile_dir, "ort_profile")
+        self._runs = 0
+        self._profiled_from = None
         self._sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         self._declare(_entries(self._sess.get_inputs()), _entries(self._sess.get_outputs()),
                       input_shapes)
@@ -64,11 +79,63 @@ class Session(SessionBase):
 
     def invoke(self) -> None:
         self._outs = self._sess.run(None, self._feed)
+        self._runs += 1
 
     def outputs_all(self) -> list:
         return list(self._outs)
+
+    def profile_start(self) -> None:
+        """Profile the runs from here on (the trace holds every run: earlier ones are
+        dropped when it is read)."""
+        self._profiled_from = self._runs
+
+    def profile_stop(self) -> list[dict]:
+        """The node rows of the runs since :meth:`profile_start` (see ``profiling.py``)."""
+        trace = self._sess.end_profiling()
+        try:
+            with builtins.open(trace, encoding="utf-8") as fh:
+                events = json.load(fh)
+        finally:
+            os.unlink(trace)
+            try:
+                os.rmdir(os.path.dirname(trace))  # open_profiled's own folder, now empty
+            except OSError:
+                pass
+        return node_rows(events, skip_runs=self._profiled_from or 0)
 
 
 def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
     """Load ``path`` for inference with ``threads`` intra-op threads."""
     return Session(path, threads, input_shapes)
+
+
+PROFILER = "ONNX Runtime session profiling (enable_profiling)"
+
+
+def open_profiled(path: str, threads: int, input_shapes: dict | None = None) -> Session:
+    """As :func:`open`, with session profiling on; the trace goes to a temporary folder."""
+    return Session(path, threads, input_shapes, profile_dir=tempfile.mkdtemp(prefix="aiot-ort-"))
+
+
+_KERNEL = "_kernel_time"
+
+
+def node_rows(events: list, skip_runs: int = 0) -> list[dict]:
+    """Per-node kernel time of an ONNX Runtime profile trace (Chrome trace events).
+
+    Each ``model_run`` event (category ``Session``) spans one run; the ``Node`` events named
+    ``<node>_kernel_time`` inside it are its operators (``args.op_name``: the operator type,
+    ``dur``: microseconds). The first ``skip_runs`` runs (the warm-up) are left out.
+    """
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "Session" and e.get("name") == "model_run")[skip_runs:]
+    rows = []
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith(_KERNEL):
+            continue
+        if not any(start <= e["ts"] <= end for start, end in runs):
+            continue
+        rows.append({"name": name[: -len(_KERNEL)], "type": (e.get("args") or {}).get("op_name", "?"),
+                     "us": float(e.get("dur", 0))})
+    return rows

@@ -28,6 +28,8 @@ TargetCv = Annotated[float | None, typer.Option(
 MaxRuns = Annotated[int | None, typer.Option("--max-runs", help="Cap on timed iterations.")]
 Memory = Annotated[bool, typer.Option(
     "--memory", help="Also measure peak memory, in its own pass in a fresh agent process (does not disturb timing).")]
+Profile = Annotated[bool, typer.Option(
+    "--profile", help="Also time each operator with the runtime's own profiler, in its own pass (does not disturb timing); shows the slowest.")]
 CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
@@ -242,12 +244,14 @@ def _check_inputs_file(path: Path | None):
 
 def _print_records(records, as_json: bool) -> None:
     from aiot.host.cli._output import print_json
+    from aiot.host.cli.profile_view import print_profiles
     from aiot.host.cli.results import print_run_table
 
     if as_json:
         print_json([r.to_dict() for r in records])
     else:
         print_run_table(records)
+        print_profiles(records)
 
 
 def _validate_binarize(binarize: str | None, formats: list[str]) -> None:
@@ -559,6 +563,7 @@ def run(
         help="Pin the run to one CPU cluster of the device (prime, big, little; see devices info).")] = None,
     cooldown_max_s: CooldownMaxS = 120.0,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
+    profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
     opt: Opt = [],  # noqa: B006 - Typer needs a literal default
@@ -569,7 +574,7 @@ def run(
     from aiot.host.runs import MeasureParams
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
-                           target_cv=target_cv, max_runs=max_runs, memory=memory)
+                           target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
     targets = _targets(model, fmt, binarize)
     if fmt is None and not as_json:
         _chosen(targets)
@@ -603,6 +608,7 @@ def sweep(
         help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = 3,
     cooldown_max_s: CooldownMaxS = 120.0,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
+    profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
     lab: Annotated[str | None, typer.Option(
@@ -624,7 +630,7 @@ def sweep(
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
-                           target_cv=target_cv, max_runs=max_runs, memory=memory)
+                           target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
     options = {"delegates": parse_delegates(delegate),
                "clusters": parse_clusters(cluster), "opt": parse_options(opt)}
     shapes = parse_input_shapes(input_shape)

@@ -24,10 +24,10 @@ from aiot.host.native.config import inventory_binaries, resolve_binary
 from aiot.host.native.deploy import DeployedBinary, ensure_binary
 from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.registry import TOOLS, adapters_for_format, get_adapter
-from aiot.host.native.run import NativeSpec, run_native
+from aiot.host.native.run import NativeSpec, profile_native, run_native
 
 __all__ = [
     "TOOLS", "DeployedBinary", "InputSpec", "NativeAdapter", "NativeOutputError", "NativeSpec",
     "adapters_for_format", "ensure_binary", "get_adapter", "inventory_binaries",
-    "resolve_binary", "run_native",
+    "profile_native", "resolve_binary", "run_native",
 ]

@@ -47,6 +47,7 @@ class NativeAdapter:
         supports_threads: whether the binary has a thread-count flag.
         folds_warmup: the binary has no warm-up flag, so ``command`` adds the warm-up to the
             timed count and ``parse(..., warmup_iterations=warmup)`` splits it off again.
+        profile_flags: flags for a per-operator profile, read by ``parse_profile``.
     """
 
     tool: str = ""
@@ -54,6 +55,8 @@ class NativeAdapter:
     delegates: frozenset[str] = frozenset()
     supports_threads: bool = True
     folds_warmup: bool = False
+    #: Flags that make the tool print per-operator times (empty: aiot reads none from it).
+    profile_flags: tuple[str, ...] = ()
 
     @property
     def backend(self) -> str:
@@ -102,6 +105,11 @@ class NativeAdapter:
             NativeOutputError: no timing could be read; the output tail is on the error.
         """
         raise NotImplementedError
+
+    def parse_profile(self, text: str) -> dict | None:
+        """The per-operator profile the tool printed with ``profile_flags`` (the device
+        agent's ``profile`` shape), or None when there is none in ``text``."""
+        return None
 
     def check(self, *, threads: int | None, warmup: int, runs: int,
               delegate: str | None) -> None:

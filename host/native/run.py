@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aiot.host.errors import DeviceCommandError, UsageError
 from aiot.host.native.base import InputSpec, NativeAdapter
@@ -63,6 +63,34 @@ def run_native(transport: Transport, adapter: NativeAdapter, binary: str, artifa
         NativeOutputError: it exited 0 but printed no readable timing.
         TransportError: the device is unreachable or the command timed out.
     """
+    argv, result, text = _execute(transport, adapter, binary, artifact, spec, timeout, env, cwd)
+    folded = spec.warmup if adapter.folds_warmup else 0
+    record = adapter.parse(text, warmup_iterations=folded)
+    return _complete(record, adapter, spec, argv, result)
+
+
+def profile_native(transport: Transport, adapter: NativeAdapter, binary: str, artifact: str,
+                   spec: NativeSpec, *, timeout: float | None = None,
+                   env: Mapping[str, str] | None = None, cwd: str | None = None) -> dict:
+    """A second, separate run of the tool with its op profiling on (profiling slows every
+    operator, so the timed run stays without it): the profile, in the device agent's
+    ``profile`` shape, or ``available: false`` with the reason.
+
+    Raises: as :func:`run_native`.
+    """
+    if not adapter.profile_flags:
+        return {"available": False, "reason": f"aiot reads no per-operator times from {adapter.tool}"}
+    profiled = replace(spec, extra=(*spec.extra, *adapter.profile_flags))
+    argv, _, text = _execute(transport, adapter, binary, artifact, profiled, timeout, env, cwd)
+    found = adapter.parse_profile(text)
+    if found is None:
+        return {"available": False, "command": argv,
+                "reason": f"{adapter.tool} printed no op profile with {' '.join(adapter.profile_flags)}"}
+    return {**found, "command": argv}
+
+
+def _execute(transport, adapter, binary, artifact, spec, timeout, env, cwd):
+    """``(argv, result, text)`` of one run of the tool; text is stdout and stderr together."""
     argv = adapter.command(binary, artifact, **spec.command_options())
     if spec.affinity and transport.kind == "local" and not sys.platform.startswith("linux"):
         raise UsageError("CPU affinity needs taskset, which exists on Linux and Android only")
@@ -73,9 +101,7 @@ def run_native(transport: Transport, adapter: NativeAdapter, binary: str, artifa
     # Most tools log to stderr (TFLITE_LOG, ET_LOG, glog) and print results to stdout; the
     # parsers do not depend on the order between the two streams.
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
-    folded = spec.warmup if adapter.folds_warmup else 0
-    record = adapter.parse(text, warmup_iterations=folded)
-    return _complete(record, adapter, spec, argv, result)
+    return argv, result, text
 
 
 def _complete(record: dict, adapter: NativeAdapter, spec: NativeSpec, argv: list[str],

@@ -23,6 +23,7 @@ import re
 
 from aiot.host.native.base import NativeAdapter
 from aiot.host.native.errors import NativeOutputError
+from aiot.host.native.op_profile import parse_op_profile
 from aiot.host.native.record import NUMBER, make_record, number, search
 
 _STAT = re.compile(
@@ -116,6 +117,10 @@ class BenchmarkModelAdapter(NativeAdapter):
     tool = "benchmark_model"
     formats = frozenset({"tflite"})
     delegates = frozenset(_DELEGATES)
+    profile_flags = ("--enable_op_profiling=true",)
+
+    def parse_profile(self, text: str) -> dict | None:
+        return parse_op_profile(text)
 
     def arguments(self, binary, artifact, *, threads, warmup, runs, delegate, extra, inputs,
                   companions):

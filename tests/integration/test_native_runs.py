@@ -53,3 +53,25 @@ def test_missing_binary_names_the_inventory_line(cli):
     # Known before any conversion: refused in one line, no failed record.
     res = cli("run", "-m", "tiny_cnn", "-f", "tflite", "--native", "benchmark_model", "--json", code=2)
     assert "no benchmark_model binary configured" in res.stderr and not res.stdout
+
+
+@pytest.mark.slow
+def test_native_profile_is_a_second_run_with_op_profiling(cli, tmp_path):
+    """``--profile --native benchmark_model``: the timed run as usual, then a separate run
+    with ``--enable_op_profiling=true`` whose tables become the record's profile."""
+    recorded = FIXTURE.parent / "2022-02-riscv64-op-profiling.txt"
+    script = tmp_path / "benchmark_model"
+    script.write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/argv.txt"\ncat "{recorded}"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    (row,) = cli.json("run", "-m", "tiny_cnn", "-f", "tflite", "--native", "benchmark_model",
+                      "--binary", str(script), "--profile", "--cooldown-max-s", "0")
+    assert row["status"] == "ok", row["reason"]
+    calls = (tmp_path / "argv.txt").read_text().splitlines()
+    assert len(calls) == 2 and "--enable_op_profiling=true" not in calls[0]
+    assert calls[1].endswith("--enable_op_profiling=true")
+    profile = row["result"]["profile"]
+    assert profile["tool"] == "benchmark_model --enable_op_profiling" and profile["runs"] == 50
+    assert profile["ops"][0]["ms"] == 277.374 and len(profile["ops"]) == 31
+    res = cli("run", "-m", "tiny_cnn", "-f", "tflite", "--native", "benchmark_model",
+              "--binary", str(script), "--profile", "--cooldown-max-s", "0")
+    assert "Conv2d_5_pointwise" in res.stdout and "CONV_2D" in res.stdout

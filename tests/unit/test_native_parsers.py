@@ -51,7 +51,11 @@ def parse(tool: str, name: str, **kwargs) -> dict:
 
 EXPECTED_FILES = {
     "benchmark_model": {"2019-08-yuenshome-77.txt", "2020-08-tensorflow-42507.txt",
-                        "2021-09-xnnpack-999.txt"},
+                        "2021-09-xnnpack-999.txt",
+                        # op-profiling outputs, tested in test_op_profile.py
+                        "2022-02-riscv64-op-profiling.txt", "2022-02-imx8mp-cpu-op-profiling.txt",
+                        "2022-02-imx8mp-vx-delegate-op-profiling.txt",
+                        "2024-x86-64-xnnpack-op-profiling-excerpt.txt"},
     "lce_benchmark_model": {"2020-08-larq-docs-end-to-end-prerelease.txt",
                             "2020-08-larq-docs-end-to-end-v0.4.0.txt",
                             "v0.3.1-synthesized.txt", "v0.16.0-synthesized.txt"},

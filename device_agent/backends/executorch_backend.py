@@ -94,3 +94,63 @@ class Session(SessionBase):
 def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
     """Load ``path``'s ``forward`` method with an XNNPACK threadpool of ``threads``."""
     return Session(path, threads, input_shapes)
+
+
+PROFILER = "ExecuTorch ETDump, read by executorch.devtools' Inspector"
+#: Events of an ETDump's "Execute" block that are not operators: the delegate call around
+#: XNNPACK's ops and the whole method.
+_NOT_OPS = ("DELEGATE_CALL", "Method::execute")
+
+
+class ProfiledSession(Session):
+    """``forward`` loaded through the pybindings with ETDump on: every operator (each op of
+    the XNNPACK delegate, each portable kernel) is timed per execution."""
+
+    def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
+        from executorch.extension.pybindings import portable_lib
+
+        portable_lib._unsafe_reset_threadpool(threads)
+        self._module = portable_lib._load_for_executorch(path, enable_etdump=True,
+                                                         debug_buffer_size=0)
+        meta = self._module.method_meta("forward")
+        self._declare(_entries(meta, "input"), _entries(meta, "output"), input_shapes)
+        self._x = None
+        self._out = None
+        self._runs = 0
+        self._skip = 0
+
+    def invoke(self) -> None:
+        self._out = self._module.forward(self._x)
+        self._runs += 1
+
+    def profile_start(self) -> None:
+        """ETDump records every execution: the ones before this are dropped when read."""
+        self._skip = self._runs
+
+    def profile_stop(self) -> list[dict]:
+        """One row per operator execution since :meth:`profile_start` (µs)."""
+        import os
+        import tempfile
+
+        from executorch.devtools import Inspector
+
+        with tempfile.TemporaryDirectory(prefix="aiot-etdump-") as folder:
+            dump = os.path.join(folder, "profile.etdp")
+            self._module.write_etdump_result_to_file(dump)
+            inspector = Inspector(etdump_path=dump)
+        rows = []
+        for block in inspector.event_blocks:
+            if block.name != "Execute":
+                continue
+            for event in block.events:
+                if event.name in _NOT_OPS or event.perf_data is None:
+                    continue
+                kind = event.name.rsplit(" #", 1)[0]  # "Convolution (NHWC, F32) IGEMM #2"
+                rows += [{"name": event.name, "type": kind, "us": ms * 1000.0}
+                         for ms in event.perf_data.raw[self._skip:]]
+        return rows
+
+
+def open_profiled(path: str, threads: int, input_shapes: dict | None = None) -> ProfiledSession:
+    """As :func:`open`, with ETDump event tracing on (see ``profiling.py``)."""
+    return ProfiledSession(path, threads, input_shapes)

@@ -90,3 +90,18 @@ def test_op_times_are_medians_of_calls():
     assert answer["ops"][1] == {"name": "relu", "type": "Relu", "ms": 0.004, "calls": 2.0,
                                 "pct": pytest.approx(27.586, abs=1e-3)}
     assert answer["by_type"][0]["type"] == "Conv" and answer["ops_left_out"] == 0
+
+
+@pytest.mark.slow
+def test_executorch_ops_from_its_etdump(cli):
+    """The .pte runs in the executorch toolchain; its ETDump names each XNNPACK operator."""
+    from tests.converters.conftest import need_toolchain
+
+    need_toolchain("executorch")
+    (row,) = cli.json("run", "-m", "tiny_cnn", "-f", "executorch", "--profile", *FAST)
+    profile = row["result"]["profile"]
+    check_profile(profile, "ExecuTorch ETDump", {"Fully Connected (NC, F32) GEMM"})
+    convs = [op for op in profile["ops"] if op["type"].startswith("Convolution")]
+    assert len(convs) == 3 and all(op["name"].startswith(op["type"] + " #") for op in convs)
+    # The delegate call around the ops is not an op of its own.
+    assert "DELEGATE_CALL" not in {op["name"] for op in profile["ops"]}

@@ -101,7 +101,7 @@ class SweepPlan:
         requests: the runs, shuffled.
         done: run keys that already have an ok record in this sweep (not run again).
         skips: run keys known not to be runnable, with the reason (recorded as skipped,
-            once: a resumed sweep does not record the same skip again).
+            once: a resumed sweep records no skip its newest record already says).
         reasons: run keys not done yet, with the reason of their newest record in this sweep.
     """
 
@@ -256,14 +256,15 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
 def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
              request: RunRequest) -> RunRecord | None:
     """Run ``request`` with retries; records a skip instead when it cannot run (None when the
-    same skip is already this sweep's record of it)."""
+    same skip is already this sweep's newest record of it: a rerun adds no copy of a skip
+    that says nothing new, whether the plan knew it or the device's cores or loss told it)."""
     from aiot.host.executor import execute_run, measure_run, skip_run
 
     plan, policy, listener = shared.plan, shared.policy, shared.listener
     context = {"sweep": {"id": plan.sweep_id, "seed": plan.seed, "index": index,
                          "of": len(plan.requests)}}
     skip = _skip_reason(shared, workspace, request)
-    if skip and skip == plan.reasons.get(run_key(request)) and skip in plan.skips.values():
+    if skip and skip == plan.reasons.get(run_key(request)):
         return None
     if skip:
         record = skip_run(request, store, plan.sweep_id, skip, context)

@@ -36,7 +36,10 @@ checks) on their means.
 
 **Gate.** A pair fails when B is worse than A by more than a :class:`Check` (``median:5%``,
 ``load:2ms``, ``accuracy:1pp`` ...) or when an ok run of A failed in B (newly failing).
-Only in A or B, fixed, still failing and not comparable pairs never fail it.
+Only in B, fixed, still failing and not comparable pairs never fail it. A set B that lacks
+runs of A, or with which nothing could be compared at all, is *incomplete*
+(:attr:`Comparison.incomplete`): the CLI fails it with its own exit code, since a gate that
+compared nothing has checked nothing.
 """
 
 from __future__ import annotations
@@ -421,18 +424,42 @@ class Comparison:
     checks: list[Check]
     rows: list[Row]
     warnings: list[str]
+    allow_missing: bool = False  # B may cover part of A: missing runs do not fail the gate
 
     @property
     def failing(self) -> list[Row]:
         """The rows that fail the gate."""
         return [r for r in self.rows if r.failures]
 
+    @property
+    def missing(self) -> list[Row]:
+        """A's runs that B lacks (no run of B measures the same thing)."""
+        return [r for r in self.rows if r.status == "only in A"]
+
+    @property
+    def compared(self) -> int:
+        """How many pairs were compared (both sides present and comparable)."""
+        return sum(1 for r in self.rows if r.a_id and r.b_id and r.status != "not comparable")
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why B cannot stand in for A (runs of A missing, nothing compared), or None."""
+        if self.allow_missing:
+            return None
+        if self.rows and not self.compared:
+            return "nothing was compared: no run of B measures what a run of A measured"
+        if self.missing:
+            return f"{len(self.missing)} run(s) of A missing from B"
+        return None
+
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.rows))
 
     def to_dict(self) -> dict:
-        return {"checks": [str(c) for c in self.checks], "passed": not self.failing,
-                "failing": [r.label() for r in self.failing], "counts": self.counts(),
+        return {"checks": [str(c) for c in self.checks],
+                "passed": not self.failing and not self.incomplete,
+                "failing": [r.label() for r in self.failing], "incomplete": self.incomplete,
+                "missing": [r.label() for r in self.missing], "counts": self.counts(),
                 "warnings": self.warnings, "rows": [r.to_dict() for r in self.rows]}
 
 

@@ -338,8 +338,13 @@ def _print_comparison(result, a, b) -> None:
     out.print(table)
 
 
+#: ``results compare``'s exit code when B lacks runs of A or nothing was compared: not a
+#: regression (1) and not a bad command (2), but no pass either.
+INCOMPLETE_EXIT = 3
+
+
 def _gate(result) -> None:
-    """The verdict on stderr; exit code 1 when a row fails the gate."""
+    """The verdict on stderr; exit code 1 when a row fails the gate, 3 when B is incomplete."""
     from rich.markup import escape
 
     from aiot.host.cli._output import message
@@ -348,6 +353,14 @@ def _gate(result) -> None:
         message(f"[yellow]warning:[/] {escape(warning)}")
     checks = ", ".join(str(c) for c in result.checks)
     failing = result.failing
+    if not failing and result.incomplete:
+        message(f"[bold red]gate failed[/] ({escape(checks)}): B is incomplete, "
+                f"{escape(result.incomplete)}")
+        for row in result.missing[:20]:
+            message(f"  {escape(row.label())} (A {(row.a_id or '')[:8]}): only in A")
+        message("[dim]hint:[/] rerun the missing runs into B, or pass --allow-missing "
+                "to gate on the runs both sets have")
+        raise typer.Exit(INCOMPLETE_EXIT)
     if not failing:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
         message(f"[green]gate passed[/] ({escape(checks)}): {escape(counts)}")
@@ -378,6 +391,9 @@ def compare_command(
         "--by", help="Split the runs of A (and B) on this field instead and compare its values: "
                      "via (A: shell runs, B: app runs, paired per device, model, format and "
                      "threads). Gates only with an explicit --fail-on.")] = None,
+    allow_missing: Annotated[bool, typer.Option(
+        "--allow-missing", help="Pass although runs of A are missing from B (B covers part "
+                                "of A); by default that fails with exit code 3.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare result set B with baseline A: a regression gate for CI.
@@ -398,13 +414,16 @@ def compare_command(
 
     Exit codes: 0 the gate passed; 1 a threshold was crossed or an ok run of A
     failed in B (the runs are named on stderr); 2 nothing to compare (a bad
-    option, an unknown set).
+    option, an unknown set); 3 B is incomplete: runs of A are missing from it,
+    or no run of B could be compared with one of A (--allow-missing lets the
+    first pass).
     """
     from aiot.host.cli._output import print_json
     from aiot.host.compare import compare, parse_check
 
     if by is not None:
-        _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json)
+        _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json,
+                    allow_missing)
         return
     try:
         if b is None:
@@ -414,6 +433,7 @@ def compare_command(
     except AiotError as exc:
         raise _could_not_compare(exc) from None
     result = compare(set_a.records, set_b.records, checks, other_artifacts)
+    result.allow_missing = allow_missing
     if as_json:
         print_json({"a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
     else:
@@ -421,8 +441,10 @@ def compare_command(
     _gate(result)
 
 
-def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, as_json: bool) -> None:
-    """``compare SET [SET] --by via``: the set's runs split on ``by``, A its baseline value."""
+def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, as_json: bool,
+                allow_missing: bool) -> None:
+    """``compare SET [SET] --by via``: the set's runs split on ``by``, A its baseline value
+    (a gate, missing runs included, only with an explicit --fail-on)."""
     from dataclasses import replace
 
     from aiot.host.cli._output import print_json
@@ -437,6 +459,7 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
         raise _could_not_compare(exc) from None
     records = list({r.id: r for s in sets for r in s.records}.values())
     result = compare_by(records, by, checks, other_artifacts)
+    result.allow_missing = allow_missing or not fail_on
     field, base, other = BY[by]
     label = " + ".join(s.name for s in sets)
     set_a = replace(sets[0], name=f"{field}={base} of {label}",

@@ -83,9 +83,10 @@ def test_export_file_as_baseline(cli, baseline, tmp_path):
 def test_other_artifact_is_not_comparable(cli, results):
     store_run(results, "base", 10.0)
     store_run(results, "cand", 12.0, sha="cd" * 32)
-    result = cli("results", "compare", "base", "cand")
+    result = cli("results", "compare", "base", "cand", code=3)  # nothing compared: no pass
     assert "not comparable" in result.stdout
     assert "artifact sha256 abababab vs cdcdcdcd" in result.stdout
+    assert "B is incomplete, nothing was compared" in result.stderr
     cli("results", "compare", "base", "cand", "--other-artifacts", code=1)
 
 
@@ -160,6 +161,7 @@ def test_top_errors_and_empty_store(cli):
 
 def test_compare_json_is_plain(cli, baseline):
     store_run(baseline, "cand", 10.0)
-    data = json.loads(cli("results", "compare", "base", "cand", "--json").stdout)
-    assert data["checks"] == ["median:5%"] and data["passed"]
+    data = json.loads(cli("results", "compare", "base", "cand", "--json", "--allow-missing").stdout)
+    assert data["checks"] == ["median:5%"] and data["passed"] and data["incomplete"] is None
     assert data["counts"] == {"only in A": 1, "unchanged": 1}
+    assert data["missing"] == ["tiny_cnn · onnx · 4t @ local"]

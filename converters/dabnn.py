@@ -115,6 +115,22 @@ class DabnnConverter:
             log.warning("%s", warning)
         return facts
 
+    def describe(self, artifact: Path) -> dict:
+        """The signature of a ``.dab`` file as daBNN reads it (no runtime here runs it): its
+        one NHWC float input and the last layer's output, whose shape the file does not say.
+
+        Raises:
+            ArtifactError: the file is not a well-formed daBNN model.
+        """
+        from aiot.converters.dabnn_reference import load_model
+
+        loaded = load_model(Path(artifact))
+        return {"inputs": [{"name": loaded.input.name, "shape": list(loaded.input.shape),
+                            "dtype": "float32", "quantization": None}],
+                "outputs": [{"name": loaded.output, "shape": [-1], "dtype": "float32",
+                             "quantization": None}],
+                "note": f"read by aiot's daBNN reader: {len(loaded.model.layers)} layers"}
+
     def reference_outputs(self, artifact: Path, inputs):
         """Logits ``(N, classes)`` of the artifact on ``inputs`` (N, C, H, W), by NumPy.
 

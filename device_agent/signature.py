@@ -107,6 +107,10 @@ def _load_npz(path: str) -> dict:
         raise SpecError(f"run spec field 'inputs' must name a .npz of arrays; {path} holds "
                         "a single array")
     with found:
+        others = [n for n in found.zip.namelist() if not n.endswith(".npy") and not n.endswith("/")]
+        if others:  # NumPy hands such a member back as raw bytes (a pickle, say): not an array
+            raise SpecError(f"run spec field 'inputs': {path} holds '{others[0][:60]}', which is "
+                            "not a .npy array")
         try:
             return {name: found[name] for name in found.files}
         except (ValueError, zipfile.BadZipFile, EOFError) as exc:  # e.g. an object array
@@ -170,14 +174,31 @@ def generate(spec: dict, shape: list[int], rng):
                         "make up: give --inputs FILE.npz")
     dtype = np.dtype(spec["dtype"])
     if dtype.kind == "f":
-        return np.asarray(rng.standard_normal(shape).astype(dtype))
+        return _filled(shape, dtype, rng.standard_normal)
     if dtype.kind == "b":
-        return np.asarray(rng.integers(0, 2, size=shape).astype(bool))
+        return _filled(shape, np.dtype(bool), lambda n: rng.integers(0, 2, size=n))
     if spec["quantization"] is not None and dtype.name in ("int8", "uint8"):
         info = np.iinfo(dtype)
         return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True,
                                        dtype=dtype))
-    return np.asarray(rng.integers(0, 10, size=shape).astype(dtype))
+    return _filled(shape, dtype, lambda n: rng.integers(0, 10, size=n))
+
+
+#: Values drawn at a time by :func:`_filled` (float64 or int64: 8 MiB).
+_CHUNK = 1 << 20
+
+
+def _filled(shape, dtype, draw):
+    """An array of ``shape`` and ``dtype`` filled with ``draw(n)`` in chunks: the very values
+    one draw of the whole shape gives (a Generator's stream does not depend on how it is cut),
+    without that draw's float64/int64 copy of the whole input, 2 to 8 times its size."""
+    import numpy as np
+
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)  # a view: the array is new, so contiguous
+    for start in range(0, flat.size, _CHUNK):
+        flat[start:start + _CHUNK] = draw(min(_CHUNK, flat.size - start))
+    return out
 
 
 def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | None):

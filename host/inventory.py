@@ -25,11 +25,12 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.fileio import write_text_atomic
+from aiot.host.paths import xdg_dir
 
 TRANSPORTS = ("ssh", "adb")
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -55,8 +56,7 @@ class InventoryError(AiotError):
 
 def config_dir() -> Path:
     """``$XDG_CONFIG_HOME/aiot`` (default ``~/.config/aiot``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "aiot"
+    return xdg_dir("XDG_CONFIG_HOME", ".config") / "aiot"
 
 
 def inventory_path() -> Path:
@@ -107,23 +107,73 @@ class DeviceEntry:
 
 
 def load(path: Path | None = None) -> dict[str, DeviceEntry]:
-    """All inventoried devices by name (an absent file is an empty inventory)."""
+    """All inventoried devices by name (an absent file is an empty inventory).
+
+    Raises:
+        InventoryError: the file is unreadable, not of the inventory's shape (``devices`` not
+            a table of tables), or an entry lacks a key, has an unknown one or a wrong type.
+    """
     path = path or inventory_path()
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"inventory {path} is unreadable: {exc}",
-                             "fix or move the file; `aiot devices add` recreates it") from None
+        raise InventoryError(f"inventory {path} is unreadable: {exc}", _FIX_HINT.format(path=path)) from None
+    tables = raw.get("devices") or {}
+    if not isinstance(tables, dict):
+        raise InventoryError(f"inventory {path}: 'devices' is {_toml_type(tables)}, not a table "
+                             "of devices ([devices.NAME] sections)", _FIX_HINT.format(path=path))
     devices = {}
-    for name, table in (raw.get("devices") or {}).items():
+    for name, table in tables.items():
         try:
-            devices[name] = DeviceEntry(name=name, **table).validate()
-        except (TypeError, UsageError) as exc:
-            detail = exc.message if isinstance(exc, UsageError) else str(exc)
-            raise InventoryError(f"inventory {path}: device '{name}': {detail}") from None
+            devices[name] = _entry(name, table).validate()
+        except UsageError as exc:
+            raise InventoryError(f"inventory {path}: device '{_shown(name)}': {exc.message}",
+                                 f"fix or remove [devices.{_shown(name)}] in {path}") from None
     return devices
+
+
+#: The hint for an inventory aiot cannot use: ``devices add`` refuses to overwrite it too.
+_FIX_HINT = "fix the file, or move it away ({path}.bad) and add the devices again with aiot devices add"
+
+
+def _shown(name: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in str(name)[:64])
+
+
+def _toml_type(value) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+#: What each key of a device table must be (TOML types), from :class:`DeviceEntry`'s fields.
+_KEY_TYPES = {"port": (int,), "labels": (dict,), "binaries": (dict,)}
+
+
+def _entry(name: str, table) -> DeviceEntry:
+    """The :class:`DeviceEntry` of one ``[devices.NAME]`` table; UsageError naming a missing or
+    unknown key or a value of the wrong type (never a Python signature)."""
+    if not isinstance(table, dict):
+        raise UsageError(f"is {_toml_type(table)}, not a table of settings")
+    known = {f.name: f for f in fields(DeviceEntry) if f.name != "name"}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise UsageError(f"unknown key(s) {', '.join(map(_shown, unknown))} "
+                         f"(known: {', '.join(known)})")
+    missing = [k for k, f in known.items()
+               if k not in table and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise UsageError(f"lacks the key(s) {', '.join(missing)}")
+    for key, value in table.items():
+        wanted = _KEY_TYPES.get(key, (str,))
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            raise UsageError(f"'{key}' is {_toml_type(value)}, not "
+                             f"{' or '.join(_toml_type(t()) for t in wanted)}")
+        if isinstance(value, dict) and not all(isinstance(v, str) for v in value.values()):
+            raise UsageError(f"'{key}' must map names to strings")
+    return DeviceEntry(name=name, **table)
 
 
 def save(devices: dict[str, DeviceEntry], path: Path | None = None) -> None:

@@ -89,6 +89,38 @@ class ModelRef:
         return found
 
 
+def split_models(text: str | None) -> list[str]:
+    """``--model``'s comma-separated list, keeping whole a file name that holds commas
+    (``net,v2.onnx``, ``my,net.py:make``): at each place the longest run of pieces that names
+    an existing file is one model, any other piece is one on its own.
+
+    Raises:
+        UsageError: no model given.
+    """
+    pieces = (text or "").split(",")
+    models, start = [], 0
+    while start < len(pieces):
+        end = next((j for j in range(len(pieces), start + 1, -1)
+                    if _names_file(",".join(pieces[start:j]).strip())), start + 1)
+        model = ",".join(pieces[start:end]).strip()
+        if model:
+            models.append(model)
+        start = end
+    if not models:
+        raise UsageError("no models given")
+    return models
+
+
+def _names_file(text: str) -> bool:
+    """Whether ``text`` is an existing file, or ``file.py:factory`` of one."""
+    left, sep, _factory = text.rpartition(":")
+    path = left if sep and left.endswith(".py") else text
+    try:
+        return Path(path).expanduser().is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a file
+        return False
+
+
 def resolve_model(text: str, binarize: str | None = None) -> ModelRef:
     """Resolve what the user typed after ``--model``.
 

@@ -40,24 +40,60 @@ def source_root() -> Path | None:
     return None
 
 
+def home() -> Path:
+    """The user's home folder: ``$HOME`` when it is an absolute path, else the account's home
+    from the password database. An empty or relative ``HOME`` (``env HOME= aiot``, a service
+    unit) would otherwise put aiot's folders under ``/`` or the current folder, where the
+    toolchains installed under the real home are not found.
+
+    Raises:
+        UsageError: neither names a usable folder.
+    """
+    env = os.environ.get("HOME", "")
+    if os.path.isabs(env) and env != "/":
+        return Path(env)
+    try:
+        import pwd
+
+        account = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):  # no such account, or not a POSIX system
+        account = ""
+    if os.path.isabs(account) and account != "/":
+        if env != account:
+            log.debug("HOME is %r: using the account's home %s", env, account)
+        return Path(account)
+    if os.path.isabs(env):
+        return Path(env)
+    if sys.platform == "win32":
+        return Path.home()
+    raise UsageError(f"HOME is {'empty' if not env else repr(env)} and the account has no home "
+                     "folder", "set HOME to your home folder, or AIOT_CACHE_DIR and "
+                     "AIOT_RESULTS_DIR to writable folders")
+
+
+def xdg_dir(variable: str, default: str) -> Path:
+    """``$variable`` when it is an absolute path (the XDG spec ignores relative ones), else
+    :func:`home` / ``default``."""
+    env = os.environ.get(variable, "")
+    return Path(env) if os.path.isabs(env) else home() / default
+
+
 def _user_data_dir() -> Path:
     """The platform's per-user data folder (XDG on Linux)."""
-    home = Path.home()
     if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+        return Path(os.environ.get("LOCALAPPDATA") or home() / "AppData" / "Local")
     if sys.platform == "darwin":
-        return home / "Library" / "Application Support"
-    return Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share")
+        return home() / "Library" / "Application Support"
+    return xdg_dir("XDG_DATA_HOME", ".local/share")
 
 
 def _user_cache_dir() -> Path:
     """The platform's per-user cache folder (XDG on Linux)."""
-    home = Path.home()
     if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+        return Path(os.environ.get("LOCALAPPDATA") or home() / "AppData" / "Local")
     if sys.platform == "darwin":
-        return home / "Library" / "Caches"
-    return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
+        return home() / "Library" / "Caches"
+    return xdg_dir("XDG_CACHE_HOME", ".cache")
 
 
 def _ensure_dir(path: Path, what: str, hint: str) -> Path:

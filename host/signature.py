@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from pathlib import Path
+from typing import NamedTuple
 
 from aiot.host.errors import ArtifactError, UsageError
 
@@ -25,33 +27,83 @@ class RefusedArtifact(ArtifactError):
     exit_code = 2
 
 
-def read_npz(path: Path) -> dict:
-    """``{name: array}`` of a ``--inputs`` file (no pickles: arrays only).
+class NpzMember(NamedTuple):
+    """One array of a ``--inputs`` file as its ``.npy`` header declares it (not loaded)."""
+
+    shape: tuple
+    dtype: object  # numpy.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+def read_npz(path: Path) -> dict[str, NpzMember]:
+    """``{name: NpzMember}`` of a ``--inputs`` file, from each member's ``.npy`` header only:
+    a compressed member is never inflated to learn its shape (a few MB of zip can declare
+    gigabytes), and nothing but arrays is accepted (no pickles, no other files).
 
     Raises:
-        UsageError: missing, not a .npz, damaged, or holding object arrays.
+        UsageError: missing, not a .npz, damaged, a member that is not a ``.npy`` array or
+            holds Python objects, or arrays larger than :data:`MAX_INPUT_BYTES` together.
     """
     import zipfile
-
-    import numpy as np
 
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"--inputs file {path} does not exist", "check the path")
+    hint = "save it with numpy.savez(FILE, name=array, ...) (no object arrays)"
     try:
-        with np.load(path, allow_pickle=False) as found:
-            if not isinstance(found, np.lib.npyio.NpzFile):
+        with path.open("rb") as head:
+            if head.read(6) == b"\x93NUMPY":
                 raise UsageError(f"--inputs file {path.name} is one array, not a .npz",
                                  "save it with numpy.savez(FILE, name=array, ...)")
-            return {name: found[name] for name in found.files}
+        with zipfile.ZipFile(path) as archive:
+            members = {}
+            for info in archive.infolist():
+                if info.is_dir():
+                    continue
+                name = info.filename.removesuffix(".npy")
+                members[name] = _npy_header(archive, info, path.name)
     except UsageError:
         raise
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, NotImplementedError) as exc:
         detail = str(exc).splitlines()[0][:120] if str(exc) else ""
         raise UsageError(f"--inputs file {path.name} is not a readable .npz of arrays "
-                         f"({type(exc).__name__}: {detail})",
-                         "save it with numpy.savez(FILE, name=array, ...) (no object arrays)"
-                         ) from None
+                         f"({type(exc).__name__}: {detail})", hint) from None
+    total = sum(m.nbytes for m in members.values())
+    if total > MAX_INPUT_BYTES:
+        raise UsageError(f"--inputs file {path.name} declares {_gib(total)} of arrays, more "
+                         f"than the {_gib(MAX_INPUT_BYTES)} one inference may take",
+                         "check the arrays' shapes")
+    return members
+
+
+def _npy_header(archive, info, file_name: str) -> NpzMember:
+    """Shape and dtype of one zip member from its ``.npy`` header (the first bytes only)."""
+    import numpy as np
+
+    shown = "".join(c if c.isprintable() else "?" for c in info.filename[:60])
+    if not info.filename.endswith(".npy"):
+        raise UsageError(f"--inputs file {file_name}: member '{shown}' is not a .npy array "
+                         "(a pickle or another file)",
+                         "save the inputs with numpy.savez(FILE, name=array, ...) only")
+    with archive.open(info) as member:
+        if member.read(6) != b"\x93NUMPY":
+            raise UsageError(f"--inputs file {file_name}: member '{shown}' is not a .npy array "
+                             "(a pickle or another file named .npy)",
+                             "save the inputs with numpy.savez(FILE, name=array, ...) only")
+        version = tuple(member.read(2))
+        readers = {(1, 0): np.lib.format.read_array_header_1_0,
+                   (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in readers:
+            raise ValueError(f"member '{shown}' has .npy format version {version}")
+        shape, _fortran, dtype = readers[version](member)
+    if dtype.hasobject:
+        raise UsageError(f"--inputs file {file_name}: array '{shown.removesuffix('.npy')}' holds "
+                         "Python objects (loading it would unpickle them)",
+                         "save plain numeric arrays: numpy.savez(FILE, name=array.astype(...))")
+    return NpzMember(tuple(shape), dtype)
 
 
 def check_run_inputs(request) -> dict | None:
@@ -64,6 +116,9 @@ def check_run_inputs(request) -> dict | None:
         ArtifactError: the runtime refuses the file.
     """
     user_model = request.model_path is not None or ":" in request.model
+    if not (user_model and is_artifact_file(request)) and request.shapes():
+        # aiot converts the model: it is traced (and run) at these shapes, in float32.
+        check_input_bytes(request.model, {n: (d, "float32") for n, d in request.shapes().items()})
     if request.dataset and user_model:
         raise UsageError(f"--dataset measures a zoo image classifier's accuracy; "
                          f"{request.model} is your own model",
@@ -75,8 +130,44 @@ def check_run_inputs(request) -> dict | None:
     if signature is None:
         return None
     npz = read_npz(request.inputs) if request.inputs else None
-    check_inputs(request.model, signature, artifact_shapes(request, signature), npz)
+    shapes = artifact_shapes(request, signature)
+    check_inputs(request.model, signature, shapes, npz)
+    if npz is None:  # generated on the device: each input's bytes at its dtype
+        check_input_bytes(request.model, {
+            i["name"]: ((shapes or {}).get(i["name"], i["shape"]), i["dtype"])
+            for i in signature["inputs"]})
     return signature
+
+
+#: The most bytes the inputs of one inference may take when aiot makes them up (or traces a
+#: model at ``--input-shape``): beyond it a typo (an extra digit) would be tried on every
+#: device and fail there for want of memory, if it did not take the device down first.
+MAX_INPUT_BYTES = 2 << 30
+
+
+def check_input_bytes(model: str, inputs: dict[str, tuple[list[int], str]]) -> None:
+    """Refuse inputs (``{name: (dims, dtype)}``) whose bytes at their own dtype add up to more
+    than :data:`MAX_INPUT_BYTES`; a dynamic dim (-1) counts as 1, a string input as nothing."""
+    import numpy as np
+
+    sizes = {}
+    for name, (dims, dtype) in inputs.items():
+        if dtype == "string":
+            continue
+        sizes[name] = math.prod(max(int(d), 1) for d in dims) * np.dtype(dtype).itemsize
+    total = sum(sizes.values())
+    if total <= MAX_INPUT_BYTES:
+        return
+    name = max(sizes, key=sizes.get)
+    dims, dtype = inputs[name]
+    raise UsageError(f"the inputs of {model} would take {_gib(total)} per inference (input "
+                     f"'{name}' {'x'.join(map(str, dims))} {dtype}: {_gib(sizes[name])}), more "
+                     f"than the {_gib(MAX_INPUT_BYTES)} aiot makes up for one run",
+                     "check --input-shape for a typo, or give the inputs as --inputs FILE.npz")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"
 
 
 def is_artifact_file(request) -> bool:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from aiot.host.errors import UsageError
+from aiot.host.model_ref import split_models
 
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE or local).")]
 Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
@@ -537,7 +538,7 @@ def _check_clusters(requests) -> None:
 
 
 def _targets(model: str | None, fmt: str | None, binarize: str | None):
-    return resolve_targets(split_list(model, "models"),
+    return resolve_targets(split_models(model),
                            split_list(fmt, "formats") if fmt else None, binarize)
 
 

@@ -199,6 +199,8 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
             table.add_row(kind[:-1], escape(io["name"]), _dims(io["shape"]), io["dtype"],
                           f"scale {quant['scale']:.4g}, zero {quant['zero_point']}" if quant else "—")
     out.print(table)
+    if facts.get("note"):
+        out.print(escape(facts["note"]))
     if facts.get("params") is not None:
         out.print(f"parameters: {facts['params']:,}")
 
@@ -208,7 +210,11 @@ def _user_facts(ref, shapes: dict) -> dict:
         from aiot.converters import get_converter
         from aiot.host.signature import read_signature
 
-        backend = get_converter(ref.format).backend
+        converter = get_converter(ref.format)
+        backend = converter.backend
+        describe = getattr(converter, "describe", None)  # an emit-only format aiot can read
+        if backend is None and describe is not None:
+            return describe(ref.path)  # ArtifactError: not a model of its format
         if backend is None:
             return {"inputs": None, "outputs": None,
                     "note": f"{ref.format} is emit-only: no runtime here reads its inputs"}

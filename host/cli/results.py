@@ -32,7 +32,7 @@ def print_run_table(records, compact: bool = False) -> None:
     """
     from rich.table import Table
 
-    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out
+    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out, safe
 
     lead = [] if compact else ["id", "device", "model"]
     table = Table(*lead, "format", "threads", "median ms", "p90 ms", "load ms", "accuracy", "size", "status")
@@ -46,8 +46,9 @@ def print_run_table(records, compact: bool = False) -> None:
         device = r.device or "—"
         if (r.spec or {}).get("via"):  # started through the Android app, not the shell
             device = f"{device} (via {r.spec['via']})"
-        cells = [] if compact else [r.id[:8], device, model]
-        table.add_row(*cells, r.format or "—", str(r.threads or "—"), fmt_ms(r.median_ms),
+        # Names come from the user's files and the device: no escape sequence or markup acts.
+        cells = [] if compact else [safe(r.id[:8]), safe(device), safe(model)]
+        table.add_row(*cells, safe(r.format or "—"), str(r.threads or "—"), fmt_ms(r.median_ms),
                       fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy), fmt_bytes(r.size_bytes),
                       status)
     out.print(table)
@@ -98,7 +99,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     """Show one record with its statistics and provenance."""
     from rich.table import Table
 
-    from aiot.host.cli._output import out, print_json
+    from aiot.host.cli._output import out, print_json, safe
 
     with _open(ctx) as store:
         record = store.get(record_id)
@@ -106,27 +107,31 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     if as_json:
         print_json(data)
         return
-    table = Table(show_header=False, title=f"record {record.id}")
+    table = Table(show_header=False, title=f"record {safe(record.id)}")
     table.add_column(style="bold")
     table.add_column()
+
+    def row(key: str, value: str) -> None:  # values hold file names and a device's text
+        table.add_row(key, safe(value))
+
     for key in FLAT_COLUMNS:
         if data.get(key) is not None:
-            table.add_row(key, str(data[key]))
+            row(key, str(data[key]))
     result = record.result or {}
     stats = result.get("stats_ms")
     if stats:
-        table.add_row("stats (ms)", _stats_line(stats))
+        row("stats (ms)", _stats_line(stats))
     validity = result.get("validity")
     if validity:
-        table.add_row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))
+        row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))
     prov = record.provenance
     device = prov.get("device") or {}
-    table.add_row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
-    table.add_row("runtime", json.dumps(prov.get("runtime")))
-    table.add_row("toolchain", json.dumps(prov.get("toolchain")))
+    row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
+    row("runtime", json.dumps(prov.get("runtime")))
+    row("toolchain", json.dumps(prov.get("toolchain")))
     if prov.get("weights"):
-        table.add_row("weights", _weights_line(prov["weights"]))
-    table.add_row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
+        row("weights", _weights_line(prov["weights"]))
+    row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
     out.print(table)
 
 

@@ -15,13 +15,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.host.fileio import write_text_atomic
+from aiot.host.paths import xdg_dir
 
 
 def state_dir() -> Path:
     base = os.environ.get("AIOT_STATE_DIR")
     if base:
         return Path(base)
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "aiot"
+    return xdg_dir("XDG_STATE_HOME", ".local/state") / "aiot"
 
 
 def emulators_dir() -> Path:

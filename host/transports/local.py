@@ -13,6 +13,7 @@ from pathlib import Path
 
 from aiot.host.errors import CommandTimeout, TransportError
 from aiot.host.fileio import write_atomic
+from aiot.host.paths import xdg_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineStream
@@ -88,7 +89,7 @@ class LocalTransport:
 
     def __init__(self, name: str = "local", root: str | os.PathLike | None = None) -> None:
         self.name = name
-        default = os.environ.get("AIOT_LOCAL_WORKDIR") or Path.home() / ".cache" / "aiot" / "device"
+        default = os.environ.get("AIOT_LOCAL_WORKDIR") or xdg_dir("XDG_CACHE_HOME", ".cache") / "aiot" / "device"
         self._root = Path(root or default)
 
     def workdir(self) -> str:

@@ -1,21 +1,18 @@
 """The user's own PyTorch model as a conversion source: a factory in their code, or a ``.pt2``.
 
 A factory (``file.py:factory`` or ``package.module:factory``) returns an ``nn.Module`` or
-``(module, example_inputs)``; a ``torch.export`` program file brings its example inputs with
-it. Either way the converters get the same ``(model, example)`` pair a zoo model gives them.
+``(module, example_inputs)``; it runs in a child process (:mod:`.factory_process`), so its
+exits, crashes, prints and hangs never end aiot. A ``torch.export`` program file brings its
+example inputs with it. Either way the converters get the same ``(model, example)`` pair a zoo model gives them.
 Whatever the user's code raises becomes one line naming the reference, never a traceback.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.util
 import math
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
+from aiot.converters.factory_process import build_in_child, first_line
 from aiot.host.errors import UsageError
 from aiot.host.model_ref import CODE, PROGRAM, ModelRef
 
@@ -40,74 +37,16 @@ def load_user_model(ref: ModelRef, input_shapes: dict[str, list[int]] | None = N
             returns something else than a module, or no example input can be had.
     """
     if ref.kind == CODE:
-        returned = _call_factory(ref)
+        model, example = build_in_child(ref)
     elif ref.kind == PROGRAM:
-        returned = _load_program(ref)
+        model, example = _load_program(ref)
     else:
         raise ValueError(f"{ref.name} is not user code")
-    model, example = _split(ref, returned)
     if example is None:
         example = _example_from_shapes(ref, input_shapes)
     example = _single_tensor(ref, example)
     model.eval()
     return UserModel(model, example)
-
-
-def _call_factory(ref: ModelRef):
-    module = _import(ref)
-    factory = getattr(module, ref.factory, None)
-    if factory is None or not callable(factory):
-        import difflib
-
-        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
-        close = difflib.get_close_matches(ref.factory, names, n=3)
-        raise UsageError(f"{ref.name}: {_where(ref)} has no function '{ref.factory}'",
-                         f"did you mean {', '.join(close)}?" if close else
-                         f"define it, e.g. def {ref.factory}(): return MyNet()")
-    import torch
-
-    torch.manual_seed(0)  # a factory that initialises randomly converts reproducibly
-    try:
-        return factory()
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is theirs to fix
-        raise UsageError(f"{ref.name} raised {type(exc).__name__}: {_first_line(exc)}",
-                         "fix the factory; run it in Python to see the traceback") from None
-
-
-def _import(ref: ModelRef):
-    """Import the user's file (its folder on sys.path, for its own imports) or module."""
-    try:
-        if ref.module:
-            return importlib.import_module(ref.module)
-        name = f"aiot_user_{ref.sha256[:12]}_{ref.path.stem}".replace("-", "_")
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, ref.path)
-        module = importlib.util.module_from_spec(spec)
-        with _on_sys_path(ref.path.resolve().parent):
-            spec.loader.exec_module(module)
-        sys.modules[name] = module
-        return module
-    except ModuleNotFoundError as exc:
-        if ref.module and exc.name and ref.module.startswith(exc.name):
-            raise UsageError(f"{ref.name}: no module named '{ref.module}'",
-                             "install it or run aiot where it can be imported") from None
-        raise UsageError(f"{ref.name}: importing {_where(ref)} failed: {_first_line(exc)}",
-                         "install what it imports") from None
-    except Exception as exc:  # noqa: BLE001 - a syntax error or a failing import in their file
-        raise UsageError(f"{ref.name}: importing {_where(ref)} failed: {type(exc).__name__}: "
-                         f"{_first_line(exc)}", "fix the file; run it in Python to see more"
-                         ) from None
-
-
-@contextlib.contextmanager
-def _on_sys_path(folder: Path):
-    sys.path.insert(0, str(folder))
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(folder))
 
 
 def _load_program(ref: ModelRef):
@@ -117,7 +56,7 @@ def _load_program(ref: ModelRef):
         program = torch.export.load(str(ref.path))
     except Exception as exc:  # noqa: BLE001 - a damaged or foreign archive
         raise UsageError(f"{ref.name} is not a loadable torch.export program: "
-                         f"{type(exc).__name__}: {_first_line(exc)}",
+                         f"{type(exc).__name__}: {first_line(exc)}",
                          "save it with torch.export.save from the same torch version") from None
     args = None
     if program.example_inputs is not None:
@@ -131,18 +70,6 @@ def _load_program(ref: ModelRef):
     module.eval = lambda: module
     module.aiot_fixed_batch = True  # parity runs it one row at a time (see parity)
     return module, args
-
-
-def _split(ref: ModelRef, returned):
-    """``(module, example or None)`` from what the factory returned."""
-    from torch import nn
-
-    if isinstance(returned, nn.Module):
-        return returned, None
-    if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[0], nn.Module):
-        return returned
-    raise UsageError(f"{ref.name} returned {type(returned).__name__}, not an nn.Module",
-                     "return a module or (module, example_inputs)")
 
 
 def _example_from_shapes(ref: ModelRef, input_shapes: dict[str, list[int]] | None):
@@ -200,12 +127,3 @@ def input_facts(example) -> dict:
     return {"shape": list(example.shape[1:]), "batch": int(example.shape[0]),
             "dtype": str(example.dtype).removeprefix("torch."),
             "elements": math.prod(example.shape)}
-
-
-def _where(ref: ModelRef) -> str:
-    return ref.module or ref.path.name
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]

@@ -20,12 +20,14 @@ def report(
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
 ) -> None:
-    """Write a report of the result store: plots, tables and provenance.
+    """Write a report of the result store: the answer first, then plots, tables and provenance.
 
-    Latency vs threads per device and format, BNN speedup vs FP32, the VIPS/VOPS
-    leaderboard, accuracy vs latency, load time per format, telemetry over the campaign and
-    robustness records when present, with the devices, versions and dates they came from.
-    INVALID runs are flagged, never dropped. Prints the main file's path.
+    It opens with each model's best median per device and format (with its threads) and,
+    where a device measured several formats of a model, the formats compared; then latency
+    vs threads, accuracy vs latency, load time, BNN speedup vs FP32, the VIPS/VOPS
+    leaderboard, the slowest operators of --profile runs, telemetry and robustness records
+    when present; provenance, failures and every run last. Parts without data are left out
+    (listed here). INVALID runs are flagged, never dropped. Prints the main file's path.
     """
     from aiot.host.cli._output import message, print_json, safe, state
     from aiot.host.report.build import build, collect
@@ -42,7 +44,7 @@ def report(
     files, plots = write(model, fmt, out_dir)
     drawn = sorted(k for k, v in plots.items() if not isinstance(v, str))
     # What is missing and why: empty sections, then figures without data.
-    notes = {s.key: s.note for s in model.sections() if s.note}
+    notes = model.left_out()
     notes.update((k, v) for k, v in plots.items() if isinstance(v, str))
     if as_json:
         print_json({"format": fmt, "out": str(out_dir), "files": [str(f) for f in files],

@@ -2,9 +2,12 @@
 
 - :mod:`aiot.host.report.build`: store records → a :class:`~aiot.host.report.build.Report`
   (rows, scores, telemetry, provenance) and its sections and tables; no plotting, no I/O
-  beyond the store.
+  beyond the store. A part without data is left out of the page (``Report.left_out`` says
+  why, for the CLI).
+- :mod:`aiot.host.report.summary`: the answer the page opens with (best median per model,
+  device and format; formats compared) and the slowest operators of profiled runs.
 - :mod:`aiot.host.report.plots`: the report's matplotlib figures as PNG files (Agg, no
-  display); a figure without data is left out and a note says why.
+  display), readable at 20 series; a figure without data is left out.
 - :mod:`aiot.host.report.html`: the writers. HTML is one self-contained page (inline CSS, no
   scripts, nothing fetched) with its PNGs as files beside it; Markdown links the same PNGs;
   CSV writes one file per table.

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiot.host.errors import UsageError
+from aiot.host.report import summary
 from aiot.host.validity import INVALID, emulated
 
 LATENCY, TRAIN = "latency", "train"
@@ -48,6 +49,9 @@ class Run:
     delegate: str | None = None
     native: str | None = None
     cluster: str | None = None
+    input_shape: str | None = None  # "1x3x224x224", or "a=1x4 b=1x4" for several inputs
+    emulated: bool = False  # measured on one of aiot's emulated devices: not a phone's time
+    profile: dict | None = None  # per-operator times (run --profile), see aiot.host.profiles
 
     @property
     def invalid(self) -> bool:
@@ -71,8 +75,9 @@ class Run:
 
     @property
     def config(self) -> tuple:
-        """What a re-measurement of the same thing shares (the newest one is plotted)."""
-        return (self.device, self.model_label, self.variant, self.threads)
+        """What a re-measurement of the same thing shares (the newest one is plotted); runs
+        at another input shape are another thing, never merged with these."""
+        return (self.device, self.model_label, self.variant, self.input_shape, self.threads)
 
 
 @dataclass(frozen=True)
@@ -173,12 +178,35 @@ class Report:
         return sorted(newest.values(), key=_run_order)
 
     def sections(self) -> list[Section]:
-        """The page's parts in order; a part whose records are absent entirely is left out."""
-        return _sections(self)
+        """The page's parts in order; a part with nothing to show is left out (see
+        :meth:`left_out`)."""
+        return [s for s in _sections(self) if not _empty(s)]
+
+    def left_out(self) -> dict[str, str]:
+        """The parts left out of the page, each with why (for the CLI, not the page)."""
+        return {s.key: s.note for s in _sections(self) if _empty(s)}
+
+
+def _empty(section: Section) -> bool:
+    return bool(section.note) and not section.figures and not any(t.rows for t in section.tables)
 
 
 def _run_order(run: Run) -> tuple:
-    return (run.device, run.model_label, run.variant, run.threads or 0, run.created_at)
+    return (run.device, run.model_label, run.input_shape or "", run.variant, run.threads or 0,
+            run.created_at)
+
+
+def input_shape(result: dict) -> str | None:
+    """The shape a run fed, as recorded by the agent or a native tool: ``1x3x224x224``, or
+    ``name=dims`` per input for a model with several."""
+    def dims(shape) -> str:
+        return "x".join(str(d) for d in shape)
+
+    inputs = [i for i in result.get("inputs") or [] if isinstance(i, dict) and i.get("shape")]
+    if len(inputs) > 1:
+        return " ".join(f"{i.get('name')}={dims(i['shape'])}" for i in inputs)
+    shape = inputs[0]["shape"] if inputs else result.get("input_shape")
+    return dims(shape) if shape else None
 
 
 def _run(record) -> Run:
@@ -195,7 +223,9 @@ def _run(record) -> Run:
         accuracy=record.accuracy, size_bytes=record.size_bytes,
         runtime=" ".join(str(v) for v in (runtime.get("backend"), runtime.get("version")) if v) or None,
         binarize=spec.get("binarize"), delegate=spec.get("delegate"), native=spec.get("native"),
-        cluster=spec.get("cluster"),
+        cluster=spec.get("cluster"), input_shape=input_shape(result),
+        emulated=emulated(prov.get("device") or {}),
+        profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
     )
 
 
@@ -346,7 +376,7 @@ def _verdict_notes(run: Run) -> str | None:
 
 def _run_row(run: Run) -> dict:
     return {"device": run.device, "model": run.model_label, "variant": run.variant,
-            "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
+            "input_shape": run.input_shape, "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
             "mean_ms": run.mean_ms, "load_ms": run.load_ms, "accuracy": run.accuracy,
             "size_bytes": run.size_bytes, "runtime": run.runtime, "status": run.status,
             "validity": run.validity, "notes": _verdict_notes(run), "created_at": run.created_at,
@@ -355,6 +385,7 @@ def _run_row(run: Run) -> dict:
 
 _RUN_COLUMNS = (
     Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+    Column("input_shape", "input shape"),
     Column("threads", "threads", "int"), Column("median_ms", "median ms", "ms"),
     Column("p90_ms", "p90 ms", "ms"), Column("mean_ms", "mean ms", "ms"),
     Column("load_ms", "load ms", "ms"), Column("accuracy", "accuracy", "pct"),
@@ -502,34 +533,27 @@ def _leaderboard_section(report: Report) -> Section:
 
 
 def _sections(report: Report) -> list[Section]:
+    """Every part in page order: the answer first (best per model, device and format; the
+    formats compared), then the figures and the analyses, then provenance, failures and every
+    run. A part with nothing to show carries only a note (``sections`` leaves it out)."""
+    from aiot.host.report import robust
+
     flagged = [r for r in report.runs if r.invalid or r.status in ("failed", "pending")]
-    sections = [Section("provenance", "Provenance", "Devices and versions the records name.",
-                        tables=_provenance_tables(report))]
-    if flagged:
-        sections.append(Section(
-            "flags", "INVALID and failed runs",
-            "Measured but not defensible (INVALID, with the validity check's reasons), or not "
-            "measured at all. They stay in every table, flagged; plots mark INVALID points.",
-            tables=(runs_table(flagged, "flagged", "Flagged runs"),)))
-    if not report.runs:
-        sections.append(Section("latency", "Latency", "", note="no latency runs in these records"))
-    else:
+    sections = [summary.summary_section(report), summary.formats_section(report)]
+    if report.runs:
         sections += [
             Section("latency", "Latency vs threads",
                     "Median latency per device, model and format over thread counts (whiskers "
-                    "up to p90; the mean where a native tool printed only that).",
-                    ("latency_threads",), (runs_table(report.runs),)),
-            _bnn_section(report), _leaderboard_section(report),
+                    "up to p90; the mean where a native tool printed only that). Runs at "
+                    "different input shapes are different lines.", ("latency_threads",)),
             Section("accuracy", "Accuracy vs latency",
                     "Top-1 accuracy measured on the device against median latency.",
-                    ("accuracy_latency",)),
-            Section("load", "Load time per format",
-                    "Time to load the model into its runtime, per run.", ("load_time",),
-                    (_load_table(report),)),
-            _telemetry_section(report),
+                    ("accuracy_latency",))
+            if any(r.accuracy is not None for r in report.plotted_runs()) else None,
+            _load_section(report),
+            _bnn_section(report), _leaderboard_section(report),
+            summary.operators_section(report), _telemetry_section(report),
         ]
-    from aiot.host.report import robust
-
     sections += robust.sections(report.others)
     for kind, records in sorted(report.others.items()):
         if kind in robust.SUITES:
@@ -540,7 +564,28 @@ def _sections(report: Report) -> list[Section]:
     if report.trainings:
         sections.append(Section("training", "Training", "Models trained on the host.",
                                 tables=(_training_table(report),)))
-    return sections
+    sections.append(Section("provenance", "Provenance", "Devices and versions the records name.",
+                            tables=_provenance_tables(report)))
+    if flagged:
+        sections.append(Section(
+            "flags", "INVALID and failed runs",
+            "Measured but not defensible (INVALID, with the validity check's reasons), or not "
+            "measured at all. They stay in every table, flagged; plots mark INVALID points.",
+            tables=(runs_table(flagged, "flagged", "Flagged runs"),)))
+    if report.runs:
+        sections.append(Section("runs", "Every latency run", "Each stored latency record.",
+                                tables=(runs_table(report.runs),)))
+    else:
+        sections.append(Section("latency", "Latency", "", note="no latency runs in these records"))
+    return [s for s in sections if s is not None]
+
+
+def _load_section(report: Report) -> Section | None:
+    table = _load_table(report)
+    if not table.rows:
+        return None
+    return Section("load", "Load time per format",
+                   "Time to load the model into its runtime, per run.", ("load_time",), (table,))
 
 
 def _telemetry_section(report: Report) -> Section:

@@ -39,6 +39,7 @@ table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0 16px; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.invalid td { background: #fdecea; } tr.failed td { background: #fff4e0; }
+tr.fastest td { font-weight: 600; background: #eef5fc; }
 .badge { display: inline-block; padding: 0 5px; border-radius: 3px; font-weight: 600;
          font-size: 11.5px; background: #d62728; color: #fff; }
 footer { margin-top: 48px; color: #888; font-size: 12px; }
@@ -120,7 +121,8 @@ def _html_table(table) -> str:
     body = []
     for row in table.rows:
         cls = ("invalid" if row.get("validity") == INVALID
-               else "failed" if row.get("status") not in (None, "ok") else "")
+               else "failed" if row.get("status") not in (None, "ok")
+               else "fastest" if row.get("fastest") else "")
         tds = []
         for c in table.columns:
             text = escape(cell(c.kind, row.get(c.key)))
@@ -144,9 +146,7 @@ def _html_section(section, plots) -> str:
         parts.append(f'<p class="note">{escape(section.note)}</p>')
     for key in section.figures:
         plot = plots[key]
-        if isinstance(plot, str):
-            parts.append(f'<p class="note">No figure: {escape(plot)}.</p>')
-        else:
+        if not isinstance(plot, str):  # a figure without data is left out (the CLI says why)
             parts.append(f'<figure><img src="{escape(plot.file)}" alt="{escape(plot.title)}" '
                          f'width="{plot.width}" height="{plot.height}"></figure>')
     parts += [_html_table(t) for t in section.tables if t.rows]
@@ -204,8 +204,8 @@ def render_markdown(report, sections, plots) -> str:
         lines += [f"> {md(s.note)}", ""] if s.note else []
         for key in s.figures:
             plot = plots[key]
-            lines += [f"> No figure: {md(plot)}." if isinstance(plot, str)
-                      else f"![{md(plot.title)}]({plot.file})", ""]
+            if not isinstance(plot, str):  # a figure without data is left out
+                lines += [f"![{md(plot.title)}]({plot.file})", ""]
         lines += [x for t in s.tables if t.rows for x in (_md_table(t), "")]
     return "\n".join(lines)
 
@@ -248,6 +248,9 @@ def write(report, fmt: str, out_dir: Path) -> tuple[list[Path], dict]:
     from aiot.host.report.plots import render
 
     plots = render(report, [k for s in sections for k in s.figures], out_dir)
+    # A part whose figures had no data and that has no table rows is left out too.
+    sections = [s for s in sections if any(t.rows for t in s.tables)
+                or any(not isinstance(plots[k], str) for k in s.figures)]
     name, text = ((HTML_FILE, render_html(report, sections, plots)) if fmt == "html"
                   else (MD_FILE, render_markdown(report, sections, plots)))
     _write(out_dir / name, text)

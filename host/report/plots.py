@@ -42,12 +42,13 @@ def _figure(rows: int = 1, cols: int = 1, height_in: float = 4.0, **kw):
 def _scale(ax, axis: str, values) -> None:
     """A log axis with plain tick labels when values span more than a decade, else a linear
     one from zero (so small differences are not blown up)."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     values = [v for v in values if v and v > 0]
     if values and max(values) / min(values) > 10:
         getattr(ax, f"set_{axis}scale")("log")
         which = getattr(ax, f"{axis}axis")
+        which.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1, 2, 5, 10, 20, ...
         which.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         which.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     else:
@@ -61,35 +62,115 @@ def _mark_invalid(ax, points, label_once: list[bool]) -> None:
         label_once[0] = True
 
 
+LABEL_CHARS = 44  # a legend entry or tick label longer than this is cut in the middle
+MARKERS = "osD^vPX*h<>p"
+
+
+def short(text: str, width: int = LABEL_CHARS) -> str:
+    """``text`` cut in the middle to ``width`` characters (file names keep their ends)."""
+    if len(text) <= width:
+        return text
+    half = (width - 1) // 2
+    return text[:half] + "…" + text[-(width - 1 - half):]
+
+
+def palette(n: int) -> list:
+    """``n`` colours, no two the same: tab10 up to 10; tab20 (its dark half first) up to 20;
+    tab20, tab20b and tab20c up to 60; evenly spaced on turbo beyond."""
+    from matplotlib import colormaps
+
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    if n <= 20:
+        return [colormaps["tab20"](i) for i in [*range(0, 20, 2), *range(1, 20, 2)][:n]]
+    if n <= 60:
+        return [colormaps[m](i) for m in ("tab20", "tab20b", "tab20c") for i in range(20)][:n]
+    return [colormaps["turbo"](i / (n - 1)) for i in range(n)]
+
+
+def series_style(keys) -> dict:
+    """A distinct colour, and a marker and line style, for each series key (same key, same
+    look in every panel)."""
+    keys = list(dict.fromkeys(keys))
+    colours = palette(len(keys))
+    return {k: {"color": colours[i], "marker": MARKERS[i % len(MARKERS)],
+                "linestyle": "-" if (i // len(MARKERS)) % 2 == 0 else "--"}
+            for i, k in enumerate(keys)}
+
+
+def series_labels(runs) -> dict:
+    """Series key (model, format, input shape) → its legend text; the model's name is cut in
+    the middle when long (the format stays whole), and the shape is named for models
+    measured at several shapes."""
+    shapes: dict[str, set] = {}
+    for r in runs:
+        shapes.setdefault(r.model_label, set()).add(r.input_shape)
+    return {(r.model_label, r.variant, r.input_shape):
+            " · ".join([short(r.model_label, 30), r.variant]
+                       + ([r.input_shape or "shape ?"] if len(shapes[r.model_label]) > 1 else []))
+            for r in runs}
+
+
+def legend_columns(labels) -> int:
+    """As many legend columns as fit the figure's width at the legend's font size."""
+    longest = max((len(str(label)) for label in labels), default=1)
+    return max(1, min(len(labels), int((WIDTH_IN - 0.4) // (0.068 * longest + 0.55))))
+
+
+def legend_below(fig, handles, labels) -> None:
+    """One legend for the whole figure, under the panels: never over the data."""
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", fontsize="small",
+                   ncols=legend_columns(labels), frameon=False)
+
+
+def _legend_height(labels) -> float:
+    """Inches the legend below takes (``labels``: the legend's texts)."""
+    return 0.24 * -(-len(labels) // legend_columns(labels)) + 0.3 if labels else 0.0
+
+
 def latency_threads(report):
-    """Median latency vs threads: one panel per device, one line per model and format."""
+    """Median latency vs threads: one panel per device, one line per model, format and input
+    shape, each with its own colour and marker, the legend under the panels."""
     runs = report.plotted_runs()
     runs = [r for r in runs if r.threads]
     if not runs:
         return None
     devices = sorted({r.device for r in runs})
+    labels = series_labels(runs)
+    style = series_style(sorted(labels))
     cols = min(len(devices), 2)
-    fig, axes = _figure((len(devices) + cols - 1) // cols, cols, height_in=3.8)
+    rows = (len(devices) + cols - 1) // cols
+    fig, axes = _figure(rows, cols, height_in=3.6)
+    fig.set_figheight(3.6 * rows + _legend_height(sorted(set(labels.values()))))
+    entries: dict[str, object] = {}
+    flagged = [False]
     for ax, device in zip(axes, devices):
         mine = [r for r in runs if r.device == device]
-        flagged = [False]
-        for series in sorted({(r.model_label, r.variant) for r in mine}):
-            pts = sorted((r for r in mine if (r.model_label, r.variant) == series), key=lambda r: r.threads)
+        for key in sorted({(r.model_label, r.variant, r.input_shape) for r in mine},
+                          key=lambda k: tuple(x or "" for x in k)):
+            pts = sorted((r for r in mine if (r.model_label, r.variant, r.input_shape) == key),
+                         key=lambda r: r.threads)
             ys = [r.latency_ms for r in pts]
             up = [max((r.p90_ms or y) - y, 0) for r, y in zip(pts, ys)]
-            ax.errorbar([r.threads for r in pts], ys, yerr=[[0] * len(ys), up], marker="o",
-                        capsize=3, label=" · ".join(series))
+            line = ax.errorbar([r.threads for r in pts], ys, yerr=[[0] * len(ys), up], capsize=3,
+                               markersize=5, label=labels[key], **style[key])
+            entries.setdefault(labels[key], line)
             _mark_invalid(ax, [(r.threads, r.latency_ms) for r in pts if r.invalid], flagged)
         threads = sorted({r.threads for r in mine})
         ax.set_xscale("log", base=2)
         ax.set_xticks(threads, [str(t) for t in threads])
         ax.minorticks_off()
         _scale(ax, "y", [r.latency_ms for r in mine] + [r.p90_ms for r in mine])
-        ax.set(title=device, xlabel="threads", ylabel="latency (ms)")
+        title = device + (" (emulated)" if any(r.emulated for r in mine) else "")
+        ax.set(title=title, xlabel="threads", ylabel="latency (ms)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label == "INVALID run":
+                entries.setdefault(label, handle)
     for ax in axes[len(devices):]:
         ax.set_visible(False)
+    legend_below(fig, list(entries.values()), list(entries))
     return fig
 
 
@@ -106,10 +187,12 @@ def bnn_speedup(report):
         groups = sorted({(p.model, p.algorithm, p.format) for p in mine})
         threads = sorted({p.threads or 0 for p in mine})
         width = 0.8 / len(groups)
+        colours = palette(len(groups))
         for i, group in enumerate(groups):
             sel = [p for p in mine if (p.model, p.algorithm, p.format) == group]
             xs = [threads.index(p.threads or 0) + (i - (len(groups) - 1) / 2) * width for p in sel]
-            bars = ax.bar(xs, [p.speedup for p in sel], width, label=" · ".join(group))
+            bars = ax.bar(xs, [p.speedup for p in sel], width, label=short(" · ".join(group)),
+                          color=colours[i])
             ax.bar_label(bars, [f"{p.speedup:.2f}x" for p in sel], padding=2, fontsize=8)
             for bar, p in zip(bars, sel):
                 if {p.fp_id, p.bin_id} & invalid:
@@ -119,7 +202,7 @@ def bnn_speedup(report):
         ax.set_xticks(range(len(threads)), [f"{t}t" if t else "—" for t in threads])
         ax.set(title=f"{device}: T_fp32 / T_bin (hatched: an INVALID run)", ylabel="speedup (x)")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return fig
 
 
@@ -149,15 +232,19 @@ def accuracy_latency(report):
     runs = [r for r in report.plotted_runs() if r.accuracy is not None]
     if not runs:
         return None
-    fig, (ax,) = _figure(height_in=4.5)
-    markers = dict(zip(sorted({r.device for r in runs}), "osD^vP*X"))
-    colours = dict(zip(sorted({r.variant for r in runs}), [f"C{i}" for i in range(10)] * 10))
-    for device, marker in markers.items():
-        for variant, colour in colours.items():
+    variants = sorted({r.variant for r in runs})
+    devices = sorted({r.device for r in runs})
+    entries = [short(f"{d} · {v}") for d in devices for v in variants]
+    fig, (ax,) = _figure(height_in=4.5 + _legend_height(entries))
+    colours = dict(zip(variants, palette(len(variants))))
+    markers = dict(zip(devices, MARKERS * (len(devices) // len(MARKERS) + 1)))
+    for device in devices:
+        for variant in variants:
             sel = [r for r in runs if r.device == device and r.variant == variant]
             if sel:
-                ax.scatter([r.latency_ms for r in sel], [r.accuracy * 100 for r in sel], c=colour,
-                           marker=marker, s=50, label=f"{device} · {variant}")
+                ax.scatter([r.latency_ms for r in sel], [r.accuracy * 100 for r in sel],
+                           color=colours[variant], marker=markers[device], s=50,
+                           label=short(f"{device} · {variant}"))
                 for r in sel:
                     ax.annotate(f"{r.threads}t", (r.latency_ms, r.accuracy * 100), fontsize=7,
                                 xytext=(4, 4), textcoords="offset points")
@@ -165,34 +252,37 @@ def accuracy_latency(report):
     _scale(ax, "x", [r.latency_ms for r in runs])
     ax.set(xlabel="latency (ms)", ylabel="top-1 accuracy (%)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_below(fig, *ax.get_legend_handles_labels())
     return fig
 
 
 def load_time(report):
-    """Model load time per format: the median per device as bars, every run as a dot."""
+    """Model load time per format: horizontal bars (the median per device) with every run as
+    a dot, one row per model and format, so long file names never overlap."""
     runs = [r for r in report.runs if r.status == "ok" and r.load_ms is not None]
     if not runs:
         return None
     groups = sorted({(r.model_label, r.variant) for r in runs})
-    one_model = len({m for m, _ in groups}) == 1
     devices = sorted({r.device for r in runs})
-    fig, (ax,) = _figure(height_in=4.0)
-    width = 0.8 / len(devices)
+    fig, (ax,) = _figure(height_in=1.2 + 0.32 * len(groups) * max(1, len(devices) * 0.6)
+                         + _legend_height(devices))
+    height = 0.8 / len(devices)
+    colours = palette(len(devices))
     for i, device in enumerate(devices):
-        offset = (i - (len(devices) - 1) / 2) * width
+        offset = (i - (len(devices) - 1) / 2) * height
         label = device
         for j, group in enumerate(groups):
             loads = [r.load_ms for r in runs if r.device == device and (r.model_label, r.variant) == group]
             if loads:
-                ax.bar(j + offset, statistics.median(loads), width, color=f"C{i}", label=label)
-                ax.scatter([j + offset] * len(loads), loads, color="black", s=10, zorder=3)
+                ax.barh(j + offset, statistics.median(loads), height, color=colours[i], label=label)
+                ax.scatter(loads, [j + offset] * len(loads), color="black", s=10, zorder=3)
                 label = None  # one legend entry per device
-    ax.legend(fontsize="small")
-    ax.set_xticks(range(len(groups)), [v if one_model else f"{m}\n{v}" for m, v in groups])
-    _scale(ax, "y", [r.load_ms for r in runs])
-    ax.set(xlabel="format", ylabel="load time (ms)")
-    ax.grid(axis="y", alpha=0.3)
+    ax.set_yticks(range(len(groups)), [f"{short(m, 30)} · {v}" for m, v in groups], fontsize=8)
+    ax.invert_yaxis()  # first group on top, as in the tables
+    _scale(ax, "x", [r.load_ms for r in runs])
+    ax.set(xlabel="load time (ms)")
+    ax.grid(axis="x", alpha=0.3)
+    legend_below(fig, *ax.get_legend_handles_labels())
     return fig
 
 
@@ -207,14 +297,15 @@ def telemetry(report):
 
     fig, axes = _figure(len(panels), 1, height_in=2.8, sharex=True)
     for ax, (attr, label) in zip(axes, panels):
-        for device in sorted({x.device for x in report.readings}):
+        devices = sorted({x.device for x in report.readings})
+        for device, colour in zip(devices, palette(len(devices))):
             pts = [(datetime.fromtimestamp(x.time), getattr(x, attr)) for x in report.readings
                    if x.device == device and getattr(x, attr) is not None]
             if pts:
-                ax.plot(*zip(*pts), marker=".", label=device)
+                ax.plot(*zip(*pts), marker=".", label=device, color=colour)
         ax.set(ylabel=label)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     axes[-1].set_xlabel("time (host clock)")
     return fig
 

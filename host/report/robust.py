@@ -91,30 +91,38 @@ def sections(others: dict[str, list]) -> list[Section]:
 
 
 def draw(report, kind: str):
-    """One panel per curve name; one line per target and series (the newest ok records)."""
-    from aiot.host.report.plots import _figure
+    """One panel per curve name; one line per target and series (the newest ok records),
+    each with its own colour and marker, the legend under the panels."""
+    from aiot.host.report.plots import _figure, _legend_height, legend_below, series_style, short
 
     shown = newest_per_target(report.others.get(kind, []))
     names = list(dict.fromkeys(c["name"] for r in shown for c in (r.result or {}).get("curves") or []))
     if not names:
         return None
+    lines = []  # (panel name, label, xs, ys, curve)
+    for r in shown:
+        for curve in (r.result or {}).get("curves") or []:
+            for label, points in curve["series"].items():
+                pts = [(x, y) for x, y in points if x is not None and y is not None]
+                if pts:
+                    prefix = f"{target_label(r)}: " if len(shown) > 1 else ""
+                    lines.append((curve["name"], short(f"{prefix}{label}"), *zip(*pts), curve))
+    style = series_style(label for _, label, *_ in lines)
     cols = min(len(names), 2)
-    fig, axes = _figure((len(names) + cols - 1) // cols, cols, height_in=3.6)
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = _figure(rows, cols, height_in=3.6)
+    fig.set_figheight(3.6 * rows + _legend_height(list(style)))
+    entries: dict[str, object] = {}
     for ax, name in zip(axes, names):
-        for r in shown:
-            for curve in (r.result or {}).get("curves") or []:
-                if curve["name"] != name:
-                    continue
-                for label, points in curve["series"].items():
-                    pts = [(x, y) for x, y in points if x is not None and y is not None]
-                    if pts:
-                        xs, ys = zip(*pts)
-                        prefix = f"{target_label(r)}: " if len(shown) > 1 else ""
-                        ax.plot(xs, ys, marker="o", label=f"{prefix}{label}")
-                ax.set(title=curve.get("title", name), xlabel=curve.get("x_label", ""),
-                       ylabel=curve.get("y_label", ""))
+        for panel, label, xs, ys, curve in lines:
+            if panel != name:
+                continue
+            (line,) = ax.plot(xs, ys, label=label, **style[label])
+            entries.setdefault(label, line)
+            ax.set(title=curve.get("title", name), xlabel=curve.get("x_label", ""),
+                   ylabel=curve.get("y_label", ""))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small", ncol=2)
     for ax in axes[len(names):]:
         ax.set_visible(False)
+    legend_below(fig, list(entries.values()), list(entries))
     return fig

@@ -33,6 +33,15 @@ PAGE_STATE = """JSON.stringify({
   height: document.documentElement.scrollHeight,
 })"""
 
+# Where the answer sits: the best-per-format table's top and the rows it shows on the first
+# screen (the window is HEIGHT pixels high).
+FIRST_SCREEN = """JSON.stringify({
+  top: document.querySelector('#summary table').getBoundingClientRect().top,
+  rows: [...document.querySelectorAll('#summary tbody tr')].filter(
+           r => r.getBoundingClientRect().bottom <= window.innerHeight).length,
+  fastest: document.querySelectorAll('#summary tr.fastest').length,
+})"""
+
 
 def need(what: str, found: bool, install: str) -> None:
     """Skip (or fail under AIOT_REQUIRE_TOOLCHAINS=1) when ``what`` is missing."""
@@ -138,8 +147,9 @@ class DevTools:
         return [e["params"]["request"]["url"] for e in self.events
                 if e.get("method") == "Network.requestWillBeSent"]
 
-    def screenshot(self, path: Path) -> None:
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+    def screenshot(self, path: Path, whole: bool = True) -> None:
+        """The whole page, or (``whole=False``) the first screen: what a reader sees first."""
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=whole)["data"]
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
@@ -182,8 +192,8 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
     for module, extra in (("onnxruntime", "onnx"), ("ai_edge_litert", "tflite"),
                           ("litert_torch", "tflite"), ("matplotlib", "report")):
         need(module, _importable(module), f"pip install 'aiot[{extra}]'")
-    cli.json("sweep", "--device", "local", "--model", "tiny_cnn", "--format", "onnx,tflite",
-             "--threads", "1,2", "--dataset", "fashion-mnist", "--limit", "50", *FAST)
+    cli.json("sweep", "--device", "local", "--model", "tiny_cnn", "--format", "onnx,tflite,ptl",
+             "--threads", "1,2", "--dataset", "fashion-mnist", "--limit", "50", "--profile", *FAST)
     # One run that cannot reach its minimum sample count: INVALID, and flagged on the page.
     (invalid,) = cli.json("run", "--model", "tiny_cnn", "--format", "onnx", "--threads", "1",
                           "--min-runs", "1000000", "--max-s", "0.05", "--min-s", "0",
@@ -209,13 +219,25 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
         assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
         assert (image["width"], image["height"]) == png_size(out / image["src"])
     assert state["invalidRows"] >= 2  # the INVALID run in the flagged table and in every run
-    assert state["sections"][:3] == ["provenance", "flags", "latency"]
+    # The answer first, then the plots; provenance, failures and every run after.
+    assert state["sections"][:3] == ["summary", "formats", "latency"]
+    assert state["sections"][-3:] == ["provenance", "flags", "runs"]
+    assert "operators" in state["sections"]  # the --profile runs' slowest operators
 
+    # The first screen answers "how fast is my model, where": every format's best median.
+    first = json.loads(browser.evaluate(FIRST_SCREEN))
+    assert first["top"] < HEIGHT / 2 and first["rows"] == 3 and first["fastest"] == 1
+    screen = tmp_path / "report-first-screen.png"
+    browser.screenshot(screen, whole=False)
+    assert png_size(screen) == (WIDTH, HEIGHT)
     shot = tmp_path / "report-screenshot.png"
     browser.screenshot(shot)
     width, height = png_size(shot)
     assert width == WIDTH and abs(height - state["height"]) <= 2  # the whole page, not the window
-    print(f"screenshot: {shot}")
+    keep = os.environ.get("AIOT_REPORT_SCREENSHOT")  # docs/report-first-screen.png is made so
+    if keep:
+        shutil.copyfile(screen, keep)
+    print(f"screenshots: {screen} {shot}")
 
 
 def _importable(module: str) -> bool:

@@ -105,8 +105,10 @@ def test_scores_telemetry_and_sections(campaign):
     assert [x.time for x in report.readings] == sorted(x.time for x in report.readings)
     assert {x.freq_mhz for x in report.readings} == {1500.0, 2000.0}
     keys = [s.key for s in report.sections()]
-    assert keys == ["provenance", "flags", "latency", "bnn", "leaderboard", "accuracy", "load",
-                    "telemetry", "kind-robustness", "training"]
+    # The answer first (best per model, device and format; the formats compared), then the
+    # figures and analyses, then provenance, failures and every run.
+    assert keys == ["summary", "formats", "latency", "accuracy", "load", "bnn", "leaderboard",
+                    "telemetry", "kind-robustness", "training", "provenance", "flags", "runs"]
     flags = next(s for s in report.sections() if s.key == "flags")
     assert {row["id"] for row in flags.tables[0].rows} == {ids["invalid"], ids["failed"]}
 
@@ -119,8 +121,9 @@ def test_leaderboard_without_a_vips_scorer_says_so(campaign, monkeypatch):
     assert board.rows == [] and board.note.startswith("VIPS/VOPS: no scores")
     report, _ = campaign
     report.leaderboard = board
-    section = next(s for s in report.sections() if s.key == "leaderboard")
-    assert section.note == board.note and section.figures == ()
+    # An empty part is left out of the page; the CLI says why.
+    assert "leaderboard" not in {s.key for s in report.sections()}
+    assert report.left_out()["leaderboard"] == board.note
 
 
 def test_leaderboard_from_the_vips_scorer(campaign):
@@ -167,7 +170,7 @@ def test_markdown_links_drawn_plots_and_notes_missing_ones(campaign, tmp_path):
     assert (out / "stale").exists()  # only our own plot files are ever removed
 
 
-def test_a_figure_without_data_is_left_out_with_a_note(tmp_path):
+def test_a_figure_or_part_without_data_is_left_out(tmp_path):
     pytest.importorskip("matplotlib")
     with open_store(tmp_path / "results") as store:
         add(store, threads=1)  # no accuracy, no telemetry
@@ -177,10 +180,11 @@ def test_a_figure_without_data_is_left_out_with_a_note(tmp_path):
     (out / "accuracy_latency.png").write_bytes(b"stale")
     files, plots = write(build(records, source="results"), "html", out)
     page = files[0].read_text()
-    assert isinstance(plots["accuracy_latency"], str)
-    assert not (out / "accuracy_latency.png").exists()
-    assert "No figure: no run measured accuracy" in page
-    assert "no temperature or frequency readings" in page  # the telemetry section's note
+    assert "accuracy_latency" not in plots  # no part asked for it
+    assert not (out / "accuracy_latency.png").exists()  # and no stale copy stays
+    # Neither a "no figure" note nor an empty section on the page: the CLI says what was left out.
+    assert "No figure" not in page and 'id="accuracy"' not in page and 'id="telemetry"' not in page
+    assert "no temperature or frequency readings" not in page and 'id="bnn"' not in page
     assert '<img src="latency_threads.png"' in page and (out / "latency_threads.png").exists()
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")
 

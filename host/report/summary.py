@@ -1,0 +1,178 @@
+"""The report's answers: how fast each model is, where (its first screen); the formats of a
+model compared on one device (the paper's framework comparison); and the slowest operators
+of profiled runs.
+
+Every number comes from :meth:`Report.plotted_runs`: per configuration the newest ok run,
+a VALID one where there is one. Runs at different input shapes are different rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from aiot.host.profiles import TOP_N, top_ops
+
+#: What marks the fastest format of a model on a device, in every writer.
+FASTEST = "★ fastest"
+
+
+def _table_types():
+    from aiot.host.report.build import Column, Section, Table
+
+    return Column, Section, Table
+
+
+def _device(run) -> str:
+    return f"{run.device} (emulated)" if run.emulated else run.device
+
+
+def _groups(runs) -> dict[tuple, list]:
+    """Runs by (model, input shape, device): the unit every comparison is made within."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for run in runs:
+        groups[(run.model_label, run.input_shape, run.device)].append(run)
+    return groups
+
+
+def _best(runs):
+    """The fastest run of ``runs``: a VALID one where there is one."""
+    pool = [r for r in runs if not r.invalid] or runs
+    return min(pool, key=lambda r: (r.latency_ms, r.threads or 0))
+
+
+def best_rows(report) -> list[dict]:
+    """Per model, input shape, device and format: the best median and its threads, with the
+    ratio to the fastest format of that model on that device."""
+    rows = []
+    for (model, shape, _device_name), runs in sorted(_groups(report.plotted_runs()).items(),
+                                                     key=lambda kv: tuple(x or "" for x in kv[0])):
+        by_variant: dict[str, list] = defaultdict(list)
+        for run in runs:
+            by_variant[run.variant].append(run)
+        bests = sorted((_best(v) for v in by_variant.values()), key=lambda r: r.latency_ms)
+        fastest = bests[0].latency_ms
+        for run in bests:
+            rows.append({
+                "model": model, "input_shape": shape, "device": _device(run), "variant": run.variant,
+                "runtime": run.runtime, "median_ms": run.latency_ms, "threads": run.threads,
+                "per_s": 1000.0 / run.latency_ms if run.latency_ms else None,
+                "vs_fastest": run.latency_ms / fastest if fastest else None,
+                "fastest": FASTEST if run is bests[0] and len(bests) > 1 else None,
+                "validity": run.validity, "notes": "; ".join(run.invalid_reasons) or None,
+                "id": run.id})
+    return rows
+
+
+def summary_section(report):
+    """The first screen: how fast is each model, where (None without a measured run)."""
+    Column, Section, Table = _table_types()
+    rows = best_rows(report)
+    if not rows:
+        return None
+    cols = (Column("model", "model"), Column("input_shape", "input shape"),
+            Column("device", "device"), Column("variant", "format"), Column("runtime", "runtime"),
+            Column("median_ms", "best median ms", "ms"), Column("threads", "at threads", "int"),
+            Column("per_s", "inferences/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
+            Column("fastest", ""), Column("validity", "validity"), Column("notes", "reasons"),
+            Column("id", "record", "id"))
+    emulated = any(r.emulated for r in report.runs)
+    intro = ("Per model and device, each format's best median latency over the thread counts "
+             "measured, and how it compares with the fastest format of that model there.")
+    if emulated:
+        intro += " Times on emulated devices are the host's, under emulation: not a phone's."
+    return Section("summary", "How fast is each model, where", intro,
+                   tables=(Table("best", "Best median per model, device and format", cols,
+                                 tuple(rows)),))
+
+
+def format_rows(report) -> tuple[list[dict], list[int]]:
+    """Where one device measured several formats of one model (at one input shape): each
+    format's median per thread count, its best, and which is fastest; and the thread counts."""
+    rows, all_threads = [], set()
+    for (model, shape, _), runs in sorted(_groups(report.plotted_runs()).items(),
+                                          key=lambda kv: tuple(x or "" for x in kv[0])):
+        variants = sorted({r.variant for r in runs})
+        if len(variants) < 2:
+            continue
+        threads = sorted({r.threads for r in runs if r.threads})
+        all_threads.update(threads)
+        per = {(r.variant, r.threads): r for r in runs}
+        fastest_at = {t: min((per[v, t] for v in variants if (v, t) in per),
+                             key=lambda r: r.latency_ms).variant
+                      for t in threads if sum((v, t) in per for v in variants) > 1}
+        bests = {v: _best([r for r in runs if r.variant == v]) for v in variants}
+        top = min(bests.values(), key=lambda r: r.latency_ms)
+        for variant in sorted(variants, key=lambda v: bests[v].latency_ms):
+            best = bests[variant]
+            row = {"device": _device(best), "model": model, "input_shape": shape,
+                   "variant": variant, "runtime": best.runtime, "best_ms": best.latency_ms,
+                   "best_threads": best.threads, "vs_fastest": best.latency_ms / top.latency_ms,
+                   "fastest": FASTEST if best is top else None,
+                   "fastest_at": ", ".join(f"{t}t" for t, v in fastest_at.items() if v == variant)
+                   or None,
+                   "validity": "INVALID" if any(r.invalid for r in runs if r.variant == variant)
+                   else None}
+            row.update({f"t{t}": per[variant, t].latency_ms for t in threads if (variant, t) in per})
+            rows.append(row)
+    return rows, sorted(all_threads)
+
+
+def formats_section(report):
+    """Formats compared per device (None unless some device measured two formats of a model)."""
+    Column, Section, Table = _table_types()
+    rows, threads = format_rows(report)
+    if not rows:
+        return None
+    cols = (Column("device", "device"), Column("model", "model"),
+            Column("input_shape", "input shape"), Column("variant", "format"),
+            Column("runtime", "runtime"),
+            *(Column(f"t{t}", f"{t} thread{'s' if t > 1 else ''} ms", "ms") for t in threads),
+            Column("best_ms", "best ms", "ms"), Column("best_threads", "at threads", "int"),
+            Column("vs_fastest", "× fastest", "ratio"), Column("fastest", ""),
+            Column("fastest_at", "fastest at"), Column("validity", "validity"))
+    intro = ("The same model in each format on the same device: median latency per thread count "
+             "(the newest run of each), the best of each format, its ratio to the fastest, and at "
+             "which thread counts each format was the fastest. A flagged row has an INVALID run.")
+    return Section("formats", "Formats compared", intro,
+                   tables=(Table("formats", "Format vs median latency", cols, tuple(rows)),))
+
+
+def operator_rows(report, top: int = TOP_N) -> list[dict]:
+    """The ``top`` slowest operators of each profiled configuration's newest run, and a row
+    saying why where the runtime had no profiler."""
+    rows = []
+    for run in report.plotted_runs():
+        profile = run.profile
+        if not profile:
+            continue
+        where = {"device": _device(run), "model": run.model_label, "input_shape": run.input_shape,
+                 "variant": run.variant, "threads": run.threads}
+        if not profile.get("available"):
+            rows.append({**where, "notes": f"no per-operator times: {profile.get('reason')}",
+                         "id": run.id})
+            continue
+        for rank, op in enumerate(top_ops(profile, top), 1):
+            rows.append({**where, "rank": rank, "op": op.get("name"), "type": op.get("type"),
+                         "ms": op.get("ms"), "pct": (op.get("pct") or 0) / 100,
+                         "notes": profile.get("tool") if rank == 1 else None, "id": run.id})
+    return rows
+
+
+def operators_section(report):
+    """The slowest operators of profiled runs (None when no run was profiled)."""
+    Column, Section, Table = _table_types()
+    rows = operator_rows(report)
+    if not rows:
+        return None
+    cols = (Column("device", "device"), Column("model", "model"),
+            Column("input_shape", "input shape"), Column("variant", "format"),
+            Column("threads", "threads", "int"), Column("rank", "#", "int"), Column("op", "operator"),
+            Column("type", "type"), Column("ms", "ms / inference", "ms"),
+            Column("pct", "share", "pct"), Column("notes", "profiler"), Column("id", "record", "id"))
+    intro = (f"Per profiled run (aiot run/sweep --profile) its {TOP_N} slowest operators, time per "
+             "inference from the runtime's own profiler in a pass of its own after the timed run "
+             "(a profiler adds its own cost to every operator, so the sum need not match the "
+             "median).")
+    return Section("operators", "Slowest operators", intro,
+                   tables=(Table("operators", "Slowest operators per profiled run", cols,
+                                 tuple(rows)),))

@@ -284,6 +284,8 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
             (:class:`aiot.host.lab.session.LabDevice`), while this store stays the one writer.
     """
     provenance = {**base_provenance(), **(context or {})}
+    if request.batch_defaulted:  # the free batch dims aiot set to 1 (the spec has the shapes)
+        provenance["input_shapes_defaulted"] = list(request.batch_defaulted)
     record = store.begin(
         "latency", request.to_spec(), provenance, sweep_id=sweep_id, device=request.device,
         model=request.model, format=request.format, threads=request.threads,

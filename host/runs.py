@@ -17,6 +17,7 @@ from typing import Protocol
 
 from aiot.host.arch import canonical
 from aiot.host.errors import AiotError, UsageError
+from aiot.host.model_ref import model_label
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class RunRequest:
     model_path: Path | None = None
     model_sha256: str | None = None
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None  # --input-shape
+    # Inputs whose free batch dim aiot set to 1 (aiot.host.input_shapes): provenance, not spec.
+    batch_defaulted: tuple[str, ...] | None = None
     inputs: Path | None = None  # --inputs FILE.npz (recorded by name and hash)
     inputs_sha256: str | None = None
     # Converter options (``--opt quant=int8``), sorted ``(key, value)`` pairs so the request
@@ -109,7 +112,7 @@ class RunRequest:
 
     def label(self) -> str:
         runner = f" · {self.native}" if self.native else ""
-        model = f"{self.model}.{self.binarize}" if self.binarize else self.model
+        model = model_label(self.model, self.binarize)
         cluster = f" on {self.cluster}" if self.cluster else ""
         fmt = self.format + (f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else "")
         via = " via app" if self.via != "shell" else ""
@@ -124,6 +127,7 @@ class RunRequest:
         spec["input_shapes"] = self.shapes()
         spec["options"] = self.option_dict() or None
         spec.pop("weights_origin")
+        spec.pop("batch_defaulted")
         if spec["via"] == "shell":  # the default: shell runs keep the specs (and keys) they had
             spec.pop("via")
         if not spec["params"]["profile"]:  # likewise: a run without --profile keeps its key

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from aiot.host.errors import ArtifactError, UsageError
+from aiot.host.shape_guess import propose
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ def check_run_inputs(request) -> dict | None:
         return None
     npz = read_npz(request.inputs) if request.inputs else None
     shapes = artifact_shapes(request, signature)
-    check_inputs(request.model, signature, shapes, npz)
+    check_inputs(request.model, signature, shapes, npz, request.model_path)
     if npz is None:  # generated on the device: each input's bytes at its dtype
         check_input_bytes(request.model, {
             i["name"]: ((shapes or {}).get(i["name"], i["shape"]), i["dtype"])
@@ -217,21 +218,6 @@ def artifact_shapes(request, signature: dict | None) -> dict | None:
     return {name: dims for name, dims in shapes.items() if name in dynamic} or None
 
 
-def check_shape_names(shapes: dict | None, signatures: list[dict], converts: bool) -> None:
-    """Every ``--input-shape`` name is an input with a dynamic dim of some artifact in the
-    sweep (a model aiot converts takes its one shape whatever the name)."""
-    if not shapes or converts or not signatures:
-        return
-    dynamic = set().union(*(_dynamic_names(sig) for sig in signatures))
-    unknown = [n for n in shapes if n not in dynamic]
-    if unknown:
-        names = sorted(dynamic)
-        raise UsageError(f"no model here has an input '{unknown[0]}' with a dynamic dim "
-                         f"(dynamic inputs: {', '.join(names) or 'none'})",
-                         "--input-shape sets dynamic dims only; aiot models info FILE lists "
-                         "each input's shape")
-
-
 def _is_program(path: Path) -> bool:
     from aiot.host.model_ref import detect_format
 
@@ -254,8 +240,10 @@ def _check_loads(request) -> None:
             json.dumps(request.shapes(), sort_keys=True))
 
 
-def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | None) -> None:
-    """The user's ``--input-shape`` and ``--inputs`` against the artifact's inputs."""
+def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | None,
+                 path: Path | None = None) -> None:
+    """The user's ``--input-shape`` and ``--inputs`` against the artifact's inputs; an input
+    left with free dims is refused with a shape proposed from the file (``path``)."""
     inputs = signature["inputs"]
     names = [i["name"] for i in inputs]
     listed = ", ".join(names) or "none"
@@ -269,13 +257,15 @@ def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | N
             _check_array(model, spec, given)
             continue
         if shapes and name in shapes:
-            _check_override(model, name, dims, shapes[name])
+            _check_override(model, spec, shapes[name], path)
             continue
         dynamic = [i for i, d in enumerate(dims) if d is None or d < 0]
         if dynamic:
-            example = "x".join(str(d if d is not None and d >= 0 else 1) for d in dims) or "1"
-            raise UsageError(f"input '{name}' has dynamic dims {dynamic}",
-                             f"give --input-shape {name}={example} or --inputs FILE.npz")
+            proposed, why = propose(spec, path)
+            example = "x".join(map(str, proposed)) or "1"
+            raise UsageError(f"input '{name}' of {model} has dynamic dims {dynamic} "
+                             f"(shape {dims})",
+                             f"give --input-shape {name}={example} ({why}) or --inputs FILE.npz")
 
 
 def _check_array(model: str, spec: dict, array) -> None:
@@ -290,13 +280,20 @@ def _check_array(model: str, spec: dict, array) -> None:
                          f"'{name}' takes {dims} (-1: any size)", "save it in the model's shape")
 
 
-def _check_override(model: str, name: str, dims: list, given) -> None:
-    fits = len(dims) == len(given) and all(
-        d is None or d < 0 or d == g for d, g in zip(dims, given, strict=True))
-    if not fits:
-        raise UsageError(f"--input-shape {name}={'x'.join(map(str, given))} does not fit "
-                         f"{model}'s input '{name}' of shape {dims} (-1: any size)",
-                         "only dynamic dims (-1) can be set")
+def _check_override(model: str, spec: dict, given, path: Path | None) -> None:
+    name, dims = spec["name"], list(spec["shape"])
+    text = f"--input-shape {name}={'x'.join(map(str, given))}"
+    if len(dims) != len(given):
+        example = "x".join(map(str, propose(spec, path)[0])) or "scalar"
+        raise UsageError(f"{text} has {len(given)} dims, but {model}'s input '{name}' has "
+                         f"rank {len(dims)} (shape {dims}, -1: any size): the rank is wrong",
+                         f"give {len(dims)} dims, e.g. {name}={example}")
+    fixed = [i for i, (d, g) in enumerate(zip(dims, given, strict=True))
+             if d is not None and d >= 0 and d != g]
+    if fixed:
+        raise UsageError(f"{text} does not fit {model}'s input '{name}' of shape {dims} "
+                         f"(-1: any size): dim {fixed[0]} is fixed at {dims[fixed[0]]}",
+                         "only dynamic dims (-1) can be set; keep the others")
 
 
 @functools.lru_cache(maxsize=64)

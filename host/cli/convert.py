@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from aiot.host.errors import UsageError
+from aiot.host.input_shapes import flat_shapes, parse_shape_args
+from aiot.host.units import size_text
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
@@ -55,7 +57,13 @@ def convert(
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
     ctx: typer.Context = None,
 ) -> None:
-    """Convert a zoo model into an artifact, check parity with PyTorch and write a sidecar."""
+    """Convert a model into an artifact, check parity with PyTorch and write a sidecar.
+
+    The model is a zoo name (resnet18, resnet18_bnn), a torch.export .pt2 program file, or
+    your own code: a file.py:factory or module:factory returning an nn.Module (or the module
+    and its example inputs). An artifact file (.tflite, .onnx, ...) needs no conversion:
+    aiot run --model FILE measures it as it is.
+    """
     if list_formats:
         _print_format_table(as_json)
         return
@@ -65,11 +73,10 @@ def convert(
 
     from aiot.converters.api import convert_model
     from aiot.host.cli._output import message, out, print_json, spinner, state
-    from aiot.host.cli.measure import parse_input_shapes
     from aiot.host.model_ref import default_format, resolve_model
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
-    shapes = dict(parse_input_shapes(input_shape) or ())
+    shapes = flat_shapes(parse_shape_args(input_shape))
     ref = resolve_model(model, binarize)
     if fmt is None:
         fmt = default_format(ref)
@@ -89,7 +96,7 @@ def convert(
         print_json(report)
         return
     p = res.parity
-    out.print(f"[green]✓[/] {escape(str(res.artifact))} ({res.size_bytes / 1e6:.2f} MB"
+    out.print(f"[green]✓[/] {escape(str(res.artifact))} ({size_text(res.size_bytes)}"
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
     if p:
         out.print(f"  parity vs PyTorch: {_parity_line(p)}")
@@ -156,7 +163,7 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
                 f"{r['top1_agreement']:.0%} / " + ("—" if r["dataset_top1_agreement"] is None
                                                     else f"{r['dataset_top1_agreement']:.0%}"))
             table.add_row(r["format"], state_text,
-                          "—" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.2f} MB",
+                          size_text(r["size_bytes"]),
                           "—" if r["max_abs"] is None else f"{r['max_abs']:.1e}",
                           "—" if r["max_rel"] is None else f"{r['max_rel']:.1e}", agree,
                           "—" if r["seconds"] is None else f"{r['seconds']:.1f}", r["runs_on"])

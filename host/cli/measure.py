@@ -6,11 +6,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from aiot.host.errors import UsageError
-from aiot.host.model_ref import split_models
+from aiot.host.input_shapes import SYNTAX, bind_shapes, flat_shapes, parse_shape_args
+from aiot.host.model_ref import model_label, split_models
+from aiot.host.units import size_text
 
-Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE or local).")]
+Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")]
 Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
 Binarize = Annotated[str | None, typer.Option(help="Binarize the model with a BiBench algorithm (bnn, reactnet, …) before converting; --weights are then the binarized model's.")]
 Dataset = Annotated[str | None, typer.Option(help="Also measure top-1 accuracy on this dataset's test split (fashion-mnist, digits, folder:PATH).")]
@@ -22,7 +25,7 @@ MinRuns = Annotated[int, typer.Option(help="Timed iterations (at least).")]
 MinS = Annotated[float, typer.Option(help="Timed seconds (at least).")]
 MaxS = Annotated[float, typer.Option(help="No new iteration starts after this many seconds.")]
 Native = Annotated[str | None, typer.Option("--native", help="Time with this native benchmark binary instead of the agent (benchmark_model, lce_benchmark_model, speed_benchmark_torch, benchmark_single_model, executor_runner, onnxruntime_perf_test, speed_benchmark).")]
-Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file (default: the device's [binaries) entry in the inventory].")]
+Binary = Annotated[Path | None, typer.Option("--binary", help="The --native tool's file (default: the device's \\[binaries] entry in the inventory).")]
 Delegate = Annotated[str | None, typer.Option("--delegate", help="Delegate(s) for --native runs, comma-separated in a sweep (e.g. nnapi, gpu, xnnpack).")]
 TargetCv = Annotated[float | None, typer.Option(
     "--target-cv", help="Repeat timed iterations until the robust CV (1.4826·MAD/median) is at most this, e.g. 0.02 (up to --max-runs / --max-s); runs that never get there are INVALID.")]
@@ -40,8 +43,9 @@ ModelHelp = ("A zoo name (resnet18), <zoo>_<algorithm> for a binarized one (resn
 FormatHelp = ("Artifact format (default: an artifact file's own; LCE for a binarized zoo model "
               "LCE deploys; else tflite)")
 InputShape = Annotated[list[str], typer.Option(
-    "--input-shape", help="Fix an input's shape, NAME=DxDxD (repeatable), e.g. x=1x512 for "
-                          "a dynamic dim or a factory that returns a bare module.")]
+    "--input-shape", metavar=SYNTAX, help="An input's shape (repeatable): 1x3x640x640 for a "
+    "single-input model, x=1x3x48x320 by input name, rec.onnx:x=1x3x48x320 for one model of a "
+    "sweep. A free batch dim alone runs at 1 without it.")]
 InputsFile = Annotated[Path | None, typer.Option(
     "--inputs", help="A .npz with one array per input name: real input values (hashes recorded).")]
 Opt = Annotated[list[str], typer.Option(
@@ -195,40 +199,35 @@ def _validate_devices(devices: list[str]) -> None:
             check_setup()
 
 
-def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None):
+def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None,
+                    native: str | None = None):
     """``(ModelRef, formats)`` per model: an artifact file runs in its own format (which a
-    given ``--format`` list must include), a model that converts in the formats given or its
-    default (:func:`aiot.host.model_ref.default_format`)."""
+    given ``--format`` list must include; ``all`` takes any), a model that converts in the
+    formats given, every one it can be timed in for ``all`` (as ``convert --format all``), or
+    its default (:func:`aiot.host.model_ref.default_format`)."""
     from aiot.converters import get_converter
+    from aiot.host.cli._output import message
     from aiot.host.model_ref import check_format, default_format, resolve_model
 
+    every = bool(formats) and any(f.strip().lower() == "all" for f in formats)
+    if every:
+        from aiot.converters.base import all_formats
+        from aiot.host.native import get_adapter
+
+        formats, left_out = all_formats(get_adapter(native).formats if native else None)
+        message("--format all: " + ", ".join(formats)
+                + (f"; left out: {', '.join(left_out)}" if left_out else ""))
     wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
     targets = []
     # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
     for ref in dict.fromkeys(resolve_model(text, binarize) for text in dict.fromkeys(models)):
         if ref.is_artifact:
-            if wanted and ref.format not in wanted:
+            if wanted and ref.format not in wanted and not every:
                 check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
             targets.append((ref, [ref.format]))
         else:
             targets.append((ref, wanted or [default_format(ref)]))
     return targets
-
-
-def parse_input_shapes(values: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
-    """``["x=1x512", "y=4"]`` → ``(("x", (1, 512)), ("y", (4,)))``; None when none given."""
-    shapes = {}
-    for value in values or []:
-        name, sep, dims = value.partition("=")
-        try:
-            parsed = tuple(int(d) for d in dims.lower().split("x")) if dims.strip() else ()
-        except ValueError:
-            parsed = ()
-        if not sep or not name.strip() or not parsed or any(d < 1 for d in parsed):
-            raise UsageError(f"--input-shape '{value}' is not NAME=DxD with sizes ≥ 1",
-                             "e.g. --input-shape x=1x3x224x224")
-        shapes[name.strip()] = parsed
-    return tuple(shapes.items()) or None
 
 
 def _check_inputs_file(path: Path | None):
@@ -287,23 +286,28 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
+    from aiot.host.devices import emulation_warning  # here: devices costs `aiot --help` 60 ms
     from aiot.host.runs import expand_targets
     from aiot.host.store import open_store
 
     params.validate()
     dataset = check_data_options(weights, dataset, limit)
     session = _lab_session(lab, devices, native, input_shapes, inputs_file)
+    if emulation_warning(devices):  # up front: before a first run takes its minutes
+        message(f"[yellow]warning:[/] {escape(emulation_warning(devices))}")
     if session is None:
         _validate_devices(devices)
     inputs, inputs_sha = _check_inputs_file(inputs_file)
     common = {"weights": weights, "dataset": dataset, "dataset_limit": limit, "params": params,
               "native": native, "binary": binary, "binarize": binarize,
-              "input_shapes": input_shapes, "inputs": inputs, "inputs_sha256": inputs_sha,
+              "inputs": inputs, "inputs_sha256": inputs_sha,
               "options": tuple(sorted((options or {}).items())) or None}
     if requests is None:
         requests = expand_targets(devices, targets, threads, delegates=delegates,
                                   clusters=clusters, **common)
-    requests = _with_vias(requests, vias or ["shell"], native)
+    requests, notes = bind_shapes(_with_vias(requests, vias or ["shell"], native), input_shapes or ())
+    for note in notes:
+        message(note)
     _validate_requests(requests, native, delegates)
     if session is None:  # a lab node checks its own devices
         _reach_devices(dict.fromkeys(r.device for r in requests))
@@ -401,12 +405,7 @@ def _preflight(devices, check) -> None:
 
 def _validate_requests(requests, native, delegates) -> None:
     """Per distinct model and format: native tool, binarization, inputs and data set fit."""
-    from aiot.host.signature import (
-        artifact_signature,
-        check_run_inputs,
-        check_shape_names,
-        is_artifact_file,
-    )
+    from aiot.host.signature import check_run_inputs
 
     distinct = list({(r.model, r.model_sha256, r.format, r.binarize): r for r in requests}.values())
     for r in distinct:
@@ -417,9 +416,6 @@ def _validate_requests(requests, native, delegates) -> None:
         _check_runnable(r)
     if native:
         _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
-    signatures = [s for s in map(artifact_signature, distinct) if s is not None]
-    converts = any(not is_artifact_file(r) for r in distinct)
-    check_shape_names(distinct[0].shapes() if distinct else None, signatures, converts)
     for r in distinct:
         check_run_inputs(r)
 
@@ -477,20 +473,16 @@ def announce_weights(chosen: list[tuple], dataset: str | None) -> None:
 
     for model, binarize, choice in chosen:
         if choice.origin == TRAINED:
-            message(f"{escape(_model_label(model, binarize))}: weights {escape(choice.describe())}, "
+            message(f"{escape(model_label(model, binarize))}: weights {escape(choice.describe())}, "
                     "the newest aiot train (--weights names others)")
     untrained = [(m, b) for m, b, c in chosen if c.untrained]
     if untrained and dataset:
         model, binarize = untrained[0]
         train = f"aiot train {model}" + (f" --binarize {binarize}" if binarize else "")
-        names = ", ".join(_model_label(m, b) for m, b in untrained)
+        names = ", ".join(model_label(m, b) for m, b in untrained)
         message(f"[yellow]warning:[/] {escape(names)}: {UNTRAINED}, so the accuracy on "
                 f"{escape(dataset)} is chance level; train first: {escape(train)} --dataset "
                 f"{escape(dataset)}")
-
-
-def _model_label(model: str, binarize: str | None) -> str:
-    return f"{model}_{binarize}" if binarize else model
 
 
 def _check_runnable(request) -> None:
@@ -537,9 +529,9 @@ def _check_clusters(requests) -> None:
                 raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
 
 
-def _targets(model: str | None, fmt: str | None, binarize: str | None):
+def _targets(model: str | None, fmt: str | None, binarize: str | None, native: str | None):
     return resolve_targets(split_models(model),
-                           split_list(fmt, "formats") if fmt else None, binarize)
+                           split_list(fmt, "formats") if fmt else None, binarize, native)
 
 
 def _chosen(targets) -> None:
@@ -576,22 +568,22 @@ def run(
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
-    targets = _targets(model, fmt, binarize)
+    targets = _targets(model, fmt, binarize, native)
     if fmt is None and not as_json:
         _chosen(targets)
     _sweep(ctx, [resolve_name(device)], targets, parse_threads(str(threads)), weights,
            dataset, limit, params, as_json, native, binary,
            [delegate.strip().lower()] if delegate else None, binarize,
            parse_clusters(cluster), cooldown_max_s=cooldown_max_s,
-           input_shapes=parse_input_shapes(input_shape), inputs_file=inputs,
+           input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
            options=parse_options(opt), vias=parse_vias(via))
 
 
 def sweep(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option("--model", "-m", help=ModelHelp + "; comma-separated (default: what was last pushed to each device).")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Formats, comma-separated (default: each model's own; see run --help).")] = None,
-    device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Formats, comma-separated, or all: every format the model can be timed in here, as convert --format all (default: each model's own; see run --help).")] = None,
+    device: Annotated[str | None, typer.Option("--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
     threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
     warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
@@ -634,15 +626,15 @@ def sweep(
                            target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
     options = {"delegates": parse_delegates(delegate),
                "clusters": parse_clusters(cluster), "opt": parse_options(opt)}
-    shapes = parse_input_shapes(input_shape)
+    shapes = parse_shape_args(input_shape)
     dataset = check_data_options(weights, dataset, limit)
     requests = targets = None
     if model is None:
         requests = _last_pushed(ctx, devices, parse_threads(threads), params, fmt or options["opt"],
-                                weights, binarize, dataset, limit, native, binary, shapes, inputs,
+                                weights, binarize, dataset, limit, native, binary, inputs,
                                 delegates=options["delegates"], clusters=options["clusters"])
     else:
-        targets = _targets(model, fmt, binarize)
+        targets = _targets(model, fmt, binarize, native)
         if fmt is None and not as_json:
             _chosen(targets)
     _sweep(ctx, devices, targets, parse_threads(threads), weights, dataset, limit, params,
@@ -653,7 +645,7 @@ def sweep(
 
 
 def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset, limit, native,
-                 binary, input_shapes, inputs_file, delegates=None, clusters=None):
+                 binary, inputs_file, delegates=None, clusters=None):
     """The runs of a sweep without ``--model``: each device's last pushed model and format."""
     from aiot.host.cli._output import message, state
     from aiot.host.runs import expand_targets
@@ -679,7 +671,7 @@ def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset,
                                    clusters=clusters, params=params, dataset=dataset,
                                    dataset_limit=limit, native=native, binary=binary,
                                    weights=Path(pushed.weights) if pushed.weights else None,
-                                   binarize=pushed.binarize, input_shapes=input_shapes,
+                                   binarize=pushed.binarize,
                                    inputs=inputs, inputs_sha256=inputs_sha)
     return requests
 
@@ -735,7 +727,7 @@ def push(
         return
     verb = "pushed" if pushed.sent else "already on device, not sent again:"
     out.print(f"[green]✓[/] {escape(ref.label())} as {chosen}: {verb} {escape(pushed.remote)} "
-              f"({pushed.size / 1e6:.2f} MB)\n  agent in {escape(agent.root)}\n"
+              f"({size_text(pushed.size)})\n  agent in {escape(agent.root)}\n"
               f"  measure it: aiot sweep --device {escape(name)} --threads 1,2,4,8")
 
 
@@ -748,7 +740,7 @@ def _artifact_for_push(ctx, ref, fmt: str, weights, input_shape):
         return ref.path, ref.sha256
     conv = convert_model(_reference(ref), fmt, state(ctx).results_dir() / "artifacts",
                          weights=weights, binarize=ref.binarize,
-                         input_shapes=dict(parse_input_shapes(input_shape) or ()))
+                         input_shapes=flat_shapes(parse_shape_args(input_shape)))
     return conv.artifact, conv.sha256
 
 

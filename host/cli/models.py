@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.input_shapes import flat_shapes, parse_shape_args
+from aiot.host.units import size_text
+
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -106,9 +109,7 @@ def info(model: Annotated[str, typer.Argument(
 
     ref = resolve_model(model, binarize)
     if ref.kind != ZOO:
-        from aiot.host.cli.measure import parse_input_shapes
-
-        _user_model_info(ref, dict(parse_input_shapes(input_shape) or ()), as_json)
+        _user_model_info(ref, flat_shapes(parse_shape_args(input_shape)), as_json)
         return
     spec, binarize = get_model_spec(ref.name), ref.binarize
     binarized = _binarized_facts(spec, binarize) if binarize else None
@@ -174,7 +175,7 @@ def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
                                f"gradient {facts['gradient']}")),
             ("binarized layers", shown),
             ("r_c / r_s", (f"{facts['r_c']:.2f} / {facts['r_s']:.2f} "
-                          f"(storage {facts['storage_bytes'] / 1e6:.2f} MB)"))]
+                          f"(storage {size_text(facts['storage_bytes'])})"))]
     for v in facts["deployability"]:
         rows.append((f"deploys to {v['library']}", f"{v['deployable']}: {v['reason']}"))
     return rows

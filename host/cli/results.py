@@ -12,7 +12,8 @@ import typer
 
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.fileio import check_output_file, write_output_atomic
-from aiot.host.model_ref import record_name
+from aiot.host.input_shapes import shape_detail, shape_label
+from aiot.host.model_ref import model_label, record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Stored results: list, show, export, compare sets (a CI gate), "
@@ -35,22 +36,21 @@ def print_run_table(records, compact: bool = False) -> None:
     from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out, safe
 
     lead = [] if compact else ["id", "device", "model"]
-    table = Table(*lead, "format", "threads", "median ms", "p90 ms", "load ms", "accuracy", "size", "status")
+    table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", "load ms", "accuracy",
+                  "size", "status")
     for r in records:
         status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
         if r.validity == "INVALID":  # measured, but not defensible: `results show` says why
             status += " [yellow]INVALID[/]"
-        model = r.model or "—"
-        if (r.spec or {}).get("binarize"):  # a binarized model: say with what
-            model = f"{model}.{r.spec['binarize']}"
+        model = model_label(r.model, (r.spec or {}).get("binarize")) or "—"
         device = r.device or "—"
         if (r.spec or {}).get("via"):  # started through the Android app, not the shell
             device = f"{device} (via {r.spec['via']})"
         # Names come from the user's files and the device: no escape sequence or markup acts.
         cells = [] if compact else [safe(r.id[:8]), safe(device), safe(model)]
-        table.add_row(*cells, safe(r.format or "—"), str(r.threads or "—"), fmt_ms(r.median_ms),
-                      fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy), fmt_bytes(r.size_bytes),
-                      status)
+        table.add_row(*cells, safe(r.format or "—"), safe(shape_label(r)), str(r.threads or "—"),
+                      fmt_ms(r.median_ms), fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy),
+                      fmt_bytes(r.size_bytes), status)
     out.print(table)
 
 
@@ -114,10 +114,12 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     def row(key: str, value: str) -> None:  # values hold file names and a device's text
         table.add_row(key, safe(value))
 
+    data["model"] = model_label(record.model, (record.spec or {}).get("binarize"))
     for key in FLAT_COLUMNS:
         if data.get(key) is not None:
             row(key, str(data[key]))
     result = record.result or {}
+    row("input shape", shape_detail(record))
     stats = result.get("stats_ms")
     if stats:
         row("stats (ms)", _stats_line(stats))
@@ -490,7 +492,7 @@ def _latency_board(records, fmt, limit):
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
                   "size", "id", title="fastest VALID run per device, model, format and threads")
     for s in board:
-        model = f"{s.model}.{s.binarize}" if s.binarize else s.model
+        model = model_label(s.model, s.binarize)
         stat = "" if s.stat == "median" else f" ({s.stat})"
         table.add_row(str(s.rank), s.device or "—", model or "—", s.format or "—",
                       str(s.threads or "—"), s.native or "agent", fmt_ms(s.latency_ms) + stat,

@@ -82,7 +82,7 @@ def test_bad_references_and_inputs_are_one_line_exit_2(cli, tmp_path):
     _one_line_error(cli("run", "-m", f"{mynet}:make", "--dataset", "digits", code=2),
                     "--dataset measures a zoo image classifier's accuracy")
     _one_line_error(cli("run", "-m", "tiny_cnn", "--input-shape", "x=1xA", code=2),
-                    "--input-shape 'x=1xA' is not NAME=DxD")
+                    "--input-shape 'x=1xA' is not [MODEL:][NAME=]DxD")
     _one_line_error(cli("run", "-m", "tiny_cnn", "--inputs", str(tmp_path / "no.npz"), code=2),
                     "--inputs file")
     _one_line_error(cli("robust", "sysnoise", "-m", f"{mynet}:make", code=2),

@@ -13,6 +13,14 @@ from aiot.converters import onnx as _onnx  # noqa: F401 - registers "onnx"
 from aiot.converters import ort as _ort  # noqa: F401 - registers "ort"
 from aiot.converters import ptl as _ptl  # noqa: F401 - registers "ptl"
 from aiot.converters import tflite as _tflite  # noqa: F401 - registers "tflite"
-from aiot.converters.base import CONVERTERS, Availability, Converter, format_table, get_converter
+from aiot.converters.base import (
+    CONVERTERS,
+    Availability,
+    Converter,
+    format_table,
+    get_converter,
+    user_converters,
+)
 
-__all__ = ["CONVERTERS", "Availability", "Converter", "format_table", "get_converter"]
+__all__ = ["CONVERTERS", "Availability", "Converter", "format_table", "get_converter",
+           "user_converters"]

@@ -302,13 +302,13 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     from aiot.converters.parity import check_parity
-    from aiot.host.model_ref import resolve_model
+    from aiot.host.model_ref import a_format, resolve_model
 
     started = time.perf_counter()
     ref = resolve_model(model_name, binarize)
     if ref.is_artifact:
-        raise UsageError(f"{ref.name} is already a {ref.format} artifact: there is nothing to "
-                         "convert", "measure it as it is: aiot run --model FILE")
+        raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is "
+                         "nothing to convert", "measure it as it is: aiot run --model FILE")
     converter, resolved = _check_ready(fmt, options, ref.binarize)
     source = _load_source(ref, weights, input_shapes)
     model = source.model

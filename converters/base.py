@@ -99,6 +99,30 @@ class Converter(Protocol):
 CONVERTERS: Registry[Converter] = Registry("format")
 
 
+def user_converters() -> list[Converter]:
+    """The formats users see (``convert --list``, ``--format all``, hints): all but aiot's
+    own test formats (``internal = True``, e.g. ``null``), which stay usable by name."""
+    return [conv for conv in CONVERTERS if not getattr(conv, "internal", False)]
+
+
+def all_formats(runs_in=None) -> tuple[list[str], list[str]]:
+    """``--format all`` for a run or sweep: ``(formats, left out)``. Every user format whose
+    toolchain is here and that can be timed: by the agent's runtime, or, given ``runs_in``
+    (the formats of a ``--native`` tool), by that tool; ``left out`` says why for the others
+    (``convert --format all`` shows those as rows)."""
+    formats, left_out = [], []
+    for conv in user_converters():
+        if runs_in is not None and conv.name not in runs_in:
+            left_out.append(f"{conv.name} (not run by the --native tool)")
+        elif runs_in is None and conv.backend is None:
+            left_out.append(f"{conv.name} (emit-only: --native times it)")
+        elif not conv.availability().ok:
+            left_out.append(f"{conv.name} ({conv.availability().reason})")
+        else:
+            formats.append(conv.name)
+    return formats, left_out
+
+
 def get_converter(name: str) -> Converter:
     """The converter registered as ``name``; UnknownName with suggestions otherwise."""
     return CONVERTERS.get(name)
@@ -118,7 +142,7 @@ def resolve_options(converter: Converter, given: dict[str, str] | None) -> dict[
 def format_table() -> list[dict]:
     """One row per registered format, for ``aiot convert --list``."""
     rows = []
-    for conv in CONVERTERS:
+    for conv in user_converters():
         avail = conv.availability()
         rows.append({
             "name": conv.name, "extension": conv.extension, "backend": conv.backend,

@@ -40,22 +40,22 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
                 options: dict[str, str] | None = None, progress=None,
                 binarize: str | None = None, input_shapes: dict | None = None) -> list[dict]:
     """One row per registered format (see the module docstring for the statuses)."""
-    from aiot.converters import CONVERTERS
     from aiot.converters.api import build_source_model
+    from aiot.converters.base import user_converters
     from aiot.converters.source import load_user_model
     from aiot.host.errors import UsageError
-    from aiot.host.model_ref import ZOO, resolve_model
+    from aiot.host.model_ref import ZOO, a_format, resolve_model
 
     # A bad name, file, factory or weights: fail before any row.
     ref = resolve_model(model_name, binarize)
     if ref.is_artifact:
-        raise UsageError(f"{ref.name} is already a {ref.format} artifact: there is nothing to "
+        raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is nothing to "
                          "convert", "measure it as it is: aiot run --model FILE")
     if ref.kind == ZOO:
         build_source_model(ref.name, weights, ref.binarize)
     else:
         load_user_model(ref, input_shapes)
-    formats = [conv.name for conv in CONVERTERS]
+    formats = [conv.name for conv in user_converters()]
     per_format = split_options(options or {}, formats)
     return [convert_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize,
                         input_shapes) for fmt in formats]

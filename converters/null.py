@@ -31,6 +31,7 @@ class NullConverter:
     options = {"sleep_ms": ("5", "milliseconds each inference sleeps (>= 0)")}
     parity_check = False
     uses_spec = True
+    internal = True  # aiot's own test format: named by -f null only, never listed or in "all"
 
     def availability(self) -> Availability:
         return Availability(True)

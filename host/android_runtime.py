@@ -32,6 +32,7 @@ from pathlib import Path
 
 from aiot.host.errors import AiotError, DeviceCommandError
 from aiot.host.fileio import sha256_file
+from aiot.host.units import size_text
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ def install_runtime(transport, archive: RuntimeArchive,
     if transport.exists(posixpath.join(root, COMPLETE)):
         return {"python": python, "root": root, "pushed_bytes": 0, "installed": False,
                 "seconds": time.perf_counter() - started}
-    on_step(f"pushing the aarch64 runtime ({archive.size_bytes / 1e6:.0f} MB)")
+    on_step(f"pushing the aarch64 runtime ({size_text(archive.size_bytes)})")
     pushed = push_file(transport, archive.path, archive.sha256)
     on_step("checking and unpacking it on the device")
     # One shell line: hash check, unpack beside the target, marker last, then rename, so a

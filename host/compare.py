@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.host.errors import UsageError
+from aiot.host.model_ref import model_label
 from aiot.host.store.store import RunRecord, Store
 
 KEY_FIELDS = ("device", "model", "format", "threads", "native", "delegate", "binarize", "cluster",
@@ -316,7 +317,7 @@ class Row:
     def label(self) -> str:
         """``model.binarize · format · native · delegate · Nt on cluster @ device``."""
         k = self.key
-        model = f"{k['model']}.{k['binarize']}" if k.get("binarize") else str(k["model"])
+        model = str(model_label(k["model"], k.get("binarize")))
         runner = "".join(f" · {k[f]}" for f in ("native", "delegate") if k.get(f))
         threads = f" · {k['threads']}t" if k.get("threads") is not None else ""
         cluster = f" on {k['cluster']}" if k.get("cluster") else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from aiot.host import inventory
+from aiot.host import inventory, notices
 from aiot.host.errors import UnknownName
 from aiot.host.transports.base import Transport
 from aiot.host.transports.local import LocalTransport
@@ -31,8 +31,25 @@ def resolve_name(explicit: str | None) -> str:
     serial = os.environ.get("ANDROID_SERIAL")
     if serial:
         by_serial = [e.name for e in inventory.load().values() if e.serial == serial]
-        return by_serial[0] if by_serial else serial
+        name = by_serial[0] if by_serial else serial
+        notices.say(f"device {name}: from $ANDROID_SERIAL={serial} (--device or $AIOT_DEVICE "
+                    "names another)")
+        return name
     return LOCAL
+
+
+def emulation_warning(devices) -> str | None:
+    """One line for the devices of a run that aiot emulates (``aiot emulator start``), said
+    before it starts: their timings are this host's (under qemu for an arm64 one), not a
+    phone's or a board's. None when every device is real."""
+    entries = inventory.load()
+    emulated = [d for d in devices if d in entries and entries[d].labels.get("emulated")]
+    if not emulated:
+        return None
+    qemu = [d for d in emulated if entries[d].labels.get("arch") == "arm64"]
+    how = (f" ({', '.join(qemu)} under qemu: several times slower)" if qemu else "")
+    return (f"{', '.join(emulated)}: emulated on this host{how}; their timings test the "
+            "pipeline, they are not a phone's or a board's")
 
 
 def transport_for(entry: inventory.DeviceEntry) -> Transport:

@@ -17,6 +17,7 @@ from aiot.host.device_setup import NATIVE_ONLY, RUNTIME_MODULES, agent_env
 from aiot.host.errors import TransportError
 from aiot.host.probe import probe_linux
 from aiot.host.transports.base import ShellResult, Transport
+from aiot.host.units import MIB, size_text
 
 MIN_PYTHON = (3, 9)
 LOW_SPACE_MB = 200
@@ -166,12 +167,12 @@ def check_space(transport: Transport) -> Check:
     free_kib = parse_df(df.stdout) if df.ok else None
     if free_kib is None:
         return Check("free space", True, f"df could not tell: {last_line(df)}", warn=True)
-    free_mb = free_kib * 1024 / 1e6
-    if free_mb < LOW_SPACE_MB:
-        return Check("free space", True, f"only {free_mb:.0f} MB free in {workdir}",
-                     f"free some space on the device (models and data need {LOW_SPACE_MB} MB or more)",
+    free = free_kib * 1024
+    if free < LOW_SPACE_MB * MIB:
+        return Check("free space", True, f"only {size_text(free)} free in {workdir}",
+                     f"free some space on the device (models and data need {LOW_SPACE_MB} MiB or more)",
                      warn=True)
-    return Check("free space", True, f"{free_mb / 1000:,.1f} GB free in {workdir}")
+    return Check("free space", True, f"{size_text(free)} free in {workdir}")
 
 
 def check_python(transport: Transport) -> Check:

@@ -326,9 +326,20 @@ def check_format(ref: ModelRef, fmt: str) -> str:
 
     name = get_converter(fmt).name
     if ref.kind == ARTIFACT and name != ref.format:
-        raise UsageError(f"{ref.name} is a {ref.format} artifact, not {name}",
+        raise UsageError(f"{ref.name} is {a_format(ref.format)} artifact, not {name}",
                          f"drop --format or give --format {ref.format}")
     return name
+
+
+def a_format(fmt: str) -> str:
+    """``"an onnx"``, ``"a tflite"``: the article as the name is said (``lce`` is L-C-E)."""
+    return f"an {fmt}" if fmt[:1].lower() in "aeiou" or fmt.lower() == "lce" else f"a {fmt}"
+
+
+def model_label(model: str | None, binarize: str | None) -> str | None:
+    """The one name a model has in tables, reports and messages: ``resnet18_bnn`` for a
+    binarized zoo model (what ``--model`` takes), else the record's model name."""
+    return f"{model}_{binarize}" if model and binarize else model
 
 
 def record_name(text: str | None) -> str | None:

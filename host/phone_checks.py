@@ -90,10 +90,10 @@ def check_page_size(transport: Transport, alignment: int | None):
     if size is None:
         return Check("page size", True, "could not read AT_PAGESZ from /proc/self/auxv", warn=True)
     if alignment is not None and size > alignment:
-        return Check("page size", False, f"{size // 1024} KB pages, but the runtime's libraries are "
-                     f"aligned to {alignment // 1024} KB: glibc cannot map them",
-                     "time this phone with a native benchmark binary built for 16 KB pages (--native)")
-    detail = f"{size // 1024} KB pages" + (f" (libraries aligned to {alignment // 1024} KB)" if alignment else "")
+        return Check("page size", False, f"{size // 1024} KiB pages, but the runtime's libraries are "
+                     f"aligned to {alignment // 1024} KiB: glibc cannot map them",
+                     "time this phone with a native benchmark binary built for 16 KiB pages (--native)")
+    detail = f"{size // 1024} KiB pages" + (f" (libraries aligned to {alignment // 1024} KiB)" if alignment else "")
     return Check("page size", True, detail)
 
 

@@ -46,15 +46,17 @@ class Registry(Generic[T]):
             return key
         if key in self._aliases:
             return self._aliases[key]
-        raise UnknownName(self.kind, name, self._entries)
+        raise UnknownName(self.kind, name, self.names(listed=True))
 
     def get(self, name: str) -> T:
         """The entry for ``name``; raises :class:`UnknownName` with close matches."""
         return self._entries[self.canonical(name)]
 
-    def names(self) -> list[str]:
-        """Registered names in registration order."""
-        return list(self._entries)
+    def names(self, listed: bool = False) -> list[str]:
+        """Registered names in registration order; ``listed``: without the entries marked
+        ``internal`` (aiot's own test entries, usable by name but shown to no user)."""
+        return [n for n, e in self._entries.items()
+                if not (listed and getattr(e, "internal", False))]
 
     def __contains__(self, name: str) -> bool:
         key = name.strip().lower()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiot.host.units import size_text
+
 # Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
 # Piped into a file or a CI log, tables get room instead of the 80 columns Rich assumes.
 def _piped_width(stream) -> int | None:
@@ -71,14 +73,7 @@ def fmt_ms(value: float | None) -> str:
     return f"{value:.4f}" if value < 1 else f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-def fmt_bytes(size: int | None) -> str:
-    if size is None:
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)
+fmt_bytes = size_text  # one size unit everywhere (aiot.host.units)
 
 
 def fmt_pct(value: float | None) -> str:

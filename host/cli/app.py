@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
+from aiot import __version__
+from aiot.host import notices
 from aiot.host.errors import AiotError
 
 
@@ -68,11 +70,19 @@ class AiotGroup(TyperGroup):
 app = typer.Typer(
     cls=AiotGroup,
     name="aiot",
-    help="Measure how neural networks really run on phones and ARM boards.",
+    help=f"aiot {__version__}: measure how neural networks really run on phones and ARM boards.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # device credentials can sit in locals
-    add_completion=False,
+    # --install-completion / --show-completion: Click's completion for bash, zsh, fish and
+    # PowerShell (the shell from shellingham, or named: --show-completion bash).
+    add_completion=True,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"aiot {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -83,11 +93,16 @@ def root(
         help="Where the result store and artifacts live (default: ./results in a checkout, "
              "else ~/.local/share/aiot/results).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details to stderr.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version, help="Print aiot's version and exit."
+    )] = False,
 ) -> None:
     """aiot: convert PyTorch models, push them to devices, measure, store and score."""
-    from aiot.host.cli._output import AppState
+    del version  # handled by its eager callback
+    from aiot.host.cli._output import AppState, message, safe
 
     ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
+    notices.set_sink(lambda text: message(safe(text)))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
 

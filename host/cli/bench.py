@@ -13,7 +13,7 @@ app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from th
 def aiotbench(
     ctx: typer.Context,
     device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
+        "--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
     models: Annotated[str | None, typer.Option(
         help="Zoo models, comma-separated (default: AIoTBench's six ImageNet models).")] = None,
     dataset: Annotated[str | None, typer.Option(

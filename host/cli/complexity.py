@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.units import MIB
+
 
 def parse_algorithms(value: str | None) -> list[str]:
     """Canonical algorithm names from ``all``, one name or a comma list (None: all).
@@ -46,17 +48,17 @@ def _fp_dict(spec) -> dict:
 def _table(specs: list, rows: list):
     from rich.table import Table
 
-    table = Table("model", "algorithm", "params (M)", "storage (MB)", "float MACs (M)",
+    table = Table("model", "algorithm", "params (M)", "storage (MiB)", "float MACs (M)",
                   "1-bit MACs (M)", "r_c", "r_s")
     for spec in specs:
         fp = _fp_dict(spec)
         table.add_row(spec.name, "fp32", f"{fp['params'] / 1e6:.2f}",
-                      f"{fp['storage_bytes'] / 1e6:.2f}", f"{fp['macs'] / 1e6:.1f}", "0", "1.00",
+                      f"{fp['storage_bytes'] / MIB:.2f}", f"{fp['macs'] / 1e6:.1f}", "0", "1.00",
                       "1.00", style="dim")
         for r in (r for r in rows if r.model == spec.name):
             params = r.binary_params + r.binarized_fp_params
             table.add_row(r.model, r.algorithm, f"{params / 1e6:.2f}",
-                          f"{r.storage_bytes / 1e6:.2f}", f"{r.binarized_fp_macs / 1e6:.1f}",
+                          f"{r.storage_bytes / MIB:.2f}", f"{r.binarized_fp_macs / 1e6:.1f}",
                           f"{r.binary_macs / 1e6:.1f}", f"{r.r_c:.2f}", f"{r.r_s:.2f}")
     return table
 

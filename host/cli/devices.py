@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.units import size_text
+
 app = typer.Typer(no_args_is_help=True, help="List and probe devices.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -126,7 +128,7 @@ def trust(
 
 @app.command("info")
 def info(
-    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Probe a device: CPU, cores and clusters, ABI, OS, memory, Python and runtimes."""
@@ -168,8 +170,11 @@ def render_info(facts: dict):
     )
     agent = facts.get("agent") or {}
     # Markup of its own ([dim]): the device's names and versions in it are made safe here.
+    from aiot.converters import CONVERTERS  # here: `aiot --help` imports no converter
+
+    internal = {c.backend for c in CONVERTERS if getattr(c, "internal", False)}  # null: aiot's test
     runtimes = ", ".join(f"{safe(k)} {safe(v)}" if v else f"{safe(k)} [dim](not importable)[/]"
-                         for k, v in (agent.get("runtimes") or {}).items())
+                         for k, v in (agent.get("runtimes") or {}).items() if k not in internal)
     maker = " ".join(p for p in (facts.get("manufacturer"), facts.get("model")) if p)
     soc = " ".join(p for p in (facts.get("soc_manufacturer"), facts.get("soc")) if p)
     if facts.get("soc_name"):
@@ -217,7 +222,7 @@ def battery_summary(supplies: list[dict]) -> str:
 
 @app.command("doctor")
 def doctor(
-    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check that a device can run benchmarks: reachable, workdir, free space, Python, runtimes.
@@ -261,7 +266,7 @@ def render_checks(name: str, checks: list):
 
 @app.command("setup")
 def setup(
-    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE or local).")] = None,
+    device: Annotated[str | None, typer.Argument(help="Device name (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
     with_runtimes: Annotated[str | None, typer.Option(
         "--with", help="Optional runtimes, comma-separated: torch (PyTorch Mobile .ptl), "
                        "executorch (.pte); aarch64.")] = None,
@@ -292,8 +297,8 @@ def setup(
         return
     if "runtime" in summary:  # a phone: aiot's own runtime, not wheels for its Python
         message(f"{name}: {summary['runtime']} {summary['runtime_sha256'][:16]} ready at "
-                f"{summary['site']} ({summary['tree_bytes'] / 1e6:.0f} MB; "
-                f"{summary['pushed_bytes'] / 1e6:.1f} MB sent); the agent runs on it")
+                f"{summary['site']} ({size_text(summary['tree_bytes'])}; "
+                f"{size_text(summary['pushed_bytes'])} sent); the agent runs on it")
         return
     message(f"{name}: installed {', '.join(summary['requirements'])} into {summary['site']} "
-            f"({len(summary['wheels'])} wheels, {summary['sent_bytes'] / 1e6:.1f} MB sent)")
+            f"({len(summary['wheels'])} wheels, {size_text(summary['sent_bytes'])} sent)")

@@ -76,5 +76,7 @@ def stop(name: Annotated[str, typer.Argument(help="Emulator name.")]) -> None:
     from aiot.host.cli._output import message
     from aiot.host.emulator import manager
 
-    manager.stop(name)
-    message(f"stopped {name}")
+    state = manager.stop(name)
+    port = state.extra.get("adb_server_stopped")
+    message(f"stopped {name}" + (f", and the adb server aiot started for it (port {port}): no "
+                                 "other emulator or device uses it" if port else ""))

@@ -27,7 +27,7 @@ Binarize = Annotated[str | None, typer.Option(
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="Also evaluate this deployed artifact format on --device (default: PyTorch only).")]
 Device = Annotated[str | None, typer.Option(
-    "--device", "-d", help="Device the artifact runs on (default: $AIOT_DEVICE or local).")]
+    "--device", "-d", help="Device the artifact runs on (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")]
 Opt = Annotated[list[str] | None, typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")]
 Dataset = Annotated[str, typer.Option(help="Test images: fashion-mnist, digits, folder:PATH (labelled) or photos (unlabelled: agreement metrics only).")]
 Limit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]

@@ -20,7 +20,7 @@ from aiot.host.cli.robust import (
 
 Devices = Annotated[list[str] | None, typer.Option(
     "--device", "-d", help="Device(s) for precision and platform: repeatable or a comma list "
-                           "(default: $AIOT_DEVICE or local).")]
+                           "(default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")]
 Types = Annotated[str | None, typer.Option(
     "--types", "-t", help="Noise types, comma list: decoder, resize, colour, precision, variants, "
                           "platform (default: all).")]

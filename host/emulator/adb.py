@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aiot.host import arch
 from aiot.host.emulator.ssh import free_port, wait_for_port
+from aiot.host.emulator.state import state_dir
 from aiot.host.inventory import DeviceEntry
 
 # The adb server probes 127.0.0.1:5555..5585 on start and grabs anything there as an
@@ -130,18 +131,54 @@ def start_android_phone(name: str, folder: Path, cache: Path, props: dict[str, s
 
 def _serve(folder: Path, port: int | None, auth_keys: Path | None = None,
            shell_v2: bool = True) -> tuple[subprocess.Popen, int, str]:
-    """adbd for ``folder`` on ``port`` (a free one by default), connected to the adb server."""
-    from aiot.host.transports.adb import connect_tcp
+    """adbd for ``folder`` on ``port`` (a free one by default), connected to the adb server
+    (started if none runs; :func:`release_server` stops it again with the last emulator)."""
+    from aiot.host.transports.adb import connect_tcp, server_running
 
     port = port or _free_port_outside_scan()
     proc = launch_adbd(folder, port, auth_keys, shell_v2)
     serial = f"127.0.0.1:{port}"
+    starts_server = not server_running()
     try:
         connect_tcp(serial)
     except BaseException:
         proc.kill()
         raise
+    if starts_server:
+        _server_marker().parent.mkdir(parents=True, exist_ok=True)
+        _server_marker().write_text("started by aiot emulator start\n", encoding="utf-8")
     return proc, port, serial
 
 
-__all__ = ["device_props", "launch_adbd", "start_adb_device", "start_android_phone", "write_device_files"]
+def _server_marker() -> Path:
+    """Says that aiot started the adb server on this port for an emulator (state dir)."""
+    from aiot.host.transports.adb import server_port
+
+    return state_dir() / f"adb-server-{server_port()}.started"
+
+
+def release_server(other_emulators: int) -> int | None:
+    """Stop the adb server an emulator start started, once no emulator uses it
+    (``other_emulators`` adb emulators still run) and it serves no other device (a phone
+    plugged in since keeps it); returns its port when it was stopped. A server the user
+    started is never stopped."""
+    from aiot.host.transports.adb import client, device_states, server_port, server_running
+
+    marker = _server_marker()
+    if not marker.exists():
+        return None
+    if not server_running():
+        marker.unlink(missing_ok=True)
+        return None
+    if other_emulators or device_states():
+        return None
+    try:
+        client().server_kill()
+    except Exception:  # noqa: BLE001 - adbutils reads the closed socket as an error
+        pass
+    marker.unlink(missing_ok=True)
+    return server_port()
+
+
+__all__ = ["device_props", "launch_adbd", "release_server", "start_adb_device",
+           "start_android_phone", "write_device_files"]

@@ -158,9 +158,14 @@ def stop(name: str) -> EmulatorState:
     state = states[name]
     state.terminate()
     if state.kind == "adb":
+        from aiot.host.emulator.adb import release_server
         from aiot.host.transports.adb import forget_tcp
 
         forget_tcp(f"127.0.0.1:{state.port}")  # or the adb server keeps retrying it
+        others = [s for s in states.values() if s.kind == "adb" and s.name != name and s.alive()]
+        stopped = release_server(len(others))
+        if stopped is not None:  # the server aiot started for the emulators: none is left
+            state.extra["adb_server_stopped"] = stopped
     if name in inventory.load():
         inventory.remove(name)
     remove_folder(emulators_dir() / name)

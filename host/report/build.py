@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiot.host.errors import UsageError
+from aiot.host.model_ref import model_label
 from aiot.host.report import summary
 from aiot.host.validity import INVALID, emulated
 
@@ -64,7 +65,7 @@ class Run:
 
     @property
     def model_label(self) -> str:
-        return f"{self.model}.{self.binarize}" if self.binarize else self.model
+        return model_label(self.model, self.binarize)
 
     @property
     def variant(self) -> str:

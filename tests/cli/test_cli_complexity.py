@@ -6,8 +6,8 @@ import math
 def test_resnet18_bnn_table_and_om_comp(cli):
     result = cli("complexity", "resnet18", "--binarize", "bnn")
     out = result.stdout
-    assert "r_c" in out and "r_s" in out and "storage (MB)" in out
-    assert "fp32" in out and "46.76" in out  # 11.69 M floats
+    assert "r_c" in out and "r_s" in out and "storage (MiB)" in out
+    assert "fp32" in out and "44.59" in out  # 11.69 M floats: 46.76 MB, in MiB as everywhere
     assert "13.27" in out and "12.51" in out  # BiBench Table 3: 13.27, 12.60
     assert "OM_comp bnn: 12.90" in out and "over resnet18" in out
     assert "xnor" not in out and "Traceback" not in result.output

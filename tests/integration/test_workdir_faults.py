@@ -52,7 +52,7 @@ def _transport(kind, entries, workdir, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh", "adb"])
-@pytest.mark.parametrize("fault, said", [("full", "MB free in"), ("ro", "Read-only file system")])
+@pytest.mark.parametrize("fault, said", [("full", "free in"), ("ro", "Read-only file system")])
 def test_push_to_a_bad_workdir_says_why_and_leaves_nothing(kind, fault, said, mounts, entries, tmp_path,
                                                            monkeypatch):
     workdir = mounts[fault] / kind

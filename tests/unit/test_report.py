@@ -84,7 +84,7 @@ def test_model_rows_flags_and_provenance(campaign):
     # Plots see ok runs only, one per configuration; the binarized model is its own series.
     plotted = report.plotted_runs()
     assert ids["failed"] not in {r.id for r in plotted} and len(plotted) == 14
-    assert {r.model_label for r in plotted} == {"resnet18", "resnet18.bnn"}
+    assert {r.model_label for r in plotted} == {"resnet18", "resnet18_bnn"}
     p = report.provenance
     assert [d["device"] for d in p.devices] == ["pi4", "pixel"]
     assert p.devices[1]["os"] == "Android 14" and p.devices[1]["hardware"] == "Google Pixel 7"

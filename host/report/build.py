@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiot.host.errors import UsageError
+from aiot.host.input_shapes import shape_label
 from aiot.host.model_ref import model_label
 from aiot.host.report import summary
 from aiot.host.validity import INVALID, emulated
@@ -197,17 +198,11 @@ def _run_order(run: Run) -> tuple:
             run.created_at)
 
 
-def input_shape(result: dict) -> str | None:
-    """The shape a run fed, as recorded by the agent or a native tool: ``1x3x224x224``, or
-    ``name=dims`` per input for a model with several."""
-    def dims(shape) -> str:
-        return "x".join(str(d) for d in shape)
-
-    inputs = [i for i in result.get("inputs") or [] if isinstance(i, dict) and i.get("shape")]
-    if len(inputs) > 1:
-        return " ".join(f"{i.get('name')}={dims(i['shape'])}" for i in inputs)
-    shape = inputs[0]["shape"] if inputs else result.get("input_shape")
-    return dims(shape) if shape else None
+def input_shape(record) -> str | None:
+    """The shape a run fed, named as every table names it (``1x3x224x224``, or
+    ``name=dims`` per input for a model with several), or None when unknown."""
+    label = shape_label(record, None)
+    return None if label == "—" else label
 
 
 def _run(record) -> Run:
@@ -224,7 +219,7 @@ def _run(record) -> Run:
         accuracy=record.accuracy, size_bytes=record.size_bytes,
         runtime=" ".join(str(v) for v in (runtime.get("backend"), runtime.get("version")) if v) or None,
         binarize=spec.get("binarize"), delegate=spec.get("delegate"), native=spec.get("native"),
-        cluster=spec.get("cluster"), input_shape=input_shape(result),
+        cluster=spec.get("cluster"), input_shape=input_shape(record),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
     )

@@ -100,6 +100,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json, safe
+    from aiot.host.cli.profile_view import print_profiles
 
     with _open(ctx) as store:
         record = store.get(record_id)
@@ -135,6 +136,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
         row("weights", _weights_line(prov["weights"]))
     row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
     out.print(table)
+    print_profiles([record])  # a --profile run's slowest operators, or why it has none
 
 
 #: What a CSV row adds to :data:`FLAT_COLUMNS`: what makes two runs of one model differ.

@@ -55,6 +55,10 @@ def test_onnx_and_ptl_runs_show_their_slowest_operators(cli):
     assert "slowest operators, tiny_cnn · onnx · 1t @ local: ONNX Runtime session profiling" in res.stdout
     top = onnx["ops"][0]["type"]
     assert top in res.stdout and "ms / inference" in res.stdout
+    # results show prints a stored run's slowest operators too.
+    shown = cli("results", "show", by_format["ptl"]["id"]).stdout
+    assert "slowest operators, tiny_cnn · ptl · 1t @ local: PyTorch profiler" in shown
+    assert ptl["ops"][0]["type"] in shown
 
 
 @pytest.mark.slow

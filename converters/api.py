@@ -328,6 +328,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     example = source.example
     model = deployable_model(model, converter, example)
+    trained, model, deployed = _deployed_form(converter, model, example)
     _notify(progress, "export")
     facts = _export(converter, model, example, artifact, resolved,
                     source.spec if getattr(converter, "uses_spec", False) else None)
@@ -350,6 +351,9 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
             for path in artifact_files(converter, artifact):
                 path.unlink(missing_ok=True)
             raise
+    if deployed is not None:
+        deployed["training_graph"] = _change_cost(trained, model, source, parity_samples,
+                                                  dataset_samples)
     sha, size = sha256_file(artifact), artifact.stat().st_size
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
     sidecar = write_sidecar(artifact, {
@@ -365,6 +369,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         "converter": {"name": converter.name, "options": resolved, **facts},
         "toolchain": converter.toolchain_versions(),
         "parity": parity,
+        **({"deployed_form": deployed} if deployed is not None else {}),
     })
     return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
 
@@ -402,6 +407,39 @@ def _binary_parity(converter, runner, artifact: Path, model, source, parity_samp
     if not signs["ok"]:
         raise AccuracyMismatch(converter.name, report)
     return report
+
+
+def _deployed_form(converter, model, example):
+    """``(training model, model the runtime runs, facts or None)``: a converter whose runtime
+    cannot run the training graph as it is says what it changes (daBNN drops clamps that
+    float layers read); parity is measured against the changed model, never silently."""
+    form = getattr(converter, "deployed_form", None)
+    if form is None or not _is_binarized(model):
+        return model, model, None
+    changed, facts = form(model, example)
+    return model, changed, facts
+
+
+def _change_cost(trained, deployed, source, parity_samples: int, dataset_samples: int) -> dict:
+    """What the deployed form's change alone does: the training graph against the changed
+    PyTorch model on the parity inputs (noise and real images), top-1 and logits."""
+    import numpy as np
+    import torch
+
+    from aiot.converters.parity import compare_outputs
+
+    batches = [source.noise(parity_samples, seed=1)]
+    images = source.images(dataset_samples)
+    if images is not None:
+        batches.append(images[1])
+    inputs = torch.cat(batches)
+    with torch.no_grad():
+        before = trained(inputs).reshape(len(inputs), -1).numpy()
+        after = deployed(inputs).reshape(len(inputs), -1).numpy()
+    report = compare_outputs(before, after, None, None)
+    return {"top1_agreement": report["top1_agreement"], "max_abs": report["max_abs"],
+            "n": report["n"], "inputs": "noise" + (f" + {images[0]}" if images is not None else ""),
+            "identical": bool(np.array_equal(before, after))}
 
 
 def _companions(converter, artifact: Path) -> dict:

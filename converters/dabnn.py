@@ -58,10 +58,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.errors import ArtifactError, ConversionError
+from aiot.host.errors import ArtifactError, ConversionError, UsageError
 from aiot.host.fileio import write_atomic
 
 log = logging.getLogger(__name__)
+PRECISIONS = ("bnn", "fp32")
 
 from aiot.converters.dabnn_emit import (  # noqa: F401 - emit and keep_signs are public here too
     FORMAT,
@@ -86,7 +87,16 @@ class DabnnConverter:
     # sign nudges) while any flipped binary activation moves logits far more.
     atol = 1e-3
     binary_native = True  # sign shifts and nudges make it binarize as PyTorch: parity on logits
-    options: dict[str, tuple[str, str]] = {}  # noqa: RUF012 - the protocol's attribute
+    options = {  # noqa: RUF012 - the protocol's attribute
+        "precision": ("bnn", "bnn (binarized models) | fp32 (daBNN's float form of a "
+                             "full-precision model: BiBench's daBNN FP32 column)"),
+    }
+
+    def check_options(self, options: dict[str, str]) -> None:
+        """Refuse an unknown precision before any work."""
+        if options["precision"] not in PRECISIONS:
+            raise UsageError(f"dabnn precision must be one of {', '.join(PRECISIONS)}, got "
+                             f"'{options['precision']}'", "e.g. --opt precision=fp32")
 
     def availability(self) -> Availability:
         """Needs only the flatbuffers runtime package (and NumPy, a core dependency)."""
@@ -103,7 +113,7 @@ class DabnnConverter:
 
         out_path = Path(out_path)
         graph = lower(model, example, FORMAT)
-        dab, facts = emit(graph)
+        dab, facts = emit(graph, options.get("precision", "bnn"))
         data = build_model(dab)
         write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
         try:
@@ -130,6 +140,13 @@ class DabnnConverter:
                 "outputs": [{"name": loaded.output, "shape": [-1], "dtype": "float32",
                              "quantization": None}],
                 "note": f"read by aiot's daBNN reader: {len(loaded.model.layers)} layers"}
+
+    def deployed_form(self, model, example):
+        """``(model daBNN runs, facts or None)``: clamps that float layers read are dropped
+        (see :mod:`aiot.converters.dabnn_form`); parity is then measured against it."""
+        from aiot.converters.dabnn_form import deployed_form
+
+        return deployed_form(model, example)
 
     def reference_outputs(self, artifact: Path, inputs):
         """Logits ``(N, classes)`` of the artifact on ``inputs`` (N, C, H, W), by NumPy.

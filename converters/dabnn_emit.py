@@ -23,8 +23,12 @@ LAYOUT = "NHWC"
 _STANDARD = "pick a model built from layers daBNN has"
 
 
-def emit(graph):
+def emit(graph, precision: str = "bnn"):
     """``(dab_schema.Model, sidecar facts)`` for a lowered graph.
+
+    ``precision="fp32"`` writes a full-precision network in daBNN's float layers (FpConv2D,
+    Affine, Relu, pooling, Add): the FP32 column of BiBench's daBNN tables, the baseline its
+    BNN is compared with in the same library.
 
     Raises:
         ConversionError: (stage "lower") the model breaks a daBNN rule; the message names
@@ -33,9 +37,15 @@ def emit(graph):
     from aiot.converters.dab_schema import Model
     from aiot.converters.dabnn_reference import in_place_hazards
 
-    if not any(layer.kind == "bconv" for layer in graph.layers):  # before any per-layer refusal
+    binary = any(layer.kind == "bconv" for layer in graph.layers)
+    if precision == "fp32" and binary:
+        raise ConversionError(FORMAT, "lower", "precision=fp32 writes a full-precision network, "
+                              "but this model has binary convolutions",
+                              "convert the model without --binarize for daBNN's FP32 form")
+    if precision != "fp32" and not binary:  # before any per-layer refusal
         raise ConversionError(FORMAT, "lower", "this model has no binary convolutions",
-                              "daBNN is for binarized models: use tiny_bnn")
+                              "daBNN is for binarized models: use tiny_bnn, or --opt "
+                              "precision=fp32 for daBNN's float form of a full-precision model")
     emitter = _Emitter(graph)
     for layer in graph.layers:
         if layer.name in emitter.plan.refusals:
@@ -62,7 +72,7 @@ def emit(graph):
         "input": model.inputs[0].name, "output": output, "sign_shifts": len(emitter.shifts),
         "sign_nudged_channels": emitter.nudged, "device_warnings": emitter.warnings,
         "dropped_clamps": len(emitter.plan.dropped), "folded_thresholds": emitter.folded,
-        "constant_sign_channels": emitter.constant,
+        "constant_sign_channels": emitter.constant, "precision": precision,
     }
 
 

@@ -71,7 +71,8 @@ def convert(
         raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
     from rich.markup import escape
 
-    from aiot.converters.api import convert_model
+    from aiot.converters.api import convert_model, read_sidecar
+    from aiot.converters.dabnn_form import describe as describe_form
     from aiot.host.cli._output import message, out, print_json, spinner, state
     from aiot.host.model_ref import default_format, resolve_model
 
@@ -88,9 +89,11 @@ def convert(
     with spinner(f"converting {model} to {fmt}…"):
         res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
                             binarize=binarize, input_shapes=shapes or None)
+    deployed = read_sidecar(res.artifact).get("deployed_form")
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
         "size_bytes": res.size_bytes, "seconds": res.seconds, "cached": res.cached, "parity": res.parity,
+        **({"deployed_form": deployed} if deployed else {}),
     }
     if as_json:
         print_json(report)
@@ -98,8 +101,11 @@ def convert(
     p = res.parity
     out.print(f"[green]✓[/] {escape(str(res.artifact))} ({size_text(res.size_bytes)}"
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
+    if deployed:  # the runtime runs a changed graph: say so before any parity figure
+        out.print(f"  [yellow]deployed form differs from the training graph[/]: "
+                  f"{escape(describe_form(deployed))}")
     if p:
-        out.print(f"  parity vs PyTorch: {_parity_line(p)}")
+        out.print(f"  parity vs PyTorch{' (deployed form)' if deployed else ''}: {_parity_line(p)}")
 
 
 def _weights(ref, weights: Path | None) -> Path | None:

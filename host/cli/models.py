@@ -164,6 +164,7 @@ def _binarized_facts(spec, algorithm: str) -> dict:
     complexity = binarized_complexity(spec, algo.name)
     return {**algo.to_dict(), "binarized_layers": layers,
             "deployability": [v.to_dict() for v in verdicts(algo)],
+            "dabnn_deployed_form": _dabnn_form(spec, model, algo.name),
             "r_c": complexity.r_c, "r_s": complexity.r_s,
             "storage_bytes": complexity.storage_bytes}
 
@@ -178,7 +179,30 @@ def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
                           f"(storage {size_text(facts['storage_bytes'])})"))]
     for v in facts["deployability"]:
         rows.append((f"deploys to {v['library']}", f"{v['deployable']}: {v['reason']}"))
+    form = facts.get("dabnn_deployed_form")
+    if form:
+        rows.append(("daBNN deployed form", f"{form['summary']} (why: {form['why']}; the "
+                     "sidecar of `aiot convert --format dabnn` has its measured parity)"))
     return rows
+
+
+def _dabnn_form(spec, model, algorithm: str) -> dict | None:
+    """How daBNN's deployed form differs from the training graph (None: it does not, or the
+    algorithm does not reach daBNN): the clamps a float layer reads, which daBNN drops."""
+    import torch
+
+    from aiot.converters.dabnn_form import deployed_form, describe
+    from aiot.host.errors import AiotError
+    from aiot.models.bibench import freeze, verdict
+
+    if verdict(algorithm, "dabnn").refused:
+        return None
+    example = torch.zeros(spec.input.batch_shape(1))
+    try:
+        _model, facts = deployed_form(freeze(model, "dabnn", example), example)
+    except AiotError:  # not lowerable for daBNN: the convert command says why
+        return None
+    return facts and {**facts, "summary": describe(facts)}
 
 
 def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
@@ -204,6 +228,14 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
         out.print(escape(facts["note"]))
     if facts.get("params") is not None:
         out.print(f"parameters: {facts['params']:,}")
+    if facts.get("deployed_form"):
+        from aiot.converters.dabnn_form import describe
+
+        form = facts["deployed_form"]
+        out.print(f"deployed form differs from the training graph: {escape(describe(form))}; "
+                  f"parity against PyTorch with the same change: binary-layer signs agree "
+                  f"≥ {form['parity_signs_min']:.2%}" if form.get("parity_signs_min") is not None
+                  else f"deployed form: {escape(describe(form))}")
 
 
 def _user_facts(ref, shapes: dict) -> dict:
@@ -218,7 +250,8 @@ def _user_facts(ref, shapes: dict) -> dict:
             return describe(ref.path)  # ArtifactError: not a model of its format
         if backend is None:
             return {"inputs": None, "outputs": None,
-                    "note": f"{ref.format} is emit-only: no runtime here reads its inputs"}
+                    "note": f"{ref.format} is emit-only: no runtime here reads its inputs",
+                    **_sidecar_form(ref.path)}
         if backend == "pytorch_mobile" and shapes:  # a lite module declares no inputs
             return read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
         return read_signature(backend, ref.path, ref.sha256)
@@ -229,6 +262,21 @@ def _user_facts(ref, shapes: dict) -> dict:
     return {"inputs": [{"name": "x", "shape": list(example.shape),
                         "dtype": str(example.dtype).removeprefix("torch."), "quantization": None}],
             "outputs": None, "params": sum(p.numel() for p in user.model.parameters())}
+
+
+def _sidecar_form(path) -> dict:
+    """``{"deployed_form": …}`` from the artifact's sidecar where its graph differs from the
+    training graph (a daBNN file with clamps dropped), with the parity measured on it."""
+    from aiot.converters.sidecar import read_sidecar, sidecar_path
+
+    if not sidecar_path(path).exists():
+        return {}
+    sidecar = read_sidecar(path)
+    form = sidecar.get("deployed_form")
+    if not form:
+        return {}
+    signs = (sidecar.get("parity") or {}).get("signs") or {}
+    return {"deployed_form": {**form, "parity_signs_min": signs.get("min_sign_agreement")}}
 
 
 def _dims(shape) -> str:

@@ -22,7 +22,7 @@ from aiot.converters.dabnn_reference import check_model, in_place_hazards
 from aiot.converters.graph import lower
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.errors import AccuracyMismatch, ArtifactError, ConversionError
+from aiot.host.errors import AccuracyMismatch, ArtifactError, ConversionError, UsageError
 from tests.converters.conftest import randomize_bn
 
 torch = pytest.importorskip("torch")
@@ -257,8 +257,23 @@ def test_float_models_are_refused_in_one_line(tmp_path):
     assert err.value.format == "dabnn" and err.value.stage == "lower"
     assert err.value.one_line() == (
         "dabnn conversion failed at lower: this model has no binary convolutions "
-        "(daBNN is for binarized models: use tiny_bnn)")
+        "(daBNN is for binarized models: use tiny_bnn, or --opt precision=fp32 for daBNN's "
+        "float form of a full-precision model)")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_daBNN_fp32_form_of_a_float_model_converts_with_parity(tmp_path):
+    res = convert_model("tiny_cnn", "dabnn", tmp_path, options={"precision": "fp32"},
+                        dataset_samples=0)
+    assert res.artifact.name == "tiny_cnn.precision-fp32.dabnn.dab"
+    sidecar = read_sidecar(res.artifact)
+    assert sidecar["converter"]["precision"] == "fp32" and sidecar["converter"]["binary_convs"] == 0
+    assert "BinConv2D" not in sidecar["converter"]["ops"] and "FpConv2D" in sidecar["converter"]["ops"]
+    assert res.parity["ok"] and res.parity["max_abs"] <= 1e-3 and res.parity["top1_agreement"] == 1
+    with pytest.raises(ConversionError, match="has binary convolutions"):
+        convert_model("tiny_bnn", "dabnn", tmp_path, options={"precision": "fp32"})
+    with pytest.raises(UsageError, match="precision must be one of bnn, fp32"):
+        convert_model("tiny_cnn", "dabnn", tmp_path, options={"precision": "int8"})
 
 
 @pytest.mark.parametrize(("extra", "shape", "match"), [

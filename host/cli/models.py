@@ -246,8 +246,8 @@ def _user_facts(ref, shapes: dict) -> dict:
         converter = get_converter(ref.format)
         backend = converter.backend
         describe = getattr(converter, "describe", None)  # an emit-only format aiot can read
-        if backend is None and describe is not None:
-            return describe(ref.path)  # ArtifactError: not a model of its format
+        if backend is None and describe is not None:  # ArtifactError: not a model of its format
+            return {**describe(ref.path), **_sidecar_form(ref.path)}
         if backend is None:
             return {"inputs": None, "outputs": None,
                     "note": f"{ref.format} is emit-only: no runtime here reads its inputs",

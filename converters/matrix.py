@@ -71,7 +71,7 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
     row = {"format": fmt, "runs_on": converter.backend or "reference executor (emit-only)",
            "status": None, "reason": None, "size_bytes": None, "max_abs": None, "max_rel": None,
            "top1_agreement": None, "dataset_top1_agreement": None, "seconds": None,
-           "artifact": None, "ops": None}
+           "artifact": None, "ops": None, "parity_verdict": None}
     avail = converter.availability()
     if not avail.ok:
         hint = avail.hint or (f"pip install 'aiot[{avail.extra}]'" if avail.extra else "")
@@ -94,7 +94,10 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
     from aiot.converters.sidecar import read_sidecar
 
     parity = res.parity or {}
+    inconclusive = parity.get("inconclusive")  # passed, but as any constant output would
     return {**row, "status": "ok", "size_bytes": res.size_bytes, "artifact": str(res.artifact),
+            "reason": inconclusive["reason"] if inconclusive else None,
+            "parity_verdict": parity.get("verdict"),
             "max_abs": parity.get("max_abs"), "max_rel": parity.get("max_rel"),
             "top1_agreement": parity.get("top1_agreement"),
             "dataset_top1_agreement": (parity.get("dataset") or {}).get("top1_agreement"),

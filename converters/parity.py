@@ -125,6 +125,52 @@ def _raise_agent_error(stdout: str, artifact: Path) -> None:
                                 "the file is truncated or corrupt; re-convert it")
 
 
+PASS, INCONCLUSIVE, FAIL = "pass", "inconclusive", "fail"
+
+#: What makes an inconclusive check conclusive, said wherever the verdict is shown.
+INCONCLUSIVE_FIX = ("convert trained weights (aiot train MODEL, or --weights FILE), or give the "
+                    "model a seeded init whose outputs depend on its inputs")
+
+
+def constant_baseline(reference) -> dict:
+    """How well an artifact whose output ignores its input would match ``reference``.
+
+    The constant is the midrange of PyTorch's outputs per element (the constant closest to
+    all of them in max-abs terms); its top-1 is PyTorch's most frequent class. When such an
+    artifact passes the same check, the check says nothing about the real one.
+    """
+    import numpy as np
+
+    ref = np.asarray(reference, dtype=np.float64).reshape(len(reference), -1)
+    constant = np.broadcast_to((ref.max(axis=0) + ref.min(axis=0)) / 2, ref.shape)
+    classes = ref.argmax(1)
+    counts = np.bincount(classes) if len(classes) else np.zeros(1, dtype=int)
+    return {"outputs": constant, "spread": float((ref.max(axis=0) - ref.min(axis=0)).max()),
+            "top_class": int(counts.argmax()), "top1_agreement": float(counts.max() / max(len(ref), 1))}
+
+
+def _vacuous(reference, atol, rtol, min_top1, on_data: bool) -> str | None:
+    """Why a constant-output artifact would pass this very check, or None when it would not."""
+    base = constant_baseline(reference)
+    n = len(reference)
+    inputs = "images" if on_data else "noise inputs"
+    if min_top1 is not None:
+        if base["top1_agreement"] >= min_top1:
+            return (f"PyTorch predicts class {base['top_class']} for "
+                    f"{round(base['top1_agreement'] * n)} of {n} {inputs}, so an artifact with a "
+                    f"constant output would agree on {base['top1_agreement']:.0%} ≥ {min_top1:.0%} too")
+        return None
+    if atol is None and rtol is None:
+        return None  # the logits are not judged (a binarized model: its signs decide)
+    if not compare_outputs(reference, base["outputs"], atol, rtol)["ok"]:
+        return None
+    tolerance = " or ".join(f"{name} {value:.0e}" for name, value in (("atol", atol), ("rtol", rtol))
+                            if value is not None)
+    return (f"PyTorch's outputs barely depend on the input: they spread by at most "
+            f"{base['spread']:.1e} across {n} {inputs}, within the tolerance ({tolerance}), so "
+            "an artifact with a constant output would pass too")
+
+
 def check_parity(fmt: str, backend: str | Callable, artifact: Path, model, inputs, atol: float | None,
                  rtol: float | None = 1e-3, min_top1: float | None = None,
                  dataset: tuple[str, object] | None = None) -> dict:
@@ -142,25 +188,36 @@ def check_parity(fmt: str, backend: str | Callable, artifact: Path, model, input
 
     Returns:
         The parity report (max_abs, max_rel, mean_abs, top1_agreement, n, atol, rtol, ok), with
-        a ``dataset`` entry (name, n, top1_agreement, max_abs) when real images were used.
+        a ``dataset`` entry (name, n, top1_agreement, max_abs) when real images were used, and
+        a ``verdict``: "pass", or "inconclusive" (with ``inconclusive: {reason, fix}``) when the
+        model's outputs do not depend on its inputs closely enough for the check to tell the
+        artifact from one with a constant output (an untrained net whose logits collapsed).
 
     Raises:
         AccuracyMismatch: outside tolerance; the report is attached.
     """
-    report = _compare_batch(backend, artifact, model, inputs, atol, rtol)
+    report, reference = _compare_batch(backend, artifact, model, inputs, atol, rtol)
+    vacuous = _vacuous(reference, atol, rtol, None, on_data=False)
     if dataset is not None:
         name, images = dataset
-        on_data = _compare_batch(backend, artifact, model, images, atol, rtol)
+        on_data, data_reference = _compare_batch(backend, artifact, model, images, atol, rtol)
         report["dataset"] = {"name": name, "n": on_data["n"], "ok": on_data["ok"],
                              "top1_agreement": on_data["top1_agreement"],
                              "max_abs": on_data["max_abs"]}
+        if vacuous is not None or min_top1 is not None:  # the images decide a top-1 rule
+            vacuous = _vacuous(data_reference, atol, rtol, min_top1, on_data=True)
+    elif min_top1 is not None:
+        vacuous = _vacuous(reference, atol, rtol, min_top1, on_data=False)
     if min_top1 is not None:
         agreement = report.get("dataset", report)["top1_agreement"]
         report.update(ok=bool(agreement >= min_top1), min_top1=min_top1)
     elif dataset is not None:
         report["ok"] = bool(report["ok"] and report["dataset"]["ok"])
-    log.info("%s parity: max abs %.3g, max rel %.3g, top-1 %.0f%%%s", fmt, report["max_abs"],
-             report["max_rel"], 100 * report["top1_agreement"],
+    report["verdict"] = FAIL if not report["ok"] else INCONCLUSIVE if vacuous else PASS
+    if vacuous:
+        report["inconclusive"] = {"reason": vacuous, "fix": INCONCLUSIVE_FIX}
+    log.info("%s parity %s: max abs %.3g, max rel %.3g, top-1 %.0f%%%s", fmt, report["verdict"],
+             report["max_abs"], report["max_rel"], 100 * report["top1_agreement"],
              f", on {report['dataset']['name']} {100 * report['dataset']['top1_agreement']:.0f}%"
              if "dataset" in report else "")
     if not report["ok"]:
@@ -168,7 +225,8 @@ def check_parity(fmt: str, backend: str | Callable, artifact: Path, model, input
     return report
 
 
-def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> dict:
+def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> tuple[dict, object]:
+    """The error statistics of the artifact on ``inputs``, and PyTorch's outputs on them."""
     import torch
 
     with torch.no_grad():
@@ -177,7 +235,7 @@ def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> dict:
         actual = backend(artifact, inputs.numpy())
     else:
         actual = run_artifact(backend, artifact, inputs.numpy())
-    return compare_outputs(reference, actual, atol, rtol)
+    return compare_outputs(reference, actual, atol, rtol), reference
 
 
 def _reference_outputs(model, inputs):

@@ -122,8 +122,14 @@ def _weights(ref, weights: Path | None) -> Path | None:
 
 
 def _parity_line(p: dict) -> str:
+    from rich.markup import escape
+
     atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
-    line = (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} (tol {atol}), max rel "
+    inconclusive = p.get("inconclusive")
+    line = "" if not inconclusive else (
+        f"[yellow]inconclusive[/]: {escape(inconclusive['reason'])}\n  fix: "
+        f"{escape(inconclusive['fix'])}\n  ")
+    line += (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} (tol {atol}), max rel "
             f"{p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
     data = p.get("dataset")
     if data:
@@ -163,6 +169,8 @@ def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict,
                       title=f"{model} in every format")
         for r in rows:
             state_text = f"[{colour[r['status']]}]{r['status']}[/]"
+            if r.get("parity_verdict") == "inconclusive":  # reason: why, in the row
+                state_text = "[yellow]ok, parity inconclusive[/]"
             if r["reason"]:
                 state_text += f": {escape(r['reason'])}"
             agree = "—" if r["top1_agreement"] is None else (

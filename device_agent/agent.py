@@ -44,7 +44,7 @@ import resource
 import sys
 import time
 
-from . import AGENT_VERSION, backends, profiling, protocol, seccomp
+from . import AGENT_VERSION, backends, cpuload, profiling, protocol, seccomp
 from .signature import SpecError, prepare, validate_overrides  # agent.SpecError stays
 from .stats import robust_cv, summarize_ms
 
@@ -329,8 +329,10 @@ def run(spec: dict) -> dict:
     warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
                        "warmup")["samples"]
     anchor = (time.time_ns(), time.perf_counter_ns())
+    load_before = cpuload.snapshot()
     loop = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure",
                        spec["target_cv"], spec["max_runs"])
+    load = cpuload.between(load_before, cpuload.snapshot())
     samples, span = loop["samples"], loop["span"]
     stats = summarize_ms(samples)
     result = {
@@ -349,6 +351,9 @@ def run(spec: dict) -> dict:
         "samples_ns": samples,
         "stats_ms": stats,
         "stability": _stability(spec["target_cv"], stats["robust_cv"], loop["stopped_by"]),
+        # CPUs busy during the timed loop, this run's and others' (see cpuload): the host's
+        # validity check marks a run timed on a busy device.
+        "load": load,
         # Wall clock (epoch s) of the first timed iteration's start and the last one's end, for
         # the host to measure its own overhead around the timed region. Device clock: a host
         # comparing them with its own clock must correct for the offset between the two.

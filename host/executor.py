@@ -356,5 +356,7 @@ def _verdict(request: RunRequest, result: dict, provenance: dict) -> dict:
     from aiot.host.validity import judge
 
     state = provenance.get("device_state") or {}
+    affinity = provenance.get("affinity") or {}
     return judge(result, request.params.min_runs, provenance.get("device") or {},
-                 throttling=state.get("throttling"), state_changes=state.get("changes"))
+                 throttling=state.get("throttling"), state_changes=state.get("changes"),
+                 threads=request.threads, cpus=affinity.get("cpus"))

@@ -48,6 +48,7 @@ echo '@@getprop'
 if command -v getprop >/dev/null 2>&1; then
   for k in ANDROID_PROPS; do echo "[$k]: [$(getprop "$k")]"; done
 fi
+echo '@@online'; cat /sys/devices/system/cpu/online 2>/dev/null
 """.replace("ANDROID_PROPS", " ".join(ANDROID_PROPS))
 
 
@@ -232,6 +233,17 @@ def android_facts(props: dict[str, str]) -> dict:
     return {k: v for k, v in facts.items() if v is not None}
 
 
+def parse_cpu_list(text: str) -> int | None:
+    """How many CPUs a kernel CPU list names (``0-3,6`` → 5), or None when it is not one."""
+    count = 0
+    for part in text.strip().split(","):
+        low, dash, high = part.partition("-")
+        if not low.strip().isdigit() or (dash and not high.strip().isdigit()):
+            return None
+        count += int(high) - int(low) + 1 if dash else 1
+    return count or None
+
+
 def parse_probe(text: str) -> dict:
     """Facts from the probe script's output; pure, so recorded outputs make the tests."""
     sec = _sections(text)
@@ -252,6 +264,8 @@ def parse_probe(text: str) -> dict:
         **detect_soc(props, sec.get("compatible", []), cpu["hardware"]),
         "cores": sum(len(c["cores"]) for c in clusters) or cpu["processors"],
         "clusters": clusters,
+        # Online now: a phone parks cores (hotplug), and a thread count above them oversubscribes.
+        "online_cores": parse_cpu_list(" ".join(sec.get("online", []))),
         **parse_meminfo(sec.get("meminfo", [])),
         "thermal_zones": parse_thermal(sec.get("thermal", [])),
         "power_supplies": parse_power_supplies(sec.get("power", [])),

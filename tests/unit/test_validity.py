@@ -37,3 +37,123 @@ def test_emulated_devices_are_recognised_by_label_or_property():
     assert emulated({"labels": {"emulated": "adb"}})
     assert emulated({"android_props": {"ro.aiot.emulated": "1"}})
     assert not emulated(PHONE) and not emulated({})
+
+
+# -- the default checks: threads above cores, a busy device, CV, sample floor ---------------------
+
+import pytest  # noqa: E402
+
+from aiot.device_agent import cpuload  # noqa: E402
+from aiot.host.errors import UsageError  # noqa: E402
+from aiot.host.validity import ValidityPolicy, short_reasons, threads_warning  # noqa: E402
+
+DEFAULTS = ValidityPolicy()  # what a user gets: the suite's AIOT_VALIDITY turns some off
+TWO_CORES = {"labels": {}, "cores": 2, "online_cores": 2}
+QUIET = {"online_cpus": 2, "busy_cpus": 1.1, "own_cpus": 1.0, "other_cpus": 0.1,
+         "loadavg": [1.2, 1.0, 0.9], "seconds": 2.0}
+
+
+def _result(count=60, robust_cv=0.02, load=QUIET, threads=1):
+    return {"threads": threads, "stats_ms": {"count": count, "robust_cv": robust_cv, "cv": robust_cv},
+            "stability": {"target_cv": None, "stable": None}, "load": load}
+
+
+def test_a_quiet_run_within_the_defaults_is_valid():
+    assert judge(_result(), 50, TWO_CORES, policy=DEFAULTS) == {"verdict": VALID, "reasons": []}
+
+
+def test_threads_above_the_online_cores_are_invalid_and_named():
+    verdict = judge(_result(threads=4), 50, TWO_CORES, threads=4, policy=DEFAULTS)
+    assert verdict["verdict"] == INVALID
+    assert verdict["reasons"] == ["threads above online cores: 4 threads > 2 online cores, so the "
+                                  "threads take turns on the cores and the run times the scheduler"]
+    # The agent's own count (a cgroup, a parked core) wins over the probe's.
+    narrowed = judge(_result(threads=2, load={**QUIET, "online_cpus": 1}), 50, TWO_CORES,
+                     threads=2, policy=DEFAULTS)
+    assert narrowed["reasons"][0].startswith("threads above online cores: 2 threads > 1 online")
+    # A run pinned to a cluster has that cluster's cores.
+    pinned = judge(_result(threads=2), 50, {"cores": 8}, threads=2, cpus=[4], policy=DEFAULTS)
+    assert "2 threads > 1 CPUs of its cluster" in pinned["reasons"][0]
+    off = ValidityPolicy(threads=False)
+    assert judge(_result(threads=4), 50, TWO_CORES, threads=4, policy=off)["verdict"] == VALID
+
+
+def test_a_busy_device_is_invalid_with_the_numbers():
+    busy = {**QUIET, "busy_cpus": 2.0, "own_cpus": 0.3, "other_cpus": 1.7}
+    verdict = judge(_result(load=busy), 50, TWO_CORES, policy=DEFAULTS)
+    assert verdict["reasons"] == ["device busy: other processes kept 1.70 CPUs busy while the run "
+                                  "was timed (limit 0.5; 2.00 busy in all)"]
+    assert judge(_result(load=busy), 50, TWO_CORES, policy=ValidityPolicy(load=2.0))["verdict"] == VALID
+
+
+def test_without_cpu_counters_the_load_average_judges_a_core_more_loosely():
+    hidden = {"online_cpus": 8, "busy_cpus": None, "own_cpus": 1.0, "other_cpus": None,
+              "loadavg": [1.9, 1.0, 0.5]}
+    assert judge(_result(load=hidden), 50, TWO_CORES, policy=DEFAULTS)["verdict"] == VALID
+    loaded = {**hidden, "loadavg": [6.5, 3.0, 1.0]}
+    (why,) = judge(_result(load=loaded), 50, TWO_CORES, policy=DEFAULTS)["reasons"]
+    assert why.startswith("device busy: load average 6.50 with 1 thread(s)")
+
+
+def test_cv_above_the_default_limit_and_too_few_samples():
+    noisy = judge(_result(robust_cv=0.27), 50, TWO_CORES, policy=DEFAULTS)
+    assert noisy["reasons"][0].startswith("CV above limit: robust CV 0.270 > 0.100 over 60 samples")
+    few = judge(_result(count=5), 3, TWO_CORES, policy=DEFAULTS)
+    assert few["reasons"][0].startswith("too few samples: 5 < 10")
+    # Native tools print a mean and a std only.
+    native = judge({"stats_ms": {"count": 50, "mean": 10.0, "std": 3.0}}, 50, TWO_CORES, policy=DEFAULTS)
+    assert native["reasons"][0].startswith("CV above limit: CV 0.300 > 0.100")
+
+
+def test_the_policy_comes_from_the_environment(monkeypatch):
+    assert ValidityPolicy.from_env("cv=0.2, load=off ,samples=5,threads=off") == ValidityPolicy(
+        cv=0.2, load=None, samples=5, threads=False)
+    monkeypatch.setenv("AIOT_VALIDITY", "cv=0.3")
+    assert ValidityPolicy.from_env().cv == 0.3 and ValidityPolicy.from_env().load == 0.5
+    with pytest.raises(UsageError, match="unknown check 'noise'"):
+        ValidityPolicy.from_env("noise=1")
+    with pytest.raises(UsageError, match="cv=high is not a number"):
+        ValidityPolicy.from_env("cv=high")
+
+
+def test_the_warning_before_a_sweep_names_the_oversubscribing_counts():
+    line = threads_warning("local", [1, 2, 4, 8], TWO_CORES, policy=DEFAULTS)
+    assert line.startswith("local has 2 online cores: the runs at 4, 8 threads oversubscribe them")
+    assert threads_warning("local", [1, 2], TWO_CORES, policy=DEFAULTS) is None
+    assert threads_warning("local", [8], TWO_CORES, policy=ValidityPolicy(threads=False)) is None
+
+
+def test_short_reasons_name_each_kind_once():
+    assert short_reasons(["device busy: a", "CV above limit: b", "device busy: c"]) == \
+        "device busy; CV above limit"
+
+
+def _stat(tmp_path, name, busy, idle, cpus=2):
+    path = tmp_path / name
+    lines = [f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0"]
+    lines += [f"cpu{i} 0 0 0 0 0 0 0 0 0 0" for i in range(cpus)]
+    path.write_text("\n".join(lines) + "\nintr 0\n")
+    return str(path)
+
+
+def test_cpuload_splits_the_busy_cpus_into_the_runs_and_the_others(tmp_path, monkeypatch):
+    before = {"t": 10.0, "ticks": cpuload._cpu_ticks(_stat(tmp_path, "a", 100, 100)), "own_s": 1.0}
+    after = {"t": 12.0, "ticks": cpuload._cpu_ticks(_stat(tmp_path, "b", 450, 150)), "own_s": 2.0}
+    monkeypatch.setattr(cpuload, "_kernel_cpus", lambda path=None: 2)
+    load = cpuload.between(before, after)
+    # 350 of 400 ticks busy on 2 CPUs: 1.75 CPUs, of which this process 0.5 (1 s of CPU in 2 s).
+    assert load["busy_cpus"] == 1.75 and load["own_cpus"] == 0.5 and load["other_cpus"] == 1.25
+    hidden = cpuload.between({**before, "ticks": None}, after)
+    assert hidden["busy_cpus"] is None and hidden["other_cpus"] is None and hidden["own_cpus"] == 0.5
+    assert cpuload._cpu_ticks(str(tmp_path / "missing")) is None
+
+
+def test_cpuload_on_this_machine_sees_its_own_busy_loop():
+    before = cpuload.snapshot()
+    end = before["t"] + 0.3
+    while cpuload.time.monotonic() < end:
+        pass
+    load = cpuload.between(before, cpuload.snapshot())
+    assert load["online_cpus"] >= 1 and 0 < load["own_cpus"] <= 1.05
+    if load["busy_cpus"] is not None:  # /proc/stat readable (Linux)
+        assert load["busy_cpus"] >= load["own_cpus"] - 0.1 and load["other_cpus"] >= 0

@@ -250,7 +250,7 @@ def _print_records(records, as_json: bool) -> None:
     if as_json:
         print_json([r.to_dict() for r in records])
     else:
-        print_run_table(records)
+        print_run_table(records, sweep=True)
         print_profiles(records)
 
 
@@ -283,12 +283,15 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     """Validate everything that can be, then run the campaign of ``targets`` on ``devices``
     (or the ready-made ``requests``, e.g. what was last pushed to each device); with ``lab``,
     on the lab nodes that own the devices."""
+    from rich.markup import escape
+
     from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.devices import emulation_warning  # here: devices costs `aiot --help` 60 ms
     from aiot.host.runs import expand_targets
     from aiot.host.store import open_store
+    from aiot.host.sweep_view import check_cores, stored_records
 
     params.validate()
     dataset = check_data_options(weights, dataset, limit)
@@ -312,17 +315,19 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     if session is None:  # a lab node checks its own devices
         _reach_devices(dict.fromkeys(r.device for r in requests))
         _require_agents(requests)
-        _check_clusters(requests)
+        for line in check_cores(requests):  # unknown --cluster: one line; too many threads: warned
+            message(f"[yellow]warning:[/] {escape(line)}")
     if retries < 1:
         raise UsageError("--retries must be at least 1")
     requests = with_weights(requests, dataset)  # after every check: it may print a warning
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, seed=seed, shuffle=shuffle, fresh=fresh)
-    if plan.done:
-        message(f"resuming sweep {plan.sweep_id}: {len(plan.done)} of {len(plan.requests)} runs already "
-                "done (--fresh measures everything again)")
-    if not plan.todo:
+    message(f"resuming sweep {plan.sweep_id}: {len(plan.done)} of {len(plan.requests)} runs already "
+            "done (--fresh measures everything again)" if plan.done else
+            f"sweep {plan.sweep_id}: {len(plan.requests)} run(s)")
+    if not plan.todo:  # what it measured, as stored
+        _print_records(stored_records(results_dir, plan), as_json)
         message(f"sweep {plan.sweep_id} is complete; see: aiot results list --sweep {plan.sweep_id}")
         return
     # The app starts one agent process per command (am cannot feed a session's stdin): where a
@@ -339,7 +344,8 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     finally:
         if session is not None:
             session.close()
-    _print_records(records, as_json)
+    _print_records(records if as_json else stored_records(results_dir, plan), as_json)
+    message(f"sweep {plan.sweep_id} done; see: aiot results list --sweep {plan.sweep_id}")
     if any(r.status == "failed" for r in records):
         raise typer.Exit(1)
 
@@ -505,28 +511,6 @@ def _check_native_binaries(native: str, devices, binary: Path | None) -> None:
         if not found.is_file():
             raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
                              "check --binary or the device's [binaries] entry in the inventory")
-
-
-def _check_clusters(requests) -> None:
-    """Every device has the ``--cluster`` asked of it (its probe: cheap, no agent)."""
-    from aiot.host.affinity import cluster_cpus
-    from aiot.host.devices import open_transport
-
-    wanted: dict[str, set[str]] = {}
-    for r in requests:
-        if r.cluster:
-            wanted.setdefault(r.device, set()).add(r.cluster)
-    for device, clusters in wanted.items():
-        transport = open_transport(device)
-        try:
-            info = transport.info()
-        finally:
-            transport.close()
-        for cluster in sorted(clusters):
-            try:
-                cluster_cpus(info, cluster)
-            except UsageError as exc:
-                raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
 
 
 def _targets(model: str | None, fmt: str | None, binarize: str | None, native: str | None):

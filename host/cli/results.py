@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -14,43 +13,49 @@ from aiot.host.errors import AiotError, UsageError
 from aiot.host.fileio import check_output_file, write_output_atomic
 from aiot.host.input_shapes import shape_detail, shape_label
 from aiot.host.model_ref import model_label, record_name
+from aiot.host.record_view import FLAT_COLUMNS, parity_line, stats_line, to_csv
 
 app = typer.Typer(no_args_is_help=True,
                   help="Stored results: list, show, export, compare sets (a CI gate), "
                        "leaderboards, compare outputs across devices.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
-                "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
-                "load_ms", "accuracy")
 
 
-def print_run_table(records, compact: bool = False) -> None:
+def print_run_table(records, compact: bool = False, sweep: bool = False) -> None:
     """The run table a person reads: format, threads, latency, load time, accuracy, size.
+
+    An INVALID run says why in its status; an emulated device is labelled so.
 
     Args:
         compact: leave out id, device and model (for one model on one device, as in the demo).
+        sweep: sort by device, model, format and threads, and add each run's speed-up over
+            1 thread and its throughput (see :mod:`aiot.host.sweep_view`).
     """
     from rich.table import Table
 
+    from aiot.host import sweep_view  # here, not at the top: `aiot --help` stays instant
     from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out, safe
 
     lead = [] if compact else ["id", "device", "model"]
-    table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", "load ms", "accuracy",
-                  "size", "status")
+    extra = ["speed-up", "inf/s"] if sweep else []
+    caption = ("speed-up: the same run's median at 1 thread over this one; inf/s: inferences per "
+               "second, one after another" if sweep else None)
+    table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", *extra, "load ms",
+                  "accuracy", "size", "status", caption=caption)
+    if sweep:
+        records = sorted(records, key=sweep_view.sort_key)
+        gains = sweep_view.speedups(records)
     for r in records:
-        status = "[green]ok[/]" if r.status == "ok" else f"[red]{r.status}[/]"
-        if r.validity == "INVALID":  # measured, but not defensible: `results show` says why
-            status += " [yellow]INVALID[/]"
         model = model_label(r.model, (r.spec or {}).get("binarize")) or "—"
-        device = r.device or "—"
-        if (r.spec or {}).get("via"):  # started through the Android app, not the shell
-            device = f"{device} (via {r.spec['via']})"
         # Names come from the user's files and the device: no escape sequence or markup acts.
-        cells = [] if compact else [safe(r.id[:8]), safe(device), safe(model)]
+        cells = [] if compact else [safe(r.id[:8]), safe(sweep_view.device_cell(r)), safe(model)]
+        if sweep:
+            gain, rate = gains.get(r.id), sweep_view.throughput(r)
+            extra = ["—" if gain is None else f"{gain:.2f}×", "—" if rate is None else f"{rate:,.1f}"]
         table.add_row(*cells, safe(r.format or "—"), safe(shape_label(r)), str(r.threads or "—"),
-                      fmt_ms(r.median_ms), fmt_ms(r.p90_ms), fmt_ms(r.load_ms), fmt_pct(r.accuracy),
-                      fmt_bytes(r.size_bytes), status)
+                      fmt_ms(r.median_ms), fmt_ms(r.p90_ms), *extra, fmt_ms(r.load_ms),
+                      fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), sweep_view.status_cell(r))
     out.print(table)
 
 
@@ -81,18 +86,6 @@ def list_results(
         print_run_table(records)
 
 
-def _stats_line(stats: dict) -> str:
-    """Numbers with 4 significant digits; the median's CI and outlier count in short form."""
-    parts = [f"{k} {v:.4g}" for k, v in stats.items() if isinstance(v, (int, float))]
-    ci = stats.get("median_ci")
-    if ci:
-        parts.append(f"median {ci['level']:.0%} CI [{ci['low']:.4g}, {ci['high']:.4g}]")
-    outliers = stats.get("outliers")
-    if outliers:
-        parts.append(f"outliers {outliers['count']}")
-    return ", ".join(parts)
-
-
 @app.command("show")
 def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Record id (a prefix of ≥4 characters).")],
          as_json: JsonOpt = False) -> None:
@@ -118,15 +111,18 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     data["model"] = model_label(record.model, (record.spec or {}).get("binarize"))
     for key in FLAT_COLUMNS:
         if data.get(key) is not None:
-            row(key, str(data[key]))
+            row(*_shown(key, data[key]))
     result = record.result or {}
     row("input shape", shape_detail(record))
     stats = result.get("stats_ms")
     if stats:
-        row("stats (ms)", _stats_line(stats))
+        row("latency (ms)", stats_line(stats))
     validity = result.get("validity")
     if validity:
         row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))
+    parity = parity_line((record.provenance.get("artifact") or {}).get("parity"))
+    if parity:
+        row("parity vs PyTorch", parity)
     prov = record.provenance
     device = prov.get("device") or {}
     row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
@@ -139,32 +135,21 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     print_profiles([record])  # a --profile run's slowest operators, or why it has none
 
 
-#: What a CSV row adds to :data:`FLAT_COLUMNS`: what makes two runs of one model differ.
-CSV_EXTRA = ("validity", "quant", "binarize", "cluster", "weights")
-
-#: A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: ``results show``'s rows for numeric columns: a label with the unit, and the value rounded.
+_SHOWN = {"median_ms": "median (ms)", "p90_ms": "p90 (ms)", "load_ms": "load (ms)",
+          "size_bytes": "size", "accuracy": "accuracy"}
 
 
-def _csv_extras(r) -> dict:
-    """Validity (column), binarize, cluster and weights (spec, else provenance), quant mode
-    (the run's converter options, else what the converter recorded)."""
-    spec, prov = r.spec or {}, r.provenance or {}
-    converter = prov.get("converter") or {}
-    quant = ((spec.get("options") or {}).get("quant") or converter.get("quant")
-             or (converter.get("options") or {}).get("quant"))
-    recorded = prov.get("weights") if isinstance(prov.get("weights"), dict) else {}
-    weights = spec.get("weights") or recorded.get("file") or recorded.get("origin")
-    return {"validity": r.validity, "quant": quant, "binarize": spec.get("binarize"),
-            "cluster": spec.get("cluster"), "weights": weights}
+def _shown(key: str, value) -> tuple[str, str]:
+    """``("median (ms)", "1.234")`` for a record column; text columns as they are."""
+    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct
 
-
-def _cell(value):
-    """A text cell that a spreadsheet would run as a formula gets a leading apostrophe;
-    numbers stay numbers (a negative one is data, not a formula)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    if key in ("created_at", "finished_at"):  # to the second, as created_at is stored
+        return key, re.sub(r"(:\d\d)\.\d+", r"\1", str(value))
+    if key not in _SHOWN:
+        return key, str(value)
+    text = {"size_bytes": fmt_bytes, "accuracy": fmt_pct}.get(key, fmt_ms)(value)
+    return _SHOWN[key], text
 
 
 def _weights_line(weights: dict) -> str:
@@ -176,25 +161,6 @@ def _weights_line(weights: dict) -> str:
     if weights.get("sha256"):
         parts.append(f"sha256 {weights['sha256'][:12]}…")
     return " · ".join(parts)
-
-
-def _to_csv(records) -> str:
-    buf = io.StringIO()
-    fields = [*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance"]
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    # With "\n" line ends, csv does not quote a lone "\r", which readers take for a line end:
-    # a row holding one has its text quoted.
-    quoting = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    writer.writeheader()
-    for r in records:
-        row = {k: getattr(r, k) for k in FLAT_COLUMNS}
-        row.update(_csv_extras(r))
-        row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
-        row["provenance"] = json.dumps(r.provenance, sort_keys=True)
-        row = {k: _cell(v) for k, v in row.items()}
-        has_cr = any(isinstance(v, str) and "\r" in v for v in row.values())
-        (quoting if has_cr else writer).writerow(row)
-    return buf.getvalue()
 
 
 @app.command("export")
@@ -220,7 +186,7 @@ def export(
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, _store_files(store.path))
         records = store.query(kind=kind, sweep_id=sweep)
-    text = _to_csv(records) if fmt == "csv" else json.dumps(
+    text = to_csv(records) if fmt == "csv" else json.dumps(
         [r.to_dict() for r in records], indent=2, sort_keys=True) + "\n"
     if out_file is None:
         typer.echo(text, nl=False)

@@ -205,7 +205,7 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
     policy = policy or ValidityPolicy.from_env()
     threads = threads or result.get("threads")
     load = result.get("load") or None
-    reasons = sample_reasons(result, min_runs, policy)
+    reasons = []
     # The agent's own count of the CPUs it may use wins over the probe's (a cgroup narrows it).
     usable = usable_cpus(device_info, cpus) if cpus or not load else (
         load.get("online_cpus") or usable_cpus(device_info))
@@ -213,6 +213,7 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
         reasons.append(why)
     if why := load_reason(load, threads, policy.load):
         reasons.append(why)
+    reasons += sample_reasons(result, min_runs, policy)
     reasons += [f"throttling detected: {r}" for r in throttling or []]
     reasons += [f"device state changed: {r}" for r in state_changes or []]
     if emulated(device_info):

@@ -93,7 +93,7 @@ def test_push_is_content_addressed(cli):
 def test_results_show_and_csv_export(cli, tmp_path):
     (record,) = cli.json("run", "--model", "tiny_cnn", "--format", "tflite", *FAST)
     shown = cli("results", "show", record["id"][:8]).stdout
-    assert "median_ms" in shown and "toolchain" in shown
+    assert "median (ms)" in shown and "toolchain" in shown
     out = tmp_path / "runs.csv"
     cli("results", "export", "--format", "csv", "--out", str(out))
     lines = out.read_text().splitlines()

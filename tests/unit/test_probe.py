@@ -258,3 +258,12 @@ def test_probe_script_reads_sysfs_and_getprop(tmp_path, monkeypatch):
                                         "status": "Charging", "temp_c": 29.8}]
     assert (facts["model"], facts["soc"]) == ("Pixel 7", "GS201")
     assert facts["android_props"] == {"ro.product.model": "Pixel 7", "ro.soc.model": "GS201"}
+
+
+def test_online_cores_come_from_the_kernels_cpu_list():
+    from aiot.host.probe import parse_cpu_list
+
+    assert parse_cpu_list("0-3,6\n") == 5 and parse_cpu_list("0") == 1
+    assert parse_cpu_list("") is None and parse_cpu_list("n/a") is None
+    assert parse_probe("@@online\n0-1,4-7\n")["online_cores"] == 6
+    assert parse_probe("")["online_cores"] is None  # a kernel without the file

@@ -281,15 +281,21 @@ def _resolve_sets(ctx, names: list[str]):
         return [resolve_set(n, store) for n in names]
 
 
-def _comparison_notes(row) -> str:
+def _comparison_notes(row, records: dict) -> str:
+    """The row's failures, reasons and INVALID sides (with why), ``records`` by id."""
     from rich.markup import escape
+
+    from aiot.host.sweep_view import invalid_reasons
 
     notes = [f"[red]{escape(f)}[/]" for f in row.failures]
     if row.reason and row.status != "newly failing":
         notes.append(escape(row.reason))
     if row.stat == "mean":
         notes.append("means (no medians)")
-    notes += [f"[yellow]{side} INVALID[/]" for side in row.invalid]
+    for side in row.invalid:
+        found = records.get(row.a_id if side == "A" else row.b_id)
+        why = invalid_reasons(found) if found is not None else ""
+        notes.append(f"[yellow]{side} INVALID[/]{escape(': ' + why) if why else ''}")
     notes += [f"[dim]{escape(d)}[/]" for d in row.environment]
     return "; ".join(notes)
 
@@ -299,17 +305,22 @@ def _print_comparison(result, a, b) -> None:
     from rich.table import Table
 
     from aiot.host.cli._output import fmt_ms, out
+    from aiot.host.validity import emulated
 
     title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
              f"A {a.name} ({a.source}, {len(a.records)} runs)")
     table = Table("", "status", "run", "A ms", "B ms", "change", "A", "B", "notes",
                   title=escape(title), caption=LEGEND)
+    records = {r.id: r for r in [*a.records, *b.records]}
+    # Every table says which timings are this host's, not the device's.
+    on_host = {r.device for r in records.values() if emulated((r.provenance or {}).get("device") or {})}
     for row in result.rows:
         latency = row.metrics.get(row.stat or "median") or {}
         change = latency.get("change")
-        table.add_row(escape(row.marker), row.status, escape(row.label()), fmt_ms(latency.get("a")),
+        label = row.label() + (" (emulated)" if row.key.get("device") in on_host else "")
+        table.add_row(escape(row.marker), row.status, escape(label), fmt_ms(latency.get("a")),
                       fmt_ms(latency.get("b")), "—" if change is None else f"{change:+.1%}",
-                      (row.a_id or "—")[:8], (row.b_id or "—")[:8], _comparison_notes(row))
+                      (row.a_id or "—")[:8], (row.b_id or "—")[:8], _comparison_notes(row, records))
     out.print(table)
 
 

@@ -165,3 +165,18 @@ def test_compare_json_is_plain(cli, baseline):
     assert data["checks"] == ["median:5%"] and data["passed"] and data["incomplete"] is None
     assert data["counts"] == {"only in A": 1, "unchanged": 1}
     assert data["missing"] == ["tiny_cnn · onnx · 4t @ local"]
+
+
+def test_compare_table_says_why_a_side_is_invalid_and_which_device_is_emulated(cli, results):
+    store_run(results, "base", 10.0)
+    r = results.begin("latency", {"device": "local", "model": "tiny_cnn", "format": "onnx", "threads": 1},
+                      {"device": {"cpu_model": "x86", "cores": 8, "labels": {"emulated": "ssh"}},
+                       "runtime": {"backend": "onnxruntime", "version": "1.20"}},
+                      sweep_id="cand", device="local", model="tiny_cnn", format="onnx", threads=1)
+    stats = summarize_ms(samples(10.0, 0.05))
+    results.finish(r.id, "ok", artifact_sha256=SHA, size_bytes=4096, median_ms=stats["median"],
+                   p90_ms=stats["p90"], validity="INVALID",
+                   result={"stats_ms": stats, "validity": {"verdict": "INVALID", "reasons": [
+                       "emulated device: the timings are this host's, not the device's"]}})
+    out = cli("results", "compare", "base", "cand").stdout
+    assert "B INVALID: emulated device" in out and "@ local (emulated)" in out

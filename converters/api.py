@@ -23,6 +23,7 @@ from aiot.host.errors import (
     MissingDependency,
     UsageError,
 )
+from aiot.host.diskfull import as_disk_error
 from aiot.host.fileio import sha256_file
 from aiot.host.quiet import toolchain_output_to_log
 
@@ -356,21 +357,26 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                                                   dataset_samples)
     sha, size = sha256_file(artifact), artifact.stat().st_size
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
-    sidecar = write_sidecar(artifact, {
-        "aiot_version": aiot.__version__,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "format": converter.name, "backend": converter.backend,
-        "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
-                     **_companions(converter, artifact)},
-        "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
-                   "state_sha256": source_hash},
-        "input": source.input,
-        "num_classes": source.spec.num_classes if source.spec is not None else None,
-        "converter": {"name": converter.name, "options": resolved, **facts},
-        "toolchain": converter.toolchain_versions(),
-        "parity": parity,
-        **({"deployed_form": deployed} if deployed is not None else {}),
-    })
+    try:
+        sidecar = write_sidecar(artifact, {
+            "aiot_version": aiot.__version__,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "format": converter.name, "backend": converter.backend,
+            "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
+                         **_companions(converter, artifact)},
+            "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
+                       "state_sha256": source_hash},
+            "input": source.input,
+            "num_classes": source.spec.num_classes if source.spec is not None else None,
+            "converter": {"name": converter.name, "options": resolved, **facts},
+            "toolchain": converter.toolchain_versions(),
+            "parity": parity,
+            **({"deployed_form": deployed} if deployed is not None else {}),
+        })
+    except OSError as exc:  # an artifact without its sidecar is never reused: drop it
+        for path in artifact_files(converter, artifact):
+            path.unlink(missing_ok=True)
+        raise _disk_failure(converter, exc, artifact, "sidecar") or exc
     return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
 
 
@@ -515,13 +521,23 @@ def _export(converter, model, example, artifact: Path, options: dict, spec=None)
     try:
         with toolchain_output_to_log(log):
             return converter.export(model, example, artifact, options, **extra)
-    except AiotError:
-        raise
     except Exception as exc:
+        disk = _disk_failure(converter, exc, artifact, "export")  # also a toolchain's words
+        if disk is not None:
+            raise disk from None
+        if isinstance(exc, AiotError):
+            raise
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         log.debug("export of %s failed", artifact.name, exc_info=True)
         raise ConversionError(converter.name, "export", f"{type(exc).__name__}: {detail}",
                               "run with --verbose for the toolchain's traceback") from None
+
+
+def _disk_failure(converter, exc: BaseException, artifact: Path, stage: str) -> ConversionError | None:
+    """A conversion that found its folder full or read-only, as one line naming the errno and
+    the folder (every writer is atomic: no temporary is left behind), or None."""
+    disk = as_disk_error(exc, f"writing {artifact.name}", artifact.parent)
+    return None if disk is None else ConversionError(converter.name, stage, disk.message, disk.hint)
 
 
 def _notify(progress: Callable[[str], None] | None, stage: str) -> None:

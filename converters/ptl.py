@@ -55,8 +55,11 @@ class PtlConverter:
         meta = {"shape": list(example.shape), "dtype": "float32"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # "Lite Interpreter is deprecated"
-            write_atomic(out_path, lambda tmp: traced._save_for_lite_interpreter(
-                str(tmp), _extra_files={INPUT_FILE: json.dumps(meta)}))
+            # To a buffer, then written by Python: torch's file writer aborts the process
+            # (SIGABRT) when the disk is full, leaving its temporary file behind.
+            data = traced._save_to_buffer_for_lite_interpreter(
+                _extra_files={INPUT_FILE: json.dumps(meta)})
+            write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
             ops = sorted(_export_operator_list(_load_for_lite_interpreter(str(out_path))))
         return {"ops": ops, "optimize_for_mobile": optimized}
 

@@ -93,13 +93,18 @@ class TfliteConverter:
 
         quant = options["quant"]
         calibration = None
+        # The flatbuffer is written by Python, not by LiteRT's C++ writer: that one exits the
+        # process with status 1 and no word when the disk is full, leaving its file behind.
         if quant == "fp32":
-            write_atomic(out_path, lambda tmp: litert_torch.convert(model, (example,)).export(str(tmp)))
+            data = litert_torch.convert(model, (example,)).model_content()
+            write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
         else:
             calibration = _calibration_batches(spec, options) if quant == "int8" else None
             float_model = out_path.with_name(out_path.name + ".fp32.tmp")
             try:
-                litert_torch.convert(model, (example,)).export(str(float_model))
+                data = litert_torch.convert(model, (example,)).model_content()
+                out_path.parent.mkdir(parents=True, exist_ok=True)
+                float_model.write_bytes(data)
                 write_atomic(out_path, lambda tmp: tmp.write_bytes(
                     _quantize(float_model, quant, calibration)))
             finally:

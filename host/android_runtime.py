@@ -230,7 +230,7 @@ def install_runtime(transport, archive: RuntimeArchive,
     Raises:
         DeviceCommandError: the pushed archive's hash differs, or unpacking failed.
     """
-    from aiot.host.deploy import push_file
+    from aiot.host.deploy import push_file, require_space, unpack_failure
     from aiot.host.transports.quoting import quote
 
     started = time.perf_counter()
@@ -239,22 +239,27 @@ def install_runtime(transport, archive: RuntimeArchive,
     if transport.exists(posixpath.join(root, COMPLETE)):
         return {"python": python, "root": root, "pushed_bytes": 0, "installed": False,
                 "seconds": time.perf_counter() - started}
+    require_space(transport, archive.size_bytes + archive.tree_bytes,
+                  "the aarch64 runtime and its unpacked tree")
     on_step(f"pushing the aarch64 runtime ({size_text(archive.size_bytes)})")
     pushed = push_file(transport, archive.path, archive.sha256)
     on_step("checking and unpacking it on the device")
     # One shell line: hash check, unpack beside the target, marker last, then rename, so a
     # tree that is there was complete (toybox and busybox both have sha256sum and tar -z).
+    # A failed unpack (a full disk) removes the partial tree and the archive: the phone is
+    # left with the space it had.
     staging = root + ".part"
     script = (f"set -e; [ \"$(sha256sum {quote(pushed.remote)} | cut -d' ' -f1)\" = "
               f"{quote(archive.sha256)} ] || {{ echo 'runtime archive hash mismatch' >&2; "
               f"rm -f {quote(pushed.remote)}; exit 3; }}; rm -rf {quote(staging)}; "
-              f"mkdir -p {quote(staging)}; tar -xzf {quote(pushed.remote)} -C {quote(staging)}; "
-              f"chmod 755 {quote(staging + '/bin/python3')}; "
-              f"touch {quote(staging + '/' + COMPLETE)}; "
+              f"{{ mkdir -p {quote(staging)} && tar -xzf {quote(pushed.remote)} -C {quote(staging)} "
+              f"&& chmod 755 {quote(staging + '/bin/python3')} "
+              f"&& touch {quote(staging + '/' + COMPLETE)}; }} || {{ rm -rf {quote(staging)} "
+              f"{quote(pushed.remote)}; echo 'unpacking failed; partial tree removed' >&2; exit 4; }}; "
               f"rm -rf {quote(root)}; mv {quote(staging)} {quote(root)}")
     done = transport.shell(["sh", "-c", script], timeout=1800)
     if not done.ok:
-        raise DeviceCommandError(transport.name, done)
+        raise unpack_failure(transport, done)
     return {"python": python, "root": root, "pushed_bytes": pushed.size if pushed.sent else 0,
             "installed": True, "seconds": time.perf_counter() - started}
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
-from aiot.host.errors import AgentError, AiotError, TransportError
+from aiot.host.diskfull import disk_errno
+from aiot.host.errors import AgentError, AiotError, DeviceCommandError, DeviceStorageError, TransportError
 from aiot.host.fileio import sha256_file
 from aiot.host.transports.base import Transport
 
@@ -63,6 +65,54 @@ def push_file(transport: Transport, local: Path, sha256: str | None = None) -> P
         return Pushed(remote, digest, size, sent=False, local=local)
     push(transport, local, remote)
     return Pushed(remote, digest, size, sent=True, local=local)
+
+
+def parse_df(text: str) -> int | None:
+    """Available KiB from ``df -Pk`` output (names and mount points may hold spaces)."""
+    for line in text.splitlines()[1:]:
+        m = re.search(r"\s(\d+)\s+(\d+)\s+(\d+)\s+\d+%\s", line + " ")
+        if m:
+            return int(m.group(3))
+    return None
+
+
+def free_bytes(transport: Transport, folder: str | None = None) -> int | None:
+    """Free bytes in ``folder`` (default: the workdir, made first) on the device, or None
+    when ``df`` cannot tell."""
+    folder = folder or transport.workdir()
+    transport.shell(["mkdir", "-p", folder], timeout=30)
+    df = transport.shell(["df", "-Pk", folder], timeout=30)
+    free_kib = parse_df(df.stdout) if df.ok else None
+    return None if free_kib is None else free_kib * 1024
+
+
+def require_space(transport: Transport, need: int, what: str) -> None:
+    """Refuse, before anything is sent, to put ``need`` bytes (``what``) on a device whose
+    workdir has less free (with 10 % to spare); a device whose ``df`` says nothing passes.
+
+    Raises:
+        DeviceStorageError: not enough space (the device is left as it was).
+    """
+    free = free_bytes(transport)
+    if free is None or free >= need * 1.1:
+        return
+    raise DeviceStorageError(
+        f"'{transport.name}' has {free / 1e6:,.0f} MB free in {transport.workdir()}; {what} "
+        f"need{'s' if not what.endswith('s') else ''} {need * 1.1 / 1e6:,.0f} MB (ENOSPC): "
+        "nothing was sent", "free some space on the device, or give it another workdir "
+        f"(aiot devices add {transport.name} --workdir DIR --replace)")
+
+
+def unpack_failure(transport: Transport, result) -> AiotError:
+    """A failed unpack on the device: a full disk named as such (the unpack removed what it
+    had unpacked), else the command's own error."""
+    output = f"{result.stderr}\n{result.stdout}"
+    if disk_errno(Exception(output)) is None:
+        return DeviceCommandError(transport.name, result)
+    return DeviceStorageError(f"unpacking on '{transport.name}' failed: no space left on the "
+                              f"device (ENOSPC) in {transport.workdir()}; what was unpacked "
+                              "was removed", "free some space on the device, then run "
+                              f"aiot devices setup {transport.name} again")
 
 
 def device_sha256(transport: Transport, remote: str) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from aiot.host.deploy import push_file
+from aiot.host.deploy import push_file, require_space, unpack_failure
 from aiot.host.errors import AiotError, DeviceCommandError
 from aiot.host.transports.base import Transport
 from aiot.host.transports.quoting import quote
@@ -63,20 +63,25 @@ FACTS_SCRIPT = ("import json, platform, sys; "
           "'glibc': platform.libc_ver()[1]}))")
 
 #: Unpacks wheels (zip files) into a folder; *.data/purelib|platlib go to the top, as pip does.
+#: A failed unpack (a full disk) removes what it unpacked, so the device is not left full.
 UNPACK_SCRIPT = """
 import os, shutil, sys, zipfile
 target = sys.argv[1]
 shutil.rmtree(target, ignore_errors=True)
-os.makedirs(target)
-for wheel in sys.argv[2:]:
-    zipfile.ZipFile(wheel).extractall(target)
-for name in os.listdir(target):
-    if name.endswith('.data'):
-        for lib in ('purelib', 'platlib'):
-            src = os.path.join(target, name, lib)
-            if os.path.isdir(src):
-                shutil.copytree(src, target, dirs_exist_ok=True)
-        shutil.rmtree(os.path.join(target, name))
+try:
+    os.makedirs(target)
+    for wheel in sys.argv[2:]:
+        zipfile.ZipFile(wheel).extractall(target)
+    for name in os.listdir(target):
+        if name.endswith('.data'):
+            for lib in ('purelib', 'platlib'):
+                src = os.path.join(target, name, lib)
+                if os.path.isdir(src):
+                    shutil.copytree(src, target, dirs_exist_ok=True)
+            shutil.rmtree(os.path.join(target, name))
+except OSError as exc:
+    shutil.rmtree(target, ignore_errors=True)
+    sys.exit('unpacking failed, partial unpack removed: %s' % exc)
 """
 
 
@@ -207,6 +212,8 @@ def setup_device(transport: Transport, cache: Path,
     python = describe_python(transport)
     on_step(f"downloading wheels for Python {python.version} on {python.machine}")
     wheels = download_wheels(python, cache, extras)
+    require_space(transport, sum(w.stat().st_size + _unpacked_bytes(w) for w in wheels),
+                  f"{len(wheels)} wheels and their unpacked files")
     on_step(f"pushing {len(wheels)} wheels")
     pushed = [push_file(transport, wheel) for wheel in wheels]
     on_step("unpacking on the device")
@@ -214,13 +221,20 @@ def setup_device(transport: Transport, cache: Path,
     unpack = transport.shell([transport.python(), "-c", UNPACK_SCRIPT, site, *(p.remote for p in pushed)],
                              timeout=600)
     if not unpack.ok:
-        raise DeviceCommandError(transport.name, unpack)
+        raise unpack_failure(transport, unpack)
     marker = transport.shell(["touch", posixpath.join(site, COMPLETE)])
     if not marker.ok:
         raise DeviceCommandError(transport.name, marker)
     return {"python": python.__dict__, "site": site,
             "requirements": requirements() + optional_requirements(python, extras),
             "wheels": [w.name for w in wheels], "sent_bytes": sum(p.size for p in pushed if p.sent)}
+
+
+def _unpacked_bytes(wheel: Path) -> int:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        return sum(info.file_size for info in archive.infolist())
 
 
 def setup_phone(transport: Transport, cache: Path,

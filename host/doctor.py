@@ -13,8 +13,9 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from aiot.host.deploy import parse_df
 from aiot.host.device_setup import NATIVE_ONLY, RUNTIME_MODULES, agent_env
-from aiot.host.errors import TransportError
+from aiot.host.errors import DeviceStorageError, TransportError
 from aiot.host.probe import probe_linux
 from aiot.host.transports.base import ShellResult, Transport
 from aiot.host.units import MIB, size_text
@@ -97,7 +98,9 @@ def explain_push_failure(transport: Transport, exc: TransportError) -> Transport
         return exc
     if verdict.ok and not verdict.warn:
         return exc
-    return TransportError(f"push to '{transport.name}' failed: {verdict.detail}", verdict.fix)
+    full = " (ENOSPC)" if verdict.name == "free space" else ""
+    return DeviceStorageError(f"push to '{transport.name}' failed{full}: {verdict.detail}",
+                              verdict.fix)
 
 
 def _run_checks(transport: Transport, checks: list[Check]) -> None:
@@ -213,15 +216,6 @@ def _runtime_check(transport: Transport, module: str, report: dict) -> Check:
         return Check(name, True, report["version"])
     return Check(name, False, report.get("error", "not reported"),
                  _runtime_fix(transport, RUNTIMES[module]))
-
-
-def parse_df(text: str) -> int | None:
-    """Available KiB from ``df -Pk`` output (names and mount points may hold spaces)."""
-    for line in text.splitlines()[1:]:
-        m = re.search(r"\s(\d+)\s+(\d+)\s+(\d+)\s+\d+%\s", line + " ")
-        if m:
-            return int(m.group(3))
-    return None
 
 
 def parse_python_version(text: str) -> tuple[int, ...] | None:

@@ -120,6 +120,13 @@ class TransportError(AiotError):
     """The device could not be reached or a file transfer failed."""
 
 
+class DeviceStorageError(TransportError):
+    """The device's work dir is full or not writable: the link is fine and retrying cannot
+    help, so a campaign records the run failed once instead of retrying it as a lost device."""
+
+    transient = False
+
+
 class CommandTimeout(TransportError):
     """A command on the device ran past its time limit and was killed (the link is fine)."""
 

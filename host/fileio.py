@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
+from aiot.host.diskfull import DISK_ERRNOS, DiskError, as_disk_error
 from aiot.host.errors import UsageError
 
 _CHUNK = 1 << 20
@@ -29,20 +30,32 @@ def sha256_file(path: Path) -> str:
 def atomic_path(final: Path, mode: int | None = None):
     """Yield a temp path beside ``final``; it replaces ``final`` only if the block succeeds.
 
+    A full disk or read-only mount raises :class:`~aiot.host.diskfull.DiskError` naming the
+    folder; the temp file is gone on every exit path.
+
     Args:
         mode: the new file's permission bits (default: the temp file's 0600).
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part" + final.suffix, dir=final.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    if mode is not None:
-        os.chmod(tmp_path, mode)
+    tmp_path = None
     try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part" + final.suffix,
+                                   dir=final.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
+        if mode is not None:
+            os.chmod(tmp_path, mode)
         yield tmp_path
         os.replace(tmp_path, final)
+    except OSError as exc:  # a full disk or read-only mount: named, with the folder
+        disk = None if isinstance(exc, DiskError) else as_disk_error(
+            exc, f"cannot write {final.name}", final.parent)
+        if disk is None:
+            raise
+        raise disk from None
     finally:
-        tmp_path.unlink(missing_ok=True)
+        if tmp_path is not None:
+            tmp_path.unlink(missing_ok=True)
 
 
 def write_atomic(final: Path, write: Callable[[Path], None]) -> None:
@@ -134,6 +147,8 @@ def write_output_atomic(final: Path, text: str, option: str = "--out") -> None:
     try:
         with atomic_path(final, mode=new_file_mode(final)) as tmp:
             write(tmp)
+    except DiskError as exc:
+        raise UsageError(f"cannot write {option} {final}: {DISK_ERRNOS[exc.errno]}", exc.hint) from None
     except OSError as exc:
         raise UsageError(f"cannot write {option} {final}: {exc.strerror or exc}",
                          "check the folder exists and is writable") from None

@@ -282,7 +282,7 @@ def _train_and_save(config: TrainConfig, key: str, path: Path, progress: Progres
     result = TrainResult(weights_path=path, config=config, test_accuracy=accuracy,
                          train_loss=history[-1]["train_loss"], epochs_run=config.epochs,
                          seconds=seconds, cached=False, history=tuple(history))
-    write_atomic(path, lambda tmp: torch.save(model.state_dict(), tmp))
+    _torch_save(model.state_dict(), path)
     digest = sha256_file(path)
     summary = {
         "v": SUMMARY_VERSION, "key": key, **result.to_dict(), "weights_file": path.name,
@@ -394,7 +394,7 @@ class _Resumable:
                    "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                    "scheduler": self.scheduler.state_dict() if self.scheduler else None,
                    "order": self.order.get_state(), "rng": torch.get_rng_state()}
-        write_atomic(path, lambda tmp: torch.save(payload, tmp))
+        _torch_save(payload, path)
 
     def resume(self, path: Path, key: str) -> list[dict]:
         """Load ``path`` if it is a checkpoint of ``key``; returns the epochs it holds."""
@@ -483,3 +483,17 @@ def _read_cached(path: Path, config: TrainConfig, key: str) -> TrainResult | Non
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("ignoring unreadable training summary %s: %s", summary_path, exc)
         return None
+
+
+def _torch_save(obj, path: Path) -> None:
+    """``torch.save`` to a buffer, then written atomically by Python: torch's own file writer
+    fails on a full disk with a C++ message that names no errno ("unexpected pos"), while
+    a Python write raises ENOSPC, which aiot names in one line."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    write_atomic(path, lambda tmp: tmp.write_bytes(buffer.getbuffer()))
+

@@ -13,6 +13,7 @@ from typer.core import TyperGroup
 
 from aiot import __version__
 from aiot.host import notices
+from aiot.host.diskfull import as_disk_error
 from aiot.host.errors import AiotError
 
 
@@ -45,7 +46,9 @@ def _sigterm_as_interrupt():
 
 class AiotGroup(TyperGroup):
     """Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
-    failure); Ctrl-C into 130, SIGTERM (handled as Ctrl-C) into 143."""
+    failure); a write that found the disk full or read-only (wherever it was not caught with
+    more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM (handled as
+    Ctrl-C) into 143."""
 
     def invoke(self, ctx):
         with _sigterm_as_interrupt():
@@ -55,7 +58,13 @@ class AiotGroup(TyperGroup):
         from aiot.host.cli._output import err, safe
 
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except Exception as exc:  # a full disk, a read-only mount: the user's to fix
+                disk = None if isinstance(exc, AiotError) else as_disk_error(exc, "cannot write")
+                if disk is None:
+                    raise
+                raise disk from None
         except AiotError as exc:
             # Messages quote devices (an agent's error, a command's output): made safe here.
             err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.diskfull import as_disk_error
 from aiot.host.errors import UsageError
 
 
@@ -37,11 +38,14 @@ def report(
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format '{fmt}'", f"use one of: {', '.join(FORMATS)}")
     results_dir = state(ctx).results_dir()
-    with open_store(results_dir) as store:
+    with open_store(results_dir, readonly=True) as store:
         records = collect(store, sweep)
     model = build(records, source=str(results_dir), sweep=sweep)
     out_dir = out or results_dir / "report"
-    files, plots = write(model, fmt, out_dir)
+    try:
+        files, plots = write(model, fmt, out_dir)
+    except OSError as exc:  # a full disk or read-only folder: one line, not a traceback
+        raise as_disk_error(exc, "cannot write the report", out_dir) or exc from None
     drawn = sorted(k for k, v in plots.items() if not isinstance(v, str))
     # What is missing and why: empty sections, then figures without data.
     notes = model.left_out()

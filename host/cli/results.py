@@ -63,7 +63,7 @@ def _open(ctx):
     from aiot.host.cli._output import state
     from aiot.host.store import open_store
 
-    return open_store(state(ctx).results_dir())
+    return open_store(state(ctx).results_dir(), readonly=True)
 
 
 @app.command("list")

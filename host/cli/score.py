@@ -156,7 +156,7 @@ def _stored_matching(ctx: typer.Context, baseline: str, device: str | None, mode
     from aiot.host.store import open_store
 
     get_converter(baseline)  # an unknown format fails with a did-you-mean hint
-    with open_store(state(ctx).results_dir()) as store:
+    with open_store(state(ctx).results_dir(), readonly=True) as store:
         records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
     matching = match_runs(records, baseline)
     if not matching.pairs:
@@ -255,7 +255,7 @@ def _stored_tests(ctx: typer.Context, device: str | None, threads: int | None,
     from aiot.host.scores.vips import select_tests
     from aiot.host.store import open_store
 
-    with open_store(state(ctx).results_dir()) as store:
+    with open_store(state(ctx).results_dir(), readonly=True) as store:
         records = store.query(kind="latency", device=device)
     records = [r for r in records if threads in (None, r.threads)]
     selection = select_tests(records, include_invalid=include_invalid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -23,6 +24,8 @@ try:
     import fcntl
 except ImportError:  # Windows: no flock; campaigns are not guarded there
     fcntl = None
+
+log = logging.getLogger(__name__)
 
 
 class Busy(AiotError):
@@ -76,8 +79,11 @@ def _hold(kind: str, name: str, sweep: str):
         except BlockingIOError:
             raise _busy(kind, name, _holder(fd)) from None
         # Who holds it, for the next process's message; the lock itself is the flock.
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "sweep": sweep, kind: name}).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "sweep": sweep, kind: name}).encode(), 0)
+        except OSError as exc:  # a full state folder: the flock holds all the same
+            log.debug("cannot note the holder of %s: %s", path, exc)
         yield
     finally:
         os.close(fd)  # drops the flock

@@ -10,6 +10,7 @@ a half-made one; an empty or damaged store file is refused rather than written i
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -22,7 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
+from urllib.parse import quote
 
+from aiot.host.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.host.errors import StoreError
 from aiot.host.fileio import new_file_mode
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
@@ -99,18 +102,24 @@ class Store:
     """The SQLite result store at ``path``; use :func:`open_store`.
 
     Opening creates a missing store, refuses an empty (truncated) or damaged one with a
-    :class:`StoreError` saying how to recover, and migrates an older schema.
+    :class:`StoreError` saying how to recover, and migrates an older schema. A store opened
+    ``readonly`` (for the commands that only read) is never written, so it reads on a full
+    disk or a read-only mount; a store that cannot be written is refused for writing with
+    ENOSPC/EROFS named, never called damaged.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
         if not path.exists():
             _create(path)
         _refuse_empty(path)
+        if not readonly:
+            _refuse_unwritable(path)
         try:
-            self._conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self._conn = _connect(path, readonly)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open result store {path}: {exc}") from None
+            raise _open_failure(path, exc, readonly) from None
         self._conn.row_factory = sqlite3.Row
         try:
             self._open()
@@ -120,29 +129,37 @@ class Store:
 
     def _open(self) -> None:
         try:
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            if not self.readonly:
+                self._conn.execute("PRAGMA journal_mode = WAL")
             version = current_version(self._conn)
         except sqlite3.DatabaseError as exc:
             if _is_damage(exc) and "not a database" not in str(exc):
                 raise _damaged(self.path, str(exc)) from None
-            raise StoreError(
-                f"{self.path} is not an aiot result store ({exc})",
-                "point --results-dir elsewhere or move the file away",
-            ) from None
+            raise _open_failure(self.path, exc, self.readonly) from None
         _check_integrity(self._conn, self.path)
         _refuse_newer(self.path, version)
+        if version < SCHEMA_VERSION and self.readonly:
+            raise StoreError(f"result store {self.path} has schema v{version} and this aiot "
+                             f"reads v{SCHEMA_VERSION}: it must be migrated, which writes to it",
+                             "run a command that writes (aiot results recover --check, or any "
+                             "run) where the store's folder is writable")
         if version < SCHEMA_VERSION:
             with self._transaction() as conn:
                 _migrate(conn, self.path)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """SQLite failures as one-line StoreErrors (damage found mid-use, a lock held too long)."""
+        """SQLite failures as one-line StoreErrors (damage found mid-use, a lock held too
+        long, a full disk or read-only mount named as such)."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
             if _is_damage(exc):
                 raise _damaged(self.path, str(exc)) from None
+            code = store_errno(exc, self.path)
+            if code is not None:
+                raise StoreError(f"result store {self.path}: cannot write: {DISK_ERRNOS[code]}",
+                                 _disk_hint(code)) from None
             raise StoreError(f"result store {self.path}: {exc}",
                              "check the folder's free space and permissions, then retry") from None
 
@@ -323,18 +340,89 @@ class Push:
     remote: str
 
 
-def open_store(results_dir: Path) -> Store:
+def open_store(results_dir: Path, readonly: bool = False) -> Store:
     """Open (creating and migrating as needed) the store in ``results_dir``.
+
+    Args:
+        readonly: for commands that only read: the store is opened read-only (a store on a
+            full disk or a read-only mount still reads; a missing one is still created).
 
     Raises:
         StoreError: the folder cannot be made, or the store there is empty (truncated),
-            damaged (see ``aiot results recover``), not a store, or newer than this aiot.
+            damaged (see ``aiot results recover``), not a store, newer than this aiot, or (for
+            writing) on a full disk or read-only mount.
     """
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        code = disk_errno(exc)
+        if code is not None:
+            raise StoreError(f"cannot create results folder {results_dir}: {DISK_ERRNOS[code]}",
+                             _disk_hint(code)) from None
         raise StoreError(f"cannot create results folder {results_dir}: {exc}") from None
-    return Store(results_dir / DB_NAME)
+    return Store(results_dir / DB_NAME, readonly)
+
+
+def _disk_hint(code: int) -> str:
+    return ("the store is intact; mount its folder read-write, or read it as it is with "
+            "aiot results list/show/export" if code == errno.EROFS else
+            "the store is intact; free some space on its disk and retry")
+
+
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+    """A connection to the store; read-only ones never write (no journal-mode change, no
+    -wal/-shm made where the folder cannot take them)."""
+    if not readonly:
+        return sqlite3.connect(path, timeout=30, isolation_level=None)
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        # A WAL store whose -shm cannot be made (read-only mount, full disk): read the file
+        # as it stands, which is the whole store when no -wal holds newer pages.
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise
+        return sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=30, isolation_level=None)
+
+
+def _refuse_unwritable(path: Path) -> None:
+    """A store on a read-only mount cannot take a record: say so before any run starts."""
+    if read_only_mount(path):
+        raise StoreError(f"result store {path} cannot be written: {DISK_ERRNOS[errno.EROFS]}",
+                         _disk_hint(errno.EROFS))
+
+
+def _open_failure(path: Path, exc: sqlite3.Error, readonly: bool) -> StoreError:
+    """Why the store at ``path`` did not open: a full disk or read-only mount named as such
+    (a healthy SQLite file is never called "not a store"), else "not an aiot result store"."""
+    code = store_errno(exc, path)
+    if code is None and not readonly and _is_sqlite(path):
+        code = errno.ENOSPC if (free_bytes(path.parent) or 0) < 64 * 1024 else None
+    if code is not None:
+        doing = "read" if readonly else "opened for writing"
+        return StoreError(f"result store {path} cannot be {doing}: {DISK_ERRNOS[code]}",
+                          _disk_hint(code))
+    if _is_sqlite(path):
+        return StoreError(f"cannot open result store {path}: {exc}",
+                          "check the folder's free space and permissions, then retry")
+    return StoreError(f"{path} is not an aiot result store ({exc})",
+                      "point --results-dir elsewhere or move the file away")
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
 
 
 # -- creating, checking and migrating -------------------------------------------------------------
@@ -366,7 +454,9 @@ def _create(path: Path) -> None:
             if not path.exists():
                 os.replace(tmp_path, path)
     except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot create result store {path}: {exc}",
+        code = disk_errno(exc) or (errno.EROFS if read_only_mount(path) else None)
+        detail = DISK_ERRNOS[code] if code is not None else exc
+        raise StoreError(f"cannot create result store {path}: {detail}",
                          "pass --results-dir or set AIOT_RESULTS_DIR to a writable folder") from None
     finally:
         tmp_path.unlink(missing_ok=True)

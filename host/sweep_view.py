@@ -153,3 +153,17 @@ def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
     """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
     with open_store(results_dir) as store:
         return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
+
+
+def parity_notes(records: list[RunRecord]) -> list[str]:
+    """One line per artifact whose parity with PyTorch was inconclusive (its conversion's
+    line is not seen when a run converts): the model, the format, why, and the fix."""
+    seen: dict[tuple, str] = {}
+    for r in records:
+        parity = ((r.provenance or {}).get("artifact") or {}).get("parity") or {}
+        inconclusive = parity.get("inconclusive")
+        key = (r.model, (r.spec or {}).get("binarize"), r.format, r.artifact_sha256)
+        if inconclusive and key not in seen:
+            seen[key] = (f"{r.model} as {r.format}: parity with PyTorch inconclusive: "
+                         f"{inconclusive['reason']}; {inconclusive['fix']}")
+    return list(seen.values())

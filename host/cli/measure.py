@@ -243,15 +243,18 @@ def _check_inputs_file(path: Path | None):
 
 
 def _print_records(records, as_json: bool) -> None:
-    from aiot.host.cli._output import print_json
+    from aiot.host.cli._output import message, print_json, safe
     from aiot.host.cli.profile_view import print_profiles
     from aiot.host.cli.results import print_run_table
+    from aiot.host.sweep_view import parity_notes
 
     if as_json:
         print_json([r.to_dict() for r in records])
     else:
         print_run_table(records, sweep=True)
         print_profiles(records)
+    for note in parity_notes(records):
+        message(f"[yellow]warning:[/] {safe(note)}")
 
 
 def _validate_binarize(binarize: str | None, formats: list[str]) -> None:

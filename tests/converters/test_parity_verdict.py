@@ -69,3 +69,18 @@ def test_real_imagenet_weights_pass():
     assert spec.weights_file(None) is not None  # the packaged ImageNet weights
     report = _check("efficientnet_lite0")
     assert report["verdict"] == PASS
+
+
+def test_an_artifact_checked_before_verdicts_is_checked_again(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from aiot.converters.api import convert_model
+    from aiot.converters.sidecar import sidecar_path
+
+    first = convert_model("tiny_cnn", "onnx", tmp_path)
+    path = sidecar_path(first.artifact)
+    sidecar = json.loads(path.read_text())
+    del sidecar["parity"]["verdict"]  # as an older aiot wrote it
+    path.write_text(json.dumps(sidecar))
+    again = convert_model("tiny_cnn", "onnx", tmp_path)
+    assert not again.cached and again.parity["verdict"] == PASS
+    assert convert_model("tiny_cnn", "onnx", tmp_path).cached

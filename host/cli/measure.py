@@ -295,8 +295,10 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     from aiot.host.runs import expand_targets
     from aiot.host.store import open_store
     from aiot.host.sweep_view import check_cores, stored_records
+    from aiot.host.validity import ValidityPolicy
 
     params.validate()
+    ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
     dataset = check_data_options(weights, dataset, limit)
     session = _lab_session(lab, devices, native, input_shapes, inputs_file)
     if emulation_warning(devices):  # up front: before a first run takes its minutes

@@ -103,3 +103,10 @@ def test_random_init_model_parity_is_inconclusive_everywhere(cli, tmp_path):
     assert parity["verdict"] == "inconclusive" and "constant output" in parity["inconclusive"]["reason"]
     shown = cli("results", "show", record["id"][:8]).stdout
     assert "parity vs PyTorch" in shown and "inconclusive: PyTorch's outputs" in shown
+
+
+def test_a_bad_validity_setting_is_refused_before_any_run(cli, monkeypatch):
+    monkeypatch.setenv("AIOT_VALIDITY", "cv=lots")
+    result = cli("run", "-m", "tiny_cnn", "-f", "onnx", *FAST, code=2)
+    assert "AIOT_VALIDITY: cv=lots is not a number" in result.stderr
+    assert cli.json("results", "list") == []

@@ -11,10 +11,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import TYPE_CHECKING
 
 from aiot.host.input_shapes import shape_label
-from aiot.host.store.store import RunRecord
 from aiot.host.validity import emulated
+
+if TYPE_CHECKING:  # annotations only: the store stays out of `aiot --help`'s imports
+    from aiot.host.store.store import RunRecord
 
 #: The record's own columns, first and in this order (older exports had exactly these).
 FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",

@@ -6,7 +6,9 @@ library, and each of lce / dabnn: ``aiot convert`` through the same code path, o
 the status (ok / unsupported: the model's structure is outside what the emitter can write,
 e.g. daBNN's BatchNorm-after-every-binary-conv rule / failed), the lowest per-layer sign
 agreement, the logits' max abs error (information only for binarized artifacts) and the
-conversion time. Writes ``bench/out/<out>.json`` after every row, so an interrupted run keeps
+conversion time. A daBNN row whose artifact runs a deployed form that differs from the
+training graph (clamps a float layer reads, dropped) says "(deployed form)", and its JSON row
+carries the change and its cost against the training graph. Writes ``bench/out/<out>.json`` after every row, so an interrupted run keeps
 what it measured.
 
 Usage: ``python bench/binary_parity.py [--models all|a,b] [--formats lce,dabnn]
@@ -60,7 +62,8 @@ def main() -> int:
                     signs = _signs(row)
                     rows.append({"model": model, "algorithm": algorithm, **row, **signs,
                                  "wall_s": time.perf_counter() - started})
-                    table.append([model, algorithm, fmt, row["status"],
+                    status = row["status"] + (" (deployed form)" if signs["deployed_form"] else "")
+                    table.append([model, algorithm, fmt, status,
                                   _pct(signs["min_sign_agreement"]), str(signs["binary_layers"] or "—"),
                                   "—" if row["max_abs"] is None else f"{row['max_abs']:.2g}",
                                   f"{rows[-1]['wall_s']:.0f}", (row["reason"] or "")[:70]])
@@ -77,13 +80,17 @@ def main() -> int:
 def _signs(row: dict) -> dict:
     """The sign report of a converted row's sidecar (None where it did not convert)."""
     if row["status"] != "ok":
-        return {"min_sign_agreement": None, "binary_layers": None}
+        return {"min_sign_agreement": None, "binary_layers": None, "deployed_form": None}
     from aiot.converters.sidecar import read_sidecar
 
-    signs = (read_sidecar(Path(row["artifact"])).get("parity") or {}).get("signs") or {}
+    sidecar = read_sidecar(Path(row["artifact"]))
+    signs = (sidecar.get("parity") or {}).get("signs") or {}
+    form = sidecar.get("deployed_form")  # daBNN: clamps a float layer reads, dropped (said)
     return {"min_sign_agreement": signs.get("min_sign_agreement"),
             "binary_layers": len(signs.get("binary_layers") or []),
-            "per_layer": [layer["sign_agreement"] for layer in signs.get("binary_layers") or []]}
+            "per_layer": [layer["sign_agreement"] for layer in signs.get("binary_layers") or []],
+            "deployed_form": form and {k: form[k] for k in ("change", "modules", "training_graph")
+                                       if k in form}}
 
 
 def _pct(value) -> str:

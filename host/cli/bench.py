@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench).")
+app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench, BiBench).")
 
 
 @app.command("aiotbench")
@@ -127,3 +127,106 @@ def _print_table(rows: list[dict]) -> None:
         table.add_row(r["device"], r["model"], r["test"], fmt_ms(r["load_ms"]), fmt_ms(r["mean_ms"]),
                       fmt_pct(r["accuracy"]), fmt_bytes(r["size_bytes"]), status)
     out.print(table)
+
+
+@app.command("bibench")
+def bibench(
+    ctx: typer.Context,
+    device: Annotated[str | None, typer.Option(
+        "--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
+    size: Annotated[str, typer.Option(
+        help="imagenet (ResNet18/34 at 224 px, as the paper) or cifar (the 32 px variants: "
+             "quick).")] = "imagenet",
+    threads: Annotated[str | None, typer.Option(
+        help="Thread counts (default: 1,2,4,8, and 16 where the device has 16 cores).")] = None,
+    min_runs: Annotated[int, typer.Option(min=1, help="Timed iterations (at least).")] = 50,
+    min_s: Annotated[float, typer.Option(min=0, help="Timed seconds (at least).")] = 1.0,
+    warmup_runs: Annotated[int, typer.Option(min=0, help="Untimed iterations first.")] = 1,
+    warmup_min_s: Annotated[float, typer.Option(min=0, help="Untimed seconds first (at least).")] = 0.5,
+    cooldown_max_s: Annotated[float, typer.Option(
+        min=0, help="Wait up to this long for the device to cool before each run (0: no gate).")] = 120.0,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Measure everything again instead of resuming.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+) -> None:
+    """BiBench's hardware tables (17–20): ResNet18/34 and VGG-Small in FP32 TFLite, LCE BNN and
+    ReActNet, daBNN FP32 and BNN (1 thread, with a daBNN benchmark_single_model configured),
+    per thread count; each BNN's speed-up over FP32 and OM_infer per device, next to the
+    paper's numbers where the device's SoC is one the paper measured.
+
+    Resumable: the same command again measures only what has no ok record yet.
+    """
+    from aiot.host.bibench_hw import SIZES, plan, report
+    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.cli.bibench_table import print_grid
+    from aiot.host.cli.measure import _cooldown, _validate_devices, parse_threads, split_list
+    from aiot.host.cli.progress import RichRunListener
+    from aiot.host.devices import resolve_name
+    from aiot.host.errors import UsageError
+    from aiot.host.runs import MeasureParams
+    from aiot.host.store import open_store
+
+    if size not in SIZES:
+        raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(SIZES)}")
+    devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
+    counts = parse_threads(threads) if threads else None
+    _validate_devices(devices)
+    params = MeasureParams(warmup_runs=warmup_runs, warmup_min_s=warmup_min_s, min_runs=min_runs,
+                           min_s=min_s, max_s=max(150.0, min_s)).validate()
+    results_dir = state(ctx).results_dir()
+    infos, binaries = _device_facts(devices, results_dir)
+    cells, skips = plan(devices, size, counts, params, infos, binaries)
+    requests = [c.request for c in cells if c.request is not None]
+    with open_store(results_dir) as store:
+        sweep = plan_sweep(requests, store, fresh=fresh)
+    sweep.skips = {run_key(r): why for r, why in skips.items()}
+    if sweep.done:
+        message(f"resuming BiBench sweep {sweep.sweep_id}: {len(sweep.done)} runs already done")
+    with RichRunListener() as listener:
+        run_campaign(sweep, results_dir, listener, CampaignPolicy(cooldown=_cooldown(cooldown_max_s)))
+    with open_store(results_dir) as store:
+        records = store.query(sweep_id=sweep.sweep_id)
+    result = report(cells, records, infos, sweep.sweep_id)
+    if as_json:
+        print_json(result)
+    else:
+        print_grid(result)
+    if any(c["status"] == "failed" for row in result["rows"] for c in row["cells"].values()):
+        raise typer.Exit(1)
+
+
+def _device_facts(devices: list[str], results_dir) -> tuple[dict, dict]:
+    """Probe + agent facts per device (``{"unreachable": why}`` where it cannot be reached) and
+    each device's configured native binaries."""
+    from aiot.host.errors import AiotError
+    from aiot.host.native.config import inventory_binaries
+    from aiot.host.runs import Workspace
+
+    infos, binaries = {}, {}
+    workspace = Workspace(results_dir)
+    try:
+        for device in devices:
+            try:
+                infos[device] = _with_toolchain_runtimes(workspace.device_info(device))
+            except AiotError as exc:
+                infos[device] = {"unreachable": exc.one_line()}
+            binaries[device] = inventory_binaries(device)
+    finally:
+        workspace.close()
+    return infos, binaries
+
+
+def _with_toolchain_runtimes(info: dict) -> dict:
+    """``info`` with the runtimes this host's toolchain environments add where the device is
+    this machine: the local agent runs LCE in the ``lce`` toolchain's interpreter, which its
+    own hello (in aiot's Python, NumPy 2) cannot see."""
+    from aiot.host.toolchains import runtime_python
+
+    if info.get("transport") != "local":
+        return info
+    agent = dict(info.get("agent") or {})
+    runtimes = dict(agent.get("runtimes") or {})
+    for backend in ("lce",):
+        if not runtimes.get(backend) and runtime_python(backend) is not None:
+            runtimes[backend] = "toolchain"
+    return {**info, "agent": {**agent, "runtimes": runtimes}}

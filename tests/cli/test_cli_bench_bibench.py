@@ -1,0 +1,27 @@
+"""``aiot bench bibench`` on the command line: refusals before any work, and the local grid."""
+
+import pytest
+
+
+def test_unknown_size_and_device_are_refused_in_one_line(cli):
+    res = cli("bench", "bibench", "--size", "mnist", code=2)
+    assert "unknown size 'mnist'" in res.stderr and "imagenet, cifar" in res.stderr
+    res = cli("bench", "bibench", "--device", "nosuchdevice", "--size", "cifar", code=2)
+    assert "nosuchdevice" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_local_cifar_grid_prints_speedups_and_om_infer(cli):
+    pytest.importorskip("litert_torch")
+    args = ("bench", "bibench", "--device", "local", "--size", "cifar", "--threads", "1",
+            "--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
+            "--cooldown-max-s", "0")
+    res = cli(*args)
+    text = res.stdout
+    assert "BiBench hardware inference (ms) · local" in text and "OM_infer per device" in text
+    for title in ("FP32", "Larq BNN", "ReAct", "daBNN FP32", "daBNN BNN", "ResNet18", "VGG-Small"):
+        assert title in text
+    assert "no benchmark_single_model binary configured for local" in text
+    assert "×" in text  # a speed-up beside each BNN that ran
+    again = cli(*args)  # everything is stored: nothing is measured again
+    assert "resuming BiBench sweep" in again.stderr and "runs already done" in again.stderr

@@ -9,7 +9,8 @@ compression. Here:
 ==========  =========================================================================
 column      how aiot runs it
 ==========  =========================================================================
-FP32        ``.tflite`` through the agent's LiteRT (XNNPACK), or ``benchmark_model``
+FP32        ``.tflite`` through the agent's LiteRT (XNNPACK), or ``benchmark_model`` /
+            ``lce_benchmark_model`` (which runs plain TFLite too)
 Larq BNN    ``--binarize bnn`` as an LCE ``.tflite``: the agent's LCE runtime (hosts with
             the ``lce`` toolchain) or ``lce_benchmark_model`` (ARM devices; LCE has no
             aarch64 wheel)
@@ -55,7 +56,7 @@ class Column:
     format: str
     binarize: str | None = None
     options: tuple[tuple[str, str], ...] | None = None
-    native: str | None = None  # the native tool that runs it where no agent runtime does
+    natives: tuple[str, ...] = ()  # native tools that run it where no agent runtime does
     agent: bool = True  # whether the device agent can run it (daBNN: native only)
     single_thread: bool = False
     baseline: str | None = None  # the column its speed-up is over
@@ -66,12 +67,13 @@ class Column:
 
 
 COLUMNS = (
-    Column("fp32", "FP32", "tflite", native="benchmark_model"),
-    Column("bnn", "Larq BNN", "lce", "bnn", native="lce_benchmark_model", baseline="fp32"),
-    Column("react", "ReAct", "lce", "reactnet", native="lce_benchmark_model", baseline="fp32"),
+    # LCE's benchmark runs plain TFLite too (the paper's FP32 column sits under "Larq")
+    Column("fp32", "FP32", "tflite", natives=("benchmark_model", "lce_benchmark_model")),
+    Column("bnn", "Larq BNN", "lce", "bnn", natives=("lce_benchmark_model",), baseline="fp32"),
+    Column("react", "ReAct", "lce", "reactnet", natives=("lce_benchmark_model",), baseline="fp32"),
     Column("dabnn_fp32", "daBNN FP32", "dabnn", None, (("precision", "fp32"),),
-           native="benchmark_single_model", agent=False, single_thread=True),
-    Column("dabnn_bnn", "daBNN BNN", "dabnn", "bnn", native="benchmark_single_model",
+           natives=("benchmark_single_model",), agent=False, single_thread=True),
+    Column("dabnn_bnn", "daBNN BNN", "dabnn", "bnn", natives=("benchmark_single_model",),
            agent=False, single_thread=True, baseline="dabnn_fp32"),
 )
 _BY_KEY = {c.key: c for c in COLUMNS}
@@ -108,15 +110,16 @@ def runner(column: Column, info: dict, binaries: dict) -> tuple[str | None, str 
     runtimes = (info.get("agent") or {}).get("runtimes") or {}
     if column.agent and runtimes.get(converter.backend):
         return None, None
-    if column.native and column.native in binaries:
-        return column.native, None
-    device = info.get("name", "the device")
-    add = (f"add [devices.{device}.binaries] {column.native} = \"/path\" to the inventory"
-           if column.native else "")
+    configured = [tool for tool in column.natives if tool in binaries]
+    if configured:
+        return configured[0], None
+    device, tool = info.get("name", "the device"), column.natives[0]
+    add = f"add [devices.{device}.binaries] {tool} = \"/path\" to the inventory"
     if not column.agent:
-        return column.native, f"no {column.native} binary configured for {device}: {add}"
+        return tool, f"no {tool} binary configured for {device}: {add}"
     return None, (f"no {column.title} runtime ({converter.backend}) on {device} and no "
-                  f"{column.native} binary configured: see aiot devices setup {device}, or {add}")
+                  f"{' or '.join(column.natives)} binary configured: see aiot devices setup "
+                  f"{device}, or {add}")
 
 
 @dataclass(frozen=True)

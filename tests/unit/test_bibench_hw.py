@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from aiot.host.bibench_hw import COLUMNS, SINGLE_THREAD, NOT_ON_DABNN, grid, plan, scores
+from aiot.host.bibench_hw import COLUMNS, NOT_ON_DABNN, SINGLE_THREAD, grid, plan, scores
 from aiot.host.runs import MeasureParams
 from aiot.host.store import RunRecord
 

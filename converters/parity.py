@@ -22,7 +22,9 @@ def compare_outputs(reference, actual, atol: float | None, rtol: float | None) -
     """Error statistics between two ``(N, classes)`` arrays; ``ok`` when within tolerance.
 
     The relative error is normalised by the largest reference magnitude per sample, so
-    near-zero logits do not blow it up.
+    near-zero logits do not blow it up. NaN and ±Inf are compared as values: the artifact
+    must have them where PyTorch has them (``nonfinite`` counts both sides and the places
+    they disagree); the errors are measured on the places where both are finite.
     """
     import numpy as np
 
@@ -32,17 +34,36 @@ def compare_outputs(reference, actual, atol: float | None, rtol: float | None) -
         return {"ok": False, "reason": f"output shape {act.shape} != PyTorch {ref.shape}",
                 "max_abs": float("inf"), "max_rel": float("inf"), "mean_abs": float("inf"),
                 "top1_agreement": 0.0, "n": len(ref), "atol": atol, "rtol": rtol}
-    diff = np.abs(ref - act)
-    scale = np.maximum(np.abs(ref).max(axis=1, keepdims=True), 1e-6)
-    max_abs = float(diff.max())
-    max_rel = float((diff / scale).max())
-    agreement = float(np.mean(ref.argmax(1) == act.argmax(1)))
+    finite = np.isfinite(ref) & np.isfinite(act)
+    nonfinite = None
+    if not finite.all():
+        same = (np.isnan(ref) & np.isnan(act)) | (ref == act)  # NaN with NaN, Inf with Inf
+        nonfinite = {"reference": int((~np.isfinite(ref)).sum()),
+                     "artifact": int((~np.isfinite(act)).sum()),
+                     "disagree": int((~finite & ~same).sum())}
+    diff = np.where(finite, np.abs(np.where(finite, ref, 0.0) - np.where(finite, act, 0.0)), 0.0)
+    scale = np.maximum(np.where(finite, np.abs(ref), 0.0).max(axis=1, keepdims=True), 1e-6)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    max_rel = float((diff / scale).max()) if diff.size else 0.0
+    agreement = float(np.mean(_top1(ref) == _top1(act)))
     within = (atol is not None and max_abs <= atol) or (rtol is not None and max_rel <= rtol)
-    return {
-        "ok": bool(within or (atol is None and rtol is None)),
-        "max_abs": max_abs, "max_rel": max_rel, "mean_abs": float(diff.mean()),
+    report = {
+        "ok": bool((within or (atol is None and rtol is None))
+                   and not (nonfinite and nonfinite["disagree"])),
+        "max_abs": max_abs, "max_rel": max_rel,
+        "mean_abs": float(diff[finite].mean()) if finite.any() else 0.0,
         "top1_agreement": agreement, "n": len(ref), "atol": atol, "rtol": rtol,
     }
+    if nonfinite:
+        report["nonfinite"] = nonfinite
+    return report
+
+
+def _top1(outputs):
+    """Each row's top class; NaN ranks lowest (NumPy's argmax would pick it as the top)."""
+    import numpy as np
+
+    return np.where(np.isnan(outputs), -np.inf, outputs).argmax(1)
 
 
 @contextlib.contextmanager
@@ -151,9 +172,16 @@ def constant_baseline(reference) -> dict:
 
 def _vacuous(reference, atol, rtol, min_top1, on_data: bool) -> str | None:
     """Why a constant-output artifact would pass this very check, or None when it would not."""
-    base = constant_baseline(reference)
+    import numpy as np
+
     n = len(reference)
     inputs = "images" if on_data else "noise inputs"
+    reference = np.asarray(reference, dtype=np.float64)
+    if reference.size and not np.isfinite(reference).any():
+        return (f"PyTorch's outputs are all NaN/Inf on the {n} {inputs}: there is no number "
+                "to compare the artifact's with")
+    reference = np.nan_to_num(reference, nan=0.0, posinf=0.0, neginf=0.0)  # judged place by place
+    base = constant_baseline(reference)
     if min_top1 is not None:
         if base["top1_agreement"] >= min_top1:
             return (f"PyTorch predicts class {base['top_class']} for "

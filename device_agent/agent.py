@@ -282,12 +282,26 @@ def output_fingerprint(output, head: int = 64) -> dict:
 
     Comparing it across devices (x86 vs ARM64, CPU vs delegate) shows numerical drift
     without shipping tensors around: the first ``head`` values, the size and the L2 norm.
+    A model's NaN and ±Inf are counted (``nonfinite``: how many of each) and shown in the head
+    as the strings ``"nan"``, ``"inf"`` and ``"-inf"`` (JSON has no such numbers); the L2
+    norm is of the finite values.
     """
     import numpy as np
 
     flat = np.asarray(output, dtype=np.float64).ravel()
-    return {"size": int(flat.size), "l2": float(np.sqrt(np.dot(flat, flat))),
-            "head": [float(v) for v in flat[:head]]}
+    finite = np.isfinite(flat)
+    values = flat[finite]
+    found = {"size": int(flat.size), "l2": float(np.sqrt(np.dot(values, values))),
+             "head": [float(v) if np.isfinite(v) else _nonfinite_name(v) for v in flat[:head]]}
+    if not finite.all():
+        found["nonfinite"] = {"nan": int(np.isnan(flat).sum()),
+                              "inf": int(np.isposinf(flat).sum()),
+                              "-inf": int(np.isneginf(flat).sum())}
+    return found
+
+
+def _nonfinite_name(value: float) -> str:
+    return "nan" if value != value else "inf" if value > 0 else "-inf"
 
 
 def _open(backend, spec: dict, opener=None):

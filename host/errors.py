@@ -76,9 +76,25 @@ class AccuracyMismatch(ConversionError):
     """The artifact's outputs differ from PyTorch's beyond tolerance."""
 
     def __init__(self, fmt: str, report: dict) -> None:
-        super().__init__(fmt, "parity", self._describe(report),
+        nonfinite = self._nonfinite(report)
+        super().__init__(fmt, "parity", nonfinite or self._describe(report),
+                         "the model itself gives NaN/Inf on these inputs (a division by zero, "
+                         "a log or sqrt of a negative, an overflow): fix the model, its weights "
+                         "or its inputs; the runtime's numbers cannot be judged there"
+                         if nonfinite else
                          "the exported graph does not match the PyTorch model; report it with the sidecar")
         self.report = report
+
+    @staticmethod
+    def _nonfinite(report: dict) -> str | None:
+        """The parity line of outputs that hold NaN/Inf where the two disagree, or None."""
+        found = [r.get("nonfinite") for r in (report, report.get("dataset") or {})]
+        found = [f for f in found if f and f["disagree"]]
+        if not found:
+            return None
+        f = found[0]
+        return (f"outputs are NaN/Inf: PyTorch gives {f['reference']} NaN/Inf value(s), the "
+                f"artifact {f['artifact']}, at {f['disagree']} place(s) one of them differently")
 
     @staticmethod
     def _describe(report: dict) -> str:

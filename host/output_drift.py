@@ -43,6 +43,12 @@ def compare_fingerprints(out: dict, ref: dict, atol: float = ATOL, rtol: float =
     if out.get("size") != ref.get("size") or len(out.get("head", [])) != len(ref.get("head", [])):
         return math.nan, math.nan, f"not comparable: output sizes {out.get('size')} vs {ref.get('size')}"
     pairs = list(zip(out["head"], ref["head"]))
+    # A NaN/Inf is written "nan"/"inf"/"-inf" (see the agent's output_fingerprint): it
+    # matches only itself, and numbers are compared where both sides have one.
+    if any(isinstance(a, str) != isinstance(b, str) or isinstance(a, str) and a != b
+           for a, b in pairs) or out.get("nonfinite") != ref.get("nonfinite"):
+        return math.nan, math.nan, "mismatch"
+    pairs = [(a, b) for a, b in pairs if not isinstance(a, str)]
     max_abs = max((abs(a - b) for a, b in pairs), default=0.0)
     close = all(abs(a - b) <= atol + rtol * abs(b) for a, b in pairs)
     l2_rel = abs(out["l2"] - ref["l2"]) / max(abs(ref["l2"]), 1e-30)

@@ -133,8 +133,23 @@ def parity_line(parity: dict | None) -> str | None:
     if parity.get("inconclusive"):
         return f"inconclusive: {parity['inconclusive']['reason']}; fix: {parity['inconclusive']['fix']}"
     facts = []
+    if parity.get("nonfinite"):
+        facts.append(nonfinite_text(parity["nonfinite"]))
     if parity.get("max_abs") is not None:
         facts.append(f"max abs {parity['max_abs']:.1e}")
     if parity.get("top1_agreement") is not None:
         facts.append(f"top-1 {parity['top1_agreement']:.0%}")
     return f"{verdict} ({', '.join(facts)})" if facts else verdict
+
+
+def nonfinite_text(counts: dict) -> str:
+    """``NaN/Inf: PyTorch 4, the artifact 4, at the same places`` from a parity report's
+    ``nonfinite``, or ``2 NaN, 1 Inf, 1 -Inf of 4 values`` from an output fingerprint's."""
+    if "reference" in counts:
+        where = ("at the same places" if not counts["disagree"]
+                 else f"{counts['disagree']} place(s) differ")
+        return f"NaN/Inf: PyTorch {counts['reference']}, the artifact {counts['artifact']}, {where}"
+    parts = [f"{counts[k]} {name}" for k, name in (("nan", "NaN"), ("inf", "Inf"), ("-inf", "-Inf"))
+             if counts.get(k)]
+    return ", ".join(parts) or "none"
+

@@ -124,6 +124,8 @@ def _weights(ref, weights: Path | None) -> Path | None:
 def _parity_line(p: dict) -> str:
     from rich.markup import escape
 
+    from aiot.host.record_view import nonfinite_text
+
     atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
     inconclusive = p.get("inconclusive")
     line = "" if not inconclusive else (
@@ -131,6 +133,8 @@ def _parity_line(p: dict) -> str:
         f"{escape(inconclusive['fix'])}\n  ")
     line += (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} (tol {atol}), max rel "
             f"{p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
+    if p.get("nonfinite"):  # the model's own NaN/Inf, matched place by place
+        line += f"; {nonfinite_text(p['nonfinite'])}"
     data = p.get("dataset")
     if data:
         line += f"; {data['n']} {data['name']} images: top-1 agreement {data['top1_agreement']:.0%}"

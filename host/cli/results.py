@@ -94,6 +94,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
 
     from aiot.host.cli._output import out, print_json, safe
     from aiot.host.cli.profile_view import print_profiles
+    from aiot.host.record_view import nonfinite_text
 
     with _open(ctx) as store:
         record = store.get(record_id)
@@ -117,6 +118,9 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     stats = result.get("stats_ms")
     if stats:
         row("latency (ms)", stats_line(stats))
+    nonfinite = (result.get("output") or {}).get("nonfinite")
+    if nonfinite:  # the model's outputs on the run's input: latency is measured all the same
+        row("non-finite outputs", f"{nonfinite_text(nonfinite)} of {result['output']['size']} values")
     validity = result.get("validity")
     if validity:
         row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))

@@ -7,6 +7,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.host.companions import onnx_external_data
 from aiot.host.errors import ConversionError, UsageError
 from aiot.host.fileio import write_atomic
 
@@ -23,6 +24,11 @@ class OnnxConverter:
 
     def availability(self) -> Availability:
         return modules_available({"onnx": "onnx", "onnxruntime": "onnxruntime"}, "onnx")
+
+    def artifact_files(self, artifact: Path) -> list[Path]:
+        """The model and the external data files it names (a user's ``.onnx`` + ``.data``):
+        all are pushed, side by side, and hashed into its identity."""
+        return [Path(artifact), *onnx_external_data(artifact)]
 
     def toolchain_versions(self) -> dict[str, str]:
         return {pkg: version(pkg) for pkg in ("torch", "onnx", "onnxruntime")}

@@ -67,6 +67,23 @@ def push_file(transport: Transport, local: Path, sha256: str | None = None) -> P
     return Pushed(remote, digest, size, sent=True, local=local)
 
 
+def push_beside(transport: Transport, main: Pushed, local: Path, relative: str) -> Pushed:
+    """Push ``local`` to ``relative`` (a POSIX path) beside the already pushed ``main``: a
+    model's data file where the model's runtime looks for it. Skipped when the device has a
+    file of that size there (the folder is named by the hash of the model and all its files).
+    """
+    remote = posixpath.join(posixpath.dirname(main.remote), relative)
+    local = Path(local)
+    size = local.stat().st_size
+    existing = transport.stat(remote)
+    if existing is not None and existing.size == size:
+        return Pushed(remote, sha256_file(local), size, sent=False, local=local)
+    if posixpath.dirname(relative):
+        transport.shell(["mkdir", "-p", posixpath.dirname(remote)], timeout=30)
+    push(transport, local, remote)
+    return Pushed(remote, sha256_file(local), size, sent=True, local=local)
+
+
 def parse_df(text: str) -> int | None:
     """Available KiB from ``df -Pk`` output (names and mount points may hold spaces)."""
     for line in text.splitlines()[1:]:

@@ -6,7 +6,7 @@ import logging
 import threading
 from pathlib import Path
 
-from aiot.host.deploy import Pushed, push_file, run_with_intact_blobs
+from aiot.host.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
 from aiot.host.errors import AiotError, UsageError
 from aiot.host.profiles import agent_profile
 from aiot.host.provenance import base_provenance
@@ -60,6 +60,16 @@ def _affinity(request: RunRequest, device_info: dict) -> dict | None:
     return {"cluster": request.cluster, "cpus": cpus, "mask": cpu_mask(cpus)}
 
 
+def _push_companions(transport, converter, artifact: Path, pushed: Pushed) -> list[Pushed]:
+    """The other files of a multi-file artifact (an ONNX model's external data), each pushed
+    beside it under the name the model gives it."""
+    from aiot.converters.api import artifact_files
+
+    folder = Path(artifact).resolve().parent
+    return [push_beside(transport, pushed, extra, extra.resolve().relative_to(folder).as_posix())
+            for extra in artifact_files(converter, artifact)[1:]]
+
+
 def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict[str, Pushed]:
     if not request.dataset:
         return {}
@@ -93,6 +103,7 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     session = workspace.session(request.device, request.via)
     provenance["device"] = workspace.device_info(request.device)
     pushed = push_file(session.transport, conv.artifact, conv.sha256)
+    beside = _push_companions(session.transport, converter, conv.artifact, pushed)
     data = _push_dataset(request, workspace, session.transport)
     inputs = push_file(session.transport, request.inputs) if request.inputs else None
     affinity = _affinity(request, provenance["device"])
@@ -100,7 +111,7 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
                        {k: v.remote for k, v in data.items()} or None,
                        affinity["cpus"] if affinity else None, inputs.remote if inputs else None)
     listener.on_stage(request, "measure")
-    blobs = [pushed, *data.values(), *([inputs] if inputs else [])]
+    blobs = [pushed, *beside, *data.values(), *([inputs] if inputs else [])]
     result, repushed = run_with_intact_blobs(session.transport, blobs, lambda: session.run(
         spec, timeout=request.params.run_timeout(),
         on_progress=lambda phase, done, total: listener.on_progress(request, phase, done, total)))
@@ -202,9 +213,12 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     provenance["device"] = workspace.device_info(request.device, agent=False)
     pushed = push_file(transport, conv.artifact, conv.sha256)
     companions = {}
-    for extra in artifact_files(get_converter(request.format), conv.artifact):
-        if extra != conv.artifact:  # e.g. Caffe2's init net beside its predict net
-            companions[extra.name.split(".")[-2]] = push_file(transport, extra).remote
+    if request.format == "onnx":  # external data: beside the model, where its runtime looks
+        _push_companions(transport, get_converter(request.format), conv.artifact, pushed)
+    else:
+        for extra in artifact_files(get_converter(request.format), conv.artifact):
+            if extra != conv.artifact:  # e.g. Caffe2's init net beside its predict net
+                companions[extra.name.split(".")[-2]] = push_file(transport, extra).remote
     deployed = native.ensure_binary(transport, binary)
     shape = _native_input_shape(request, sidecar)
     p = request.params

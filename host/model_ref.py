@@ -187,10 +187,10 @@ def _file_reference(text: str) -> ModelRef | None:
         return None
     if path.is_dir():
         raise UsageError(f"model {text} is a folder", "name the artifact file inside it")
-    from aiot.host.fileio import sha256_file
+    from aiot.host.companions import artifact_identity
 
     fmt = detect_format(path)
-    sha = sha256_file(path)
+    sha, _files = artifact_identity(path, fmt)  # an ONNX model's data files are part of it
     if fmt == "pt2":
         return ModelRef(PROGRAM, path.name, path=path, sha256=sha)
     return ModelRef(ARTIFACT, path.name, path=path, format=fmt, sha256=sha)

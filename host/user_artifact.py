@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.host.companions import artifact_identity
 from aiot.host.errors import UsageError
 
 #: What the record says of parity for a file aiot did not convert.
@@ -32,7 +33,6 @@ def user_artifact(request) -> tuple[UserArtifact, dict] | None:
     """
     from aiot.converters import get_converter
     from aiot.converters.api import artifact_files
-    from aiot.host.fileio import sha256_file
     from aiot.host.model_ref import detect_format
 
     path = Path(request.model_path)
@@ -43,13 +43,19 @@ def user_artifact(request) -> tuple[UserArtifact, dict] | None:
     fmt = detect_format(path)
     if fmt == "pt2":
         return None
-    sha = sha256_file(path)
+    sha, _files = artifact_identity(path, fmt)  # with an ONNX model's data files
     if request.model_sha256 and sha != request.model_sha256:
         raise UsageError(f"{path.name} changed since this sweep was planned",
                          "run the command again to measure the new file")
     files = artifact_files(get_converter(fmt), path)
     artifact = UserArtifact(path, sha, sum(f.stat().st_size for f in files), dict(NO_PARITY))
+    source = {"kind": "artifact", "name": path.name, "sha256": sha, "format": fmt}
+    if len(files) > 1:  # the data files it needs, each by its name beside it and its hash
+        from aiot.host.fileio import sha256_file
+
+        source["files"] = [{"name": f.resolve().relative_to(path.resolve().parent).as_posix(),
+                            "sha256": sha256_file(f), "size_bytes": f.stat().st_size}
+                           for f in files]
     facts = {"format": fmt, "converter": None, "toolchain": None, "parity": artifact.parity,
-             "source": {"kind": "artifact", "name": path.name, "sha256": sha, "format": fmt},
-             "input": None}
+             "source": source, "input": None}
     return artifact, facts

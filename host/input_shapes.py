@@ -166,6 +166,13 @@ def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
     """``(shapes, batch-defaulted names)`` for one request."""
     mine = [(a, scope, name) for a, scope, name in parts
             if scope is None or _scope_matches(scope, request)]
+    if _is_zoo(request):  # its input is the zoo's: nothing to set
+        scoped = next((a for a, scope, _ in mine if scope is not None), None)
+        if scoped is not None:
+            raise UsageError(f"--input-shape {scoped.text}: {request.model} is a zoo model, whose "
+                             "input shape is fixed", "aiot models info NAME shows it; drop the "
+                             "shape, or export the model at another size and run the file")
+        return {}, ()
     named = _Bound({}, {})
     for arg, scope, name in mine:
         if name is not None:
@@ -205,6 +212,11 @@ def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
     return bound.shapes, tuple(defaulted)
 
 
+def _is_zoo(request) -> bool:
+    """A zoo model (not a file, not ``module:factory`` code)."""
+    return request.model_path is None and ":" not in request.model
+
+
 def _as_tuple(shapes: dict) -> tuple | None:
     return tuple((n, tuple(d)) for n, d in shapes.items()) or None
 
@@ -237,7 +249,8 @@ def bind_shapes(requests: list, args: tuple[ShapeArg, ...]) -> tuple[list, list[
         if "." in scope or "/" in scope:  # meant as MODEL:NAME (input names have no dots)
             raise _no_such_model(arg, scope, requests)
     unused = [name for _, name in unused]
-    if unused and not any(not is_artifact_file(r) for r in requests):
+    takes_any = any(not is_artifact_file(r) and not _is_zoo(r) for r in requests)  # user code
+    if unused and not takes_any:
         raise UsageError(f"no model here has an input '{unused[0]}' with a dynamic dim",
                          "--input-shape sets dynamic dims only; aiot models info FILE lists "
                          "each input's shape")

@@ -113,7 +113,9 @@ def split_models(text: str | None) -> list[str]:
 
 def _names_file(text: str) -> bool:
     """Whether ``text`` is an existing file, or ``file.py:factory`` of one."""
-    left, sep, _factory = text.rpartition(":")
+    left, sep, factory = text.rpartition(":")
+    if sep and left.endswith(".py") and not _FACTORY.match(factory):
+        return False  # "net.py:make,tiny_cnn": a factory name never holds a comma
     path = left if sep and left.endswith(".py") else text
     try:
         return Path(path).expanduser().is_file()

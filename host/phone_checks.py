@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from aiot.host.transports.base import Transport
+from aiot.host.units import MIB, size_text
 
 #: What a set-up needs in the work dir: the archive (~50 MB) and the unpacked tree (~150 MB).
 RUNTIME_SPACE_MB = 250
@@ -122,11 +123,11 @@ def check_room(transport: Transport, installed: bool):
     free_kib = parse_df(df.stdout) if df.ok else None
     if free_kib is None:
         return Check("room for runtime", True, "df could not tell", warn=True)
-    free_mb = free_kib * 1024 / 1e6
-    if free_mb < RUNTIME_SPACE_MB:
-        return Check("room for runtime", False, f"{free_mb:.0f} MB free; aiot's runtime needs "
-                     f"{RUNTIME_SPACE_MB} MB", "free space on the phone (Settings > Storage)")
-    return Check("room for runtime", True, f"{free_mb:,.0f} MB free, {RUNTIME_SPACE_MB} MB needed")
+    free = free_kib * 1024
+    if free < RUNTIME_SPACE_MB * MIB:
+        return Check("room for runtime", False, f"{size_text(free)} free; aiot's runtime needs "
+                     f"{RUNTIME_SPACE_MB} MiB", "free space on the phone (Settings > Storage)")
+    return Check("room for runtime", True, f"{size_text(free)} free, {RUNTIME_SPACE_MB} MiB needed")
 
 
 def parse_kernel_version(release: str) -> tuple[int, int] | None:

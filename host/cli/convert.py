@@ -52,7 +52,7 @@ def convert(
         help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "
              "recu, fda); --weights are then the binarized model's (aiot train --binarize).")] = None,
     opt: Annotated[list[str], typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")] = [],  # noqa: B006 - Typer needs a literal default
-    input_shape: Annotated[list[str], typer.Option("--input-shape", help="NAME=DxD: the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
+    input_shape: Annotated[list[str], typer.Option("--input-shape", help="DxD (or NAME=DxD): the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
     ctx: typer.Context = None,

@@ -96,7 +96,7 @@ def info(model: Annotated[str, typer.Argument(
              help="Also show this BiBench algorithm's binarized model: which layers, "
                   "deployability on LCE and daBNN, r_c and r_s.")] = None,
          input_shape: Annotated[list[str], typer.Option(
-             "--input-shape", help="NAME=DxD: the inputs of a .ptl aiot did not make, or a "
+             "--input-shape", help="NAME=DxD (DxD for one): the inputs of a .ptl aiot did not make, or a "
                                    "factory's bare module.")] = [],  # noqa: B006 - Typer literal
          as_json: JsonOpt = False) -> None:
     """Show one model: input spec (layout, channel order, normalisation), size and MACs; for

@@ -198,3 +198,16 @@ def test_records_show_the_shape_they_ran_at():
 def test_a_request_without_shapes_keeps_its_spec():
     request = RunRequest("local", "tiny_cnn", "tflite", 1)
     assert "input_shapes" not in request.to_spec() and "batch_defaulted" not in request.to_spec()
+
+
+def test_a_zoo_model_takes_no_shape(onnx_pair):
+    two, _ = onnx_pair
+    targets = [(resolve_model("tiny_cnn"), ["tflite"]), (resolve_model(str(two)), ["onnx"])]
+    requests = expand_targets(["local"], targets, [1])
+    bound = {r.model: r for r in bind_shapes(requests, parse_shape_args(["a=2x8"]))[0]}
+    assert bound["tiny_cnn"].input_shapes is None  # its spec (and run key) stay as they were
+    assert bound["two_inputs.onnx"].shapes() == {"a": [2, 8], "b": [1, 8]}
+    with pytest.raises(UsageError, match="tiny_cnn is a zoo model, whose input shape is fixed"):
+        bind_shapes(requests, parse_shape_args(["tiny_cnn:1x1x32x32"]))
+    with pytest.raises(UsageError, match="no model here has an input 'z'"):
+        bind_shapes(requests, parse_shape_args(["z=1x8"]))

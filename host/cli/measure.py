@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from aiot.host.errors import UsageError
 from aiot.host.input_shapes import SYNTAX, bind_shapes, flat_shapes, parse_shape_args

@@ -57,7 +57,7 @@ def build_in_child(ref: ModelRef) -> tuple[object, object | None]:
     import pickle
 
     blob = _built(ref.name, str(ref.path) if ref.path else None, ref.module, ref.factory, ref.sha256)
-    return pickle.loads(blob)  # noqa: S301 - the pickle is the child's, written from the user's own code
+    return pickle.loads(blob)  # the pickle is the child's, made from the user's own code
 
 
 @functools.lru_cache(maxsize=4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,6 +10,9 @@ import typer
 app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+TokenOpt = Annotated[Path | None, typer.Option(
+    "--token", help="A copy of the head's token file (kept in this host's aiot state for later "
+                    "commands); default: $AIOT_LAB_TOKEN_FILE, else the one this host has.")]
 
 
 @app.command("start")
@@ -32,10 +36,11 @@ def start(
 def join(
     address: Annotated[str, typer.Argument(help="The head's HOST:PORT.")],
     bind: Annotated[str, typer.Option(help="This host's address on the lab network.")] = "127.0.0.1",
+    token: TokenOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Join the lab at ADDRESS with this host's devices (its inventory)."""
-    _started(_start_node(head=False, address=address, bind=bind), as_json)
+    """Join the lab at ADDRESS with this host's devices (its inventory) and the lab's token."""
+    _started(_start_node(head=False, address=address, bind=bind, token=token), as_json)
 
 
 def _start_node(**kwargs):
@@ -48,21 +53,25 @@ def _start_node(**kwargs):
 
 def _started(state, as_json: bool) -> None:
     from aiot.host.cli._output import message, print_json
+    from aiot.host.lab.security import token_path
 
     if as_json:
-        print_json({"pid": state.pid, "address": state.address, "head": state.head, "devices": state.devices})
+        print_json({"pid": state.pid, "address": state.address, "head": state.head, "devices": state.devices,
+                    "token": str(token_path())})
         return
     devices = ", ".join(state.devices) or "no devices (add some with aiot devices add, then restart the node)"
     role = "head" if state.head else "node"
     message(f"lab {role} at {state.address} serves: {devices}")
     if state.head:
-        message(f"other hosts: aiot lab join {state.address}; sweeps: aiot sweep --lab {state.address} …")
+        message(f"the lab's token is {token_path()} (keep it secret): copy it to each other host, then "
+                f"aiot lab join {state.address} --token FILE; sweeps: aiot sweep --lab {state.address} …")
 
 
 @app.command("status")
 def status(
     address: Annotated[str | None, typer.Option(
         help="The lab's HOST:PORT (default: $AIOT_LAB, else the node this host started).")] = None,
+    token: TokenOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Nodes of the lab, their devices and each device's state (online, busy, offline)."""
@@ -71,12 +80,13 @@ def status(
     from aiot.host.cli._output import out, print_json
     from aiot.host.lab.session import connect, lab_nodes
 
-    connect(lab_address(address))
+    connect(lab_address(address), token)
     rows = []
     for node in lab_nodes():
         for device in node.devices or ("—",):
             state = "offline" if not node.alive else "busy" if device in node.busy else "online"
-            rows.append({"node": node.node_id[:12], "host": node.hostname, "alive": node.alive,
+            rows.append({"node": node.node_id[:12], "host": node.hostname, "address": node.address,
+                         "alive": node.alive,
                          "aiot": node.aiot_version, "device": None if device == "—" else device,
                          "state": state if device != "—" else None, "refused": node.compatible()})
     if as_json:
@@ -112,7 +122,12 @@ def lab_address(given: str | None) -> str:
         return given
     if os.environ.get("AIOT_LAB"):
         return os.environ["AIOT_LAB"]
-    for state in load_nodes():
+    nodes = load_nodes()
+    for state in nodes:
         if state.alive():
             return state.address
+    if nodes:
+        raise UsageError(f"the lab node this host started ({nodes[0].address}) is no longer running",
+                         "start it again (aiot lab start --head, or aiot lab join HOST:PORT), or give --lab "
+                         "HOST:PORT")
     raise UsageError("no lab address", "give --lab HOST:PORT, set AIOT_LAB, or start one: aiot lab start --head")

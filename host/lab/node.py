@@ -6,13 +6,14 @@ What the node advertises is read from this host's inventory when it starts: one 
 resource per device (``aiot_device:<name>``, capacity 1, so one run per device at a time)
 and labels with this host's aiot version and agent protocol, checked by the driver before
 it uses the node. Devices added to the inventory later need ``lab stop`` + ``lab join``.
+Every node listens on its ``--bind`` address only and requires the lab's token
+(:mod:`.security`); ``ray start`` runs through :mod:`.launch`, which keeps loopback as given.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aiot.host.errors import AiotError, MissingDependency, UsageError
+from aiot.host.lab import security
 
 DEVICE_RESOURCE = "aiot_device:"
 DEFAULT_PORT = 6380
@@ -47,14 +49,6 @@ class NodeState:
         return process_alive(self.pid)
 
 
-def ray_executable() -> str:
-    """The ``ray`` CLI beside this Python (aiot[lab] installs it)."""
-    found = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
-    if found is None:
-        raise MissingDependency("Ray (the lab's engine)", "lab")
-    return found
-
-
 def node_labels() -> dict[str, str]:
     """What the driver checks before it uses a node: aiot's version and agent protocol."""
     import aiot
@@ -70,18 +64,21 @@ def device_resources(names: list[str]) -> dict[str, float]:
 
 
 def lab_dir() -> Path:
-    from aiot.host.emulator.state import state_dir
-
-    return state_dir() / "lab"
+    """Where this host keeps its nodes' state, logs and the lab's token."""
+    return security.lab_state_dir()
 
 
 def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
-               bind: str = "127.0.0.1") -> NodeState:
+               bind: str = "127.0.0.1", token: Path | None = None) -> NodeState:
     """Start this host's node: the head (``head=True``, listening on ``bind:port``) or a
     worker joining ``address``; returns once Ray says it is up.
 
+    Every Ray process of the node listens on ``bind`` only and requires the lab's token
+    (:mod:`.security`): the head creates it in this host's state, a joining node reads
+    ``token`` (a copy of the head's file, kept here) or the one this host already has.
+
     Raises:
-        UsageError: a node already runs here, or the address is malformed.
+        UsageError: a node already runs here, the address is malformed, or there is no token.
         AiotError: Ray did not start, with its last log line.
     """
     from aiot.host import inventory
@@ -95,25 +92,58 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
                          "run: aiot lab stop")
     if not head and not address:
         raise UsageError("join needs the head's address", "aiot lab join HOST:PORT")
-    if address and ":" not in address:
-        raise UsageError(f"lab address '{address}' has no port", "give it as HOST:PORT, e.g. 192.168.1.10:6380")
+    if address:
+        split_address(address)
+    bind = security.check_bind(bind)
+    ray_available()
+    secret = security.create_token() if head else security.find_token(token)
+    env = security.node_env({**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, secret, bind)
     devices = sorted(n for n in inventory.load() if n != "local")
-    argv = [ray_executable(), "start", "--block", "--disable-usage-stats",
-            "--node-ip-address", bind, f"--object-store-memory={OBJECT_STORE_BYTES}",
+    argv = [sys.executable, "-m", "aiot.host.lab.launch", "start", "--block", "--disable-usage-stats",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
             "--resources", json.dumps(device_resources(devices)), "--labels", json.dumps(node_labels())]
-    # No dashboard: nothing listens beyond what the lab needs.
-    argv += ["--head", "--port", str(port), "--include-dashboard=false"] if head else ["--address", address]
-    folder = lab_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    if not security.is_wildcard(bind):
+        argv += ["--node-ip-address", bind]
+    # No dashboard (aiot uses none of it); its host is the chosen address should Ray start parts of it.
+    argv += (["--head", "--port", str(port), "--include-dashboard=false", "--dashboard-host", bind] if head
+             else ["--address", address])
+    folder = security.lab_state_dir()
     log_path = folder / f"node-{time.time_ns()}.log"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-    state = NodeState(proc.pid, address or f"{bind}:{port}", head, devices, str(log_path))
+    state = NodeState(proc.pid, address or f"{_host_for_address(bind)}:{port}", head, devices, str(log_path))
     _wait_ready(proc, log_path)
     (folder / f"node-{proc.pid}.json").write_text(json.dumps(asdict(state)) + "\n")
     return state
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a lab address ``HOST:PORT`` (``[v6]:PORT`` for IPv6).
+
+    Raises:
+        UsageError: no port, or not a number.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"lab address '{address}' is not HOST:PORT",
+                         "give it as HOST:PORT, e.g. 192.168.1.10:6380")
+    return host.strip("[]"), int(port)
+
+
+def _host_for_address(bind: str) -> str:
+    """How others reach the head: its bind address (this host's name for the wildcard)."""
+    if security.is_wildcard(bind):
+        return socket.gethostname()
+    return f"[{bind}]" if ":" in bind else bind
+
+
+def ray_available() -> None:
+    """Raises MissingDependency unless Ray (aiot[lab]) is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise MissingDependency("Ray (the lab's engine)", "lab")
 
 
 def _wait_ready(proc: subprocess.Popen, log_path: Path) -> None:
@@ -178,4 +208,4 @@ def _session_members(sid: int) -> list[int]:
 
 
 __all__ = ["DEVICE_RESOURCE", "NodeState", "device_resources", "kill_session", "load_nodes", "node_labels",
-           "start_node", "stop_nodes"]
+           "ray_available", "split_address", "start_node", "stop_nodes"]

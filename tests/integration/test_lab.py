@@ -50,7 +50,7 @@ class Host:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, monkeypatch):
     """Host ``alpha`` (the head, device ``dev-a``) and host ``beta`` (device ``dev-b``)."""
     from aiot.host.emulator.ssh import free_port
 
@@ -60,7 +60,10 @@ def lab(tmp_path):
     beta.aiot("emulator", "start", "ssh", "--name", "dev-b")
     try:
         alpha.aiot("lab", "start", "--head", "--port", address.rpartition(":")[2])
-        beta.aiot("lab", "join", address)
+        # The lab's token, as a user copies it to the other hosts (and this driver uses it).
+        token = Path(alpha.env["AIOT_STATE_DIR"]) / "lab" / "auth_token"
+        beta.aiot("lab", "join", address, "--token", str(token))
+        monkeypatch.setenv("AIOT_LAB_TOKEN_FILE", str(token))
         yield address, alpha, beta
     finally:
         ray.shutdown()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import AiotError, DeviceCommandError
+from aiot.host.errors import AiotError
 from aiot.host.fileio import sha256_file
 from aiot.host.units import size_text
 
@@ -228,7 +228,7 @@ def install_runtime(transport, archive: RuntimeArchive,
     """Push and unpack the tree on the device unless it is there; returns what was done.
 
     Raises:
-        DeviceCommandError: the pushed archive's hash differs, or unpacking failed.
+        DeviceCommandError: the pushed archive's hash differs, or unpacking failed (DeviceStorageError: for want of space).
     """
     from aiot.host.deploy import push_file, require_space, unpack_failure
     from aiot.host.transports.quoting import quote

@@ -228,7 +228,8 @@ def install_runtime(transport, archive: RuntimeArchive,
     """Push and unpack the tree on the device unless it is there; returns what was done.
 
     Raises:
-        DeviceCommandError: the pushed archive's hash differs, or unpacking failed (DeviceStorageError: for want of space).
+        DeviceCommandError: the pushed archive's hash differs, or unpacking failed.
+        DeviceStorageError: the phone has not the space for it, or ran out unpacking it.
     """
     from aiot.host.deploy import push_file, require_space, unpack_failure
     from aiot.host.transports.quoting import quote

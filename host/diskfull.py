@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import sqlite3
 from pathlib import Path
 
 from aiot.host.errors import AiotError
@@ -88,9 +86,10 @@ def free_bytes(path: Path | str) -> int | None:
     while not place.exists() and place != place.parent:
         place = place.parent
     try:
-        return shutil.disk_usage(place).free
+        found = os.statvfs(place)
     except OSError:
         return None
+    return found.f_bavail * found.f_frsize
 
 
 def store_errno(exc: BaseException, path: Path) -> int | None:
@@ -102,7 +101,7 @@ def store_errno(exc: BaseException, path: Path) -> int | None:
         return code
     if read_only_mount(path):
         return errno.EROFS
-    if isinstance(exc, sqlite3.Error) and any(w in str(exc) for w in (
+    if type(exc).__module__ == "sqlite3" and any(w in str(exc) for w in (
             "disk I/O error", "unable to open database file", "readonly database")):
         free = free_bytes(path.parent)
         if free is not None and free < 64 * 1024:

@@ -123,6 +123,38 @@ def all_formats(runs_in=None) -> tuple[list[str], list[str]]:
     return formats, left_out
 
 
+def _has_binary_layers(ref) -> bool | None:
+    """Whether the model ``ref`` names has binary convolutions: a binarized one has, a zoo
+    model is built to look (``tiny_bnn`` is binary without ``--binarize``); None: the user's
+    code, not known before it converts."""
+    if ref.binarize:
+        return True
+    if ref.kind != "zoo":
+        return None
+    from aiot.models import get_model_spec
+    from aiot.models.binary import BinaryConv2d
+
+    return any(isinstance(m, BinaryConv2d) for m in get_model_spec(ref.name).build().modules())
+
+
+def formats_for(formats: list[str], ref) -> tuple[list[str], list[str]]:
+    """Of ``--format all``'s ``formats``, ``(those the model ``ref`` converts to, left out
+    with why)``: a binary-native format (LCE) takes models with binary layers only, and a
+    binarized model only the formats BiBench's Table 4 says its algorithm deploys to."""
+    from aiot.models.bibench import LIBRARIES, verdict
+
+    fits, left_out = [], []
+    for fmt in formats:
+        conv = get_converter(fmt)
+        if getattr(conv, "binary_native", False) and _has_binary_layers(ref) is False:
+            left_out.append(f"{fmt} (binary-native: for models with binary layers)")
+        elif ref.binarize and conv.name in LIBRARIES and verdict(ref.binarize, conv.name).refused:
+            left_out.append(f"{fmt} ({verdict(ref.binarize, conv.name).reason})")
+        else:
+            fits.append(fmt)
+    return fits, left_out
+
+
 def get_converter(name: str) -> Converter:
     """The converter registered as ``name``; UnknownName with suggestions otherwise."""
     return CONVERTERS.get(name)

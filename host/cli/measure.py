@@ -205,12 +205,12 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
     formats given, every one it can be timed in for ``all`` (as ``convert --format all``), or
     its default (:func:`aiot.host.model_ref.default_format`)."""
     from aiot.converters import get_converter
-    from aiot.host.cli._output import message
+    from aiot.host.cli._output import message, safe
     from aiot.host.model_ref import check_format, default_format, resolve_model
 
     every = bool(formats) and any(f.strip().lower() == "all" for f in formats)
     if every:
-        from aiot.converters.base import all_formats
+        from aiot.converters.base import all_formats, formats_for
         from aiot.host.native import get_adapter
 
         formats, left_out = all_formats(get_adapter(native).formats if native else None)
@@ -224,6 +224,14 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
             if wanted and ref.format not in wanted and not every:
                 check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
             targets.append((ref, [ref.format]))
+        elif every:  # only what it converts to; the rest said, not failed records
+            fits, left_out = formats_for(wanted, ref)
+            if not fits:
+                raise UsageError(f"{ref.label()} converts to none of the formats here",
+                                 "; ".join(left_out) or "see: aiot convert --list")
+            if left_out:
+                message(safe(f"{ref.label()}: left out {', '.join(left_out)}"))
+            targets.append((ref, fits))
         else:
             targets.append((ref, wanted or [default_format(ref)]))
     return targets

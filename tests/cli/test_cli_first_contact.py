@@ -76,7 +76,11 @@ def test_format_all_in_a_sweep_is_every_format_it_can_be_timed_in(cli, two_input
     assert any("emit-only" in x for x in left_out) or all(
         get_converter(f).backend for f in ("dabnn", "caffe2"))
     ((ref, chosen),) = resolve_targets(["tiny_cnn"], ["all"], None)
-    assert chosen == formats
+    assert chosen == [f for f in formats if f != "lce"]  # LCE runs binarized models only
+    ((ref, chosen),) = resolve_targets(["tiny_bnn"], ["all"], None)
+    assert "lce" in chosen or "lce" not in formats
+    ((ref, chosen),) = resolve_targets(["resnet18_xnor"], ["all"], None)
+    assert "lce" not in chosen  # BiBench Table 4: XNOR's scaling factors do not deploy on LCE
     ((ref, chosen),) = resolve_targets(["tiny_cnn"], ["ALL"], None, native="benchmark_model")
     assert set(chosen) <= {"tflite", "lce"}
     # an artifact runs in its own format, whatever "all" holds

@@ -129,6 +129,8 @@ def parity_line(parity: dict | None) -> str | None:
     """``inconclusive: <why>; fix: …`` or ``pass (max abs 1e-07, top-1 100%)``; None without one."""
     if not parity:
         return None
+    if parity.get("checked") is False:  # a user's artifact: nothing to compare with
+        return f"not checked: {parity.get('reason') or 'no PyTorch original'}"
     verdict = parity.get("verdict") or ("pass" if parity.get("ok") else "fail")
     if parity.get("inconclusive"):
         return f"inconclusive: {parity['inconclusive']['reason']}; fix: {parity['inconclusive']['fix']}"

@@ -94,6 +94,11 @@ def test_one_size_unit_and_an_article_that_fits(cli, two_input_onnx):
     assert " MB" not in converted
     refused = cli("run", "-m", str(two_input_onnx), "-f", "tflite", code=2)
     assert "two_inputs.onnx is an onnx artifact, not tflite" in refused.stderr
+    (record,) = cli.json("run", "-m", str(two_input_onnx), *FAST)
+    shown = " ".join(cli("results", "show", record["id"][:8]).stdout.split())
+    assert re.search(r"size │ \d+ B", shown) or re.search(r"size │ [\d.]+ KiB", shown), shown
+    # a user's file has no PyTorch original: its parity is not checked, not failed
+    assert "parity vs PyTorch │ not checked: a user's artifact" in shown, shown
 
 
 def test_help_says_what_commands_take(cli):

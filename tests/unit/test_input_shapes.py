@@ -211,3 +211,4 @@ def test_a_zoo_model_takes_no_shape(onnx_pair):
         bind_shapes(requests, parse_shape_args(["tiny_cnn:1x1x32x32"]))
     with pytest.raises(UsageError, match="no model here has an input 'z'"):
         bind_shapes(requests, parse_shape_args(["z=1x8"]))
+

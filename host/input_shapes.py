@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aiot.host.errors import UsageError
+from aiot.host.shape_guess import propose
 from aiot.host.signature import artifact_signature, is_artifact_file
 
 #: How a converting model's bare shape is named: its factory takes the one shape whatever
@@ -255,6 +256,27 @@ def bind_shapes(requests: list, args: tuple[ShapeArg, ...]) -> tuple[list, list[
                          "--input-shape sets dynamic dims only; aiot models info FILE lists "
                          "each input's shape")
     return done, list(notes.values())
+
+
+def free_dims_line(inputs: list[dict] | None, path: Path | None = None) -> str | None:
+    """What ``aiot models info`` says of an artifact's free dims: that a free batch dim runs
+    at 1 without flags, or the ``--input-shape`` to give for the others (with where its sizes
+    came from); None when no dim is free."""
+    free = [i for i in inputs or [] if any(d is None or d < 0 for d in i["shape"])]
+    if not free:
+        return None
+    batch_only = [i["name"] for i in free
+                  if i["shape"][0] < 0 and all(d >= 0 for d in i["shape"][1:])]
+    others = [i for i in free if i["name"] not in batch_only]
+    parts = []
+    if batch_only:
+        parts.append(f"free batch dim of {', '.join(batch_only)}: a run sets it to 1 "
+                     "(--input-shape sets another)")
+    for spec in others:
+        dims, why = propose(spec, path)
+        parts.append(f"{spec['name']} has other free dims: run with --input-shape "
+                     f"{spec['name']}={dims_text(dims)} ({why})")
+    return "; ".join(parts)
 
 
 def _batch_note(model: str, shapes: dict, defaulted: tuple[str, ...]) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.input_shapes import flat_shapes, parse_shape_args
+from aiot.host.input_shapes import flat_shapes, free_dims_line, parse_shape_args
 from aiot.host.units import size_text
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
@@ -226,6 +226,8 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
     out.print(table)
     if facts.get("note"):
         out.print(escape(facts["note"]))
+    if ref.is_artifact and free_dims_line(facts.get("inputs"), ref.path):
+        out.print(escape(free_dims_line(facts.get("inputs"), ref.path)))
     if facts.get("params") is not None:
         out.print(f"parameters: {facts['params']:,}")
     if facts.get("deployed_form"):

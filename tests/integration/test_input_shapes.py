@@ -25,6 +25,8 @@ def _hinted_shape(result, name: str) -> str:
 
 
 def test_a_detector_with_only_a_free_batch_runs_without_flags(cli, detector_onnx):
+    info = " ".join(cli("models", "info", str(detector_onnx)).stdout.split())
+    assert "free batch dim of images: a run sets it to 1" in info
     result = cli("run", "-m", str(detector_onnx), *FAST)
     assert ("detector.onnx: free batch dim set to 1 (images=1x3x320x320), as benchmark_model "
             "and onnxruntime_perf_test do") in result.stderr
@@ -51,6 +53,9 @@ def test_a_keras_tflite_with_a_free_batch_runs_without_flags(cli, keras_tflite):
 
 
 def test_free_spatial_dims_get_a_hint_that_runs(cli, anysize_detector_onnx):
+    info = " ".join(cli("models", "info", str(anysize_detector_onnx)).stdout.split())
+    assert ("images has other free dims: run with --input-shape images=1x3x320x320 (imgsz in "
+            "the model's metadata)") in info
     refused = cli("run", "-m", str(anysize_detector_onnx), *FAST, code=2)
     _one_line_error(refused, "input 'images' of detector_anysize.onnx has dynamic dims [0, 2, 3]",
                     "imgsz in the model's metadata")

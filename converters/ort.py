@@ -8,6 +8,7 @@ offered: ``all`` would add x86 layout transforms (NCHWc) that an ARM phone canno
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -53,7 +54,11 @@ class OrtConverter:
             # Optimize once into ONNX (so the ops that will run can be read back), then save that
             # graph unchanged in ORT format.
             _save(source, optimized, level, "ONNX")
-            write_atomic(out_path, lambda tmp: _save(optimized, tmp, "none", "ORT"))
+            # Saved in the scratch folder, then copied into place by Python: ONNX Runtime's
+            # "Failed to save" names no errno when the artifacts' disk is full.
+            saved = Path(scratch) / "model.ort"
+            _save(optimized, saved, "none", "ORT")
+            write_atomic(out_path, lambda tmp: shutil.copyfile(saved, tmp))
             import onnx
 
             ops = sorted({node.op_type for node in onnx.load(str(optimized)).graph.node})

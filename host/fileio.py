@@ -3,6 +3,7 @@ checks a user-named output file passes before anything is written to it."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiot.host.diskfull import DISK_ERRNOS, DiskError, as_disk_error
+from aiot.host.diskfull import DISK_ERRNOS, DiskError, as_disk_error, free_bytes
 from aiot.host.errors import UsageError
 
 _CHUNK = 1 << 20
@@ -47,9 +48,13 @@ def atomic_path(final: Path, mode: int | None = None):
             os.chmod(tmp_path, mode)
         yield tmp_path
         os.replace(tmp_path, final)
-    except OSError as exc:  # a full disk or read-only mount: named, with the folder
+    except Exception as exc:  # a full disk or read-only mount: named, with the folder
         disk = None if isinstance(exc, DiskError) else as_disk_error(
             exc, f"cannot write {final.name}", final.parent)
+        if disk is None and tmp_path is not None and (free_bytes(final.parent) or 1 << 30) < 1 << 16:
+            # A writer that names no errno (ONNX Runtime's "Failed to save") on a disk that
+            # its half-written file has filled: that is what stopped it.
+            disk = DiskError(errno.ENOSPC, f"cannot write {final.name}", final.parent)
         if disk is None:
             raise
         raise disk from None

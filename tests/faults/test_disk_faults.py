@@ -101,7 +101,7 @@ def _no_traceback(result) -> None:
 
 
 @pytest.mark.fault("conversion runs out of space")
-@pytest.mark.parametrize("fmt", ["tflite", "ptl", "onnx", "executorch"])
+@pytest.mark.parametrize("fmt", ["tflite", "ptl", "onnx", "ort", "executorch"])
 def test_conversion_out_of_space_is_one_line(cli, fault, small_disk, monkeypatch, fmt):
     if fmt == "executorch":
         from tests.converters.conftest import need_toolchain

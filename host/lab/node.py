@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aiot.host.errors import AiotError, MissingDependency, UsageError
-from aiot.host.lab import security
+from aiot.host.lab import reach, security
 
 DEVICE_RESOURCE = "aiot_device:"
 DEFAULT_PORT = 6380
@@ -93,11 +93,16 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
     if not head and not address:
         raise UsageError("join needs the head's address", "aiot lab join HOST:PORT")
     if address:
-        split_address(address)
+        reach.split_address(address)
     bind = security.check_bind(bind)
     ray_available()
-    secret = security.create_token() if head else security.find_token(token)
-    env = security.node_env({**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, secret, bind)
+    base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # before check_head sets a driver's variables
+    if head:
+        secret = security.create_token()
+    else:  # one line within seconds, rather than Ray's minutes, for no head or a wrong token
+        reach.check_head(address, token)
+        secret = security.keep_token(token)
+    env = security.node_env(base, secret, bind)
     devices = sorted(n for n in inventory.load() if n != "local")
     argv = [sys.executable, "-m", "aiot.host.lab.launch", "start", "--block", "--disable-usage-stats",
             f"--object-store-memory={OBJECT_STORE_BYTES}",
@@ -116,19 +121,6 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
     _wait_ready(proc, log_path)
     (folder / f"node-{proc.pid}.json").write_text(json.dumps(asdict(state)) + "\n")
     return state
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """``(host, port)`` of a lab address ``HOST:PORT`` (``[v6]:PORT`` for IPv6).
-
-    Raises:
-        UsageError: no port, or not a number.
-    """
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"lab address '{address}' is not HOST:PORT",
-                         "give it as HOST:PORT, e.g. 192.168.1.10:6380")
-    return host.strip("[]"), int(port)
 
 
 def _host_for_address(bind: str) -> str:
@@ -208,4 +200,4 @@ def _session_members(sid: int) -> list[int]:
 
 
 __all__ = ["DEVICE_RESOURCE", "NodeState", "device_resources", "kill_session", "load_nodes", "node_labels",
-           "ray_available", "split_address", "start_node", "stop_nodes"]
+           "ray_available", "start_node", "stop_nodes"]

@@ -117,6 +117,12 @@ def create_token() -> Path:
     return path
 
 
+def keep_token(given: Path | None) -> Path:
+    """Once the lab accepted the ``given`` token file, keep a private copy in this host's
+    state (later commands find it there); returns the token file to use from now on."""
+    return import_token(Path(given).expanduser()) if given is not None else find_token()
+
+
 def import_token(source: Path) -> Path:
     """Keep a copy of the token file ``source`` (from the head) in this host's state."""
     token = _read(source)
@@ -128,14 +134,18 @@ def import_token(source: Path) -> Path:
 
 
 def find_token(given: Path | None = None) -> Path:
-    """The token file a node or driver uses: ``given`` (kept in this host's state),
-    else ``$AIOT_LAB_TOKEN_FILE``, else this host's state.
+    """The token file a node or driver uses: ``given`` (see :func:`keep_token`), else
+    ``$AIOT_LAB_TOKEN_FILE``, else this host's state.
 
     Raises:
-        UsageError: there is none, saying how to bring it from the head.
+        UsageError: there is none (or ``given`` is empty), saying how to bring it from the head.
     """
     if given is not None:
-        return import_token(Path(given).expanduser())
+        given = Path(given).expanduser()
+        if not _read(given):
+            raise UsageError(f"lab token file {given} is missing or empty",
+                             "copy it from the head host: lab/auth_token in its aiot state")
+        return given
     env = os.environ.get(TOKEN_ENV, "").strip()
     if env:
         path = Path(env).expanduser()
@@ -273,4 +283,4 @@ def _check_private(path: Path) -> None:
 
 
 __all__ = ["TOKEN_ENV", "auth_env", "bind_shim", "check_bind", "create_token", "find_token", "import_token",
-           "is_wildcard", "keep_loopback", "lab_state_dir", "node_env", "token_path", "use_token_here"]
+           "is_wildcard", "keep_token", "keep_loopback", "lab_state_dir", "node_env", "token_path", "use_token_here"]

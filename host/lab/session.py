@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
-import socket
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +25,8 @@ from pathlib import Path
 
 from aiot.host.errors import AiotError, TransportError, UsageError
 from aiot.host.lab import security
-from aiot.host.lab.node import DEVICE_RESOURCE, node_labels, ray_available, split_address
+from aiot.host.lab.node import DEVICE_RESOURCE, node_labels, ray_available
+from aiot.host.lab.reach import check_head, stderr_captured, token_refused
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +34,6 @@ log = logging.getLogger(__name__)
 RUNNER_START_S = 120.0
 #: Seconds the driver waits for the node's answer when it cannot reach it any more.
 FORGET_S = 10.0
-#: Seconds the driver waits for the head's port to accept a connection.
-PROBE_S = 5.0
-#: Seconds (tries) Ray's driver spends getting into the GCS: a wrong token is refused only
-#: when they run out.
-CONNECT_S = 6.0
 
 
 class NodeLost(TransportError):
@@ -80,90 +73,32 @@ class LabNode:
 def connect(address: str, token: Path | None = None) -> None:
     """Join the lab at ``address`` as a driver (idempotent), with the lab's token.
 
-    The head's port is probed first (:data:`PROBE_S`): no head there is one line within
-    seconds, not Ray's minutes of retries and C++ warnings; a head that refuses the token
-    is one line after Ray's own connect timeout (:data:`CONNECT_S`).
+    The head is checked first (:func:`aiot.host.lab.reach.check_head`): no head, a silent
+    port or a refused token is one line within seconds, not Ray's minutes of retries.
 
     Raises:
-        TransportError: nothing answers at ``address``, or Ray refused this driver.
+        TransportError: nothing answers at ``address``, or the lab refused this driver.
         UsageError: this host has no token for the lab.
     """
     ray_available()
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         return
-    host, port = split_address(address)
-    probe(host, port)
-    security.use_token_here(security.find_token(token))
-    # Before Ray is imported (it reads them once): its C++ core logs each failed try on
-    # stderr, and gives up on a GCS that does not let it in only after 20 tries, one a second.
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
-    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(CONNECT_S)))
-    os.environ.setdefault("RAY_py_gcs_connect_timeout_s", str(int(CONNECT_S)))
+    check_head(address, token, driver=True)
     import ray
 
-    security.keep_loopback()
-    preflight(address)
-    with _stderr_captured() as said, _own_sigterm_handler():
+    with stderr_captured() as said, _own_sigterm_handler():
         try:
             ray.init(address=address, namespace="aiot", logging_level=logging.ERROR, log_to_driver=False,
                      configure_logging=False)
+            if token is not None:
+                security.keep_token(token)
             return
         except (ConnectionError, RuntimeError, ValueError) as exc:
             failure = str(exc).splitlines()[0][:200]
     if "InvalidAuthToken" in said[0] or "Unauthenticated" in said[0]:
-        raise _token_refused(address)
+        raise token_refused(address)
     raise TransportError(f"the lab at {address} did not answer as a Ray head: {failure}",
                          "check the address: the head prints it (aiot lab start --head)")
-
-
-def preflight(address: str, timeout: float = CONNECT_S) -> None:
-    """Open a GCS client to ``address`` with this process's token and a deadline, before Ray
-    connects: Ray's own connect retries for minutes, ignoring Ctrl-C, when the peer is silent
-    or not a Ray head, and only times out when the token is wrong.
-
-    The client is made in a thread the main thread waits for: the wait has a deadline and
-    Ctrl-C ends it (Ray's C++ call does not return to Python until its own timeout).
-
-    Raises:
-        TransportError: the token was refused, or no Ray head answered in ``timeout`` seconds.
-    """
-    from ray._raylet import GcsClient
-
-    outcome: list[BaseException | None] = []
-
-    def attempt() -> None:
-        try:
-            GcsClient(address=address)
-            outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - reported by the waiting thread
-            outcome.append(exc)
-
-    with _stderr_captured() as said:
-        worker = threading.Thread(target=attempt, name="aiot-lab-preflight", daemon=True)
-        worker.start()
-        # Short waits: a signal that lands on one of Ray's threads is handled by the main
-        # thread only when it runs Python again.
-        deadline = time.monotonic() + timeout
-        while worker.is_alive() and time.monotonic() < deadline:
-            worker.join(0.1)
-    failure = outcome[0] if outcome else TimeoutError(f"no answer within {timeout:.0f} s")
-    if failure is None:
-        return
-    text = f"{failure} {said[0]}"
-    if "InvalidAuthToken" in text or "Unauthenticated" in text:
-        raise _token_refused(address)
-    if isinstance(failure, TimeoutError) or "Timed out" in text:
-        why = f"no answer within {timeout:.0f} s"
-    else:
-        why = str(failure).splitlines()[0][:200]
-    raise TransportError(f"the lab at {address} did not answer as a Ray head ({why})",
-                         "check the address: the head prints it (aiot lab start --head)")
-
-
-def _token_refused(address: str) -> TransportError:
-    return TransportError(f"the lab at {address} refused this host's token",
-                          "copy the head's token file here again: aiot lab join … --token FILE "
-                          f"(or {security.TOKEN_ENV}=FILE)")
 
 
 @contextlib.contextmanager
@@ -178,44 +113,6 @@ def _own_sigterm_handler():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _stderr_captured():
-    """Ray's C++ lines on fd 2 during the block, kept from the terminal; ``said[0]`` holds them."""
-    said = [""]
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield said
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            said[0] = sink.read().decode(errors="replace")
-            for line in said[0].splitlines():
-                log.debug("ray: %s", line)
-
-
-def probe(host: str, port: int, timeout: float = PROBE_S) -> None:
-    """A TCP connection to the head's port, or one line on why there is none.
-
-    Raises:
-        TransportError: refused, unreachable or no answer within ``timeout`` seconds.
-    """
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return
-    except TimeoutError:
-        why = f"no answer within {timeout:.0f} s"
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-    raise TransportError(f"no lab head at {host}:{port} ({why.lower()})",
-                         "start it there with: aiot lab start --head, or check the address "
-                         "(aiot lab status --address HOST:PORT)")
 
 
 def lab_nodes() -> list[LabNode]:
@@ -410,4 +307,4 @@ class LabDevice:
         self.local.close()
 
 
-__all__ = ["LabDevice", "LabNode", "LabSession", "NodeLost", "RemoteFailure", "connect", "lab_nodes", "owner", "preflight", "probe"]
+__all__ = ["LabDevice", "LabNode", "LabSession", "NodeLost", "RemoteFailure", "connect", "lab_nodes", "owner"]

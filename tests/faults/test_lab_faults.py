@@ -170,6 +170,12 @@ def test_a_client_without_the_token_is_refused_and_runs_nothing(lab, tmp_path):
     refused = stranger.run("lab", "status", "--address", address, AIOT_LAB_TOKEN_FILE=str(wrong))
     assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
     assert not CPP_LOG.search(refused.stderr) and "Traceback" not in refused.stderr
+    # A node joining with a wrong token: one line, in seconds, and the wrong token is not kept.
+    started = time.monotonic()
+    refused = stranger.run("lab", "join", address, "--token", str(wrong))
+    assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
+    assert time.monotonic() - started < 30 and not stranger.token.exists()
+    assert not list((stranger.home / "state" / "lab").glob("node-*.json"))
     rows = json.loads(stranger.aiot("lab", "status", "--address", address, "--json",
                                     AIOT_LAB_TOKEN_FILE=str(alpha.token)))
     assert len(rows) == 2 and all(r["alive"] for r in rows)
@@ -283,6 +289,10 @@ def test_no_head_at_the_address_is_one_line_within_seconds(tmp_path):
     one_line_within(done, 15, took, f"no lab head at {address} (connection refused)")
     done, took = timed(driver, "sweep", "--lab", address, "-d", "dev-a", "-m", "tiny_cnn", "-f", "onnx")
     one_line_within(done, 60, took, f"no lab head at {address}")
+    token = tmp_path / "token"
+    token.write_text("a" * 64)
+    done, took = timed(driver, "lab", "join", address, "--token", str(token))
+    one_line_within(done, 15, took, f"no lab head at {address}")
 
 
 @pytest.mark.fault("lab status / sweep --lab after the head was killed -9")

@@ -45,7 +45,10 @@ class DiskError(AiotError, OSError):
                 "AIOT_RESULTS_DIR, AIOT_CACHE_DIR, AIOT_STATE_DIR)")
         super().__init__(f"{what}: {DISK_ERRNOS[code]}{place}", hint)
         self.errno = code
-        self.where = where
+        self.what, self.where = what, where
+
+    def __reduce__(self):  # pickled across processes (a lab node's failure) as it was made
+        return type(self), (self.errno, self.what, self.where)
 
 
 def disk_errno(exc: BaseException | None) -> int | None:

@@ -92,6 +92,8 @@ class Converter(Protocol):
 #       its binary layers see (sign_parity.py), and float formats on top-1 for them.
 #   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess
 #       calibration images for the model's input.
+#   limits: one line for ``aiot convert --list`` on what keeps the format from its runtime's
+#       fastest path here (e.g. a torch without XNNPACK for .ptl); the sidecar says it per artifact.
 #   parity_check = False: skip the parity step (default True when absent); for formats whose
 #       outputs mean nothing next to PyTorch's (the "null" test format). The sidecar's parity is null.
 
@@ -180,7 +182,7 @@ def format_table() -> list[dict]:
             "name": conv.name, "extension": conv.extension, "backend": conv.backend,
             "available": avail.ok, "reason": avail.reason, "extra": avail.extra,
             "hint": avail.hint or (f"pip install 'aiot[{avail.extra}]'" if avail.extra else None),
-            "description": conv.description,
+            "description": conv.description, "limits": getattr(conv, "limits", None),
             "options": {k: f"{h} [default: {d}]" for k, (d, h) in conv.options.items()},
         })
     return rows

@@ -1,14 +1,23 @@
 """PyTorch Mobile (``.ptl``): a traced TorchScript module saved for the lite interpreter.
 
-``optimize_for_mobile`` (conv/BN folding, XNNPACK prepacking) needs a torch built with
-XNNPACK; with ``optimize=auto`` it is used where the installed torch has it and skipped,
-with the fact recorded in the sidecar, where it does not. The input shape travels inside
-the artifact (``extra/aiot_input.json``), because a lite-interpreter module does not say
-what it takes and the agent must feed it without the host.
+The lite interpreter runs the saved graph as it is, so everything that makes it fast is done
+here, as PyTorch Mobile's performance recipe does:
+
+* channels-last: 4-D inputs and the convolution weights are made NHWC, the layout XNNPACK and
+  oneDNN convolve in, so no layout conversion runs around each convolution;
+* ``optimize_for_mobile``: freezes the module, folds BatchNorm into convolutions and replaces
+  conv/linear (+ ReLU/hardtanh) by XNNPACK's prepacked ops (``prepacked::conv2d_clamp_run``).
+  It needs a torch built with XNNPACK; the torch 2.13 CPU wheels are not (pytorch/pytorch
+  #189532), and there the module is instead frozen with ``torch.jit.freeze`` (BatchNorm and
+  constants folded) and runs aten's convolutions. The sidecar records which, and why.
+
+The input shape travels inside the artifact (``extra/aiot_input.json``), because a
+lite-interpreter module does not say what it takes and the agent must feed it without the host.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import warnings
@@ -23,17 +32,28 @@ log = logging.getLogger(__name__)
 
 INPUT_FILE = "aiot_input.json"  # read back by the agent's pytorch_mobile backend
 CHOICES = ("auto", "yes", "no")
+LAYOUTS = ("auto", "channels_last", "contiguous")
+NO_XNNPACK = ("this torch is built without XNNPACK (torch 2.13 CPU wheels), which optimize_for_mobile "
+              "needs: frozen with conv-BN folded instead, aten convolutions without XNNPACK prepacking")
+#: Shown by ``aiot convert --list``.
+LIMITS = ("XNNPACK-prepacked conv/linear (optimize_for_mobile) only with a torch built with XNNPACK; the "
+          "torch 2.13 CPU wheels are not, so a .ptl made there is frozen and channels-last but runs "
+          "aten's convolutions (the sidecar says which)")
 
 
 class PtlConverter:
-    """torch.jit.trace → (optimize_for_mobile) → _save_for_lite_interpreter."""
+    """torch.jit.trace (channels-last) → optimize_for_mobile or freeze → _save_for_lite_interpreter."""
 
     name = "ptl"
     extension = ".ptl"
     backend = "pytorch_mobile"
     description = "PyTorch Mobile lite-interpreter module, run by PyTorch's lite interpreter"
+    limits = LIMITS
     atol = 1e-4
-    options = {"optimize": ("auto", "optimize_for_mobile: auto (if this torch has XNNPACK), yes or no")}
+    options = {
+        "optimize": ("auto", "optimize_for_mobile: auto (if this torch has XNNPACK, else freeze), yes or no"),
+        "layout": ("auto", "auto (channels_last for 4-D inputs), channels_last or contiguous"),
+    }
 
     def availability(self) -> Availability:
         return modules_available({"torch": "torch"}, "all")
@@ -41,27 +61,79 @@ class PtlConverter:
     def toolchain_versions(self) -> dict[str, str]:
         return {"torch": version("torch")}
 
+    def check_options(self, options: dict[str, str]) -> None:
+        """Refuse unknown choices before any work."""
+        if options["optimize"] not in CHOICES:
+            raise UsageError(f"optimize must be one of {', '.join(CHOICES)}, got '{options['optimize']}'",
+                             "e.g. --opt optimize=auto")
+        if options["layout"] not in LAYOUTS:
+            raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, got '{options['layout']}'",
+                             "e.g. --opt layout=channels_last")
+
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         import torch
         from torch.jit.mobile import _export_operator_list, _load_for_lite_interpreter
 
-        choice = options["optimize"]
-        if choice not in CHOICES:
-            raise UsageError(f"optimize must be one of {', '.join(CHOICES)}, got '{choice}'",
-                             "e.g. --opt optimize=auto")
+        self.check_options(options)
+        layout = options["layout"]
+        if layout == "auto":
+            layout = "channels_last" if example.dim() == 4 else "contiguous"
+        if layout == "channels_last" and example.dim() != 4:
+            raise UsageError(f"layout channels_last needs a 4-D input, this model takes {example.dim()}-D",
+                             "use --opt layout=contiguous")
+        model = model.eval()
+        if layout == "channels_last":
+            model = channels_last(model)
         with torch.no_grad():
-            traced = torch.jit.trace(model.eval(), example)
-        traced, optimized = _maybe_optimize(traced, choice)
+            traced = torch.jit.trace(model, example)
+        module, how = _optimize(traced, options["optimize"])
         meta = {"shape": list(example.shape), "dtype": "float32"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # "Lite Interpreter is deprecated"
             # To a buffer, then written by Python: torch's file writer aborts the process
             # (SIGABRT) when the disk is full, leaving its temporary file behind.
-            data = traced._save_to_buffer_for_lite_interpreter(
+            data = module._save_to_buffer_for_lite_interpreter(
                 _extra_files={INPUT_FILE: json.dumps(meta)})
             write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
             ops = sorted(_export_operator_list(_load_for_lite_interpreter(str(out_path))))
-        return {"ops": ops, "optimize_for_mobile": optimized}
+        return {"ops": ops, "layout": layout, **how,
+                "xnnpack_prepacked": sorted(op for op in ops if op.startswith("prepacked::"))}
+
+
+def channels_last(model):
+    """A copy of ``model`` with channels-last weights that makes its input channels-last once,
+    at its entry (torch is imported lazily, so the class is made here)."""
+    import torch
+
+    class ChannelsLast(torch.nn.Module):
+        def __init__(self, inner) -> None:
+            super().__init__()
+            self.model = inner
+
+        def forward(self, x):
+            return self.model(x.contiguous(memory_format=torch.channels_last))
+
+    return ChannelsLast(copy.deepcopy(model).to(memory_format=torch.channels_last)).eval()
+
+
+def _optimize(traced, choice: str) -> tuple[object, dict]:
+    """The module to save and what was done to it (``optimize_for_mobile``, ``frozen``, and the
+    reason optimize_for_mobile did not run, if it did not)."""
+    import torch
+
+    if choice == "no":
+        return traced, {"optimize_for_mobile": False, "frozen": False, "why_not_optimized": "--opt optimize=no"}
+    module, optimized = _maybe_optimize(traced, choice)
+    if optimized:
+        return module, {"optimize_for_mobile": True, "frozen": True}
+    try:
+        return torch.jit.freeze(traced), {"optimize_for_mobile": False, "frozen": True,
+                                          "why_not_optimized": NO_XNNPACK}
+    except RuntimeError as exc:  # a module freezing cannot handle: saved as traced
+        reason = str(exc).splitlines()[0][:200]
+        log.info("torch.jit.freeze failed (%s): saved unfrozen", reason)
+        return traced, {"optimize_for_mobile": False, "frozen": False,
+                        "why_not_optimized": f"{NO_XNNPACK}; freeze failed: {reason}"}
 
 
 def _maybe_optimize(traced, choice: str):

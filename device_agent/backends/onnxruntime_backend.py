@@ -2,6 +2,11 @@
 
 ONNX Runtime takes any size for a dynamic (symbolic) dim on every run, so an input-shape
 override needs no resizing here: the arrays fed have that shape.
+
+An ORT-format file is not optimized again when loaded; what it gets beyond the level it was
+saved at are the optimizations recorded in it (aiot's default ``.ort``: ONNX Runtime's runtime
+style), which the session replays for this CPU only when asked to (``REPLAY_KEY``) and only
+up to its graph optimization level, so both are set here.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from . import SessionBase
 DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
 NAME = "onnxruntime"
+#: Session config entry that replays an ORT file's recorded runtime optimizations: opt-in in
+#: recent ONNX Runtime (without it 1.32 loads the file unfused); unknown keys are ignored.
+REPLAY_KEY = "session.enable_saved_runtime_optimizations"
 EXTENSIONS = (".onnx", ".ort")
 
 # ONNX Runtime's type strings -> NumPy dtype names
@@ -59,6 +67,11 @@ class Session(SessionBase):
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if path.lower().endswith(".ort"):
+            # Replay only rewrites nodes into the CPU provider's own fused kernels; the file is
+            # one the host sent to be run, as trusted as a .ptl whose TorchScript runs as it is.
+            options.add_session_config_entry(REPLAY_KEY, "1")
         if profile_dir is not None:
             options.enable_profiling = True
             options.profile_file_prefix = os.path.join(profile_dir, "ort_profile")

@@ -37,7 +37,8 @@ def _print_format_table(as_json: bool) -> None:
     for r in rows:
         status = "[green]yes[/]" if r["available"] else f"[red]no[/] — {r['reason']}" + (
             f" ({r['hint']})" if r.get("hint") else "")
-        table.add_row(r["name"], r["extension"], r["backend"] or "emit-only", status, r["description"])
+        description = r["description"] + (f" [dim](limits: {r['limits']})[/]" if r.get("limits") else "")
+        table.add_row(r["name"], r["extension"], r["backend"] or "emit-only", status, description)
     out.print(table)
 
 

@@ -45,12 +45,42 @@ def test_sidecar_describes_the_artifact(converted, fmt):
     assert verify_artifact(res.artifact)["format"] == fmt
 
 
-def test_ort_is_an_ort_flatbuffer_of_the_optimized_graph(converted):
+def test_ort_is_saved_at_basic_level_with_recorded_runtime_optimizations(converted):
     res = converted[1]["ort"]
     assert res.artifact.read_bytes()[4:8] == b"ORTM"
     converter = read_sidecar(res.artifact)["converter"]
-    assert converter["optimization"] == "basic" and "Conv" in converter["ops"]
+    assert converter["optimization"] == "runtime" and converter["optimization_style"] == "runtime"
+    assert converter["optimization_level"] == "basic"
+    # tiny_cnn's three Conv+Relu pairs stay unfused in the file (an NNAPI/CoreML EP can take
+    # them) and are recorded for the CPU to fuse at load time.
+    assert {"Conv", "Relu"} <= set(converter["ops"]) and "FusedConv" not in converter["ops"]
+    assert converter["runtime_optimizations"] == {"ConvActivationFusion": 3}
     assert "Conv" in converter["source_ops"]
+
+
+def test_agent_session_replays_the_recorded_optimizations(converted):
+    """The agent's own backend, with ONNX Runtime's verbose log on: every recorded action is
+    applied, and the graph that runs has the fused Conv+Relu."""
+    artifact = converted[1]["ort"].artifact
+    code = ("import sys, onnxruntime as ort; ort.set_default_logger_severity(0); "
+            "ort.set_default_logger_verbosity(0); "
+            "from aiot.device_agent.backends import onnxruntime_backend as b; "
+            "s = b.open(sys.argv[1], 1); "
+            "print(s._sess.get_session_options().get_session_config_entries()[b.REPLAY_KEY])")
+    out = subprocess.run([sys.executable, "-c", code, str(artifact)], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "1"
+    applied = re.findall(r"Applying runtime optimization action (\w+) for transformer (\w+)", out.stderr)
+    assert applied == [("ConvAct", "ConvActivationFusion")] * 3
+    assert re.search(r"GraphTransformer ConvActivationFusion modified: 1", out.stderr)
+
+
+def test_ort_fixed_levels_stay_selectable(tmp_path):
+    res = convert_model("tiny_cnn", "ort", tmp_path, options={"optimization": "extended"})
+    converter = read_sidecar(res.artifact)["converter"]
+    assert converter["optimization_style"] == "fixed" and converter["optimization_level"] == "extended"
+    assert "FusedConv" in converter["ops"] and "Relu" not in converter["ops"]
+    assert converter["runtime_optimizations"] == {} and res.parity["ok"]
 
 
 def test_ort_refuses_the_machine_specific_level(tmp_path):
@@ -65,11 +95,33 @@ def test_ptl_carries_its_input_shape_and_keeps_host_threads(converted):
     res = converted[1]["ptl"]
     assert input_meta(str(res.artifact)) == {"shape": [1, 1, 28, 28], "dtype": "float32"}
     converter = read_sidecar(res.artifact)["converter"]
-    assert "aten::_convolution" in converter["ops"] or "aten::conv2d" in converter["ops"]
+    assert "aten::_convolution" in converter["ops"] or "aten::conv2d" in converter["ops"] \
+        or "prepacked::conv2d_clamp_run" in converter["ops"]
     before = torch.get_num_threads()
     check_parity("ptl", "pytorch_mobile", res.artifact, build_source_model("tiny_cnn")[1],
                  torch.randn(2, 1, 28, 28), 1e-4)
     assert torch.get_num_threads() == before
+
+
+def _torch_has_xnnpack() -> bool:
+    return bool(getattr(torch._C, "_is_xnnpack_enabled", lambda: False)())
+
+
+def test_ptl_is_at_the_lite_interpreters_best(tmp_path):
+    """resnet18_mnist has BatchNorm and Conv+ReLU: with XNNPACK they become prepacked XNNPACK ops;
+    without it (the 2.13 CPU wheel) the module is frozen with BatchNorm folded, and the sidecar
+    says why optimize_for_mobile did not run. Either way the input is made channels-last."""
+    res = convert_model("resnet18_mnist", "ptl", tmp_path)
+    converter = read_sidecar(res.artifact)["converter"]
+    ops = converter["ops"]
+    assert res.parity["ok"] and converter["layout"] == "channels_last" and "aten::contiguous" in ops
+    assert converter["frozen"] and not any("batch_norm" in op for op in ops)
+    if _torch_has_xnnpack():
+        assert converter["optimize_for_mobile"] and "prepacked::conv2d_clamp_run" in ops
+        assert converter["xnnpack_prepacked"]
+    else:
+        assert not converter["optimize_for_mobile"] and converter["xnnpack_prepacked"] == []
+        assert "XNNPACK" in converter["why_not_optimized"]
 
 
 def test_ptl_optimize_yes_is_refused_clearly_without_xnnpack(tmp_path):
@@ -84,6 +136,20 @@ def test_ptl_optimize_yes_is_refused_clearly_without_xnnpack(tmp_path):
     else:
         assert optimized  # this torch has XNNPACK: the optimization really ran
     assert _maybe_optimize(traced, "no")[1] is False
+
+
+def test_ptl_layout_choice_is_checked(tmp_path):
+    with pytest.raises(UsageError, match="layout must be one of"):
+        convert_model("tiny_cnn", "ptl", tmp_path, options={"layout": "nhwc"})
+    res = convert_model("tiny_cnn", "ptl", tmp_path, options={"layout": "contiguous"})
+    converter = read_sidecar(res.artifact)["converter"]
+    assert converter["layout"] == "contiguous" and "aten::contiguous" not in converter["ops"]
+
+
+def test_convert_list_says_what_keeps_ort_and_ptl_from_their_best():
+    rows = {r["name"]: r for r in format_table()}
+    assert "NCHWc" in rows["ort"]["limits"] and "XNNPACK" in rows["ptl"]["limits"]
+    assert rows["tflite"]["limits"] is None
 
 
 def test_tflite_ops_are_builtin(converted):

@@ -109,20 +109,21 @@ def deploy(trained: dict, results_dir: Path) -> list[dict]:
 
 
 def latency(trained: dict | None, models: list[str], threads: list[int], rounds: int,
-            results_dir: Path) -> list[dict]:
-    """Part 3: median latency per (model, runtime, threads) over interleaved rounds."""
+            results_dir: Path, algorithms: tuple[str, ...] = DEPLOYED) -> list[dict]:
+    """Part 3: median latency per (model, runtime, threads) over interleaved rounds, FP32
+    TFLite and LCE for each of ``algorithms``."""
     from aiot.host.runs import MeasureParams, RunRequest, Workspace, run_sweep
     from aiot.host.store import open_store
 
     params = MeasureParams(warmup_runs=5, warmup_min_s=0.2, min_runs=30, min_s=0.5, max_s=30.0)
     requests = []
     for model in models:
-        weights = {None: None, **{a: None for a in DEPLOYED}}
+        weights = {None: None, **{a: None for a in algorithms}}
         if model == MODEL and trained:
-            weights = {a: Path(trained[a]["weights"]) for a in (None, *DEPLOYED)}
+            weights = {a: Path(trained[a]["weights"]) for a in (None, *algorithms)}
         for t in threads:
             requests.append(RunRequest("local", model, "tflite", t, weights=weights[None], params=params))
-            for algorithm in DEPLOYED:
+            for algorithm in algorithms:
                 requests.append(RunRequest("local", model, "lce", t, weights=weights[algorithm],
                                            params=params, binarize=algorithm))
     samples: dict[tuple, list[float]] = {}

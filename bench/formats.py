@@ -7,7 +7,20 @@ timed on ``local`` through the same agent path as ``aiot run`` (1 thread), in in
 rounds so machine noise spreads over all formats alike; the table gives each format's median
 and its ratio to TFLite's in the same run.
 
+Part 3 (best public path): each aiot artifact against its runtime's best public path, in one
+process, interleaved (see ``_best_paths.py``: ``.ort`` vs the ``.onnx`` with every
+optimization, ``.ptl`` vs TorchScript + ``optimize_for_inference``, ``.tflite`` vs onnx2tf's
+where that toolchain is installed, ``.pte`` is itself the XNNPACK-delegated program), with
+each ratio; ``--gate 1.05`` makes the exit status 1 when any ratio exceeds 1.05. It is a
+benchmark, not a timed unit test: run it on a quiet machine, or read the ratios knowing the
+load.
+
+Part 4 (BiBench's quantity): the LCE BNN speed-up over FP32 TFLite per thread count for
+``--bnn-models`` (random weights: timing only). On x86_64, LCE runs its x86 kernels (its
+optimized binary GEMM targets aarch64), so this measures this machine, not a phone.
+
 Usage: ``python bench/formats.py [--models tiny_cnn,tiny_bnn,...|small|all] [--rounds 3]
+[--gate 1.05] [--bnn-models resnet18_cifar,vgg_small|none] [--bnn-threads 1,2]
 [--out formats]`` (``--out`` names the JSON under ``bench/out/``, so a run over other models
 keeps an earlier run's file).
 ``small`` (default) is the tiny models plus every family's 28 px variant; ``all`` adds the
@@ -17,6 +30,8 @@ CIFAR and ImageNet-size models (long: InceptionV3 alone takes minutes per format
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -24,6 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _best_paths import best_path_rows  # noqa: E402
 from _common import print_table, write_json  # noqa: E402
 
 
@@ -78,16 +94,58 @@ def speed(rows: list[dict], rounds: int, results_dir: Path) -> list[dict]:
     return out
 
 
+def best_paths(matrix: list[dict], timing: list[dict], rounds: int, work: Path) -> list[dict]:
+    """Part 3 for every model of the matrix (see ``_best_paths``)."""
+    rows = []
+    for model in dict.fromkeys(r["model"] for r in matrix):
+        artifacts = {r["format"]: Path(r["artifact"]) for r in matrix
+                     if r["model"] == model and r["status"] == "ok" and r["artifact"]}
+        print(f"  {model}…", file=sys.stderr, flush=True)
+        rows.extend(best_path_rows(model, artifacts, work / model, rounds, timing))
+    return rows
+
+
+def bnn_speedups(models: list[str], threads: list[int], rounds: int, results_dir: Path) -> list[dict]:
+    """Part 4: LCE BNN vs FP32 TFLite median latency per thread count, via bibench's sweep."""
+    from bibench import latency, om_infer_rows
+
+    timings = latency(None, models, threads, rounds, results_dir, algorithms=("bnn",))
+    return om_infer_rows(timings)[0]
+
+
+def gate_failures(rows: list[dict], gate: float) -> list[dict]:
+    """The best-path rows whose artifact is slower than its reference by more than ``gate``
+    (rows without a measured reference cannot fail it: their reason is printed instead)."""
+    return [r for r in rows if r.get("ratio") is not None and r["ratio"] > gate]
+
+
+def _fmt(value, pattern="{:.3f}") -> str:
+    return "" if value is None else pattern.format(value)
+
+
+def print_best_paths(rows: list[dict]) -> None:
+    print("\nBest public path per runtime (same process, 1 thread, interleaved; median ms)")
+    print_table(["model", "runtime", "aiot artifact", "ms", "best public path", "ms", "ratio",
+                 "portable ref", "ms", "ratio"],
+                [[r["model"], r["runtime"], r["artifact"], _fmt(r["artifact_ms"]), r["reference"],
+                  _fmt(r.get("reference_ms")) or r.get("skipped", ""), _fmt(r.get("ratio"), "{:.2f}"),
+                  r.get("portable_reference", ""), _fmt(r.get("portable_ms")),
+                  _fmt(r.get("portable_ratio"), "{:.2f}")] for r in rows])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="small")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--gate", type=float, default=None,
+                        help="exit 1 when an artifact is slower than its best public path by more than this ratio")
+    parser.add_argument("--bnn-models", default="resnet18_cifar,vgg_small", help="'none' skips part 4")
+    parser.add_argument("--bnn-threads", default="1,2")
     parser.add_argument("--out", default="formats", help="JSON name under bench/out/")
     args = parser.parse_args()
     models = model_names(args.models)
+    bnn_models = [] if args.bnn_models == "none" else [m.strip() for m in args.bnn_models.split(",") if m.strip()]
     with tempfile.TemporaryDirectory(prefix="aiot-bench-formats-") as tmp:
-        import os
-
         os.environ["AIOT_RESULTS_DIR"] = tmp
         print(f"converting {len(models)} models to every format…", file=sys.stderr)
         matrix = conversion_matrix(models, Path(tmp) / "artifacts")
@@ -103,13 +161,35 @@ def main() -> int:
                       "" if r["seconds"] is None else f"{r['seconds']:.1f}"] for r in matrix])
         print(f"\ntiming every runnable artifact on local, {args.rounds} interleaved rounds…", file=sys.stderr)
         timing = speed(matrix, args.rounds, Path(tmp))
+        print("\nbest public path per runtime…", file=sys.stderr)
+        best = best_paths(matrix, timing, args.rounds, Path(tmp) / "references")
+        bnn = []
+        if bnn_models:
+            print(f"\nLCE BNN vs FP32 TFLite on local ({', '.join(bnn_models)})…", file=sys.stderr)
+            bnn = bnn_speedups(bnn_models, [int(t) for t in args.bnn_threads.split(",")], args.rounds,
+                               Path(tmp))
     print()
     print_table(["model", "format", "median ms (1 thread)", "× tflite"],
                 [[t["model"], t["format"], f"{t['median_ms']:.3f}",
                   "" if t["vs_tflite"] is None else f"{t['vs_tflite']:.2f}"] for t in timing])
+    print_best_paths(best)
+    if bnn:
+        print(f"\nLCE BNN speed-up over FP32 TFLite on {platform.machine()} (random weights; "
+              + ("LCE's x86 kernels, not its aarch64 ones: this machine, not a phone)" if
+                 platform.machine() in ("x86_64", "AMD64") else "LCE's optimized kernels)"))
+        print_table(["model", "threads", "fp32 TFLite ms", "LCE BNN ms", "speed-up"],
+                    [[p["model"], p["threads"], f"{p['fp32_ms']:.3f}", f"{p['bin_ms']:.3f}",
+                      f"{p['speedup']:.2f}x"] for p in bnn])
     path = write_json(args.out, {"models": models, "rounds": args.rounds, "matrix": matrix,
-                                  "speed": timing})
+                                  "speed": timing, "best_paths": best, "bnn_speedup": bnn,
+                                  "gate": args.gate})
     print(f"\nwrote {path}")
+    if args.gate is not None:
+        over = gate_failures(best, args.gate)
+        for r in over:
+            print(f"gate {args.gate}: {r['model']} {r['artifact']} is {r['ratio']:.2f}x its best public "
+                  f"path ({r['reference']})", file=sys.stderr)
+        return 1 if over else 0
     return 0
 
 

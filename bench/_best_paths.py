@@ -37,8 +37,9 @@ BURST_S = 0.4
 class _TorchScript:
     """A TorchScript module behind the agent backends' ``set_input``/``invoke`` interface."""
 
-    def __init__(self, module, torch) -> None:
+    def __init__(self, module, torch, input_shape) -> None:
         self._module, self._torch, self._x = module, torch, None
+        self.input_shape = tuple(input_shape)
 
     def set_input(self, x) -> None:
         self._x = self._torch.from_numpy(x)
@@ -63,7 +64,8 @@ def _torchscript_references(model: str) -> dict:
         for module in (frozen, ofi):  # let the profiling executor settle before timing
             for _ in range(3):
                 module(example)
-    return {"torchscript_ofi": _TorchScript(ofi, torch), "torchscript_frozen": _TorchScript(frozen, torch)}
+    return {"torchscript_ofi": _TorchScript(ofi, torch, example.shape),
+            "torchscript_frozen": _TorchScript(frozen, torch, example.shape)}
 
 
 class _OrtNoNchwc:
@@ -198,7 +200,7 @@ def best_path_rows(model: str, artifacts: dict[str, Path], work: Path, rounds: i
     pte = next((s for s in agent_speed if s["model"] == model and s["format"] == "executorch"), None)
     if pte is not None:
         rows.append({"model": model, "runtime": "ExecuTorch", "artifact": "executorch",
-                     "reference": "executorch (XNNPACK-delegated: the artifact itself)",
+                     "reference": "executorch (itself: XNNPACK-delegated)",
                      "artifact_ms": pte["median_ms"], "reference_ms": pte["median_ms"], "ratio": 1.0,
                      "rounds": pte["rounds"], "note": "timed by the agent (part 2); ratio 1 by construction"})
     return rows

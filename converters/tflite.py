@@ -2,6 +2,13 @@
 
 litert-torch keeps PyTorch's NCHW input (it inserts one TRANSPOSE), so the same
 preprocessed tensors feed the PyTorch model and the artifact.
+
+Why litert-torch and not onnx2tf's NHWC graph (the other public path, compared by
+``bench/tflite_paths.py`` and ``bench/formats.py``): measured in one process on x86_64 (1 thread,
+5 interleaved rounds, loaded machine), onnx2tf's ``.tflite`` was slower, not faster — 1.26x
+litert-torch's on mobilenet_v2 and 1.15x on resnet18 — and onnx2tf 1.29 failed to convert
+efficientnet_lite0 at all; the one TRANSPOSE at the input costs less than what onnx2tf's graph
+adds. So litert-torch stays the default for every family.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_agent_session_replays_the_recorded_optimizations(converted):
             "ort.set_default_logger_verbosity(0); "
             "from aiot.device_agent.backends import onnxruntime_backend as b; "
             "s = b.open(sys.argv[1], 1); "
-            "print(s._sess.get_session_options().get_session_config_entries()[b.REPLAY_KEY])")
+            "print(s._sess.get_session_options().get_session_config_entry(b.REPLAY_KEY))")
     out = subprocess.run([sys.executable, "-c", code, str(artifact)], capture_output=True, text=True,
                          check=True, timeout=300)
     assert out.stdout.strip().splitlines()[-1] == "1"

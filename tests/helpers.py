@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import time
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def process_gone(pid: int, within: float = 10.0) -> bool:
@@ -59,3 +65,16 @@ def stop_emulators(*names: str) -> None:
             manager.stop(name)
         except AiotError:
             pass  # already stopped
+
+
+def load_bench_script(name: str) -> ModuleType:
+    """bench/<name>.py loaded from its file (the bench folder is scripts, not a package), with
+    bench/ on the path only while it imports its ``_common``-style neighbours."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))

@@ -32,19 +32,15 @@ def aiotbench(
     """
     from aiot.converters.api import zoo_ref
     from aiot.host.aiotbench import MODELS, requests_for, row, skip_reason, test_of
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.cli._output import print_json, state
     from aiot.host.cli.measure import (
-        _cooldown,
         _validate_devices,
         check_data_options,
         parse_threads,
         split_list,
     )
-    from aiot.host.cli.progress import RichRunListener
     from aiot.host.devices import resolve_name
     from aiot.host.runs import MeasureParams
-    from aiot.host.store import open_store
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     names = list(dict.fromkeys(zoo_ref(m, None).name for m in split_list(models, "models"))) \
@@ -56,15 +52,8 @@ def aiotbench(
     requests = requests_for(devices, names, params, dataset, limit, threads)
     results_dir = state(ctx).results_dir()
     skips = _skips(requests, results_dir, skip_reason, test_of)
-    with open_store(results_dir) as store:
-        plan = plan_sweep(requests, store, fresh=fresh)
-    plan.skips = {run_key(r): why for r, why in skips.items()}
-    if plan.done:
-        message(f"resuming AIoTBench sweep {plan.sweep_id}: {len(plan.done)} tests already done")
-    with RichRunListener() as listener:
-        run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=_cooldown(120.0)))
-    with open_store(results_dir) as store:
-        records = _newest_per_test(store.query(sweep_id=plan.sweep_id))
+    _, records = _run_procedure("AIoTBench", "tests", requests, skips, results_dir, fresh, 120.0)
+    records = _newest_per_test(records)
     rows = [row(r) for r in records]
     if as_json:
         print_json(rows)
@@ -72,6 +61,27 @@ def aiotbench(
         _print_table(rows)
     if any(r["status"] == "failed" for r in rows):
         raise typer.Exit(1)
+
+
+def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fresh: bool,
+                   cooldown_max_s: float) -> tuple[str, list]:
+    """Plan (or resume) a paper procedure's requests as one campaign sweep, run what is left
+    with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
+    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.cli._output import message
+    from aiot.host.cli.measure import _cooldown
+    from aiot.host.cli.progress import RichRunListener
+    from aiot.host.store import open_store
+
+    with open_store(results_dir) as store:
+        plan = plan_sweep(requests, store, fresh=fresh)
+    plan.skips = {run_key(r): why for r, why in skips.items()}
+    if plan.done:
+        message(f"resuming {paper} sweep {plan.sweep_id}: {len(plan.done)} {unit} already done")
+    with RichRunListener() as listener:
+        run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=_cooldown(cooldown_max_s)))
+    with open_store(results_dir) as store:
+        return plan.sweep_id, store.query(sweep_id=plan.sweep_id)
 
 
 def _skips(requests, results_dir, skip_reason, test_of) -> dict:
@@ -156,15 +166,12 @@ def bibench(
     Resumable: the same command again measures only what has no ok record yet.
     """
     from aiot.host.bibench_hw import SIZES, plan, report
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-    from aiot.host.cli._output import message, print_json, state
+    from aiot.host.cli._output import print_json, state
     from aiot.host.cli.bibench_table import print_grid
-    from aiot.host.cli.measure import _cooldown, _validate_devices, parse_threads, split_list
-    from aiot.host.cli.progress import RichRunListener
+    from aiot.host.cli.measure import _validate_devices, parse_threads, split_list
     from aiot.host.devices import resolve_name
     from aiot.host.errors import UsageError
     from aiot.host.runs import MeasureParams
-    from aiot.host.store import open_store
 
     if size not in SIZES:
         raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(SIZES)}")
@@ -177,16 +184,9 @@ def bibench(
     infos, binaries = _device_facts(devices, results_dir)
     cells, skips = plan(devices, size, counts, params, infos, binaries)
     requests = [c.request for c in cells if c.request is not None]
-    with open_store(results_dir) as store:
-        sweep = plan_sweep(requests, store, fresh=fresh)
-    sweep.skips = {run_key(r): why for r, why in skips.items()}
-    if sweep.done:
-        message(f"resuming BiBench sweep {sweep.sweep_id}: {len(sweep.done)} runs already done")
-    with RichRunListener() as listener:
-        run_campaign(sweep, results_dir, listener, CampaignPolicy(cooldown=_cooldown(cooldown_max_s)))
-    with open_store(results_dir) as store:
-        records = store.query(sweep_id=sweep.sweep_id)
-    result = report(cells, records, infos, sweep.sweep_id)
+    sweep_id, records = _run_procedure("BiBench", "runs", requests, skips, results_dir, fresh,
+                                       cooldown_max_s)
+    result = report(cells, records, infos, sweep_id)
     if as_json:
         print_json(result)
     else:

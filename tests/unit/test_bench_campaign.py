@@ -3,25 +3,14 @@ run's wall time (bench/campaign.py is a script, loaded here from its file)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.helpers import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))  # for its ``_common`` import
-    try:
-        spec = importlib.util.spec_from_file_location("bench_campaign", BENCH / "campaign.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_bench_script("campaign")
 
 
 RESULT = {"load_ms": 200.0, "first_inference_ms": 50.0, "warmup": {"count": 5, "seconds": 0.5},

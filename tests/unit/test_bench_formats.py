@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.helpers import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def formats():
-    sys.path.insert(0, str(BENCH))  # for its ``_common`` / ``_best_paths`` imports
-    try:
-        spec = importlib.util.spec_from_file_location("bench_formats", BENCH / "formats.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_bench_script("formats")
 
 
 def test_gate_fails_only_rows_slower_than_their_reference_by_more_than_the_ratio(formats):

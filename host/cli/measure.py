@@ -308,8 +308,6 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
     dataset = check_data_options(weights, dataset, limit)
     session = _lab_session(lab, devices, native, input_shapes, inputs_file)
-    if emulation_warning(devices):  # up front: before a first run takes its minutes
-        message(f"[yellow]warning:[/] {escape(emulation_warning(devices))}")
     if session is None:
         _validate_devices(devices)
     inputs, inputs_sha = _check_inputs_file(inputs_file)
@@ -331,6 +329,9 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
             message(f"[yellow]warning:[/] {escape(line)}")
     if retries < 1:
         raise UsageError("--retries must be at least 1")
+    # After every check (a refused sweep is its error alone), before a first run takes minutes.
+    if emulation_warning(devices):
+        message(f"[yellow]warning:[/] {escape(emulation_warning(devices))}")
     requests = with_weights(requests, dataset)  # after every check: it may print a warning
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store:

@@ -330,8 +330,8 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     if retries < 1:
         raise UsageError("--retries must be at least 1")
     # After every check (a refused sweep is its error alone), before a first run takes minutes.
-    if emulation_warning(devices):
-        message(f"[yellow]warning:[/] {escape(emulation_warning(devices))}")
+    if emulated := emulation_warning(devices):
+        message(f"[yellow]warning:[/] {escape(emulated)}")
     requests = with_weights(requests, dataset)  # after every check: it may print a warning
     results_dir = state(ctx).results_dir()
     with open_store(results_dir) as store:

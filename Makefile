@@ -9,6 +9,7 @@ demo: setup
 
 # AIOT_REQUIRE_TOOLCHAINS: bootstrap installed them, so a missing one fails instead of skipping.
 test: setup
+	.venv/bin/python scripts/lint_imports.py
 	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q
 
 bench: setup

@@ -92,7 +92,7 @@ class _OrtNoNchwc:
 
 def onnx2tf_status() -> str | None:
     """None when the onnx2tf toolchain is installed, else why the TFLite reference is skipped."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     if toolchains.installed("onnx2tf") is None:
         return "onnx2tf toolchain not installed (aiot toolchains install onnx2tf)"

@@ -62,9 +62,9 @@ def apk_sizes() -> dict:
 def agent_starts(repeats: int) -> dict[str, list[float]]:
     """Seconds to a hello through the app and from the shell (one-shot agents both), and to
     open a --via app session."""
-    from aiot.host.agent_client import AgentSession
+    from aiot.host.devices.agent_client import AgentSession
     from aiot.host.app.session import AppAgentSession
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     seconds: dict[str, list[float]] = {"app hello": [], "shell hello": [], "app session open": []}
     for _ in range(repeats):
@@ -85,7 +85,7 @@ def main() -> int:
     parser.add_argument("--out", default="android-app")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    from aiot.host.paths import cache_dir
+    from aiot.core.paths import cache_dir
 
     shared_cache = cache_dir()
     with tempfile.TemporaryDirectory(prefix="aiot-bench-app-") as tmp:

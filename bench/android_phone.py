@@ -53,9 +53,9 @@ def setup_costs(phone: str) -> list[dict]:
 
 def runtime_sizes(sets: list[str]) -> list[dict]:
     """Archive and tree size of the runtime for each ``--with`` set (built if not cached)."""
-    from aiot.host.android_runtime import archive_runtime
+    from aiot.host.devices.android_runtime import archive_runtime
     from aiot.host.emulator.arm64 import ensure_userland
-    from aiot.host.paths import cache_dir
+    from aiot.core.paths import cache_dir
 
     rows = []
     for name in sets:
@@ -70,8 +70,8 @@ def runtime_sizes(sets: list[str]) -> list[dict]:
 
 def agent_start(devices: dict[str, str], repeats: int) -> dict[str, list[float]]:
     """Seconds from a new agent session to its hello, per device kind, ``repeats`` each."""
-    from aiot.host.agent_client import AgentSession
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.agent_client import AgentSession
+    from aiot.host.devices.resolve import open_transport
 
     seconds: dict[str, list[float]] = {kind: [] for kind in devices}
     for _ in range(repeats):
@@ -94,7 +94,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    from aiot.host.paths import cache_dir
+    from aiot.core.paths import cache_dir
 
     shared_cache = cache_dir()
     names = {"phone": "bench-phone", "board": "bench-board"}

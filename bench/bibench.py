@@ -42,7 +42,7 @@ DEPLOYED = ("bnn", "reactnet")
 
 def train_all(limit: int, epochs: int) -> dict[str | None, dict]:
     """Part 1: FP32 and every algorithm; returns rows keyed by algorithm (None: FP32)."""
-    from aiot.host.training import TrainConfig, train
+    from aiot.host.training.trainer import TrainConfig, train
     from aiot.models.bibench import ALGORITHMS
 
     rows = {}
@@ -64,7 +64,7 @@ def train_all(limit: int, epochs: int) -> dict[str | None, dict]:
 def _test_split():
     import torch
 
-    from aiot.host.datasets import load_dataset
+    from aiot.models.datasets import load_dataset
     from aiot.models import get_model_spec
 
     x, y = load_dataset("fashion-mnist", get_model_spec(MODEL).input, "test")
@@ -77,9 +77,9 @@ def deploy(trained: dict, results_dir: Path) -> list[dict]:
 
     from aiot.converters import get_converter
     from aiot.converters.api import convert_model
-    from aiot.host.runs import MeasureParams, RunRequest, Workspace, run_sweep
+    from aiot.host.engine.runs import MeasureParams, RunRequest, Workspace, run_sweep
     from aiot.host.store import open_store
-    from aiot.host.training import evaluate
+    from aiot.host.training.trainer import evaluate
     from aiot.models import get_model_spec
     from aiot.models.bibench import build_binarized
 
@@ -112,7 +112,7 @@ def latency(trained: dict | None, models: list[str], threads: list[int], rounds:
             results_dir: Path, algorithms: tuple[str, ...] = DEPLOYED) -> list[dict]:
     """Part 3: median latency per (model, runtime, threads) over interleaved rounds, FP32
     TFLite and LCE for each of ``algorithms``."""
-    from aiot.host.runs import MeasureParams, RunRequest, Workspace, run_sweep
+    from aiot.host.engine.runs import MeasureParams, RunRequest, Workspace, run_sweep
     from aiot.host.store import open_store
 
     params = MeasureParams(warmup_runs=5, warmup_min_s=0.2, min_runs=30, min_s=0.5, max_s=30.0)

@@ -1,7 +1,7 @@
 """Campaign engine: efficiency on one device, scaling to many devices, repeatability.
 
-Everything goes through the product's campaign engine (:func:`aiot.host.campaign.plan_sweep`
-and :func:`aiot.host.campaign.run_campaign`, cool-down gating on, as ``aiot sweep`` runs it),
+Everything goes through the product's campaign engine (:func:`aiot.host.engine.campaign.plan_sweep`
+and :func:`aiot.host.engine.campaign.run_campaign`, cool-down gating on, as ``aiot sweep`` runs it),
 in a throw-away aiot home (results, cache, state, inventory, device workdir and ssh config
 in a temporary folder; the user's toolchain environments are only read).
 
@@ -246,7 +246,7 @@ def isolate(home: Path) -> None:
     The user's toolchain environments stay where they are (read-only use: a tflite or LCE
     runtime may live there), as in the test suite.
     """
-    from aiot.host.toolchains import root_dir
+    from aiot.core.toolchains import root_dir
 
     toolchains = str(root_dir())
     for name in ("AIOT_DEVICE", "ANDROID_SERIAL"):
@@ -360,8 +360,8 @@ def campaign(requests, results_dir: Path, seed: int = 0,
              emulator_pids: list[int] | None = None, agent: str = "session") -> dict:
     """Run ``requests`` as one fresh campaign with cool-down gating, the agent in ``agent``
     mode (see ``AGENT_MODES``); its records and timeline."""
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
-    from aiot.host.cooldown import CooldownPolicy
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign
+    from aiot.host.engine.cooldown import CooldownPolicy
     from aiot.host.store import open_store
 
     timeline = Timeline()
@@ -451,7 +451,7 @@ def warm_conversions(models: list[str], formats: list[str], results_dir: Path) -
 
 def part_efficiency(args, results_dir: Path) -> list[dict]:
     """One row per agent mode, the same sweep each (modes alternate if repeated)."""
-    from aiot.host.runs import MeasureParams, expand_sweep
+    from aiot.host.engine.runs import MeasureParams, expand_sweep
 
     params = MeasureParams(min_s=args.min_s, max_s=max(150.0, args.min_s * 2))
     formats = ["onnx", "tflite"]
@@ -483,7 +483,7 @@ def _efficiency_row(args, results_dir: Path, requests, formats, threads, params,
 
 
 def part_scale(args, results_dir: Path) -> dict:
-    from aiot.host.runs import MeasureParams, expand_sweep
+    from aiot.host.engine.runs import MeasureParams, expand_sweep
 
     if args.null_runs:  # short runs: what a campaign costs beyond its measurements
         params = MeasureParams(warmup_runs=1, warmup_min_s=0.0, min_runs=args.null_runs,
@@ -539,7 +539,7 @@ def part_scale(args, results_dir: Path) -> dict:
 
 
 def part_repeatability(args, results_dir: Path) -> dict:
-    from aiot.host.runs import MeasureParams, RunRequest
+    from aiot.host.engine.runs import MeasureParams, RunRequest
 
     params = MeasureParams(min_s=0.3) if args.quick else MeasureParams()
     request = RunRequest("local", args.model, "onnx", 1, params=params)

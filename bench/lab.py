@@ -42,7 +42,7 @@ TARGET_MS = 50.0
 
 
 def requests(devices: list[str], runs: int):
-    from aiot.host.runs import MeasureParams, expand_sweep
+    from aiot.host.engine.runs import MeasureParams, expand_sweep
 
     params = MeasureParams(warmup_runs=1, warmup_min_s=0.0, min_runs=5, min_s=0.0, max_s=5.0)
     # Distinct seeds make distinct runs of one device (one sweep, nothing resumed).
@@ -53,7 +53,7 @@ def requests(devices: list[str], runs: int):
 
 def campaign(devices: list[str], runs: int, results: Path, lab) -> tuple[float, list]:
     """Wall seconds of one fresh campaign of ``runs`` runs per device, and its records."""
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.store import open_store
 
     with open_store(results) as store:

@@ -37,7 +37,7 @@ MODEL = "tiny_vgg"
 
 def trained_weights(train_limit: int, epochs: int) -> dict[str | None, str]:
     """FP32 and BNN weights of tiny_vgg (trained once, then cached)."""
-    from aiot.host.training import TrainConfig, train
+    from aiot.host.training.trainer import TrainConfig, train
 
     weights = {}
     for algorithm in (None, "bnn"):

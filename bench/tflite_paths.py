@@ -29,7 +29,7 @@ def onnx2tf_tflite(onnx_path: Path, work: Path) -> Path:
     """onnx2tf's float32 ``.tflite`` for ``onnx_path`` (run in its toolchain, offline)."""
     import numpy as np
 
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     # onnx2tf 1.x downloads this calibration file at conversion time for 3-channel inputs and
     # crashes offline; a local file of the expected shape is used instead (only for int8).

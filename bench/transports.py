@@ -158,8 +158,8 @@ def random_file(path: Path, size: int) -> str:
 
 def transfer_round(transport, scratch: Path, size: int) -> tuple[float, float]:
     """One push and one pull of fresh random content; returns (push MB/s, pull MB/s)."""
-    from aiot.host.deploy import push_file
-    from aiot.host.fileio import sha256_file
+    from aiot.host.devices.deploy import push_file
+    from aiot.core.fileio import sha256_file
 
     src, dst = scratch / "payload.bin", scratch / "pulled.bin"
     digest = random_file(src, size)  # new content: a new blob, so push_file cannot skip it
@@ -183,7 +183,7 @@ def transfer_round(transport, scratch: Path, size: int) -> tuple[float, float]:
 
 def throughput(names: dict[str, str], rounds: int, size: int, scratch: Path) -> dict:
     """Push/pull MB/s per device kind, rounds alternating between devices to share noise."""
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     transports = {kind: open_transport(name) for kind, name in names.items()}
     rates: dict[str, dict[str, list[float]]] = {k: {"push": [], "pull": []} for k in names}
@@ -207,7 +207,7 @@ def throughput(names: dict[str, str], rounds: int, size: int, scratch: Path) -> 
 
 def stored_at(record_id: str) -> float:
     """Epoch seconds of the record's ``finished_at``, read back from the result store."""
-    from aiot.host.paths import results_dir
+    from aiot.core.paths import results_dir
     from aiot.host.store import open_store
 
     with open_store(results_dir()) as store:

@@ -17,10 +17,11 @@ from aiot.converters.base import (
     CONVERTERS,
     Availability,
     Converter,
+    check_format,
     format_table,
     get_converter,
     user_converters,
 )
 
-__all__ = ["CONVERTERS", "Availability", "Converter", "format_table", "get_converter",
+__all__ = ["CONVERTERS", "Availability", "Converter", "check_format", "format_table", "get_converter",
            "user_converters"]

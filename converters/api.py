@@ -15,7 +15,7 @@ from pathlib import Path
 import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
-from aiot.host.errors import (
+from aiot.core.errors import (
     AccuracyMismatch,
     AiotError,
     ArtifactError,
@@ -23,9 +23,9 @@ from aiot.host.errors import (
     MissingDependency,
     UsageError,
 )
-from aiot.host.diskfull import as_disk_error
-from aiot.host.fileio import sha256_file
-from aiot.host.quiet import toolchain_output_to_log
+from aiot.core.diskfull import as_disk_error
+from aiot.core.fileio import sha256_file
+from aiot.core.quiet import toolchain_output_to_log
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -76,7 +76,7 @@ def _zoo_names() -> set[str]:
 
 def zoo_ref(model_name: str, binarize: str | None):
     """The zoo reference ``model_name`` names; user files and code are refused here."""
-    from aiot.host.model_ref import ZOO, resolve_model
+    from aiot.models.model_ref import ZOO, resolve_model
 
     ref = resolve_model(model_name, binarize)
     if ref.kind != ZOO:
@@ -113,7 +113,7 @@ class _Source:
 
 def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
     """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
-    from aiot.host.model_ref import ZOO
+    from aiot.models.model_ref import ZOO
 
     if ref.kind == ZOO:
         spec, model = build_source_model(ref.name, weights, ref.binarize)
@@ -293,7 +293,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
                   input_shapes: dict[str, list[int]] | None = None) -> ConversionResult:
     """Convert a model, verify the artifact loads in its runtime, and check parity.
 
-    ``model_name`` is any model reference that converts (:mod:`aiot.host.model_ref`): a zoo
+    ``model_name`` is any model reference that converts (:mod:`aiot.models.model_ref`): a zoo
     name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``;
     ``input_shapes`` gives a factory that returns a bare module its example input.
 
@@ -305,7 +305,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     from aiot.converters.parity import check_parity
-    from aiot.host.model_ref import a_format, resolve_model
+    from aiot.models.model_ref import a_format, resolve_model
 
     started = time.perf_counter()
     ref = resolve_model(model_name, binarize)
@@ -507,7 +507,7 @@ def _parity_images(spec, count: int):
         return None
     import torch
 
-    from aiot.host.datasets import load_dataset
+    from aiot.models.datasets import load_dataset
 
     try:
         x, _y = load_dataset(PARITY_DATASET, spec.input, split="test", limit=count, seed=1)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from aiot.host.errors import UsageError
-from aiot.host.registry import Registry
+from aiot.core.errors import UsageError
+from aiot.core.registry import Registry
+from aiot.models.model_ref import ARTIFACT, ModelRef, a_format
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ def modules_available(modules: dict[str, str], extra: str) -> Availability:
 
 def toolchain_available(name: str) -> Availability:
     """Availability of a format whose toolchain lives in an isolated environment."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     if toolchains.installed(name) is None:
         return Availability(False, f"the {name} toolchain environment is not installed",
@@ -41,7 +42,7 @@ def toolchain_available(name: str) -> Availability:
 
 def toolchain_versions(name: str) -> dict[str, str]:
     """Versions recorded when toolchain ``name`` was installed (empty if it is not)."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     return dict((toolchains.installed(name) or {}).get("versions", {}))
 
@@ -160,6 +161,15 @@ def formats_for(formats: list[str], ref) -> tuple[list[str], list[str]]:
 def get_converter(name: str) -> Converter:
     """The converter registered as ``name``; UnknownName with suggestions otherwise."""
     return CONVERTERS.get(name)
+
+
+def check_format(ref: ModelRef, fmt: str) -> str:
+    """``fmt`` canonicalised; an artifact's named format must be the file's own."""
+    name = get_converter(fmt).name
+    if ref.kind == ARTIFACT and name != ref.format:
+        raise UsageError(f"{ref.name} is {a_format(ref.format)} artifact, not {name}",
+                         f"drop --format or give --format {ref.format}")
+    return name
 
 
 def resolve_options(converter: Converter, given: dict[str, str] | None) -> dict[str, str]:

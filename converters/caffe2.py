@@ -28,21 +28,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.errors import ArtifactError, ConversionError
-from aiot.host.fileio import sha256_file, write_atomic
+from aiot.core.companions import PREDICT_SUFFIX, init_net_path  # noqa: F401 - caffe2.init_net_path
+from aiot.core.errors import ArtifactError, ConversionError
+from aiot.core.fileio import sha256_file, write_atomic
 
 FORMAT = "caffe2"
-PREDICT_SUFFIX, INIT_SUFFIX = ".predict_net.pb", ".init_net.pb"
 ORDER = "NCHW"
 CAFFE_LEGACY_POOLING = 3  # caffe2_legacy.proto LegacyPadding
-
-
-def init_net_path(artifact: Path) -> Path:
-    """``m.caffe2.predict_net.pb`` → ``m.caffe2.init_net.pb`` (else ``<stem>.init_net.pb``)."""
-    artifact = Path(artifact)
-    name = artifact.name
-    stem = name[: -len(PREDICT_SUFFIX)] if name.endswith(PREDICT_SUFFIX) else artifact.stem
-    return artifact.with_name(stem + INIT_SUFFIX)
 
 
 class Caffe2Converter:

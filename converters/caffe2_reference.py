@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import ArtifactError
+from aiot.core.errors import ArtifactError
 
 INPUT_BLOB = "data"
 LEGACY_NOTSET, LEGACY_CAFFE_POOLING = 0, 3

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from aiot.host.errors import ArtifactError
+from aiot.core.errors import ArtifactError
 
 LAYER_TYPES = ("FpConv2D", "AvePool", "MaxPool", "Relu", "Softmax", "FC", "Add", "Concat",
                "BinConv2D", "Affine", "Binarize", "Split", "Shuffle", "PRelu")

@@ -58,8 +58,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.errors import ArtifactError, ConversionError, UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import ArtifactError, ConversionError, UsageError
+from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 PRECISIONS = ("bnn", "fp32")

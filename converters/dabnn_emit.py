@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from aiot.converters.graph import Layer, bn_scale_shift, pair
-from aiot.host.errors import ConversionError
+from aiot.core.errors import ConversionError
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.converters.dab_schema import Model, Tensor, parse_model, unpack_bits
-from aiot.host.errors import ArtifactError
+from aiot.core.errors import ArtifactError
 
 MODEL_VERSION = 2  # BNN_LATEST_MODEL_VERSION (common/macros.h); net.cpp refuses any other
 FLT_MAX = 3.4028234663852886e38

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
-from aiot.host.errors import UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import UsageError
+from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class ExecutorchConverter:
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         import torch
 
-        from aiot.host import toolchains
+        from aiot.core import toolchains
 
         with tempfile.TemporaryDirectory(prefix="aiot-et-") as tmp:
             program = Path(tmp) / "program.pt2"

@@ -31,8 +31,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from aiot.host.errors import UsageError
-from aiot.host.model_ref import ModelRef
+from aiot.core.errors import UsageError
+from aiot.models.model_ref import ModelRef
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
-from aiot.host.errors import ConversionError
+from aiot.core.errors import ConversionError
 
 #: Layer kinds an emitter may meet, with the attributes each carries.
 KINDS = {

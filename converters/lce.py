@@ -20,8 +20,8 @@ from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
 from aiot.converters.graph import bn_scale_shift
-from aiot.host.errors import ConversionError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import ConversionError
+from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class LceConverter:
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         from aiot.converters.graph import lower
         from aiot.converters.tflite import tflite_ops
-        from aiot.host import toolchains
+        from aiot.core import toolchains
 
         graph = lower(model, example, self.name)
         if not any(layer.kind == "bconv" for layer in graph.layers):  # before per-layer refusals
@@ -147,7 +147,7 @@ class LceConverter:
 
         from aiot.converters.graph import lower
         from aiot.converters.parity import run_artifact_outputs
-        from aiot.host import toolchains
+        from aiot.core import toolchains
 
         example = torch.from_numpy(np.ascontiguousarray(inputs[:1]))
         graph = lower(model, example, self.name)

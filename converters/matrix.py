@@ -16,7 +16,7 @@ import logging
 import time
 from pathlib import Path
 
-from aiot.host.errors import AiotError, ConversionError, UsageError
+from aiot.core.errors import AiotError, ConversionError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
     from aiot.converters.api import build_source_model
     from aiot.converters.base import user_converters
     from aiot.converters.source import load_user_model
-    from aiot.host.errors import UsageError
-    from aiot.host.model_ref import ZOO, a_format, resolve_model
+    from aiot.core.errors import UsageError
+    from aiot.models.model_ref import ZOO, a_format, resolve_model
 
     # A bad name, file, factory or weights: fail before any row.
     ref = resolve_model(model_name, binarize)

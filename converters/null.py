@@ -14,8 +14,8 @@ from pathlib import Path
 
 import aiot
 from aiot.converters.base import CONVERTERS, Availability
-from aiot.host.errors import UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import UsageError
+from aiot.core.fileio import write_atomic
 
 FORMAT = "aiot-null"  # the agent's null backend checks this marker
 

@@ -7,9 +7,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.companions import onnx_external_data
-from aiot.host.errors import ConversionError, UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.companions import onnx_external_data
+from aiot.core.errors import ConversionError, UsageError
+from aiot.core.fileio import write_atomic
 
 
 class OnnxConverter:

@@ -30,8 +30,8 @@ from pathlib import Path
 from aiot.converters.base import CONVERTERS, Availability, modules_available
 from aiot.converters.onnx import OnnxConverter
 from aiot.device_agent.backends.onnxruntime_backend import REPLAY_KEY  # set by the agent for .ort
-from aiot.host.errors import ConversionError, UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import ConversionError, UsageError
+from aiot.core.fileio import write_atomic
 
 #: ``--opt optimization=`` values: the runtime style, or a fixed portable level.
 STYLES = ("runtime", "basic", "extended")

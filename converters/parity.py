@@ -12,8 +12,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from aiot.host.errors import AccuracyMismatch, ArtifactError
-from aiot.host.quiet import toolchain_output_to_log
+from aiot.core.errors import AccuracyMismatch, ArtifactError
+from aiot.core.quiet import toolchain_output_to_log
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
     import numpy as np
 
     from aiot.device_agent import backends
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core.toolchains import backend_toolchain
 
     toolchain = backend_toolchain(backend_name)
     if toolchain is not None:
@@ -122,7 +122,7 @@ def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs)
     import numpy as np
 
     import aiot.device_agent
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="aiot-predict-") as tmp:
@@ -289,8 +289,8 @@ def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
 
     import aiot.device_agent
     from aiot.device_agent import agent, protocol
-    from aiot.host import toolchains
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core import toolchains
+    from aiot.core.toolchains import backend_toolchain
 
     toolchain = backend_toolchain(backend_name)
     spec = {"v": 1, "backend": backend_name, "threads": 1, **spec}

@@ -25,8 +25,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.errors import ConversionError, UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import ConversionError, UsageError
+from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 

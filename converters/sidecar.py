@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from aiot.host.errors import ArtifactError
-from aiot.host.fileio import sha256_file, write_text_atomic
+from aiot.core.errors import ArtifactError
+from aiot.core.fileio import sha256_file, write_text_atomic
 
 SIDECAR_SCHEMA = 1
 SUFFIX = ".aiot.json"

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 
 from aiot.converters.factory_process import build_in_child, first_line
-from aiot.host.errors import UsageError
-from aiot.host.model_ref import CODE, PROGRAM, ModelRef
+from aiot.core.errors import UsageError
+from aiot.models.model_ref import CODE, PROGRAM, ModelRef
 
 
 @dataclass

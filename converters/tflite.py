@@ -18,8 +18,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, modules_available
-from aiot.host.errors import ConversionError, UsageError
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import ConversionError, UsageError
+from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class TfliteConverter:
         if not samples.isdigit() or int(samples) < 1:
             raise UsageError(f"calibration_samples must be a positive integer, got '{samples}'")
         if options["quant"] == "int8":
-            from aiot.host.datasets.base import canonical_name
+            from aiot.models.datasets.base import canonical_name
 
             canonical_name(options["calibration"])  # UnknownName with suggestions
 
@@ -131,8 +131,8 @@ class TfliteConverter:
 
 def _calibration_batches(spec, options: dict[str, str]):
     """Preprocessed train-split images (batch 1 each) that set int8 activation ranges."""
-    from aiot.host.datasets import load_dataset
-    from aiot.host.errors import UsageError
+    from aiot.models.datasets import load_dataset
+    from aiot.core.errors import UsageError
 
     if spec is None:  # a user's model: no image data set is known to fit its input
         raise UsageError("int8 calibration needs a zoo image model (its data set fits the "

@@ -1,6 +1,6 @@
 """The device's CPU frequencies, thermal zones and power supplies, read from sysfs in Python.
 
-The host reads telemetry with one shell script (``aiot.host.telemetry.TELEMETRY_SCRIPT``)
+The host reads telemetry with one shell script (``aiot.host.devices.telemetry.TELEMETRY_SCRIPT``)
 where no agent session is open. A session answers the same question without a shell round
 trip or a ``cat`` per file (eight cores and a dozen zones are ~40 forks on a phone), and
 prints exactly the script's sections, so the host keeps one parser for both.

@@ -14,19 +14,44 @@ Public names: :data:`ZOO` (the registry), :func:`get_model_spec`, :class:`ModelS
 :func:`aiotbench_input` and :data:`AIOTBENCH_TABLE_IV` (AIoTBench's per-framework inputs).
 """
 
-from aiot.models.complexity import Complexity, count_complexity
-from aiot.models.preprocessing import (
-    AIOTBENCH_TABLE_IV,
-    CIFAR10_MEAN,
-    CIFAR10_STD,
-    FASHION_MNIST_MEAN,
-    FASHION_MNIST_STD,
-    IMAGENET_MEAN,
-    IMAGENET_STD,
-    aiotbench_input,
-)
-from aiot.models.spec import InputSpec, ModelSpec, load_weights
-from aiot.models.zoo import ZOO, get_model_spec, model_specs
+import importlib
+from typing import TYPE_CHECKING
+
+# The public names, loaded on first use: the zoo imports torch, and the lighter modules of
+# this layer (model references, datasets) are read by commands that never build a model.
+_PUBLIC = {
+    "Complexity": "complexity", "count_complexity": "complexity",
+    "AIOTBENCH_TABLE_IV": "preprocessing", "CIFAR10_MEAN": "preprocessing",
+    "CIFAR10_STD": "preprocessing", "FASHION_MNIST_MEAN": "preprocessing",
+    "FASHION_MNIST_STD": "preprocessing", "IMAGENET_MEAN": "preprocessing",
+    "IMAGENET_STD": "preprocessing", "aiotbench_input": "preprocessing",
+    "InputSpec": "spec", "ModelSpec": "spec", "load_weights": "spec",
+    "ZOO": "zoo", "get_model_spec": "zoo", "model_specs": "zoo",
+}
+
+if TYPE_CHECKING:
+    from aiot.models.complexity import Complexity, count_complexity
+    from aiot.models.preprocessing import (
+        AIOTBENCH_TABLE_IV,
+        CIFAR10_MEAN,
+        CIFAR10_STD,
+        FASHION_MNIST_MEAN,
+        FASHION_MNIST_STD,
+        IMAGENET_MEAN,
+        IMAGENET_STD,
+        aiotbench_input,
+    )
+    from aiot.models.spec import InputSpec, ModelSpec, load_weights
+    from aiot.models.zoo import ZOO, get_model_spec, model_specs
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AIOTBENCH_TABLE_IV",

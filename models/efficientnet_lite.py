@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torch import nn
 
-from aiot.host.errors import MissingDependency
+from aiot.core.errors import MissingDependency
 
 #: The package's name for the architecture.
 ARCHITECTURE = "efficientnet-lite0"

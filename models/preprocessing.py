@@ -12,7 +12,7 @@ ImageNet statistics, RGB, NCHW.
 
 from __future__ import annotations
 
-from aiot.host.errors import UnknownName
+from aiot.core.errors import UnknownName
 from aiot.models.spec import InputSpec
 
 #: ImageNet mean/std in the 0-1 scale (torchvision; AIoTBench's PyTorch rows: 123.675/255 ...).

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from aiot.host.errors import ArtifactError
+from aiot.core.errors import ArtifactError
 from aiot.models.complexity import Complexity, count_complexity
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from functools import partial
 
 from torch import nn
 
-from aiot.host.registry import Registry
+from aiot.core.registry import Registry
 from aiot.models.densenet import densenet121
 from aiot.models.efficientnet_lite import (
     IMAGE_SIZE,

@@ -56,7 +56,7 @@ def private_adb_server():
 def tiny_digits_weights(tmp_path_factory) -> str:
     """tiny_cnn trained one epoch on scikit-learn digits (seconds): a model whose clean accuracy
     means something, for tests of accuracy under attack."""
-    from aiot.host.training import TrainConfig, train
+    from aiot.host.training.trainer import TrainConfig, train
 
     config = TrainConfig(model="tiny_cnn", dataset="digits", epochs=1, batch_size=32, lr=3e-3, seed=0, threads=1)
     return str(train(config, weights_dir=tmp_path_factory.mktemp("weights")).weights_path)
@@ -66,7 +66,7 @@ def tiny_digits_weights(tmp_path_factory) -> str:
 def toolchains_dir():
     """The user's toolchain environments (gigabytes, installed by bootstrap): tests use them
     rather than isolating them away with the per-session cache."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     return str(toolchains.root_dir())
 

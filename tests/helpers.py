@@ -31,7 +31,7 @@ class KillAfterFirstRun:
     def __init__(self, victim: str) -> None:
         import threading
 
-        from aiot.host.runs import NullListener
+        from aiot.host.engine.runs import NullListener
 
         self._null = NullListener()
         self.victim, self.killed = victim, threading.Event()
@@ -50,7 +50,7 @@ class KillAfterFirstRun:
 
 def stored_run_key(record) -> str:
     """The campaign's run key of a stored record (from its spec)."""
-    from aiot.host.campaign import _digest
+    from aiot.host.engine.campaign import _digest
 
     return _digest(record.spec)[:16]
 
@@ -58,7 +58,7 @@ def stored_run_key(record) -> str:
 def stop_emulators(*names: str) -> None:
     """Stop these emulators where they still run (a test's clean-up)."""
     from aiot.host.emulator import manager
-    from aiot.host.errors import AiotError
+    from aiot.core.errors import AiotError
 
     for name in names:
         try:

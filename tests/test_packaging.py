@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_FOLDERS = ["host", "converters", "models", "device_agent"]
+SOURCE_FOLDERS = ["core", "host", "converters", "models", "device_agent"]
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,7 @@ _PTE_SCRIPT = textwrap.dedent('''
 
 
 def _run_in(toolchain: str, script: str, args: list[str]) -> None:
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     with tempfile.TemporaryDirectory(prefix="aiot-build-") as tmp:
         path = Path(tmp) / "build.py"
@@ -353,7 +353,7 @@ def agent_events(command: str, spec: dict, toolchain: str | None = None) -> list
         text = buffer.getvalue()
     else:
         import aiot.device_agent
-        from aiot.host import toolchains
+        from aiot.core import toolchains
 
         agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
         with tempfile.TemporaryDirectory(prefix="aiot-agent-") as tmp:

@@ -36,8 +36,8 @@ import zipfile
 from pathlib import Path
 
 import aiot
-from aiot.host.errors import AiotError, UsageError
-from aiot.host.fileio import sha256_file
+from aiot.core.errors import AiotError, UsageError
+from aiot.core.fileio import sha256_file
 
 PACKAGE = "org.aiot.agent"
 INSTRUMENTATION = "org.aiot.agent.AgentInstrumentation"
@@ -62,7 +62,7 @@ def sources_dir() -> Path:
     Raises:
         UsageError: aiot runs from an installed wheel (the Java sources are not installed).
     """
-    from aiot.host.paths import source_root
+    from aiot.core.paths import source_root
 
     root = source_root()
     folder = root / "android_app" if root else None
@@ -74,7 +74,7 @@ def sources_dir() -> Path:
 
 def app_dir() -> Path:
     """Where builds, the debug keystore and ``app.json`` live: ``<cache>/app``."""
-    from aiot.host.paths import cache_dir
+    from aiot.core.paths import cache_dir
 
     folder = cache_dir() / "app"
     folder.mkdir(parents=True, exist_ok=True)
@@ -275,7 +275,7 @@ def _seal(sdk, keystore: Path, unaligned: Path, work: Path, apk: Path, progress)
 
 
 def _write_metadata(path: Path, meta: dict) -> None:
-    from aiot.host.fileio import write_text_atomic
+    from aiot.core.fileio import write_text_atomic
 
     write_text_atomic(path, json.dumps(meta, indent=2) + "\n")
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 
 from aiot.host.app.build import COMPONENT, PACKAGE
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 KEY_LINE, KEY_MORE = "aiot", "aiot_more"
 _STATUS, _STATUS_CODE = "INSTRUMENTATION_STATUS: ", "INSTRUMENTATION_STATUS_CODE: "
@@ -154,7 +154,7 @@ def install(transport, meta: dict) -> dict:
     """
     from pathlib import Path
 
-    from aiot.host.deploy import push_file
+    from aiot.host.devices.deploy import push_file
 
     pushed = push_file(transport, Path(meta["path"]), meta["sha256"])
     done = transport.shell(["pm", "install", "-r", pushed.remote], timeout=300)

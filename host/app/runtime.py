@@ -26,12 +26,12 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host import android_runtime as rt
+from aiot.host.devices import android_runtime as rt
 from aiot.host.app.build import PACKAGE
 from aiot.host.app.instrument import AppError
 from aiot.host.app.seccomp import is_aarch64_elf
-from aiot.host.doctor import last_line
-from aiot.host.errors import AiotError
+from aiot.host.devices.doctor import last_line
+from aiot.core.errors import AiotError
 from aiot.host.transports.quoting import quote
 
 #: Where staged trees go: under the app's files dir, so relative to its data dir
@@ -193,7 +193,7 @@ def stage(transport, runtime: AppRuntime) -> bool:
 
     from aiot.host.app.build import app_dir
     from aiot.host.app.seccomp import patch_syscalls, require_patched
-    from aiot.host.deploy import push_file
+    from aiot.host.devices.deploy import push_file
 
     libc_rel = posixpath.join(rt.LIBRARY_DIRS[0], "libc.so.6")
     with tempfile.TemporaryDirectory(dir=app_dir(), prefix="libc-") as tmp:
@@ -284,7 +284,7 @@ def check_app(transport):
     """``devices doctor``'s verdict on ``--via app`` for a phone: is the app installed, may the
     host ``run-as`` it, is the phone's runtime in its files. Never a failure (the shell path
     does not need the app), a warning with the fix where something is missing."""
-    from aiot.host.doctor import Check
+    from aiot.host.devices.doctor import Check
 
     listed = transport.shell(["pm", "list", "packages"], timeout=60)
     if not listed.ok:

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 #: The bullseye packages that hold the jars, and where each jar lies inside its package.
 BULLSEYE_JARS = {
@@ -64,7 +64,7 @@ def tool(name: str) -> str:
 
 def jars_dir() -> Path:
     """Where the bullseye jars are kept: ``AIOT_ANDROID_SDK`` or ``<cache>/android-sdk``."""
-    from aiot.host.paths import cache_dir
+    from aiot.core.paths import cache_dir
 
     env = os.environ.get("AIOT_ANDROID_SDK")
     return Path(env).expanduser().absolute() if env else cache_dir() / "android-sdk"

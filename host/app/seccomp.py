@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 #: aarch64 system call numbers the app filter traps and glibc makes on its own.
 TRAPPED = {"set_robust_list": 99, "rseq": 293}

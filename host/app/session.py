@@ -14,7 +14,7 @@ asks the app to start the loader it carries in its native-library dir
 
 from __future__ import annotations
 
-from aiot.host.agent_client import AgentSession
+from aiot.host.devices.agent_client import AgentSession
 from aiot.host.app.instrument import (
     START_SLACK_S,
     AppError,
@@ -23,8 +23,8 @@ from aiot.host.app.instrument import (
     force_stop,
     instrument_argv,
 )
-from aiot.host.doctor import last_line
-from aiot.host.errors import AgentError, UsageError
+from aiot.host.devices.doctor import last_line
+from aiot.core.errors import AgentError, UsageError
 from aiot.host.transports.base import ShellResult
 
 

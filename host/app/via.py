@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 #: ``shell``: from ``adb shell`` (the default, every device); ``app``: through the aiot app.
 VIAS = ("shell", "app")

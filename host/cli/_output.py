@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from aiot.host.units import size_text
+from aiot.core.units import size_text
 
 # Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
 # Piped into a file or a CI log, tables get room instead of the 80 columns Rich assumes.
@@ -31,7 +31,7 @@ class AppState:
     verbose: bool = False
 
     def results_dir(self) -> Path:
-        from aiot.host.paths import results_dir
+        from aiot.core.paths import results_dir
 
         return results_dir(self.results_dir_override)
 
@@ -61,7 +61,7 @@ def safe(text) -> str:
     escaped, so ``[bold]`` is shown as it is."""
     from rich.markup import escape
 
-    from aiot.host.untrusted import visible
+    from aiot.core.untrusted import visible
 
     return escape(visible(str(text)))
 
@@ -73,7 +73,7 @@ def fmt_ms(value: float | None) -> str:
     return f"{value:.4f}" if value < 1 else f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-fmt_bytes = size_text  # one size unit everywhere (aiot.host.units)
+fmt_bytes = size_text  # one size unit everywhere (aiot.core.units)
 
 
 def fmt_pct(value: float | None) -> str:

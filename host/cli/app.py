@@ -12,9 +12,9 @@ import typer
 from typer.core import TyperGroup
 
 from aiot import __version__
-from aiot.host import notices
-from aiot.host.diskfull import as_disk_error
-from aiot.host.errors import AiotError
+from aiot.core import notices
+from aiot.core.diskfull import as_disk_error
+from aiot.core.errors import AiotError
 
 
 class Terminated(KeyboardInterrupt):
@@ -159,7 +159,7 @@ _register()
 
 def main() -> None:
     """Console-script entry point."""
-    from aiot.host.quiet import silence_runtime_teardown
+    from aiot.core.quiet import silence_runtime_teardown
 
     silence_runtime_teardown()
     app()

@@ -69,8 +69,8 @@ def install_command(
     an Android 10+ app may execute) and the runtime is copied into the app's files."""
     from aiot.host.app.runtime import install_app
     from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.devices import open_transport
-    from aiot.host.errors import UsageError
+    from aiot.host.devices.resolve import open_transport
+    from aiot.core.errors import UsageError
 
     transport = open_transport(device)
     try:

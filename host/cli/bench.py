@@ -31,7 +31,7 @@ def aiotbench(
     per device; a test a device cannot run is a skipped row with the reason.
     """
     from aiot.converters.api import zoo_ref
-    from aiot.host.aiotbench import MODELS, requests_for, row, skip_reason, test_of
+    from aiot.host.engine.aiotbench import MODELS, requests_for, row, skip_reason, test_of
     from aiot.host.cli._output import print_json, state
     from aiot.host.cli.measure import (
         _validate_devices,
@@ -39,8 +39,8 @@ def aiotbench(
         parse_threads,
         split_list,
     )
-    from aiot.host.devices import resolve_name
-    from aiot.host.runs import MeasureParams
+    from aiot.host.devices.resolve import resolve_name
+    from aiot.host.engine.runs import MeasureParams
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     names = list(dict.fromkeys(zoo_ref(m, None).name for m in split_list(models, "models"))) \
@@ -67,7 +67,7 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
                    cooldown_max_s: float) -> tuple[str, list]:
     """Plan (or resume) a paper procedure's requests as one campaign sweep, run what is left
     with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
     from aiot.host.cli._output import message
     from aiot.host.cli.measure import _cooldown
     from aiot.host.cli.progress import RichRunListener
@@ -87,8 +87,8 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
 def _skips(requests, results_dir, skip_reason, test_of) -> dict:
     """Tests each device cannot run, with the reason; a device that cannot be reached at all
     has every test skipped with the connection error."""
-    from aiot.host.errors import AiotError
-    from aiot.host.runs import Workspace
+    from aiot.core.errors import AiotError
+    from aiot.host.engine.runs import Workspace
 
     workspace = Workspace(results_dir)
     infos, reasons = {}, {}
@@ -112,7 +112,7 @@ def _skips(requests, results_dir, skip_reason, test_of) -> dict:
 
 def _newest_per_test(records) -> list:
     """The last record of each (device, model, test): retries and resumed runs replace older ones."""
-    from aiot.host.campaign import record_key
+    from aiot.host.engine.campaign import record_key
 
     newest = {}
     for record in records:  # oldest first
@@ -165,13 +165,13 @@ def bibench(
 
     Resumable: the same command again measures only what has no ok record yet.
     """
-    from aiot.host.bibench_hw import SIZES, plan, report
+    from aiot.host.engine.bibench_hw import SIZES, plan, report
     from aiot.host.cli._output import print_json, state
     from aiot.host.cli.bibench_table import print_grid
     from aiot.host.cli.measure import _validate_devices, parse_threads, split_list
-    from aiot.host.devices import resolve_name
-    from aiot.host.errors import UsageError
-    from aiot.host.runs import MeasureParams
+    from aiot.host.devices.resolve import resolve_name
+    from aiot.core.errors import UsageError
+    from aiot.host.engine.runs import MeasureParams
 
     if size not in SIZES:
         raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(SIZES)}")
@@ -198,9 +198,9 @@ def bibench(
 def _device_facts(devices: list[str], results_dir) -> tuple[dict, dict]:
     """Probe + agent facts per device (``{"unreachable": why}`` where it cannot be reached) and
     each device's configured native binaries."""
-    from aiot.host.errors import AiotError
+    from aiot.core.errors import AiotError
     from aiot.host.native.config import inventory_binaries
-    from aiot.host.runs import Workspace
+    from aiot.host.engine.runs import Workspace
 
     infos, binaries = {}, {}
     workspace = Workspace(results_dir)
@@ -220,7 +220,7 @@ def _with_toolchain_runtimes(info: dict) -> dict:
     """``info`` with the runtimes this host's toolchain environments add where the device is
     this machine: the local agent runs LCE in the ``lce`` toolchain's interpreter, which its
     own hello (in aiot's Python, NumPy 2) cannot see."""
-    from aiot.host.toolchains import runtime_python
+    from aiot.core.toolchains import runtime_python
 
     if info.get("transport") != "local":
         return info

@@ -1,12 +1,12 @@
 """Printing ``aiot bench bibench``: the grid in the shape of BiBench's Tables 17–20, then
-OM_infer per device (the numbers come from :func:`aiot.host.bibench_hw.report`)."""
+OM_infer per device (the numbers come from :func:`aiot.host.engine.bibench_hw.report`)."""
 
 from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
 
-from aiot.host.bibench_hw import COLUMNS, column
+from aiot.host.engine.bibench_hw import COLUMNS, column
 from aiot.host.cli._output import out
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.units import MIB
+from aiot.core.units import MIB
 
 
 def parse_algorithms(value: str | None) -> list[str]:
@@ -16,7 +16,7 @@ def parse_algorithms(value: str | None) -> list[str]:
         UnknownName: an unknown algorithm (with close names).
         UsageError: an empty list.
     """
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
     from aiot.models.bibench import ALGORITHMS
 
     if value is None or value.strip().lower() == "all":

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.errors import UsageError
-from aiot.host.input_shapes import flat_shapes, parse_shape_args
-from aiot.host.units import size_text
+from aiot.core.errors import UsageError
+from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
+from aiot.core.units import size_text
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
@@ -75,7 +75,7 @@ def convert(
     from aiot.converters.api import convert_model, read_sidecar
     from aiot.converters.dabnn_form import describe as describe_form
     from aiot.host.cli._output import message, out, print_json, spinner, state
-    from aiot.host.model_ref import default_format, resolve_model
+    from aiot.models.model_ref import default_format, resolve_model
 
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
     shapes = flat_shapes(parse_shape_args(input_shape))
@@ -115,7 +115,7 @@ def _weights(ref, weights: Path | None) -> Path | None:
     if ref.is_artifact:
         return weights  # convert_model refuses it in one line
     from aiot.host.cli.measure import announce_weights
-    from aiot.host.weights import choose_weights
+    from aiot.host.engine.weights import choose_weights
 
     picked = choose_weights(ref, weights)
     announce_weights([(ref.name, ref.binarize, picked)], None)
@@ -125,7 +125,7 @@ def _weights(ref, weights: Path | None) -> Path | None:
 def _parity_line(p: dict) -> str:
     from rich.markup import escape
 
-    from aiot.host.record_view import nonfinite_text
+    from aiot.host.store.record_view import nonfinite_text
 
     atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
     inconclusive = p.get("inconclusive")

@@ -40,11 +40,11 @@ def demo(
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.cli.results import print_run_table
     from aiot.host.cli.train import TrainProgress
-    from aiot.host.devices import LOCAL
-    from aiot.host.runs import MeasureParams, Workspace, expand_sweep, run_sweep
+    from aiot.host.devices.resolve import LOCAL
+    from aiot.host.engine.runs import MeasureParams, Workspace, expand_sweep, run_sweep
     from aiot.host.store import open_store
-    from aiot.host.training import TrainConfig
-    from aiot.host.training_record import train_and_record
+    from aiot.host.training.trainer import TrainConfig
+    from aiot.host.training.record import train_and_record
 
     results_dir = state(ctx).results_dir()
     threads = thread_counts(os.cpu_count() or 1)

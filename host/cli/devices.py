@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.units import size_text
+from aiot.core.units import size_text
 
 app = typer.Typer(no_args_is_help=True, help="List and probe devices.")
 
@@ -16,9 +16,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 def _rows() -> list[dict]:
     """local + inventory + ADB-discovered devices, each with a quick state."""
-    from aiot.host import inventory
-    from aiot.host.devices import ANDROID_WORKDIR, LOCAL
-    from aiot.host.reachability import adb_states, ssh_state
+    from aiot.host.devices import inventory
+    from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL
+    from aiot.host.devices.reachability import adb_states, ssh_state
     from aiot.host.transports.local import LocalTransport
 
     rows = [{"name": LOCAL, "transport": "local", "state": "online", "address": "this machine",
@@ -74,8 +74,8 @@ def add(
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")] = False,
 ) -> None:
     """Add a device to the inventory (an SSH board or an ADB phone)."""
-    from aiot.host import inventory
-    from aiot.host.devices import ANDROID_WORKDIR
+    from aiot.host.devices import inventory
+    from aiot.host.devices.resolve import ANDROID_WORKDIR
     from aiot.host.cli._output import message
     from aiot.host.cli.convert import parse_options
 
@@ -94,7 +94,7 @@ def add(
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Inventory name.")]) -> None:
     """Remove a device from the inventory (its files on the device stay)."""
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
     from aiot.host.cli._output import message
 
     inventory.remove(name)
@@ -108,9 +108,9 @@ def trust(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Record an SSH device's host key after showing its fingerprint."""
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
     from aiot.host.cli._output import message, safe
-    from aiot.host.errors import UnknownName, UsageError
+    from aiot.core.errors import UnknownName, UsageError
     from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
 
     entry = inventory.load().get(name)
@@ -132,10 +132,10 @@ def info(
     as_json: JsonOpt = False,
 ) -> None:
     """Probe a device: CPU, cores and clusters, ABI, OS, memory, Python and runtimes."""
-    from aiot.host.agent_client import AgentSession
+    from aiot.host.devices.agent_client import AgentSession
     from aiot.host.cli._output import out, print_json, spinner
-    from aiot.host.devices import open_transport, resolve_name
-    from aiot.host.errors import NoAgentPython
+    from aiot.host.devices.resolve import open_transport, resolve_name
+    from aiot.core.errors import NoAgentPython
 
     name = resolve_name(device)
     transport = open_transport(name)
@@ -230,8 +230,8 @@ def doctor(
     Each failed check says how to fix it; the exit code is 1 when any check failed.
     """
     from aiot.host.cli._output import message, out, print_json, spinner
-    from aiot.host.devices import open_transport, resolve_name
-    from aiot.host.doctor import diagnose
+    from aiot.host.devices.resolve import open_transport, resolve_name
+    from aiot.host.devices.doctor import diagnose
 
     name = resolve_name(device)
     transport = open_transport(name)
@@ -279,9 +279,9 @@ def setup(
     CPython and the runtimes, started through its own loader) is pushed once.
     """
     from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.device_setup import setup_device
-    from aiot.host.devices import open_transport, resolve_name
-    from aiot.host.paths import cache_dir
+    from aiot.host.devices.setup import setup_device
+    from aiot.host.devices.resolve import open_transport, resolve_name
+    from aiot.core.paths import cache_dir
 
     name = resolve_name(device)
     transport = open_transport(name)

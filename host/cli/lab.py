@@ -25,7 +25,7 @@ def start(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the head node; it advertises this host's devices (its inventory) to the lab."""
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
 
     if not head:
         raise UsageError("lab start starts the head node", "run: aiot lab start --head  (others: aiot lab join HOST:PORT)")
@@ -115,7 +115,7 @@ def lab_address(given: str | None) -> str:
     """``--lab``/``--address`` > ``$AIOT_LAB`` > the head or node this host started."""
     import os
 
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
     from aiot.host.lab.node import load_nodes
 
     if given:

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.errors import UsageError
-from aiot.host.input_shapes import SYNTAX, bind_shapes, flat_shapes, parse_shape_args
-from aiot.host.model_ref import model_label, split_models
-from aiot.host.units import size_text
+from aiot.core.errors import UsageError
+from aiot.host.engine.input_shapes import SYNTAX, bind_shapes, flat_shapes, parse_shape_args
+from aiot.models.model_ref import model_label, split_models
+from aiot.core.units import size_text
 
 Device = Annotated[str | None, typer.Option("--device", "-d", help="Device name (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")]
 Weights = Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
@@ -70,7 +70,7 @@ def _with_vias(requests, vias: list[str], native) -> list:
     """Each request once per ``--via``; app runs only on ADB devices and with the agent."""
     from dataclasses import replace
 
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     if vias == ["shell"]:
         return requests
@@ -121,7 +121,7 @@ def parse_threads(value: str) -> list[int]:
     return list(dict.fromkeys(threads))
 
 
-#: The cluster names the probe gives (see aiot.host.probe): ``all`` is every core.
+#: The cluster names the probe gives (see aiot.host.devices.probe): ``all`` is every core.
 CLUSTERS = ("prime", "big", "little", "all")
 
 
@@ -150,7 +150,7 @@ def check_data_options(weights: Path | None, dataset: str | None, limit: int | N
     """Refuse a missing ``--weights`` file, an unknown ``--dataset``, a missing image folder
     or a ``--limit`` below 1 before anything converts; returns the dataset's canonical name
     (an alias resolved, ``folder:`` made absolute) for the records."""
-    from aiot.host.errors import DatasetError
+    from aiot.core.errors import DatasetError
 
     if weights is not None and not weights.is_file():
         what = "is a folder" if weights.is_dir() else "does not exist"
@@ -159,7 +159,7 @@ def check_data_options(weights: Path | None, dataset: str | None, limit: int | N
         raise UsageError(f"--limit must be at least 1, got {limit}")
     if dataset is None:
         return None
-    from aiot.host.datasets.base import canonical_name
+    from aiot.models.datasets.base import canonical_name
 
     try:
         return canonical_name(dataset)
@@ -189,7 +189,7 @@ def _validate_native(native: str | None, formats: list[str], delegate: str | Non
 def _validate_devices(devices: list[str]) -> None:
     """Fail fast on unknown device names, and on an SSH key file or known_hosts that cannot
     work, before any work starts."""
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     for d in devices:
         transport = open_transport(d)
@@ -203,10 +203,11 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
     """``(ModelRef, formats)`` per model: an artifact file runs in its own format (which a
     given ``--format`` list must include; ``all`` takes any), a model that converts in the
     formats given, every one it can be timed in for ``all`` (as ``convert --format all``), or
-    its default (:func:`aiot.host.model_ref.default_format`)."""
+    its default (:func:`aiot.models.model_ref.default_format`)."""
     from aiot.converters import get_converter
     from aiot.host.cli._output import message, safe
-    from aiot.host.model_ref import check_format, default_format, resolve_model
+    from aiot.converters import check_format
+    from aiot.models.model_ref import default_format, resolve_model
 
     every = bool(formats) and any(f.strip().lower() == "all" for f in formats)
     if every:
@@ -242,8 +243,8 @@ def _check_inputs_file(path: Path | None):
     inputs before any run), or ``(None, None)``."""
     if path is None:
         return None, None
-    from aiot.host.fileio import sha256_file
-    from aiot.host.signature import read_npz
+    from aiot.core.fileio import sha256_file
+    from aiot.host.engine.signature import read_npz
 
     read_npz(path)  # one line for a missing, damaged or pickled file
     return path, sha256_file(path)
@@ -253,7 +254,7 @@ def _print_records(records, as_json: bool) -> None:
     from aiot.host.cli._output import message, print_json, safe
     from aiot.host.cli.profile_view import print_profiles
     from aiot.host.cli.results import print_run_table
-    from aiot.host.sweep_view import parity_notes
+    from aiot.host.cli.sweep_view import parity_notes
 
     if as_json:
         print_json([r.to_dict() for r in records])
@@ -279,7 +280,7 @@ def _cooldown(max_s: float | None):
     """The cool-down gate for ``--cooldown-max-s`` (0: no gating, telemetry still recorded)."""
     if not max_s:
         return None
-    from aiot.host.cooldown import CooldownPolicy
+    from aiot.host.engine.cooldown import CooldownPolicy
 
     return CooldownPolicy(max_wait_s=max_s)
 
@@ -295,14 +296,14 @@ def _sweep(ctx, devices, targets, threads, weights, dataset, limit, params, as_j
     on the lab nodes that own the devices."""
     from rich.markup import escape
 
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign
     from aiot.host.cli._output import message, state
     from aiot.host.cli.progress import RichRunListener
-    from aiot.host.devices import emulation_warning  # here: devices costs `aiot --help` 60 ms
-    from aiot.host.runs import expand_targets
+    from aiot.host.devices.resolve import emulation_warning  # here: devices costs `aiot --help` 60 ms
+    from aiot.host.engine.runs import expand_targets
     from aiot.host.store import open_store
-    from aiot.host.sweep_view import check_cores, stored_records
-    from aiot.host.validity import ValidityPolicy
+    from aiot.host.cli.sweep_view import check_cores, stored_records
+    from aiot.host.engine.validity import ValidityPolicy
 
     params.validate()
     ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
@@ -392,7 +393,7 @@ def _reach_devices(devices) -> None:
 
 def _require_agents(requests) -> None:
     """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
-    from aiot.host.device_setup import require_agent_python
+    from aiot.host.devices.setup import require_agent_python
 
     _preflight(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python)
 
@@ -403,9 +404,9 @@ def _preflight(devices, check) -> None:
     campaign retries it with backoff and records its runs skipped if it stays away, as it does
     for a link that drops mid-sweep. A wrong key, host key or missing Python stops any sweep."""
     from aiot.host.cli._output import message, safe
-    from aiot.host.devices import open_transport
-    from aiot.host.errors import AiotError
-    from aiot.host.runs import is_transient
+    from aiot.host.devices.resolve import open_transport
+    from aiot.core.errors import AiotError
+    from aiot.host.engine.runs import is_transient
 
     devices = list(devices)
     for device in devices:
@@ -424,7 +425,7 @@ def _preflight(devices, check) -> None:
 
 def _validate_requests(requests, native, delegates) -> None:
     """Per distinct model and format: native tool, binarization, inputs and data set fit."""
-    from aiot.host.signature import check_run_inputs
+    from aiot.host.engine.signature import check_run_inputs
 
     distinct = list({(r.model, r.model_sha256, r.format, r.binarize): r for r in requests}.values())
     for r in distinct:
@@ -445,7 +446,7 @@ def _check_options(request) -> None:
     if not request.options:
         return
     from aiot.converters.base import get_converter, resolve_options
-    from aiot.host.signature import is_artifact_file
+    from aiot.host.engine.signature import is_artifact_file
 
     if is_artifact_file(request):
         raise UsageError(f"--opt configures a conversion, but {request.model} is an artifact "
@@ -459,12 +460,12 @@ def _check_options(request) -> None:
 
 def with_weights(requests, dataset: str | None):
     """Each request with the weights it runs with: ``--weights`` as given, else its model's
-    default (:func:`aiot.host.weights.choose_weights`: the newest ``aiot train`` of it on
+    default (:func:`aiot.host.engine.weights.choose_weights`: the newest ``aiot train`` of it on
     ``dataset``); says once which were chosen, and warns when accuracy is measured untrained."""
     from dataclasses import replace
 
-    from aiot.host.model_ref import resolve_model
-    from aiot.host.weights import GIVEN, OWN, WeightsChoice, choose_weights
+    from aiot.models.model_ref import resolve_model
+    from aiot.host.engine.weights import GIVEN, OWN, WeightsChoice, choose_weights
 
     chosen: dict[tuple, WeightsChoice] = {}
     done = []
@@ -488,7 +489,7 @@ def announce_weights(chosen: list[tuple], dataset: str | None) -> None:
     from rich.markup import escape
 
     from aiot.host.cli._output import message
-    from aiot.host.weights import TRAINED, UNTRAINED
+    from aiot.host.engine.weights import TRAINED, UNTRAINED
 
     for model, binarize, choice in chosen:
         if choice.origin == TRAINED:
@@ -560,8 +561,8 @@ def run(
     via: Via = "shell",
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
-    from aiot.host.devices import resolve_name
-    from aiot.host.runs import MeasureParams
+    from aiot.host.devices.resolve import resolve_name
+    from aiot.host.engine.runs import MeasureParams
 
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
@@ -615,8 +616,8 @@ def sweep(
     the same command again resumes the sweep (only missing or failed runs are redone).
     Without --model, each device measures what was last pushed to it (aiot push).
     """
-    from aiot.host.devices import resolve_name
-    from aiot.host.runs import MeasureParams
+    from aiot.host.devices.resolve import resolve_name
+    from aiot.host.engine.runs import MeasureParams
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
@@ -645,7 +646,7 @@ def _last_pushed(ctx, devices, threads, params, fmt, weights, binarize, dataset,
                  binary, inputs_file, delegates=None, clusters=None):
     """The runs of a sweep without ``--model``: each device's last pushed model and format."""
     from aiot.host.cli._output import message, state
-    from aiot.host.runs import expand_targets
+    from aiot.host.engine.runs import expand_targets
     from aiot.host.store import open_store
 
     if fmt or weights or binarize:
@@ -689,10 +690,10 @@ def push(
     """
     from rich.markup import escape
 
-    from aiot.host.agent_client import AgentSession
+    from aiot.host.devices.agent_client import AgentSession
     from aiot.host.cli._output import out, print_json, spinner, state
-    from aiot.host.deploy import push_file
-    from aiot.host.devices import open_transport, resolve_name
+    from aiot.host.devices.deploy import push_file
+    from aiot.host.devices.resolve import open_transport, resolve_name
     from aiot.host.store import Push, open_store
 
     name = resolve_name(device)
@@ -702,7 +703,7 @@ def push(
     _validate_binarize(ref.binarize, [chosen])
     picked = None
     if not ref.is_artifact:  # the weights a run of it would use (a cached training, ...)
-        from aiot.host.weights import choose_weights
+        from aiot.host.engine.weights import choose_weights
 
         picked = choose_weights(ref, weights)
         announce_weights([(ref.name, ref.binarize, picked)], None)
@@ -744,7 +745,7 @@ def _artifact_for_push(ctx, ref, fmt: str, weights, input_shape):
 def _push_sidecar(transport, artifact: Path) -> str | None:
     """Push a converted artifact's sidecar beside it (a user's artifact has none)."""
     from aiot.converters.sidecar import sidecar_path
-    from aiot.host.deploy import push_file
+    from aiot.host.devices.deploy import push_file
 
     found = sidecar_path(artifact)
     return push_file(transport, found).remote if found.exists() else None
@@ -773,8 +774,8 @@ def pull(
     from rich.markup import escape
 
     from aiot.host.cli._output import message, out, print_json, spinner, state
-    from aiot.host.devices import open_transport, resolve_name
-    from aiot.host.pull import outputs_dir, pull_outputs
+    from aiot.host.devices.resolve import open_transport, resolve_name
+    from aiot.host.devices.pull import outputs_dir, pull_outputs
 
     name = resolve_name(device)
     transport = open_transport(name)

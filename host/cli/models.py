@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.input_shapes import flat_shapes, free_dims_line, parse_shape_args
-from aiot.host.units import size_text
+from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
+from aiot.core.units import size_text
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
 
@@ -26,7 +26,7 @@ def _describe(spec, facts: dict) -> dict:
 
 def _facts_with_progress(names: list[str]) -> dict:
     from aiot.host.cli._output import err, progress_enabled
-    from aiot.host.model_facts import complexities
+    from aiot.models.model_facts import complexities
 
     if not progress_enabled():
         return complexities(names)
@@ -67,7 +67,7 @@ def list_models(
 
 def _forms(name: str) -> dict:
     """The model's default format and its ``<zoo>_<algorithm>`` names with theirs."""
-    from aiot.host.model_ref import default_format, resolve_model
+    from aiot.models.model_ref import default_format, resolve_model
     from aiot.models.bibench import ALGORITHMS
 
     return {"default_format": default_format(resolve_model(name)),
@@ -77,7 +77,7 @@ def _forms(name: str) -> dict:
 
 def _forms_note() -> str:
     """How to name a binarized zoo model, your own files and code (under the table)."""
-    from aiot.host.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
+    from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
     from aiot.models.bibench import ALGORITHMS
 
     names = ALGORITHMS.names()
@@ -104,7 +104,7 @@ def info(model: Annotated[str, typer.Argument(
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
-    from aiot.host.model_ref import ZOO, resolve_model
+    from aiot.models.model_ref import ZOO, resolve_model
     from aiot.models import get_model_spec
 
     ref = resolve_model(model, binarize)
@@ -192,7 +192,7 @@ def _dabnn_form(spec, model, algorithm: str) -> dict | None:
     import torch
 
     from aiot.converters.dabnn_form import deployed_form, describe
-    from aiot.host.errors import AiotError
+    from aiot.core.errors import AiotError
     from aiot.models.bibench import freeze, verdict
 
     if verdict(algorithm, "dabnn").refused:
@@ -243,7 +243,7 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
 def _user_facts(ref, shapes: dict) -> dict:
     if ref.is_artifact:
         from aiot.converters import get_converter
-        from aiot.host.signature import read_signature
+        from aiot.host.engine.signature import read_signature
 
         converter = get_converter(ref.format)
         backend = converter.backend

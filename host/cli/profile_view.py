@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from aiot.host.cli._output import fmt_ms, out, safe
-from aiot.host.profiles import TOP_N, profile_of, summary, top_ops
+from aiot.host.engine.profiles import TOP_N, profile_of, summary, top_ops
 
 NAME_WIDTH = 56  # long node names (a detector's fused nodes) are cut in the middle
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.diskfull import as_disk_error
-from aiot.host.errors import UsageError
+from aiot.core.diskfull import as_disk_error
+from aiot.core.errors import UsageError
 
 
 def report(

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.errors import AiotError, UsageError
-from aiot.host.fileio import check_output_file, write_output_atomic
-from aiot.host.input_shapes import shape_detail, shape_label
-from aiot.host.model_ref import model_label, record_name
-from aiot.host.record_view import FLAT_COLUMNS, parity_line, stats_line, to_csv
+from aiot.core.errors import AiotError, UsageError
+from aiot.core.fileio import check_output_file, write_output_atomic
+from aiot.host.engine.input_shapes import shape_detail, shape_label
+from aiot.models.model_ref import model_label, record_name
+from aiot.host.store.record_view import FLAT_COLUMNS, parity_line, stats_line, to_csv
 
 app = typer.Typer(no_args_is_help=True,
                   help="Stored results: list, show, export, compare sets (a CI gate), "
@@ -30,11 +30,11 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
     Args:
         compact: leave out id, device and model (for one model on one device, as in the demo).
         sweep: sort by device, model, format and threads, and add each run's speed-up over
-            1 thread and its throughput (see :mod:`aiot.host.sweep_view`).
+            1 thread and its throughput (see :mod:`aiot.host.cli.sweep_view`).
     """
     from rich.table import Table
 
-    from aiot.host import sweep_view  # here, not at the top: `aiot --help` stays instant
+    from aiot.host.cli import sweep_view
     from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out, safe
 
     lead = [] if compact else ["id", "device", "model"]
@@ -94,7 +94,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
 
     from aiot.host.cli._output import out, print_json, safe
     from aiot.host.cli.profile_view import print_profiles
-    from aiot.host.record_view import nonfinite_text
+    from aiot.host.store.record_view import nonfinite_text
 
     with _open(ctx) as store:
         record = store.get(record_id)
@@ -236,7 +236,7 @@ def outputs(
     from rich.table import Table
 
     from aiot.host.cli._output import message, out, print_json
-    from aiot.host.output_drift import ATOL, RTOL, output_drift
+    from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 
     with _open(ctx) as store:
         drifts = output_drift(store.query(kind="latency", status="ok", sweep_id=sweep), reference)
@@ -277,7 +277,7 @@ def _could_not_compare(exc: AiotError) -> typer.Exit:
 
 def _resolve_sets(ctx, names: list[str]):
     """The result sets ``names`` name; the store is opened only when one is not a file."""
-    from aiot.host.compare import resolve_set
+    from aiot.host.store.compare import resolve_set
 
     if all(Path(n).is_file() for n in names):
         return [resolve_set(n, None) for n in names]
@@ -289,7 +289,7 @@ def _comparison_notes(row, records: dict) -> str:
     """The row's failures, reasons and INVALID sides (with why), ``records`` by id."""
     from rich.markup import escape
 
-    from aiot.host.sweep_view import invalid_reasons
+    from aiot.host.cli.sweep_view import invalid_reasons
 
     notes = [f"[red]{escape(f)}[/]" for f in row.failures]
     if row.reason and row.status != "newly failing":
@@ -309,7 +309,7 @@ def _print_comparison(result, a, b) -> None:
     from rich.table import Table
 
     from aiot.host.cli._output import fmt_ms, out
-    from aiot.host.validity import emulated
+    from aiot.host.engine.validity import emulated
 
     title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
              f"A {a.name} ({a.source}, {len(a.records)} runs)")
@@ -409,7 +409,7 @@ def compare_command(
     first pass).
     """
     from aiot.host.cli._output import print_json
-    from aiot.host.compare import compare, parse_check
+    from aiot.host.store.compare import compare, parse_check
 
     if by is not None:
         _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json,
@@ -438,7 +438,7 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
     from dataclasses import replace
 
     from aiot.host.cli._output import print_json
-    from aiot.host.compare import BY, by_value, compare_by, parse_check
+    from aiot.host.store.compare import BY, by_value, compare_by, parse_check
 
     try:
         if by not in BY:
@@ -469,7 +469,7 @@ def _latency_board(records, fmt, limit):
     from rich.table import Table
 
     from aiot.host.cli._output import fmt_bytes, fmt_ms
-    from aiot.host.compare import latency_board
+    from aiot.host.store.compare import latency_board
 
     board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",

@@ -40,15 +40,15 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     """The suite's Target, every name checked before any work.
 
     Without ``--weights`` the model runs with the newest ``aiot train`` of it on
-    ``dataset`` (:func:`aiot.host.weights.choose_weights`); :func:`announce_target` says
+    ``dataset`` (:func:`aiot.host.engine.weights.choose_weights`); :func:`announce_target` says
     which, once every check has passed.
     """
     from aiot.converters.api import zoo_ref
     from aiot.converters.base import get_converter
     from aiot.host.cli.convert import parse_options
-    from aiot.host.devices import resolve_name
+    from aiot.host.devices.resolve import resolve_name
     from aiot.host.robust.target import Target
-    from aiot.host.weights import choose_weights
+    from aiot.host.engine.weights import choose_weights
 
     # The suites need an image classifier (data set, classes, corruptions): a zoo model,
     # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
@@ -65,7 +65,7 @@ def announce_target(target, dataset: str | None) -> None:
     """Say which weights the suite scores when they were picked for it, and warn when they
     are untrained (its clean accuracy is then chance level); after every check, before work."""
     from aiot.host.cli.measure import announce_weights
-    from aiot.host.weights import WeightsChoice
+    from aiot.host.engine.weights import WeightsChoice
 
     choice = WeightsChoice(target.weights, target.weights_origin or "given")
     announce_weights([(target.model, target.binarize, choice)], dataset)
@@ -80,7 +80,7 @@ def _labelled(dataset: str | None) -> str | None:
 
 def check_weights_file(path: Path | None, option: str, what: str = "weights") -> None:
     """A named state-dict file must exist, checked before any record or conversion starts."""
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
 
     if path is not None and not Path(path).is_file():
         raise UsageError(f"{what} file {path} does not exist",
@@ -92,7 +92,7 @@ def suite_context(ctx, target=None, dataset: str | None = None) -> Iterator[tupl
     """``(store, workspace)`` for one suite run, closed afterwards; with ``target``, its
     weights are announced first (:func:`announce_target`)."""
     from aiot.host.cli._output import state
-    from aiot.host.runs import Workspace
+    from aiot.host.engine.runs import Workspace
     from aiot.host.store.store import open_store
 
     if target is not None:

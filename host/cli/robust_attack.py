@@ -22,7 +22,7 @@ from aiot.host.cli.robust import (
     make_target,
     suite_context,
 )
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 Attacks = Annotated[str, typer.Option(
     help="Comma-separated attacks or groups: fgsm, pgd, pgd-l2, cw, deepfool, autoattack, sinifgsm, spsa, "

@@ -32,8 +32,8 @@ def parse_devices(values: list[str] | None) -> list[str]:
     Raises:
         UsageError: an empty name (``--device ,``).
     """
-    from aiot.host.devices import resolve_name
-    from aiot.host.errors import UsageError
+    from aiot.host.devices.resolve import resolve_name
+    from aiot.core.errors import UsageError
 
     if not values:
         return [resolve_name(None)]
@@ -45,7 +45,7 @@ def parse_devices(values: list[str] | None) -> list[str]:
 
 def _check_deployed(types: list[str], explicit: bool, fmt: str | None) -> None:
     """Precision and platform asked for by name need an artifact format."""
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
     from aiot.host.robust.sysnoise import DEPLOYED
 
     asked = [t for t in types if t in DEPLOYED]

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.errors import UsageError
-from aiot.host.model_ref import record_name
+from aiot.core.errors import UsageError
+from aiot.models.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp.")

@@ -15,7 +15,7 @@ def list_toolchains(as_json: Annotated[bool, typer.Option("--json", help="Print 
     """Known toolchains, their pinned requirements and whether they are installed."""
     from rich.table import Table
 
-    from aiot.host import toolchains
+    from aiot.core import toolchains
     from aiot.host.cli._output import out, print_json
 
     rows = toolchains.listing()
@@ -32,7 +32,7 @@ def list_toolchains(as_json: Annotated[bool, typer.Option("--json", help="Print 
 @app.command("install")
 def install(name: Annotated[str, typer.Argument(help="Toolchain name (see aiot toolchains list).")]) -> None:
     """Create a toolchain's environment (downloads its packages; a no-op when installed)."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
     from aiot.host.cli._output import message, spinner
 
     name = toolchains.check_name(name)
@@ -45,7 +45,7 @@ def install(name: Annotated[str, typer.Argument(help="Toolchain name (see aiot t
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Toolchain name.")]) -> None:
     """Delete a toolchain's environment."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
     from aiot.host.cli._output import message
 
     name = toolchains.check_name(name)

@@ -65,10 +65,10 @@ def train(
     from rich.markup import escape
 
     from aiot.host.cli._output import message, out, print_json, state
-    from aiot.host.datasets import DATASETS
+    from aiot.models.datasets import DATASETS
     from aiot.host.store import open_store
-    from aiot.host.training import TrainConfig
-    from aiot.host.training_record import train_and_record
+    from aiot.host.training.trainer import TrainConfig
+    from aiot.host.training.record import train_and_record
     from aiot.models import get_model_spec
 
     spec = get_model_spec(model)

@@ -6,7 +6,7 @@ for toybox (sh, ls, cat, tar, sha256sum, df, ...), ``getprop`` answering a Snapd
 phone's properties (or another phone's ``getprop`` dump, ``--props FILE``), ``/data/local/tmp``
 as the work dir, a ``/proc/cpuinfo`` and a ``/sys`` describing the SoC's CPU clusters, thermal
 zones and battery, and no ``python3`` anywhere. Whatever aiot must run there, it brings
-(:mod:`aiot.host.android_runtime`), as on a real phone.
+(:mod:`aiot.host.devices.android_runtime`), as on a real phone.
 
 Each shell command of the device runs, through ``enter.sh``, in a new user and mount namespace
 chrooted into the phone's root, where a binfmt_misc entry private to that namespace (Linux
@@ -26,8 +26,8 @@ import tempfile
 from pathlib import Path
 
 from aiot.host.emulator.arm64 import QEMU_CPU, check_tools, debian_mirror
-from aiot.host.errors import AiotError, UsageError
-from aiot.host.socs import ARM_PARTS, Soc, lookup
+from aiot.core.errors import AiotError, UsageError
+from aiot.host.devices.socs import ARM_PARTS, Soc, lookup
 
 PROFILES = ("linux", "android")
 WORKDIR = "/data/local/tmp/aiot"

@@ -126,8 +126,8 @@ def pm(phone: Phone, args: list[str]) -> int:
 
 def _pm_install(phone: Phone, args: list[str]) -> int:
     from aiot.host.app.build import manifest_facts, verify_signature
-    from aiot.host.errors import AiotError
-    from aiot.host.fileio import sha256_file
+    from aiot.core.errors import AiotError
+    from aiot.core.fileio import sha256_file
 
     flags = [a for a in args if a.startswith("-")]
     paths = [a for a in args if not a.startswith("-")]

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     Built in a temporary folder beside the cache entry and renamed into place when complete,
     so an interrupted build never leaves a half userland that a later start would trust.
     """
-    from aiot.host.device_setup import requirements
+    from aiot.host.devices.setup import requirements
 
     check_tools()
     extras = tuple(sorted(set(extras)))
@@ -178,7 +178,7 @@ def _debootstrap(root: Path) -> None:
 
 def _install_runtimes(work: Path, cache: Path, extras: tuple[str, ...] = ()) -> None:
     """aarch64 wheels matching the guest Python, unpacked natively into its site folder."""
-    from aiot.host.device_setup import FACTS_SCRIPT, UNPACK_SCRIPT, download_wheels, parse_facts
+    from aiot.host.devices.setup import FACTS_SCRIPT, UNPACK_SCRIPT, download_wheels, parse_facts
 
     wrapper = write_wrapper(work / "python3", work)
     facts = subprocess.run([str(wrapper), "-c", FACTS_SCRIPT], capture_output=True, text=True, timeout=120)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from aiot.host import arch as arch_names
-from aiot.host import inventory
+from aiot.core import arch as arch_names
+from aiot.host.devices import inventory
 from aiot.host.emulator.ssh import remove_folder
 from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
-from aiot.host.errors import UnknownName, UsageError
+from aiot.core.errors import UnknownName, UsageError
 
 KINDS = ("ssh", "adb")
 ARCHES = ("x86_64", "arm64")
@@ -53,7 +53,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if arch != _native_arch() and arch != "arm64":
         raise UsageError(f"--arch {arch} cannot be emulated on this {_native_arch()} machine",
                          f"use --arch {_native_arch()} or arm64")
-    from aiot.host.device_setup import OPTIONAL_RUNTIMES
+    from aiot.host.devices.setup import OPTIONAL_RUNTIMES
 
     unknown = [e for e in extras if e not in OPTIONAL_RUNTIMES]
     if unknown:
@@ -74,7 +74,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
         python = None
         if phone_props is not None:
             from aiot.host.emulator.adb import start_android_phone
-            from aiot.host.paths import cache_dir
+            from aiot.core.paths import cache_dir
 
             on_step("building the phone's root (busybox as toybox, getprop, /data/local/tmp)")
             proc, port, entry = start_android_phone(name, folder, cache_dir(), phone_props)
@@ -82,7 +82,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
                                            folder=str(folder), extra={"profile": "android"}), entry)
         if arch != _native_arch():
             from aiot.host.emulator.arm64 import prepare_device
-            from aiot.host.paths import cache_dir
+            from aiot.core.paths import cache_dir
 
             python = str(prepare_device(folder, cache_dir(), on_step, extras))
         on_step(f"starting the {kind} server")

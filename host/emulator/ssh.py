@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from aiot.host.errors import AiotError
-from aiot.host.inventory import DeviceEntry
+from aiot.core.errors import AiotError
+from aiot.host.devices.inventory import DeviceEntry
 
 SSHD = "/usr/sbin/sshd"
 

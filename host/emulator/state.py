@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from aiot.host.fileio import write_text_atomic
-from aiot.host.paths import xdg_dir
+from aiot.core.fileio import write_text_atomic
+from aiot.core.paths import xdg_dir
 
 
 def state_dir() -> Path:
@@ -108,6 +108,6 @@ def descendants(pid: int) -> list[int]:
 
 def load_all() -> list[EmulatorState]:
     """Every emulator that has a state file."""
-    from aiot.host.fileio import load_states
+    from aiot.core.fileio import load_states
 
     return load_states(sorted(emulators_dir().glob("*/state.json")), EmulatorState)

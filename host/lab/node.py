@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aiot.host.errors import AiotError, MissingDependency, UsageError
+from aiot.core.errors import AiotError, MissingDependency, UsageError
 from aiot.host.lab import reach, security
 
 DEVICE_RESOURCE = "aiot_device:"
@@ -81,7 +81,7 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
         UsageError: a node already runs here, the address is malformed, or there is no token.
         AiotError: Ray did not start, with its last log line.
     """
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
 
     known = load_nodes()
     for dead in (s for s in known if not s.alive()):  # a node that was killed, not stopped
@@ -155,7 +155,7 @@ def _wait_ready(proc: subprocess.Popen, log_path: Path) -> None:
 
 def load_nodes() -> list[NodeState]:
     """Nodes this host started (alive or not)."""
-    from aiot.host.fileio import load_states
+    from aiot.core.fileio import load_states
 
     return load_states(sorted(lab_dir().glob("node-*.json")), NodeState)
 

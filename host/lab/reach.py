@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from aiot.host.errors import TransportError, UsageError
+from aiot.core.errors import TransportError, UsageError
 from aiot.host.lab import security
 
 log = logging.getLogger(__name__)

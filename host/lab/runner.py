@@ -1,8 +1,8 @@
 """The node's side of a lab sweep: one Ray actor per device, on the node that owns it.
 
-:class:`DeviceRunner` holds a :class:`~aiot.host.runs.Workspace` of the node (its inventory,
+:class:`DeviceRunner` holds a :class:`~aiot.host.engine.runs.Workspace` of the node (its inventory,
 transports, agent session, cool-down baseline) and measures one run at a time exactly as a
-local campaign worker does (:func:`aiot.host.executor.measure_run`). It converts nothing:
+local campaign worker does (:func:`aiot.host.engine.executor.measure_run`). It converts nothing:
 the driver sends the artifact's bytes through Ray's object store, and the runner checks
 their sha256 before it writes them into the node's cache (content-addressed, so the node's
 push cache still sends 0 bytes to the device for an artifact it has). It never touches a
@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import socket
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 
 class ShipmentError(AiotError):
@@ -25,8 +25,8 @@ class DeviceRunner:
     """Measures ``device``'s runs on this node (a Ray actor; see :func:`actor_class`)."""
 
     def __init__(self, device: str) -> None:
-        from aiot.host.paths import cache_dir, results_dir
-        from aiot.host.runs import Workspace
+        from aiot.core.paths import cache_dir, results_dir
+        from aiot.host.engine.runs import Workspace
 
         self.device = device
         self.root = cache_dir() / "lab-artifacts"
@@ -38,7 +38,7 @@ class DeviceRunner:
 
         import aiot
         from aiot.device_agent.protocol import PROTOCOL_VERSION
-        from aiot.host import inventory
+        from aiot.host.devices import inventory
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
                 "aiot_version": aiot.__version__, "protocol": PROTOCOL_VERSION,
@@ -53,8 +53,8 @@ class DeviceRunner:
         Returns ``{"columns", "provenance"}``, or ``{"error": {type, message, hint, transient}}``:
         failures travel as data, since an exception class need not rebuild on the driver.
         """
-        from aiot.host.executor import measure_run
-        from aiot.host.runs import NullListener, is_transient
+        from aiot.host.engine.executor import measure_run
+        from aiot.host.engine.runs import NullListener, is_transient
 
         provenance: dict = {"lab": {k: v for k, v in self.facts().items() if k in ("node_id", "hostname")}}
         try:
@@ -77,8 +77,8 @@ class DeviceRunner:
 
     def _unpack(self, artifact: dict, blobs: tuple[bytes, ...]):
         """The shipped files in this node's cache, checked against the driver's hash."""
-        from aiot.host.fileio import write_bytes_atomic
-        from aiot.host.user_artifact import UserArtifact
+        from aiot.core.fileio import write_bytes_atomic
+        from aiot.host.engine.user_artifact import UserArtifact
 
         folder = self.root / artifact["sha256"]
         paths = [folder / name for name in artifact["files"]]

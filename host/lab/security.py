@@ -31,8 +31,8 @@ import subprocess
 from pathlib import Path
 
 from aiot.host.emulator.state import state_dir
-from aiot.host.errors import AiotError, UsageError
-from aiot.host.paths import cache_dir
+from aiot.core.errors import AiotError, UsageError
+from aiot.core.paths import cache_dir
 
 TOKEN_ENV = "AIOT_LAB_TOKEN_FILE"
 TOKEN_NAME = "auth_token"

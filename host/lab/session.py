@@ -1,7 +1,7 @@
 """The driver's side of a lab sweep: which node owns which device, and a campaign workspace
 per device whose runs are measured on that node.
 
-The campaign engine (:func:`aiot.host.campaign.run_campaign`) is unchanged: its worker for a
+The campaign engine (:func:`aiot.host.engine.campaign.run_campaign`) is unchanged: its worker for a
 device gets a :class:`LabDevice` instead of a local workspace. The driver converts each
 artifact once, ships its bytes through Ray's object store (once per content hash), and
 writes every record itself (pending before, ok/failed after), so resume, ``--fresh``,
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import AiotError, TransportError, UsageError
+from aiot.core.errors import AiotError, TransportError, UsageError
 from aiot.host.lab import security
 from aiot.host.lab.node import DEVICE_RESOURCE, node_labels, ray_available
 from aiot.host.lab.reach import check_head, stderr_captured, token_refused
@@ -258,16 +258,16 @@ class LabDevice:
     """The campaign's workspace for one lab device: converts here, measures on the owner node."""
 
     def __init__(self, session: LabSession, device: str, results_dir: Path) -> None:
-        from aiot.host.runs import Workspace
+        from aiot.host.engine.runs import Workspace
 
         self.session, self.device = session, device
         self.local = Workspace(results_dir)  # conversions and their cache stay on the driver
 
     def measure(self, request, workspace, listener, provenance: dict, cooldown=None) -> dict:
-        """:func:`aiot.host.executor.measure_run` on the node; fills ``provenance``."""
+        """:func:`aiot.host.engine.executor.measure_run` on the node; fills ``provenance``."""
         import ray
 
-        from aiot.host.executor import _convert
+        from aiot.host.engine.executor import _convert
 
         conv, sidecar = _convert(request, self.local, listener)
         meta, refs = self.session.ship(conv, sidecar, request.format)

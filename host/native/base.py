@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 _MASK_OK = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 DTYPES = ("float32", "uint8", "int64")

@@ -18,8 +18,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from aiot.host import inventory
-from aiot.host.errors import UsageError
+from aiot.host.devices import inventory
+from aiot.core.errors import UsageError
 from aiot.host.native.registry import TOOLS
 
 

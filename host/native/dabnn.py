@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.native.base import NativeAdapter
 from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.record import NUMBER, make_record, to_ms

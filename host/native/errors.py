@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 TAIL_CHARS = 4000  # enough for the last screen of a tool's log, small enough for a result record
 

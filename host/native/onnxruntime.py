@@ -18,7 +18,7 @@ generate inputs, so a bare ``model.onnx`` works without ``test_data_set_*`` fold
 
 from __future__ import annotations
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.native.base import NativeAdapter
 from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.record import NUMBER, make_record, number, search, to_ms

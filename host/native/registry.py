@@ -10,7 +10,7 @@ from aiot.host.native.lce import LceBenchmarkModelAdapter
 from aiot.host.native.onnxruntime import PerfTestAdapter
 from aiot.host.native.tflite import BenchmarkModelAdapter
 from aiot.host.native.torch_mobile import SpeedBenchmarkTorchAdapter
-from aiot.host.registry import Registry
+from aiot.core.registry import Registry
 
 TOOLS: Registry[NativeAdapter] = Registry("native tool")
 TOOLS.add("benchmark_model", BenchmarkModelAdapter(), aliases=("tflite_benchmark_model",))

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from aiot.host.errors import DeviceCommandError, UsageError
+from aiot.core.errors import DeviceCommandError, UsageError
 from aiot.host.native.base import InputSpec, NativeAdapter
 from aiot.host.transports.base import Transport
 

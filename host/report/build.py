@@ -16,11 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from aiot.host.errors import UsageError
-from aiot.host.input_shapes import shape_label
-from aiot.host.model_ref import model_label
+from aiot.core.errors import UsageError
+from aiot.host.engine.input_shapes import shape_label
+from aiot.models.model_ref import model_label
 from aiot.host.report import summary
-from aiot.host.validity import INVALID, emulated
+from aiot.host.engine.validity import INVALID, emulated
 
 LATENCY, TRAIN = "latency", "train"
 
@@ -53,7 +53,7 @@ class Run:
     cluster: str | None = None
     input_shape: str | None = None  # "1x3x224x224", or "a=1x4 b=1x4" for several inputs
     emulated: bool = False  # measured on one of aiot's emulated devices: not a phone's time
-    profile: dict | None = None  # per-operator times (run --profile), see aiot.host.profiles
+    profile: dict | None = None  # per-operator times (run --profile), see aiot.host.engine.profiles
 
     @property
     def invalid(self) -> bool:

@@ -14,9 +14,9 @@ import html
 import io
 from pathlib import Path
 
-from aiot.host.fileio import write_text_atomic
-from aiot.host.untrusted import csv_cell, visible
-from aiot.host.validity import INVALID
+from aiot.core.fileio import write_text_atomic
+from aiot.core.untrusted import csv_cell, visible
+from aiot.host.engine.validity import INVALID
 
 HTML_FILE, MD_FILE = "index.html", "report.md"
 FORMATS = ("html", "md", "csv")

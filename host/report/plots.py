@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import MissingDependency
-from aiot.host.fileio import write_atomic
+from aiot.core.errors import MissingDependency
+from aiot.core.fileio import write_atomic
 
 DPI = 100
 WIDTH_IN = 9.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from aiot.host.profiles import TOP_N, top_ops
+from aiot.host.engine.profiles import TOP_N, top_ops
 
 #: What marks the fastest format of a model on a device, in every writer.
 FASTEST = "★ fastest"

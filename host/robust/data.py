@@ -1,7 +1,7 @@
 """Evaluation images for the suites: uint8 pixels *before* preprocessing.
 
 Suites perturb the pixels (decode, resize, corrupt) and then preprocess with the model's own
-:func:`aiot.host.datasets.preprocess`, so the perturbation is the only difference between the
+:func:`aiot.models.datasets.preprocess`, so the perturbation is the only difference between the
 reference pipeline and the perturbed one.
 
 Two kinds of sets: a labelled test split of a registered dataset (``fashion-mnist``,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiot.host.errors import DatasetError, MissingDependency, UnknownName, UsageError
+from aiot.core.errors import DatasetError, MissingDependency, UnknownName, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def eval_set(dataset: str, limit: int | None, seed: int = 0) -> EvalSet:
 
     ``photos`` gives :func:`photo_set` (unlabelled, a seeded subset of ``limit`` photos).
     """
-    from aiot.host.datasets import DATASETS, load_raw, select_subset
+    from aiot.models.datasets import DATASETS, load_raw, select_subset
 
     if dataset.strip().lower() == PHOTOS:
         return photo_set(limit, seed)
@@ -104,7 +104,7 @@ def model_input(images: np.ndarray | Sequence[np.ndarray], spec) -> np.ndarray:
     the model's aspect ratio, bilinear resize, normalisation) and stacked, so each row equals
     ``preprocess(image[None], spec.input)[0]``.
     """
-    from aiot.host.datasets import preprocess
+    from aiot.models.datasets import preprocess
 
     if isinstance(images, np.ndarray):
         return preprocess(images, spec.input)
@@ -131,7 +131,7 @@ def photo_set(limit: int | None = None, seed: int = 0) -> EvalSet:
         MissingDependency: scikit-image or scikit-learn is not installed.
         DatasetError: no photo could be loaded.
     """
-    from aiot.host.datasets import select_subset
+    from aiot.models.datasets import select_subset
 
     names, images = _load_photos()
     idx = select_subset(np.zeros(len(names), dtype=np.int64), limit, seed)

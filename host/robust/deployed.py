@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.robust.target import Target
 
 log = logging.getLogger(__name__)
@@ -43,8 +43,8 @@ class DeployedPredictor:
         from aiot.converters import get_converter
         from aiot.converters.api import convert_model
         from aiot.converters.sidecar import read_sidecar
-        from aiot.host.deploy import push_file
-        from aiot.host.executor import _artifact_provenance
+        from aiot.host.devices.deploy import push_file
+        from aiot.host.engine.executor import _artifact_provenance
 
         if target.fmt is None:
             raise UsageError("a deployed predictor needs a format", "pass --format tflite (or another)")
@@ -107,7 +107,7 @@ class DeployedPredictor:
 
     def _predict_once(self, x: np.ndarray) -> np.ndarray:
         """The one-shot ``predict`` command: push the inputs, run an agent, pull the outputs."""
-        from aiot.host.deploy import push_file
+        from aiot.host.devices.deploy import push_file
 
         if self._stage is None:
             self._stage = Path(tempfile.mkdtemp(prefix="aiot-robust-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Target:
         device: device the artifact runs on (``local``, an inventory name, an emulated device).
         options: converter options (``quant=int8`` ...).
         threads: inference threads on the device.
-        weights_origin: where ``weights`` came from (:mod:`aiot.host.weights`: given,
+        weights_origin: where ``weights`` came from (:mod:`aiot.host.engine.weights`: given,
             trained, packaged, random); the record's provenance says it.
     """
 
@@ -49,8 +49,8 @@ class Target:
                        options=dict(self.options if options is None else options))
 
     def weights_provenance(self) -> dict:
-        """The record's ``weights``: origin, file name and sha256 (see :mod:`aiot.host.weights`)."""
-        from aiot.host.weights import GIVEN, RANDOM, weights_provenance
+        """The record's ``weights``: origin, file name and sha256 (see :mod:`aiot.host.engine.weights`)."""
+        from aiot.host.engine.weights import GIVEN, RANDOM, weights_provenance
 
         origin = self.weights_origin or (GIVEN if self.weights else RANDOM)
         return weights_provenance(self.weights, origin)

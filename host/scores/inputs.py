@@ -14,7 +14,7 @@ surrounding spaces ignored; extra columns are ignored, so notes can stay in the 
   optionally ``format`` (the binarized runtime, e.g. ``lce``). ``threads`` may be empty
   where unknown; sizes may be in any unit, the same for both columns (only the ratio counts).
 
-Every mistake is a :class:`~aiot.host.errors.UsageError` naming the file and line (the
+Every mistake is a :class:`~aiot.core.errors.UsageError` naming the file and line (the
 header is line 1).
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.scores.om_infer import Pair
 from aiot.host.scores.vips import MODEL_CODES, DeviceTest, NotRun, aiotbench_model
 

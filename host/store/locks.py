@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 
 try:
     import fcntl

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiot.host.errors import StoreError, UsageError
+from aiot.core.errors import StoreError, UsageError
 from aiot.host.store.store import DB_NAME, Store
 
 _COMPANIONS = ("-wal", "-shm")

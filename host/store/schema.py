@@ -54,7 +54,7 @@ def _to_v1(conn: sqlite3.Connection) -> None:
 
 
 def _to_v2(conn: sqlite3.Connection) -> None:
-    """v2: each run's VALID / INVALID verdict (see aiot.host.validity); NULL for older runs."""
+    """v2: each run's VALID / INVALID verdict (see aiot.host.engine.validity); NULL for older runs."""
     conn.execute("ALTER TABLE runs ADD COLUMN validity TEXT")
 
 

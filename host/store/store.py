@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import quote
 
-from aiot.host.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
-from aiot.host.errors import StoreError
-from aiot.host.fileio import new_file_mode
+from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
+from aiot.core.errors import StoreError
+from aiot.core.fileio import new_file_mode
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
 

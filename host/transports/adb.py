@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiot.host.errors import CommandTimeout, MissingDependency, TransportError
-from aiot.host.fileio import atomic_path
-from aiot.host.inventory import DeviceEntry
+from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
+from aiot.core.fileio import atomic_path
+from aiot.host.devices.inventory import DeviceEntry
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineStream, reporting_pid
@@ -282,7 +282,7 @@ class AdbTransport:
         return FileStat(remote, info.size, mtime, statmod.S_ISDIR(info.mode))
 
     def info(self) -> dict:
-        from aiot.host.probe import probe_linux
+        from aiot.host.devices.probe import probe_linux
 
         facts = probe_linux(self)
         facts.update({"transport": "adb", "serial": self.serial, "python_path": self.python(),

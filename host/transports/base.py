@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from aiot.host.errors import TransportError
+from aiot.core.errors import TransportError
 
 
 @dataclass(frozen=True)

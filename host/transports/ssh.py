@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiot.host.errors import CommandTimeout, MissingDependency, TransportError
-from aiot.host.fileio import atomic_path
-from aiot.host.inventory import DeviceEntry, config_dir
+from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
+from aiot.core.fileio import atomic_path
+from aiot.host.devices.inventory import DeviceEntry, config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import PID_MARKER, LineStream, reporting_pid
@@ -35,7 +35,7 @@ class SshSetupError(TransportError):
     """This host's SSH set-up for a device is wrong (its key file, known_hosts, a host key
     that is unknown or changed, a refused key): retrying the run cannot help."""
 
-    transient = False  # read by aiot.host.runs.is_transient: no retries with backoff
+    transient = False  # read by aiot.host.engine.runs.is_transient: no retries with backoff
 
 
 def known_hosts_path(entry: DeviceEntry) -> Path:
@@ -286,7 +286,7 @@ class SshTransport:
         return FileStat(remote, st.st_size or 0, float(st.st_mtime or 0), statmod.S_ISDIR(st.st_mode or 0))
 
     def info(self) -> dict:
-        from aiot.host.probe import probe_linux
+        from aiot.host.devices.probe import probe_linux
 
         facts = probe_linux(self)
         facts.update({"transport": "ssh", "address": f"{self.entry.host}:{self.entry.port or 22}",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from aiot.host.errors import CommandTimeout, TransportError
+from aiot.core.errors import CommandTimeout, TransportError
 
 PID_MARKER = "@@AIOT_PID "
 #: Seconds ``close`` waits for the command to exit on its own after stdin closed.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiot.host.registry import Registry
+from aiot.core.registry import Registry
 from aiot.models.bibench import bireal, bnn, dorefa, fda, reactnet, recu, xnor, xnorpp
 
 

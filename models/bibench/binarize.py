@@ -18,7 +18,7 @@ import logging
 import torch
 from torch import nn
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.models.bibench.algorithms import get_algorithm
 from aiot.models.bibench.base import BinarizedLayer
 

@@ -14,7 +14,7 @@ import copy
 import torch
 from torch import nn
 
-from aiot.host.errors import ConversionError
+from aiot.core.errors import ConversionError
 from aiot.models.bibench.algorithms import get_algorithm
 from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, hard_sign
 from aiot.models.bibench.binarize import binarized_layers, replace_module

@@ -51,7 +51,7 @@ def test_build_makes_an_apk_android_tools_accept(built, cli):
         "sha256": built["sha256"], "path": built["path"], "package": "org.aiot.agent",
         "instrumentation": "org.aiot.agent.AgentInstrumentation", "version": "0.1.0"}
     # Outputs and the key live in the cache, never in the source tree.
-    from aiot.host.paths import source_root
+    from aiot.core.paths import source_root
 
     assert source_root() not in apk.parents and source_root() not in Path(built["keystore"]).parents
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from aiot.host.paths import source_root
+from aiot.core.paths import source_root
 from tests.app.conftest import need_tools
 
 ROOT = source_root() / "android_app"

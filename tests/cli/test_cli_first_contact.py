@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from aiot import __version__
-from aiot.host import inventory
-from aiot.host.inventory import DeviceEntry
+from aiot.host.devices import inventory
+from aiot.host.devices.inventory import DeviceEntry
 
 FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
         "--cooldown-max-s", "0"]
@@ -46,8 +46,8 @@ def cli_app():
 
 
 def test_a_binarized_model_has_one_name_everywhere():
-    from aiot.host.compare import Row
-    from aiot.host.runs import RunRequest
+    from aiot.host.store.compare import Row
+    from aiot.host.engine.runs import RunRequest
 
     request = RunRequest("local", "resnet18", "lce", 2, binarize="bnn")
     assert request.label() == "resnet18_bnn · lce · 2t @ local"

@@ -12,7 +12,7 @@ def test_models_list_shows_counts_and_reference_flops(cli):
 
 
 def test_models_list_works_without_an_optional_model_package(cli, monkeypatch, tmp_path):
-    from aiot.host import model_facts
+    from aiot.models import model_facts
     from aiot.models import get_model_spec
 
     monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)  # import fails

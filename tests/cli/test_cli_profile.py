@@ -72,8 +72,8 @@ def test_a_runtime_without_a_profiler_says_so(cli):
 
 
 def test_runs_without_profile_keep_their_spec_and_key():
-    from aiot.host.campaign import run_key
-    from aiot.host.runs import MeasureParams, RunRequest
+    from aiot.host.engine.campaign import run_key
+    from aiot.host.engine.runs import MeasureParams, RunRequest
 
     plain = RunRequest("local", "tiny_cnn", "onnx", 1)
     assert "profile" not in plain.to_spec()["params"]

@@ -3,7 +3,7 @@
 
 import pytest
 
-from aiot.host.datasets.fashion_mnist import DEFAULT_DIR
+from aiot.models.datasets.fashion_mnist import DEFAULT_DIR
 
 needs_fmnist = pytest.mark.skipif(not (DEFAULT_DIR / "t10k-images-idx3-ubyte.gz").is_file(),
                                   reason="dataset-fashion-mnist is not installed")

@@ -9,7 +9,7 @@ import pytest
 
 def need_toolchain(name: str) -> None:
     """Skip (or fail under AIOT_REQUIRE_TOOLCHAINS=1) when toolchain ``name`` is missing."""
-    from aiot.host import toolchains
+    from aiot.core import toolchains
 
     if toolchains.installed(name) is None:
         if os.environ.get("AIOT_REQUIRE_TOOLCHAINS") == "1":

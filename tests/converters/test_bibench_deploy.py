@@ -16,7 +16,7 @@ pytest.importorskip("flatbuffers")
 
 from aiot.converters.dab_schema import parse_model
 from aiot.converters.dabnn_reference import load_model, run_model
-from aiot.host.errors import ConversionError
+from aiot.core.errors import ConversionError
 from aiot.models import get_model_spec
 from aiot.models.bibench import build_binarized, freeze
 from aiot.models.binary import BinaryConv2d

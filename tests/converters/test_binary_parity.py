@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
 from aiot.converters.sign_parity import MIN_SIGN_AGREEMENT, compare_signs
-from aiot.host.errors import AccuracyMismatch
+from aiot.core.errors import AccuracyMismatch
 
 TOLERANCE = {"atol": 1e-3, "rtol": 1e-3}
 

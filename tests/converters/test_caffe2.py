@@ -10,8 +10,8 @@ from aiot.converters.caffe2_proto import parse_net
 from aiot.converters.caffe2_reference import arguments, load_net, run_net
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.errors import ArtifactError, ConversionError
-from aiot.host.fileio import sha256_file
+from aiot.core.errors import ArtifactError, ConversionError
+from aiot.core.fileio import sha256_file
 from tests.converters.conftest import randomize_bn
 
 torch = pytest.importorskip("torch")

@@ -11,7 +11,7 @@ from aiot.converters import format_table, get_converter
 from aiot.converters.api import artifact_name, build_source_model, convert_model, state_sha256
 from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, verify_artifact
-from aiot.host.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
+from aiot.core.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
 
 torch = pytest.importorskip("torch")
 FORMATS = ["onnx", "ort", "ptl", "tflite"]
@@ -126,7 +126,7 @@ def test_ptl_is_at_the_lite_interpreters_best(tmp_path):
 
 def test_ptl_optimize_yes_is_refused_clearly_without_xnnpack(tmp_path):
     from aiot.converters.ptl import _maybe_optimize
-    from aiot.host.errors import ConversionError
+    from aiot.core.errors import ConversionError
 
     traced = torch.jit.trace(torch.nn.Conv2d(1, 2, 3).eval(), torch.randn(1, 1, 8, 8))
     try:

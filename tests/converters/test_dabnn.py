@@ -22,7 +22,7 @@ from aiot.converters.dabnn_reference import check_model, in_place_hazards
 from aiot.converters.graph import lower
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.errors import AccuracyMismatch, ArtifactError, ConversionError, UsageError
+from aiot.core.errors import AccuracyMismatch, ArtifactError, ConversionError, UsageError
 from tests.converters.conftest import randomize_bn
 
 torch = pytest.importorskip("torch")

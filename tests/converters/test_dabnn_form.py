@@ -16,7 +16,7 @@ pytest.importorskip("flatbuffers")
 from aiot.converters.dabnn_form import deployed_form, describe, float_read_clamps
 from aiot.converters.graph import lower
 from aiot.converters.sign_parity import check_sign_parity
-from aiot.host.errors import ConversionError
+from aiot.core.errors import ConversionError
 from aiot.models.binary import BinaryConv2d
 from tests.converters.test_dabnn import CONVERTER, _export, _parity
 

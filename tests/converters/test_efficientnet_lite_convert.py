@@ -7,7 +7,7 @@ import pytest
 
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.fileio import sha256_file
+from aiot.core.fileio import sha256_file
 from aiot.models import get_model_spec
 from aiot.models.efficientnet_lite import ESPRESSO
 

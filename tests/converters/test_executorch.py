@@ -4,7 +4,7 @@ import pytest
 
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 pytest.importorskip("torch")
 

@@ -9,8 +9,8 @@ import pytest
 from aiot.converters import format_table
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
-from aiot.host import toolchains
-from aiot.host.errors import ConversionError, MissingDependency
+from aiot.core import toolchains
+from aiot.core.errors import ConversionError, MissingDependency
 
 torch = pytest.importorskip("torch")
 

@@ -101,7 +101,7 @@ def test_flatbuffer_reader_agrees_with_litert(int8_uint8_tflite, dynamic_two_inp
 
 @pytest.mark.parametrize("backend", ["litert", "lce"])
 def test_lce_reads_and_runs_the_int8_model_like_litert(int8_uint8_tflite, backend):
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core.toolchains import backend_toolchain
 
     if backend == "litert":
         pytest.importorskip("ai_edge_litert")
@@ -168,7 +168,7 @@ def test_dynamic_tflite_through_the_agent(dynamic_two_input_tflite, tmp_path):
 
 
 def test_lce_cannot_resize_and_says_so(dynamic_two_input_tflite):
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core.toolchains import backend_toolchain
 
     toolchain = backend_toolchain("lce")
     spec = {"backend": "lce", "artifact": str(dynamic_two_input_tflite)}
@@ -189,7 +189,7 @@ def test_lce_cannot_resize_and_says_so(dynamic_two_input_tflite):
 
 
 def test_pte_signature_and_run_in_the_executorch_toolchain(two_input_pte):
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core.toolchains import backend_toolchain
 
     toolchain = backend_toolchain("executorch")
     spec = {"backend": "executorch", "artifact": str(two_input_pte), "seed": 6}
@@ -209,7 +209,7 @@ def test_pte_signature_and_run_in_the_executorch_toolchain(two_input_pte):
 
 def test_output_fingerprints_match_the_legacy_one(two_input_pte):
     """``output`` is still the first output's fingerprint, as every older record has it."""
-    from aiot.host.toolchains import backend_toolchain
+    from aiot.core.toolchains import backend_toolchain
 
     spec = {"backend": "executorch", "artifact": str(two_input_pte)}
     res = agent_answer("run", spec, backend_toolchain("executorch"))

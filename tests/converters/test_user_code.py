@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 
 MYNET = textwrap.dedent("""
     import torch

@@ -224,7 +224,7 @@ def test_full_state_folder(cli, fault, small_disk, monkeypatch):
 
 @pytest.mark.fault("full device work dir retried as a lost link")
 def test_full_local_workdir_is_one_failed_record(cli, fault, small_disk, monkeypatch):
-    import aiot.host.campaign as campaign
+    import aiot.host.engine.campaign as campaign
 
     disk = small_disk("64k")
     monkeypatch.setenv("AIOT_LOCAL_WORKDIR", str(disk.path / "device"))
@@ -254,7 +254,7 @@ def _wheel(path: Path, unpacked: int) -> Path:
 @pytest.fixture
 def tight_device(small_disk, monkeypatch, tmp_path):
     """The local device on a 1 MB disk, and a 3 MB (unpacked) wheel to set it up with."""
-    from aiot.host import device_setup
+    from aiot.host.devices import setup as device_setup
     from aiot.host.transports.local import LocalTransport
 
     disk = small_disk("1m")
@@ -265,8 +265,8 @@ def tight_device(small_disk, monkeypatch, tmp_path):
 
 @pytest.mark.fault("devices setup does not check free space first")
 def test_devices_setup_checks_space_first(fault, tight_device, tmp_path):
-    from aiot.host.device_setup import setup_device
-    from aiot.host.errors import DeviceStorageError
+    from aiot.host.devices.setup import setup_device
+    from aiot.core.errors import DeviceStorageError
 
     disk, transport = tight_device
     with pytest.raises(DeviceStorageError, match=r"need.*\(ENOSPC\): nothing was sent"):
@@ -276,8 +276,8 @@ def test_devices_setup_checks_space_first(fault, tight_device, tmp_path):
 
 @pytest.mark.fault("devices setup leaves the device full after a failed unpack")
 def test_failed_unpack_is_cleaned(fault, tight_device, tmp_path, monkeypatch):
-    from aiot.host import device_setup
-    from aiot.host.errors import DeviceStorageError
+    from aiot.host.devices import setup as device_setup
+    from aiot.core.errors import DeviceStorageError
 
     disk, transport = tight_device
     monkeypatch.setattr(device_setup, "require_space", lambda *a, **k: None)  # as before the check

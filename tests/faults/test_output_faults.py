@@ -94,7 +94,7 @@ def test_nan_where_pytorch_has_numbers_is_named(fault):
     import numpy as np
 
     from aiot.converters.parity import compare_outputs
-    from aiot.host.errors import AccuracyMismatch
+    from aiot.core.errors import AccuracyMismatch
 
     reference = np.array([[1.0, 2.0, np.inf, np.nan], [0.5, -1.0, -np.inf, np.nan]])
     same = compare_outputs(reference, reference.copy(), 1e-4, 1e-3)
@@ -113,7 +113,7 @@ def test_nan_where_pytorch_has_numbers_is_named(fault):
 
 
 def test_output_drift_compares_nonfinite_heads():
-    from aiot.host.output_drift import compare_fingerprints
+    from aiot.host.store.output_drift import compare_fingerprints
 
     a = {"size": 4, "l2": 2.0, "head": [1.0, 1.0, "inf", "nan"],
          "nonfinite": {"nan": 1, "inf": 1, "-inf": 0}}

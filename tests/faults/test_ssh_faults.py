@@ -50,7 +50,7 @@ def _add(entry, **changes) -> None:
     bypassing the key check of ``add`` so that a key broken later can be tested."""
     from dataclasses import replace
 
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
 
     devices = inventory.load()
     changed = replace(entry, **changes)
@@ -59,7 +59,7 @@ def _add(entry, **changes) -> None:
 
 
 def _dead_entry(name: str, host: str = "127.0.0.1", port: int | None = None):
-    from aiot.host.inventory import DeviceEntry
+    from aiot.host.devices.inventory import DeviceEntry
 
     return DeviceEntry(name=name, transport="ssh", host=host, port=port or free_port(), user="u",
                        workdir="/tmp/aiot-never-used")
@@ -206,7 +206,7 @@ def not_ssh():
 def test_not_an_ssh_server_no_paramiko_traceback(fault, not_ssh, tmp_path):
     """The real command in a real process, so paramiko's own logging reaches the terminal
     as it would for a user."""
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
 
     inventory.save({"web": _dead_entry("web", port=not_ssh)})
     done = subprocess.run([sys.executable, "-m", "aiot", "devices", "info", "web"], env=dict(os.environ),

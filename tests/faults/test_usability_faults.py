@@ -135,7 +135,7 @@ def test_run_refuses_an_option_of_another_format_up_front(cli, fault):
 @needs_sklearn
 @pytest.mark.fault("trained BNN refused by the LCE parity check")
 def test_trained_binarized_network_converts_to_lce_under_the_binarized_rule(cli, fault, tmp_path):
-    from aiot.host.training import TrainConfig, train
+    from aiot.host.training.trainer import TrainConfig, train
     from tests.converters.conftest import need_toolchain
 
     need_toolchain("lce")

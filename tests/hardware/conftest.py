@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from aiot.host import inventory
+from aiot.host.devices import inventory
 
 NAMED = os.environ.get("AIOT_TEST_DEVICE")
 _REAL_INVENTORY = inventory.inventory_path()

@@ -28,7 +28,7 @@ TOOLS = ("javac", "java", "keytool", "aapt2", "zipalign", "apksigner", "dpkg-deb
 
 
 def _transport(name: str):
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     return open_transport(name)
 
@@ -189,7 +189,7 @@ def test_am_instrument_child_ends_with_the_host_or_force_stop(cli, app_env):
     """The agent an instrumentation started dies when the host stops waiting (its adb stream
     closes) and on ``am force-stop``: no orphan keeps measuring."""
     from aiot.host.app.instrument import StatusParser, encode_spec, force_stop, instrument_argv
-    from aiot.host.errors import CommandTimeout
+    from aiot.core.errors import CommandTimeout
 
     need_tools(*TOOLS)
     cli.json("emulator", "start", "adb", "--profile", "android", "--name", "stop-phone")

@@ -36,7 +36,7 @@ DIMENSITY_GETPROP = """\
 
 
 def _shell(device: str, script: str):
-    from aiot.host.devices import open_transport
+    from aiot.host.devices.resolve import open_transport
 
     transport = open_transport(device)
     try:
@@ -97,8 +97,8 @@ def test_props_file_makes_another_phone(cli, tmp_path):
 
 
 def test_phone_and_board_in_one_sweep_with_the_phone_killed_mid_sweep(cli, tmp_path):
-    from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-    from aiot.host.runs import MeasureParams, NullListener, expand_sweep
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.engine.runs import MeasureParams, NullListener, expand_sweep
     from aiot.host.store import open_store
 
     cli.json("emulator", "start", "adb", "--profile", "android", "--name", "rack-phone")

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from aiot.host import inventory
+from aiot.host.devices import inventory
 from aiot.host.emulator import arm64
 
 pytestmark = [

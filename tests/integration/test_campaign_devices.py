@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-from aiot.host.runs import MeasureParams, NullListener, expand_sweep
+from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+from aiot.host.engine.runs import MeasureParams, NullListener, expand_sweep
 from aiot.host.store import open_store
 from tests.helpers import KillAfterFirstRun, stop_emulators, stored_run_key
 

@@ -4,8 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from aiot.host import doctor, inventory
-from aiot.host.doctor import diagnose
+from aiot.host.devices import doctor
+from aiot.host.devices import inventory
+from aiot.host.devices.doctor import diagnose
 from aiot.host.emulator.ssh import free_port
 from aiot.host.transports.ssh import SshTransport
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-from aiot.host.runs import MeasureParams, NullListener, expand_sweep
+from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+from aiot.host.engine.runs import MeasureParams, NullListener, expand_sweep
 from aiot.host.store import open_store
 from tests.helpers import stored_run_key
 
@@ -89,7 +89,7 @@ class KillNodeAfterFirstRun(NullListener):
 
 
 def test_sweep_through_a_two_node_lab_survives_a_node_killed_mid_sweep(cli, lab):
-    from aiot.host import inventory
+    from aiot.host.devices import inventory
     from aiot.host.lab.session import LabSession
 
     address, _alpha, beta = lab

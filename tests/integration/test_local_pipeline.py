@@ -38,7 +38,7 @@ def test_sweep_tiny_model_two_formats_two_threads(cli):
 
 def test_on_device_accuracy_equals_pytorch(cli):
     from aiot.converters.api import build_source_model
-    from aiot.host.datasets import load_dataset
+    from aiot.models.datasets import load_dataset
 
     torch = pytest.importorskip("torch")
     (record,) = cli.json("run", "--model", "tiny_cnn", "--format", "onnx", "--dataset", "fashion-mnist",
@@ -53,7 +53,7 @@ def test_on_device_accuracy_equals_pytorch(cli):
 
 
 def test_failed_run_is_recorded_and_the_sweep_goes_on(cli, monkeypatch):
-    from aiot.host import executor
+    from aiot.host.engine import executor
 
     real = executor._measure
 

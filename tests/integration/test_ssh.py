@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from aiot.host.deploy import push_file
+from aiot.host.devices.deploy import push_file
 from aiot.host.emulator.ssh import start_sshd
-from aiot.host.errors import TransportError
+from aiot.core.errors import TransportError
 from aiot.host.transports.ssh import SshTransport
 
 FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]

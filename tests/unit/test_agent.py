@@ -5,9 +5,9 @@ import json
 import pytest
 
 from aiot.device_agent import agent as agent_mod
-from aiot.host.agent_client import AgentSession
-from aiot.host.deploy import push_file
-from aiot.host.errors import AgentError
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.deploy import push_file
+from aiot.core.errors import AgentError
 from aiot.host.transports.local import LocalTransport
 
 torch = pytest.importorskip("torch")

@@ -234,8 +234,8 @@ def test_null_conversion_skips_parity_and_runs_on_the_agent(tmp_path):
     pytest.importorskip("torch")
     from aiot.converters.api import convert_model
     from aiot.converters.sidecar import read_sidecar
-    from aiot.host.agent_client import AgentSession
-    from aiot.host.deploy import push_file
+    from aiot.host.devices.agent_client import AgentSession
+    from aiot.host.devices.deploy import push_file
     from aiot.host.transports.local import LocalTransport
 
     res = convert_model("tiny_cnn", "null", tmp_path / "art", options={"sleep_ms": "0.5"},
@@ -256,7 +256,7 @@ def test_null_conversion_skips_parity_and_runs_on_the_agent(tmp_path):
 
 def test_null_converter_refuses_a_bad_sleep(tmp_path):
     from aiot.converters.api import convert_model
-    from aiot.host.errors import UsageError
+    from aiot.core.errors import UsageError
 
     with pytest.raises(UsageError, match="sleep_ms"):
         convert_model("tiny_cnn", "null", tmp_path, options={"sleep_ms": "-1"})

@@ -13,9 +13,9 @@ import pytest
 
 from aiot.device_agent import agent as agent_mod
 from aiot.device_agent import protocol
-from aiot.host.agent_client import AgentSession
-from aiot.host.deploy import push_file
-from aiot.host.errors import AgentError, CommandTimeout, TransportError
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.deploy import push_file
+from aiot.core.errors import AgentError, CommandTimeout, TransportError
 from aiot.host.transports import Stream
 from aiot.host.transports.local import LocalTransport
 from tests.helpers import process_gone

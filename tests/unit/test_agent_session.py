@@ -13,12 +13,12 @@ import pytest
 from aiot.device_agent import protocol
 from aiot.device_agent.session import _how_it_ended
 from aiot.device_agent.telemetry import telemetry_text
-from aiot.host.agent_client import AgentSession
-from aiot.host.agent_stream import AgentSessionLost
-from aiot.host.deploy import push_file
-from aiot.host.errors import AgentError, CommandTimeout
-from aiot.host.runs import is_transient
-from aiot.host.telemetry import TELEMETRY_SCRIPT, parse_telemetry, read_telemetry
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.agent_stream import AgentSessionLost
+from aiot.host.devices.deploy import push_file
+from aiot.core.errors import AgentError, CommandTimeout
+from aiot.host.engine.runs import is_transient
+from aiot.host.devices.telemetry import TELEMETRY_SCRIPT, parse_telemetry, read_telemetry
 from aiot.host.transports.base import StreamUnsupported
 from aiot.host.transports.local import LocalTransport
 from tests.helpers import process_gone
@@ -314,7 +314,7 @@ class _BrokenStdin:
         self._lines = [protocol.encode("ready", agent_version="x", pid=42, isolation="fork")]
 
     def send_line(self, line):
-        from aiot.host.errors import TransportError
+        from aiot.core.errors import TransportError
 
         raise TransportError("cannot write to python on dev: [Errno 32] Broken pipe")
 
@@ -330,7 +330,7 @@ class _BrokenStdin:
 
 def test_a_write_to_a_dead_agent_says_how_it_ended_like_a_read_would():
     # Which of the two notices the death first (the write or the read) is a race: one message.
-    from aiot.host.agent_stream import ControlSession
+    from aiot.host.devices.agent_stream import ControlSession
 
     control = ControlSession(_BrokenStdin(), "dev")
     with pytest.raises(

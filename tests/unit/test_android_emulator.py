@@ -7,9 +7,9 @@ import pytest
 
 from aiot.host.emulator import android
 from aiot.host.emulator.adbd import DeviceConfig
-from aiot.host.errors import UsageError
-from aiot.host.probe import parse_clusters, parse_cpuinfo
-from aiot.host.socs import lookup
+from aiot.core.errors import UsageError
+from aiot.host.devices.probe import parse_clusters, parse_cpuinfo
+from aiot.host.devices.socs import lookup
 
 
 def test_default_phone_is_a_snapdragon_8_gen_2():

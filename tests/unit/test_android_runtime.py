@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.android_runtime import (
+from aiot.host.devices.android_runtime import (
     RUNTIME_NAME,
     archive_runtime,
     install_runtime,
     runtime_root,
 )
-from aiot.host.deploy import push_file
-from aiot.host.errors import DeviceCommandError
+from aiot.host.devices.deploy import push_file
+from aiot.core.errors import DeviceCommandError
 from aiot.host.transports.local import LocalTransport
 
 

@@ -12,8 +12,8 @@ from aiot.host.app.instrument import (
     instrument_argv,
     unescape,
 )
-from aiot.host.compare import compare, compare_by
-from aiot.host.errors import UsageError
+from aiot.host.store.compare import compare, compare_by
+from aiot.core.errors import UsageError
 from tests.unit.test_compare import rec
 
 AM_OUTPUT = """\
@@ -75,8 +75,8 @@ def test_spec_round_trip_and_argv():
 def test_via_is_in_the_spec_only_for_app_runs():
     from dataclasses import replace
 
-    from aiot.host.campaign import run_key
-    from aiot.host.runs import RunRequest
+    from aiot.host.engine.campaign import run_key
+    from aiot.host.engine.runs import RunRequest
 
     shell = RunRequest("phone", "tiny_cnn", "tflite", 1)
     app = replace(shell, via="app")
@@ -119,7 +119,7 @@ def test_emulated_phone_answers_only_plain_pm_am_and_run_as(command, handled):
 
 
 def test_build_from_an_installed_aiot_says_it_needs_the_checkout(monkeypatch):
-    from aiot.host import paths
+    from aiot.core import paths
     from aiot.host.app.build import sources_dir
 
     monkeypatch.setattr(paths, "source_root", lambda: None)

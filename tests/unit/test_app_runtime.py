@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host import android_runtime as rt
+from aiot.host.devices import android_runtime as rt
 from aiot.host.app import runtime as app_runtime
 from aiot.host.app.instrument import AppError
 from aiot.host.emulator import android_apps

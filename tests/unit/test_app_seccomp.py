@@ -106,7 +106,7 @@ CHILD = textwrap.dedent("""
 @pytest.mark.skipif(platform.machine() != "x86_64" or not sys.platform.startswith("linux"),
                     reason="the test filter is written for x86_64 Linux")
 def test_the_agents_handler_survives_a_call_the_filter_traps(tmp_path):
-    from aiot.host.paths import source_root
+    from aiot.core.paths import source_root
 
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(agent_parent=str(source_root())))

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from aiot.host.bibench_hw import COLUMNS, NOT_ON_DABNN, SINGLE_THREAD, grid, plan, scores
-from aiot.host.runs import MeasureParams
+from aiot.host.engine.bibench_hw import COLUMNS, NOT_ON_DABNN, SINGLE_THREAD, grid, plan, scores
+from aiot.host.engine.runs import MeasureParams
 from aiot.host.store import RunRecord
 
 _ids = iter(range(10_000))

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from torch import nn
 
-from aiot.host.errors import ConversionError, UnknownName, UsageError
+from aiot.core.errors import ConversionError, UnknownName, UsageError
 from aiot.models import get_model_spec
 from aiot.models.bibench import (
     ALGORITHMS,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.bibench_paper import paper_hardware, paper_ms, source, tables
+from aiot.host.engine.bibench_paper import paper_hardware, paper_ms, source, tables
 
 SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "bibench.txt"
 

@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aiot.host.errors import UnknownName
-from aiot.host.training import TrainConfig, train
+from aiot.core.errors import UnknownName
+from aiot.host.training.trainer import TrainConfig, train
 from aiot.models.bibench import ALGORITHMS
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,

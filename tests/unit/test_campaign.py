@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from aiot.host import campaign, executor
-from aiot.host.campaign import CampaignPolicy, SweepPlan, plan_sweep, run_campaign, run_key
-from aiot.host.runs import expand_sweep
+from aiot.host.engine import campaign
+from aiot.host.engine import executor
+from aiot.host.engine.campaign import CampaignPolicy, SweepPlan, plan_sweep, run_campaign, run_key
+from aiot.host.engine.runs import expand_sweep
 from aiot.host.store import open_store
 
 
@@ -151,7 +152,7 @@ def test_non_transient_failures_are_not_retried(tmp_path, fake):
 
 
 def test_thread_counts_above_eight_need_the_cores(tmp_path, fake, monkeypatch):
-    from aiot.host.runs import Workspace
+    from aiot.host.engine.runs import Workspace
 
     monkeypatch.setattr(Workspace, "device_info", lambda self, device, agent=True: {"cores": 8})
     plan = _plan(tmp_path, _requests(devices=("a",), threads=(8, 16)), shuffle=False)
@@ -185,7 +186,7 @@ def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
     so the later ones reuse the artifact and torch's thread-unsafe export state is safe."""
     import aiot.converters.api as api
     import aiot.converters.sidecar as sidecar
-    from aiot.host.runs import NullListener, RunRequest
+    from aiot.host.engine.runs import NullListener, RunRequest
 
     state = {"active": 0, "most": 0}
     lock = threading.Lock()

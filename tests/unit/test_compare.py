@@ -5,9 +5,9 @@ import json
 import pytest
 
 from aiot.device_agent.stats import summarize_ms
-from aiot.host.compare import (Check, compare, latency_board, load_export, parse_check,
+from aiot.host.store.compare import (Check, compare, latency_board, load_export, parse_check,
                                representatives, resolve_set)
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.store import RunRecord, open_store
 
 _ids = iter(range(10_000))

@@ -1,6 +1,6 @@
 import pytest
 
-from aiot.host.cooldown import (
+from aiot.host.engine.cooldown import (
     NO_TELEMETRY,
     Baseline,
     CooldownPolicy,
@@ -8,8 +8,8 @@ from aiot.host.cooldown import (
     device_state_changes,
     wait_for_cooldown,
 )
-from aiot.host.errors import UsageError
-from aiot.host.telemetry import Telemetry
+from aiot.core.errors import UsageError
+from aiot.host.devices.telemetry import Telemetry
 
 BIG, PRIME = 2419200, 2841600
 

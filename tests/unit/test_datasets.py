@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from aiot.host.datasets import (
+from aiot.models.datasets import (
     DATASETS,
     RawDataset,
     dataset_fingerprint,
@@ -19,11 +19,11 @@ from aiot.host.datasets import (
     preprocess,
     select_subset,
 )
-from aiot.host.errors import AiotError, DatasetError, MissingDependency, UnknownName, UsageError
+from aiot.core.errors import AiotError, DatasetError, MissingDependency, UnknownName, UsageError
 
 # The package exports the function `preprocess`, which shadows the submodule attribute.
-pre = importlib.import_module("aiot.host.datasets.preprocess")
-fmnist = importlib.import_module("aiot.host.datasets.fashion_mnist")
+pre = importlib.import_module("aiot.models.datasets.preprocess")
+fmnist = importlib.import_module("aiot.models.datasets.fashion_mnist")
 
 FMNIST_DIR = fmnist.DEFAULT_DIR
 HAVE_FMNIST = (FMNIST_DIR / "t10k-images-idx3-ubyte.gz").is_file()
@@ -272,7 +272,7 @@ def test_digits_split():
 
 
 def test_digits_without_sklearn(monkeypatch):
-    digits = importlib.import_module("aiot.host.datasets.digits")
+    digits = importlib.import_module("aiot.models.datasets.digits")
     monkeypatch.setitem(sys.modules, "sklearn", None)
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     digits._load_all.cache_clear()

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from aiot.host import doctor
-from aiot.host.doctor import Check, diagnose, parse_df, parse_python_version
-from aiot.host.errors import TransportError
+from aiot.host.devices import doctor
+from aiot.host.devices.doctor import Check, diagnose, parse_df, parse_python_version
+from aiot.core.errors import TransportError
 from aiot.host.transports.local import LocalTransport
 
 

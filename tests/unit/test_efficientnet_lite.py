@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from aiot.converters.api import build_source_model, source_weights
-from aiot.host.errors import MissingDependency
+from aiot.core.errors import MissingDependency
 from aiot.models import get_model_spec
 from aiot.models.efficientnet_lite import DOMESTIC_CATS, ESPRESSO
 

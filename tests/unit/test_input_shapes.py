@@ -9,17 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from aiot.host.errors import UsageError
-from aiot.host.input_shapes import (
+from aiot.core.errors import UsageError
+from aiot.host.engine.input_shapes import (
     bind_shapes,
     flat_shapes,
     parse_shape_args,
     shape_detail,
     shape_label,
 )
-from aiot.host.model_ref import resolve_model
-from aiot.host.runs import RunRequest, expand_targets
-from aiot.host.shape_guess import propose
+from aiot.models.model_ref import resolve_model
+from aiot.host.engine.runs import RunRequest, expand_targets
+from aiot.host.engine.shape_guess import propose
 
 
 def test_the_four_forms_parse():
@@ -125,7 +125,7 @@ def test_names_and_scopes_that_fit_nothing_are_refused(onnx_pair):
 
 
 def test_rank_and_fixed_dims_are_checked_with_what_to_give(onnx_pair):
-    from aiot.host.signature import check_run_inputs
+    from aiot.host.engine.signature import check_run_inputs
 
     two, _ = onnx_pair
     (request,), _ = bind_shapes(_requests(two), parse_shape_args(["a=1x8x1"]))
@@ -161,7 +161,7 @@ def test_the_onnx_metadata_and_dim_names_are_read(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
-    from aiot.host.shape_guess import onnx_facts
+    from aiot.host.engine.shape_guess import onnx_facts
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["images"], ["y"])], "det",

@@ -6,12 +6,12 @@ import zipfile
 
 import pytest
 
-from aiot.host.errors import UnknownName, UsageError
-from aiot.host.model_ref import (
+from aiot.converters import check_format
+from aiot.core.errors import UnknownName, UsageError
+from aiot.models.model_ref import (
     ARTIFACT,
     CODE,
     ZOO,
-    check_format,
     default_format,
     detect_format,
     record_name,

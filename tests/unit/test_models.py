@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiot.host.errors import AiotError, UnknownName
+from aiot.core.errors import AiotError, UnknownName
 from aiot.models import ZOO, count_complexity, get_model_spec
 
 torch = pytest.importorskip("torch")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.errors import DeviceCommandError, UnknownName, UsageError
-from aiot.host.inventory import InventoryError
+from aiot.core.errors import DeviceCommandError, UnknownName, UsageError
+from aiot.host.devices.inventory import InventoryError
 from aiot.host.native import (
     TOOLS,
     InputSpec,

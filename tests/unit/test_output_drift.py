@@ -2,7 +2,7 @@
 
 import math
 
-from aiot.host.output_drift import compare_fingerprints, output_drift
+from aiot.host.store.output_drift import compare_fingerprints, output_drift
 from aiot.host.store.store import RunRecord
 
 OUT = {"size": 4, "l2": 1.0, "head": [0.5, -0.5, 0.5, -0.5]}

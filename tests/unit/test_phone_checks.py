@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 import sys
 
-from aiot.host.phone_checks import (
+from aiot.host.devices.phone_checks import (
     _noexec_mount,
     elf_load_alignment,
     parse_auxv_page_size,

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from aiot.host import pull
-from aiot.host.pull import UnsafeName, pull_outputs, safe_destination
+from aiot.host.devices import pull
+from aiot.host.devices.pull import UnsafeName, pull_outputs, safe_destination
 from aiot.host.transports.local import LocalTransport
 
 

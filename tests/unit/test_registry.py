@@ -1,7 +1,7 @@
 import pytest
 
-from aiot.host.errors import AiotError, UnknownName
-from aiot.host.registry import Registry
+from aiot.core.errors import AiotError, UnknownName
+from aiot.core.registry import Registry
 
 
 def test_lookup_by_name_alias_and_case():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from aiot.host.errors import MissingDependency, UnknownName, UsageError
+from aiot.core.errors import MissingDependency, UnknownName, UsageError
 from aiot.host.robust.attacks import base, result
 from aiot.host.robust.attacks.base import Attack, Crafted, Problem
 from aiot.host.robust.attacks.catalog import ATTACKS, select_attacks
@@ -26,7 +26,7 @@ GRAY = InputSpec(shape=(1, 2, 2), channel_order="GRAY", mean=(0.5,), std=(0.25,)
     InputSpec(shape=(3, 16, 16), layout="NHWC", channel_order="BGR", mean=(0.4, 0.5, 0.6), std=(0.2, 0.25, 0.3)),
 ])
 def test_pixels_then_normalising_is_the_toolkits_preprocessing_bit_for_bit(spec):
-    from aiot.host.datasets import preprocess
+    from aiot.models.datasets import preprocess
 
     rgb = spec.channels == 3
     images = np.random.default_rng(0).integers(0, 256, (3, 20, 24, 3) if rgb else (3, 28, 28), dtype=np.uint8)

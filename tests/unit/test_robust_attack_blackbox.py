@@ -41,7 +41,7 @@ class Counting:
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """Batches of one image: a second intra-op thread only adds synchronisation (2 shared cores)."""
-    from aiot.host.training import torch_threads
+    from aiot.host.training.trainer import torch_threads
 
     with torch_threads(1):
         yield

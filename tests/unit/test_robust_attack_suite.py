@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, rea
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """Black-box attacks ask one image at a time: a second intra-op thread only adds sync on 2 shared cores."""
-    from aiot.host.training import torch_threads
+    from aiot.host.training.trainer import torch_threads
 
     with torch_threads(1):
         yield

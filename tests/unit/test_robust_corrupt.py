@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aiot.host.errors import UnknownName, UsageError
+from aiot.core.errors import UnknownName, UsageError
 from aiot.host.robust.corrupt import imagenet_c
 from aiot.host.robust.corrupt.imagenet_c import (
     CORRUPTIONS,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.robust.corrupt import photos
 from aiot.host.robust.corrupt.suite import (
     CorruptConfig,

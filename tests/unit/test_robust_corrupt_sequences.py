@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aiot.host.errors import UnknownName, UsageError
+from aiot.core.errors import UnknownName, UsageError
 from aiot.host.robust.corrupt.sequences import PERTURBATIONS, parameters, sequence, sequences
 
 pytest.importorskip("scipy")

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.robust.corrupt import summary
 from aiot.host.robust.corrupt.suite import (
     CorruptConfig,

@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from aiot.host.datasets import preprocess
-from aiot.host.errors import MissingDependency, UnknownName, UsageError
+from aiot.models.datasets import preprocess
+from aiot.core.errors import MissingDependency, UnknownName, UsageError
 from aiot.host.robust import data
 from aiot.host.robust.data import EvalSet, eval_set, model_input, photo_set
 from aiot.models import get_model_spec

@@ -75,7 +75,7 @@ def test_resize_to_the_same_size_is_the_identity():
 
 
 def test_reference_resize_is_the_toolkits_preprocessing():
-    from aiot.host.datasets.preprocess import resize_images
+    from aiot.models.datasets.preprocess import resize_images
 
     image = np.random.default_rng(1).integers(0, 256, (64, 64), dtype=np.uint8)
     ours = resize.resize_to(image, (28, 28), resize.REFERENCE)
@@ -229,7 +229,7 @@ def test_max_logit_difference():
 def test_parse_types():
     assert parse_types(None) == ["decoder", "resize", "colour", "precision", "variants", "platform"]
     assert parse_types("platform, color,decoder") == ["decoder", "colour", "platform"]
-    from aiot.host.errors import UnknownName
+    from aiot.core.errors import UnknownName
 
     with pytest.raises(UnknownName, match="unknown sysnoise type 'resise'") as info:
         parse_types("resise")

@@ -2,8 +2,8 @@ import pytest
 
 from aiot.host.cli.demo import thread_counts
 from aiot.host.cli.measure import parse_threads, split_list
-from aiot.host.errors import UsageError
-from aiot.host.runs import MeasureParams, expand_sweep
+from aiot.core.errors import UsageError
+from aiot.host.engine.runs import MeasureParams, expand_sweep
 
 
 def test_expand_sweep_is_the_full_product_in_stable_order():
@@ -41,7 +41,7 @@ def test_demo_thread_counts(cores, expected):
 
 
 def test_arch_spellings_of_android_uname_and_python_agree():
-    from aiot.host.arch import canonical as _arch
+    from aiot.core.arch import canonical as _arch
 
     assert _arch("arm64-v8a") == _arch("aarch64") == _arch("ARM64")
     assert _arch("AMD64") == _arch("x86_64")

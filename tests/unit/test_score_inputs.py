@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.scores.inputs import read_om_infer_csv, read_vips_csv
 from aiot.host.scores.om_infer import om_infer
 from aiot.host.scores.vips import device_scores

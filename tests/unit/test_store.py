@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from aiot.host.errors import StoreError
+from aiot.core.errors import StoreError
 from aiot.host.store import open_store
 from aiot.host.store.schema import SCHEMA_VERSION
 

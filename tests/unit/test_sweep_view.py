@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiot.host.cli._output import out
 from aiot.host.cli.results import print_run_table
 from aiot.host.store.store import RunRecord
-from aiot.host.sweep_view import device_cell, sort_key, speedups, status_cell, throughput
+from aiot.host.cli.sweep_view import device_cell, sort_key, speedups, status_cell, throughput
 
 EMULATED = {"device": {"labels": {"emulated": "adb"}}}
 

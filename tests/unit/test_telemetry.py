@@ -1,7 +1,7 @@
 import json
 
-from aiot.host import telemetry
-from aiot.host.telemetry import (
+from aiot.host.devices import telemetry
+from aiot.host.devices.telemetry import (
     Telemetry,
     cpu_temperatures,
     parse_cpufreq,

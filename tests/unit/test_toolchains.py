@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from aiot.host import toolchains
-from aiot.host.errors import UnknownName
+from aiot.core import toolchains
+from aiot.core.errors import UnknownName
 
 
 def test_key_changes_with_requirements():

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host import paths
-from aiot.host.errors import UnknownName, UsageError
+from aiot.core import paths
+from aiot.core.errors import UnknownName, UsageError
 
 torch = pytest.importorskip("torch")
 
-from aiot.host import training  # noqa: E402
-from aiot.host.training import TrainConfig, TrainResult, train  # noqa: E402
+from aiot.host.training import trainer as training
+from aiot.host.training.trainer import TrainConfig, TrainResult, train  # noqa: E402
 
 # The digits come with scikit-learn (extra "data"); path tests run without it.
 needs_digits = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
@@ -57,7 +57,7 @@ def test_weights_and_summary_are_written_whole(trained):
     assert summary["key"] == DIGITS.key() and summary["test_accuracy"] == result.test_accuracy
     assert summary["config"]["dataset"] == "digits" and len(summary["weights_sha256"]) == 64
     # The saved state dict loads strictly into a fresh model and reproduces the accuracy.
-    from aiot.host.datasets import load_dataset
+    from aiot.models.datasets import load_dataset
 
     spec = get_model_spec("tiny_cnn")
     x, y = load_dataset("digits", spec.input, "test")

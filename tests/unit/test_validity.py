@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiot.host.validity import INVALID, VALID, emulated, judge
+from aiot.host.engine.validity import INVALID, VALID, emulated, judge
 
 GOOD = {"stats_ms": {"count": 60}, "stability": {"target_cv": None, "cv": 0.01, "stable": None}}
 PHONE = {"labels": {}, "android_props": {"ro.product.model": "Pixel 7"}}
@@ -44,8 +44,8 @@ def test_emulated_devices_are_recognised_by_label_or_property():
 import pytest  # noqa: E402
 
 from aiot.device_agent import cpuload  # noqa: E402
-from aiot.host.errors import UsageError  # noqa: E402
-from aiot.host.validity import ValidityPolicy, short_reasons, threads_warning  # noqa: E402
+from aiot.core.errors import UsageError  # noqa: E402
+from aiot.host.engine.validity import ValidityPolicy, short_reasons, threads_warning  # noqa: E402
 
 DEFAULTS = ValidityPolicy()  # what a user gets: the suite's AIOT_VALIDITY turns some off
 TWO_CORES = {"labels": {}, "cores": 2, "online_cores": 2}

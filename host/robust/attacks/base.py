@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiot.host.errors import MissingDependency
+from aiot.core.errors import MissingDependency
 
 #: Attack families, in the order reports list them.
 FAMILIES = ("white-box", "transfer", "score", "decision")

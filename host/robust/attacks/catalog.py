@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aiot.host.errors import UnknownName, UsageError
-from aiot.host.registry import Registry
+from aiot.core.errors import UnknownName, UsageError
+from aiot.core.registry import Registry
 from aiot.host.robust.attacks import blackbox, transfer, whitebox
 from aiot.host.robust.attacks.base import Attack
 

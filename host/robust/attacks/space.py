@@ -4,7 +4,7 @@ Perturbation budgets are in pixel units (ARBiBench: ε∞ = 0.03, ε2 = 0.5 on [
 every attack works on ``pixels = preprocess(images) before (x - mean) / std`` and the model's
 normalisation happens inside a wrapper (:class:`aiot.host.robust.attacks.modules.PixelModel`)
 or here, in numpy, before a predictor is asked. ``to_model_input(to_pixels(images))`` is
-bit-identical to the toolkit's own :func:`aiot.host.datasets.preprocess`: the same float32
+bit-identical to the toolkit's own :func:`aiot.models.datasets.preprocess`: the same float32
 operations in the same order.
 """
 
@@ -22,7 +22,7 @@ TOLERANCE = 1e-5
 
 def to_pixels(images: np.ndarray, spec) -> np.ndarray:
     """uint8 images → float32 ``(N, C, H, W)`` pixels in [0, 1] (resized, channels converted)."""
-    from aiot.host.datasets import preprocess
+    from aiot.models.datasets import preprocess
 
     return preprocess(images, replace(spec, layout="NCHW", mean=(0.0,), std=(1.0,)))
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.robust.attacks.base import Attack, Crafted, Problem, require
 from aiot.host.robust.attacks.space import distances, project, to_model_input, to_pixels
 
@@ -189,7 +189,7 @@ def run_suite(target, settings: AttackSettings, deployed=None, progress: Progres
     """
     from aiot.host.robust.attacks.catalog import select_attacks
     from aiot.host.robust.attacks.result import build_result
-    from aiot.host.training import torch_threads
+    from aiot.host.training.trainer import torch_threads
 
     settings.validate()
     attacks = select_attacks(",".join(settings.attacks))

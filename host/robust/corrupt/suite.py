@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiot.host.errors import UsageError
+from aiot.core.errors import UsageError
 from aiot.host.robust.corrupt import imagenet_c, sequences, summary
 from aiot.host.robust.metrics import accuracy, flip_probability, flip_rate, mean_over
 from aiot.host.robust.target import Target

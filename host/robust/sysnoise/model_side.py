@@ -8,7 +8,7 @@ reference on the host (platform). The last two need a deployed artifact (``--for
 
 from __future__ import annotations
 
-from aiot.host.errors import AiotError
+from aiot.core.errors import AiotError
 from aiot.host.robust.predictor import predict_all
 from aiot.host.robust.sysnoise import variants
 from aiot.host.robust.sysnoise.context import SuiteContext, TypeReport

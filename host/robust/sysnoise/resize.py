@@ -4,7 +4,7 @@ Geometry is the same for every method, so only the interpolation differs: scale 
 that the model's input, enlarged by ``1 / crop``, just fits (the shorter side for a square
 input), then cut the centred ``H x W`` region. ``crop=1`` is the toolkit's own preprocessing
 for square images; ``crop=0.875`` is the usual ImageNet evaluation (shorter side to 256, centre
-224). The reference is Pillow's bilinear filter, as :func:`aiot.host.datasets.preprocess` uses.
+224). The reference is Pillow's bilinear filter, as :func:`aiot.models.datasets.preprocess` uses.
 
 On a downscale Pillow widens every filter by the scale factor (antialiasing) and OpenCV does not
 (except ``INTER_AREA``): that is the large system-noise effect. On an upscale they agree

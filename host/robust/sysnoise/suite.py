@@ -6,7 +6,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 
-from aiot.host.errors import UnknownName
+from aiot.core.errors import UnknownName
 from aiot.host.robust.sysnoise import camera, model_side, preprocessing
 from aiot.host.robust.sysnoise.context import SuiteContext, TypeReport
 from aiot.host.robust.sysnoise.scoring import OptionResult

@@ -1,0 +1,169 @@
+"""What a sweep tells the person running it: warnings before it runs, and its table after.
+
+* Before: a ``--cluster`` the device lacks is refused; thread counts above a device's online
+  cores (or its cluster's) are said in one line per device, and those runs will be marked
+  INVALID (:mod:`aiot.host.engine.validity`).
+* After: the runs sorted by device, model, format and threads (never run order, which is
+  shuffled), each with its speed-up over the same configuration at 1 thread and its
+  throughput; a measured but INVALID run says why in its row, an emulated device says so.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.markup import escape
+
+from aiot.host.devices.affinity import cluster_cpus
+from aiot.host.engine.campaign import SweepPlan, record_key, run_key
+from aiot.host.devices.resolve import open_transport
+from aiot.core.errors import AiotError, UsageError
+from aiot.host.store.store import RunRecord, open_store
+from aiot.core.untrusted import visible
+from aiot.host.engine.validity import INVALID, emulated, short_reasons, threads_warning
+
+
+def check_cores(requests) -> list[str]:
+    """Check each device's cores against its runs before any of them starts: one line per
+    device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
+    will be INVALID). Each device is probed once (one shell round trip, no agent).
+
+    Raises:
+        UsageError: a device has no ``--cluster`` of that name (its clusters are listed).
+    """
+    wanted: dict[tuple[str, str | None], set[int]] = {}
+    for r in requests:
+        wanted.setdefault((r.device, r.cluster), set()).add(r.threads)
+    infos: dict[str, dict] = {}
+    lines = []
+    for (device, cluster), threads in wanted.items():
+        if device not in infos:
+            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device))
+        if infos[device] is None:  # out of reach now: the campaign retries it, then skips it
+            continue
+        try:
+            cpus = cluster_cpus(infos[device], cluster) if cluster else None
+        except UsageError as exc:
+            raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
+        line = threads_warning(device if not cluster else f"{device} ({cluster} cluster)",
+                               sorted(threads), infos[device], cpus)
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _probe(device: str, required: bool) -> dict | None:
+    """The device's probe; None when it cannot be had now and nothing depends on it."""
+    try:
+        transport = open_transport(device)
+        try:
+            return transport.info()
+        finally:
+            transport.close()
+    except AiotError:
+        if required:  # a --cluster cannot be checked without it
+            raise
+        return None
+
+
+def config_key(record: RunRecord) -> tuple:
+    """What a run measures apart from its thread count: its speed-up's baseline is the run
+    with the same key at 1 thread."""
+    spec = record.spec or {}
+    return (record.device or "", record.model or "", spec.get("binarize") or "",
+            record.format or "", spec.get("native") or "", spec.get("delegate") or "",
+            spec.get("cluster") or "", spec.get("via") or "",
+            json.dumps(spec.get("input_shapes"), sort_keys=True),
+            json.dumps(spec.get("options"), sort_keys=True))
+
+
+def sort_key(record: RunRecord) -> tuple:
+    """Device, model, format, threads (then the rest of the configuration), for tables."""
+    key = config_key(record)
+    return (key[0], key[1], key[2], key[3], record.threads or 0, key[4:])
+
+
+def latency_ms(record: RunRecord) -> float | None:
+    """The run's median, else its mean (most native tools print a mean only)."""
+    if record.status != "ok":
+        return None
+    if record.median_ms is not None:
+        return record.median_ms
+    return ((record.result or {}).get("stats_ms") or {}).get("mean")
+
+
+def speedups(records: list[RunRecord]) -> dict[str, float | None]:
+    """Per record id: the 1-thread latency of its configuration over its own, or None
+    where either is missing (no 1-thread run, or a failed one)."""
+    base = {config_key(r): latency_ms(r) for r in records if r.threads == 1 and latency_ms(r)}
+    out: dict[str, float | None] = {}
+    for r in records:
+        mine, one = latency_ms(r), base.get(config_key(r))
+        out[r.id] = one / mine if mine and one else None
+    return out
+
+
+def throughput(record: RunRecord) -> float | None:
+    """Inferences per second, one after another: 1000 / latency in ms."""
+    ms = latency_ms(record)
+    return 1000.0 / ms if ms else None
+
+
+def invalid_reasons(record: RunRecord) -> str:
+    """The names of the reasons an INVALID run is INVALID (``device busy; CV above limit``)."""
+    validity = (record.result or {}).get("validity") or {}
+    return short_reasons(validity.get("reasons") or [])
+
+
+def status_cell(record: RunRecord) -> str:
+    """``ok``, ``ok INVALID: threads above online cores``, ``failed``: Rich markup."""
+    status = "[green]ok[/]" if record.status == "ok" else f"[red]{record.status}[/]"
+    if record.validity == INVALID:
+        why = invalid_reasons(record)
+        status += f" [yellow]INVALID[/]{': ' + escape(visible(why)) if why else ''}"
+    return status
+
+
+def device_cell(record: RunRecord) -> str:
+    """The device's name, ``(via app)`` when the app started the agent, ``(emulated)`` when
+    the timings are this host's."""
+    device = record.device or "—"
+    spec, prov = record.spec or {}, record.provenance or {}
+    if spec.get("via"):
+        device = f"{device} (via {spec['via']})"
+    if emulated(prov.get("device") or {}):
+        device = f"{device} (emulated)"
+    return device
+
+
+def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[RunRecord]:
+    """The newest record of each run of a sweep (an ok one wins over a later failure),
+    sorted as tables show them; ``keys`` limits it to those runs."""
+    newest: dict[str, RunRecord] = {}
+    for r in store.query(sweep_id=sweep_id):  # oldest first
+        key = record_key(r)
+        if keys is not None and key not in keys:
+            continue
+        if key not in newest or r.status == "ok" or newest[key].status != "ok":
+            newest[key] = r
+    return sorted(newest.values(), key=sort_key)
+
+
+def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
+    """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
+    with open_store(results_dir) as store:
+        return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
+
+
+def parity_notes(records: list[RunRecord]) -> list[str]:
+    """One line per artifact whose parity with PyTorch was inconclusive (its conversion's
+    line is not seen when a run converts): the model, the format, why, and the fix."""
+    seen: dict[tuple, str] = {}
+    for r in records:
+        parity = ((r.provenance or {}).get("artifact") or {}).get("parity") or {}
+        inconclusive = parity.get("inconclusive")
+        key = (r.model, (r.spec or {}).get("binarize"), r.format, r.artifact_sha256)
+        if inconclusive and key not in seen:
+            seen[key] = (f"{r.model} as {r.format}: parity with PyTorch inconclusive: "
+                         f"{inconclusive['reason']}; {inconclusive['fix']}")
+    return list(seen.values())

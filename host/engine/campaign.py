@@ -1,0 +1,314 @@
+"""The campaign engine: a sweep over a rack of devices, in parallel, resumable, never losing a run.
+
+* **Plan.** A sweep's runs are shuffled with a recorded seed (so run order cannot masquerade
+  as a device or model effect) and get a sweep id derived from what the sweep measures:
+  running the same ``aiot sweep`` command again finds it and redoes only runs that have no
+  ``ok`` record yet (``fresh=True`` starts a new attempt, ``<key>.<time>``, keeping the old).
+* **Execute.** One worker per device, runs on one device strictly serial (two runs on one
+  phone would time each other), devices in parallel. Every run gets a ``pending`` record
+  before it starts (see :func:`aiot.host.engine.executor.execute_run`).
+* **Retry.** A run that fails because the device or the link to it failed (a transient
+  failure) is retried with exponential backoff on a fresh connection; after
+  ``retries`` attempts the device is declared lost, its remaining runs are recorded as
+  ``skipped: device lost …`` and the other devices carry on. Resuming redoes them.
+* **Cancel.** Ctrl-C (or SIGTERM) stops starting new runs, closes the devices' agent sessions
+  (which ends the runs in flight) and marks what was still pending as failed: the store stays
+  consistent. Pending records of a campaign that was killed outright (SIGKILL, a crash) are
+  marked failed by the next campaign, once their process is certainly gone.
+* **Exclusive.** A campaign locks its devices and its sweep id across processes
+  (:mod:`aiot.host.store.locks`): a second campaign on a busy device is refused at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aiot.host.engine.runs import NullListener, RunListener, RunRequest, Workspace
+from aiot.host.store.locks import campaign_locks
+from aiot.host.store.store import RunRecord, Store, open_store
+
+log = logging.getLogger(__name__)
+
+_sleep = time.sleep  # the backoff's wait (tests replace it)
+
+#: Thread counts up to this run everywhere (BiBench's 1, 2, 4, 8); above it only on devices
+#: with at least that many cores (BiBench's 16 threads on Apple M1).
+ALWAYS_RUN_THREADS = 8
+
+
+@dataclass(frozen=True)
+class CampaignPolicy:
+    """How a campaign treats devices.
+
+    Args:
+        retries: attempts of one run on transient (device/link) failures before the
+            device is declared lost.
+        backoff_s: first wait between attempts; doubles each time, capped at ``backoff_max_s``.
+        parallel: one worker per device (False: devices one after another, for debugging).
+        cooldown: a :class:`aiot.host.engine.cooldown.CooldownPolicy` to gate every run on the
+            device's temperature and frequencies, or None for no gating.
+        persistent_agent: one agent session per device for the campaign, each run in a child
+            forked from it (None: the default, on unless ``AIOT_AGENT_SESSION=0``); False
+            starts an agent process per command.
+        lab: a :class:`aiot.host.lab.session.LabSession`: each device's runs are measured on
+            the lab node that owns it (records are still written here), or None.
+    """
+
+    retries: int = 3
+    backoff_s: float = 2.0
+    backoff_max_s: float = 30.0
+    parallel: bool = True
+    cooldown: object | None = None
+    persistent_agent: bool | None = None
+    lab: object | None = None
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        return min(self.backoff_s * 2 ** (attempt - 1), self.backoff_max_s)
+
+
+def run_key(request: RunRequest) -> str:
+    """A stable id of what one run measures (device, model, format, threads, options)."""
+    return _digest(request.to_spec())[:16]
+
+
+def record_key(record: RunRecord) -> str:
+    """:func:`run_key` of the run a stored record measured (its spec is the request's)."""
+    return _digest(record.spec)[:16]
+
+
+def _digest(payload) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class SweepPlan:
+    """The runs of one sweep, in the order they will run.
+
+    Args:
+        sweep_id: the store's sweep id (``key`` or ``key.<time>`` after a fresh start).
+        key: the sweep's identity: a hash of its runs and seed.
+        seed: the shuffle seed (recorded in every run's provenance).
+        requests: the runs, shuffled.
+        done: run keys that already have an ok record in this sweep (not run again).
+        skips: run keys known not to be runnable, with the reason (recorded as skipped,
+            once: a resumed sweep records no skip its newest record already says).
+        reasons: run keys not done yet, with the reason of their newest record in this sweep.
+    """
+
+    sweep_id: str
+    key: str
+    seed: int
+    requests: list[RunRequest]
+    done: set[str] = field(default_factory=set)
+    skips: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def todo(self) -> list[RunRequest]:
+        """The runs still to do."""
+        return [r for r in self.requests if run_key(r) not in self.done]
+
+    def devices(self) -> list[str]:
+        """Devices in first-appearance order."""
+        return list(dict.fromkeys(r.device for r in self.requests))
+
+
+def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle: bool = True,
+               fresh: bool = False) -> SweepPlan:
+    """Shuffle ``requests`` with ``seed`` and find the sweep's earlier attempt to resume.
+
+    Pending records left by killed processes are marked failed first, so that they read as
+    the failures they are (and are redone)."""
+    store.reap_stale()
+    keys = sorted(run_key(r) for r in requests)
+    key = _digest({"runs": keys, "seed": seed, "shuffle": shuffle})[:12]
+    ordered = list(requests)
+    if shuffle:  # from a canonical order, so the same runs and seed give the same order
+        ordered.sort(key=run_key)
+        random.Random(seed).shuffle(ordered)
+    previous = None if fresh else store.latest_sweep(key)
+    if previous is None:
+        sweep_id = key if store.latest_sweep(key) is None else f"{key}.{_stamp()}"
+        return SweepPlan(sweep_id, key, seed, ordered)
+    history = store.query(sweep_id=previous)
+    done = {record_key(r) for r in history if r.status == "ok"}
+    newest = {record_key(r): r.reason for r in history}  # oldest first: newest wins
+    reasons = {k: why for k, why in newest.items() if k not in done and why is not None}
+    return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
+
+
+def _stamp() -> str:
+    """A time stamp plus a random tail: two fresh attempts in one second stay apart."""
+    import secrets
+
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class _Shared:
+    """What the device workers share with the main thread."""
+
+    plan: SweepPlan
+    results_dir: Path
+    listener: RunListener
+    policy: CampaignPolicy
+    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str = "interrupted by user"
+    workspaces: dict[str, Workspace] = field(default_factory=dict)
+    lost: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | None = None,
+                 policy: CampaignPolicy | None = None) -> list[RunRecord]:
+    """Execute ``plan``: devices in parallel, runs on a device serial; returns its records.
+
+    Returns the final record of every run this call touched, in plan order (ok, failed or
+    skipped); runs already done before are not repeated and not returned.
+
+    Raises:
+        Busy: another aiot process is measuring one of the devices, or this very sweep.
+    """
+    by_device: dict[str, list[tuple[int, RunRequest]]] = {}
+    for index, request in enumerate(plan.requests):
+        by_device.setdefault(request.device, []).append((index, request))
+    with campaign_locks(plan.sweep_id, by_device):  # Busy: another process measures there
+        with open_store(results_dir) as store:
+            store.reap_stale()
+        return _run_locked(plan, results_dir, by_device, listener, policy)
+
+
+def _run_locked(plan: SweepPlan, results_dir: Path,
+                by_device: dict[str, list[tuple[int, RunRequest]]],
+                listener: RunListener | None, policy: CampaignPolicy | None) -> list[RunRecord]:
+    """:func:`run_campaign` once its devices and sweep are locked."""
+    shared = _Shared(plan, results_dir, listener or NullListener(), policy or CampaignPolicy())
+    results: dict[int, RunRecord] = {}
+    workers = len(by_device) if shared.policy.parallel else 1
+    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="aiot-device")
+    futures = [pool.submit(_device_worker, shared, device, runs, results)
+               for device, runs in by_device.items()]
+    try:
+        _wait_all(futures)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see aiot.host.cli.app.Terminated)
+        _cancel(shared, getattr(exc, "reason", "interrupted by user"))
+        wait(futures, timeout=30)
+        with open_store(results_dir) as store:
+            store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for future in futures:
+        future.result()  # a bug in a worker surfaces here
+    return [results[i] for i in sorted(results)]
+
+
+def _wait_all(futures) -> None:
+    """Wait in short slices so Ctrl-C reaches the main thread promptly."""
+    pending = set(futures)
+    while pending:
+        _done, pending = wait(pending, timeout=0.2)
+
+
+def _cancel(shared: _Shared, reason: str) -> None:
+    shared.cancel_reason = reason
+    shared.cancel.set()
+    with shared.lock:
+        workspaces = list(shared.workspaces.values())
+    for workspace in workspaces:  # ends the agents of runs in flight, and opens no new one
+        try:
+            getattr(workspace, "cancel", workspace.close)()
+        except Exception:
+            log.debug("closing a workspace while cancelling failed", exc_info=True)
+
+
+def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunRequest]],
+                   results: dict[int, RunRecord]) -> None:
+    lab = shared.policy.lab
+    workspace = (lab.workspace(device, shared.results_dir) if lab is not None
+                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent))
+    with shared.lock:
+        shared.workspaces[device] = workspace
+    try:
+        with open_store(shared.results_dir) as store:
+            for index, request in runs:
+                if shared.cancel.is_set():
+                    return
+                if run_key(request) in shared.plan.done:
+                    continue
+                record = _one_run(shared, store, workspace, index, request)
+                if record is not None:
+                    results[index] = record
+    finally:
+        workspace.close()
+
+
+def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
+             request: RunRequest) -> RunRecord | None:
+    """Run ``request`` with retries; records a skip instead when it cannot run (None when the
+    same skip is already this sweep's newest record of it: a rerun adds no copy of a skip
+    that says nothing new, whether the plan knew it or the device's cores or loss told it)."""
+    from aiot.host.engine.executor import execute_run, measure_run, skip_run
+
+    plan, policy, listener = shared.plan, shared.policy, shared.listener
+    context = {"sweep": {"id": plan.sweep_id, "seed": plan.seed, "index": index,
+                         "of": len(plan.requests)}}
+    skip = _skip_reason(shared, workspace, request)
+    if skip and skip == plan.reasons.get(run_key(request)):
+        return None
+    if skip:
+        record = skip_run(request, store, plan.sweep_id, skip, context)
+        listener.on_run_end(record)
+        return record
+    listener.on_run_start(request, index, len(plan.requests))
+    for attempt in range(1, policy.retries + 1):
+        context["sweep"]["attempt"] = attempt
+        record = execute_run(request, store, workspace, listener, plan.sweep_id, context=context,
+                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run))
+        error = (record.result or {}).get("error") or {}
+        if shared.cancel.is_set():
+            if record.status == "failed":  # its agent was ended by the cancel, not by a fault
+                store.finish(record.id, "failed", reason=shared.cancel_reason)
+                record = store.get(record.id)
+            break
+        if record.status == "ok" or not error.get("transient"):
+            break
+        if attempt == policy.retries:
+            shared.lost[request.device] = record.reason or "unreachable"
+            log.warning("%s: lost after %d attempts: %s", request.device, attempt, record.reason)
+            break
+        workspace.forget(request.device)
+        delay = policy.backoff(attempt)
+        log.info("%s: transient failure (%s); retrying in %.0f s", request.device, record.reason, delay)
+        _sleep(delay)
+    listener.on_run_end(record)
+    return record
+
+
+def _skip_reason(shared: _Shared, workspace: Workspace, request: RunRequest) -> str | None:
+    """Why ``request`` is not run at all (recorded as skipped), or None."""
+    known = shared.plan.skips.get(run_key(request))
+    if known:
+        return known
+    lost = shared.lost.get(request.device)
+    if lost:
+        return lost if lost.startswith("node lost") else f"device lost: {lost}"
+    if request.threads > ALWAYS_RUN_THREADS:
+        try:
+            cores = workspace.device_info(request.device, agent=False).get("cores") or 0
+        except Exception as exc:  # noqa: BLE001 - the run itself will report the device
+            log.debug("cannot count cores of %s: %s", request.device, exc)
+            return None
+        if cores < request.threads:
+            return f"{request.threads} threads but the device has {cores} cores"
+    return None

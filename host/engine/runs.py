@@ -1,0 +1,372 @@
+"""Run orchestration: convert → push → measure with the agent → store, for one run or a sweep.
+
+Every run gets a ``pending`` record before it starts and is closed as ``ok`` or
+``failed: reason``; a failing run never stops the rest of a sweep, and Ctrl-C marks the
+sweep's pending records as interrupted before it propagates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from aiot.core.arch import canonical
+from aiot.core.errors import AiotError, UsageError
+from aiot.models.model_ref import model_label
+from aiot.host.store.store import RunRecord, Store
+
+log = logging.getLogger(__name__)
+
+
+RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
+MAX_RUNS = 10_000_000  # iteration counts above this are typos (and overflow the store's integers)
+
+
+@dataclass(frozen=True)
+class MeasureParams:
+    """Timing knobs, TFLite ``benchmark_model`` semantics (see the device agent)."""
+
+    warmup_runs: int = 1
+    warmup_min_s: float = 0.5
+    min_runs: int = 50
+    min_s: float = 1.0
+    max_s: float = 150.0
+    seed: int = 0
+    timeout_s: float | None = None  # None: max_s + warm-up + RUN_SLACK_S for load and accuracy
+    target_cv: float | None = None  # repeat until the robust CV is at most this (None: off)
+    max_runs: int | None = None  # cap on timed iterations (with target_cv: the give-up point)
+    memory: bool = False  # a separate pass, in a fresh agent process, for peak memory
+    profile: bool = False  # a separate pass with the runtime's profiler: per-operator time
+
+    def run_timeout(self) -> float:
+        """Seconds after which a run's agent is killed and the run recorded as failed."""
+        return self.timeout_s or self.max_s + self.warmup_min_s + RUN_SLACK_S
+
+    def validate(self) -> MeasureParams:
+        seconds = {"--warmup-min-s": self.warmup_min_s, "--min-s": self.min_s, "--max-s": self.max_s,
+                   "--timeout": self.timeout_s}
+        for option, value in seconds.items():
+            # nan slips through every comparison below and inf never ends a run: refuse both.
+            if value is not None and not math.isfinite(value):
+                raise UsageError(f"{option} must be a finite number of seconds, got {value}",
+                                 f"e.g. {option} 30")
+        counts = {"--warmup-runs": self.warmup_runs, "--min-runs": self.min_runs, "--max-runs": self.max_runs}
+        for option, value in counts.items():
+            if value is not None and value > MAX_RUNS:
+                raise UsageError(f"{option} {value} is more than {MAX_RUNS:,} iterations",
+                                 "use --max-s to bound a run by time")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise UsageError("--timeout must be > 0 seconds")
+        if self.min_runs < 1 or self.warmup_runs < 0:
+            raise UsageError("--min-runs must be ≥ 1 and --warmup-runs ≥ 0")
+        if min(self.warmup_min_s, self.min_s, self.max_s) < 0 or self.max_s < self.min_s:
+            raise UsageError("times must be ≥ 0 and --max-s must be ≥ --min-s")
+        if self.target_cv is not None and not 0 < self.target_cv < 1:
+            raise UsageError(f"--target-cv must be between 0 and 1 (0.02 = 2 %), got {self.target_cv}")
+        if self.max_runs is not None and self.max_runs < self.min_runs:
+            raise UsageError(f"--max-runs ({self.max_runs}) must be ≥ --min-runs ({self.min_runs})")
+        return self
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One measurement: a model in one format on one device at one thread count."""
+
+    device: str
+    model: str
+    format: str
+    threads: int
+    weights: Path | None = None
+    dataset: str | None = None
+    dataset_limit: int | None = None
+    params: MeasureParams = field(default_factory=MeasureParams)
+    native: str | None = None  # a native benchmark tool instead of the agent
+    binary: Path | None = None  # its local file; else the device's inventory entry
+    delegate: str | None = None  # native runs only (NNAPI/GPU are not in Python runtimes)
+    binarize: str | None = None  # a BiBench algorithm the model was binarized with
+    cluster: str | None = None  # pin to this CPU cluster (prime/big/little/all) of the device
+    # A user's file (artifact, .pt2 or .py) named by --model: ``model`` is then its file name
+    # (or ``file.py:factory``), ``model_sha256`` its content. The host path is never recorded.
+    model_path: Path | None = None
+    model_sha256: str | None = None
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] | None = None  # --input-shape
+    # Inputs whose free batch dim aiot set to 1 (aiot.host.engine.input_shapes): provenance, not spec.
+    batch_defaulted: tuple[str, ...] | None = None
+    inputs: Path | None = None  # --inputs FILE.npz (recorded by name and hash)
+    inputs_sha256: str | None = None
+    # Converter options (``--opt quant=int8``), sorted ``(key, value)`` pairs so the request
+    # stays hashable; None: the format's defaults.
+    options: tuple[tuple[str, str], ...] | None = None
+    # Where ``weights`` came from (aiot.host.engine.weights: given, trained, packaged, random, own):
+    # provenance, not part of the spec (the weights themselves are).
+    weights_origin: str | None = None
+    # How the agent is started on an Android device: "shell" (adb shell) or "app" (through the
+    # aiot app's Instrumentation, in an app's process context). Part of the spec: the two are
+    # different runs.
+    via: str = "shell"
+
+    def label(self) -> str:
+        runner = f" · {self.native}" if self.native else ""
+        model = model_label(self.model, self.binarize)
+        cluster = f" on {self.cluster}" if self.cluster else ""
+        fmt = self.format + (f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else "")
+        via = " via app" if self.via != "shell" else ""
+        return f"{model} · {fmt}{runner} · {self.threads}t{cluster}{via} @ {self.device}"
+
+    def to_spec(self) -> dict:
+        spec = asdict(self)
+        spec["weights"] = str(self.weights) if self.weights else None
+        spec["binary"] = str(self.binary) if self.binary else None
+        spec.pop("model_path")  # a host path: the file's name and hash identify the model
+        spec["inputs"] = self.inputs.name if self.inputs else None
+        spec["input_shapes"] = self.shapes()
+        spec["options"] = self.option_dict() or None
+        spec.pop("weights_origin")
+        spec.pop("batch_defaulted")
+        if spec["via"] == "shell":  # the default: shell runs keep the specs (and keys) they had
+            spec.pop("via")
+        if not spec["params"]["profile"]:  # likewise: a run without --profile keeps its key
+            spec["params"].pop("profile")
+        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options"):
+            if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
+                spec.pop(key)
+        return spec
+
+    def reference(self) -> str:
+        """What resolves to this run's model again (:func:`aiot.models.model_ref.resolve_model`)."""
+        if self.model_path is None:
+            return self.model
+        if self.model_path.suffix == ".py":  # file.py:factory
+            return f"{self.model_path}:{self.model.rpartition(':')[2]}"
+        return str(self.model_path)
+
+    def option_dict(self) -> dict[str, str]:
+        """``--opt`` as a dict (empty: the format's defaults)."""
+        return dict(self.options or ())
+
+    def shapes(self) -> dict[str, list[int]] | None:
+        """``--input-shape`` as ``{input name: dims}``, or None."""
+        return {name: list(dims) for name, dims in self.input_shapes} if self.input_shapes else None
+
+
+class RunListener(Protocol):
+    """Receives progress; the CLI draws Rich progress from it, tests record it.
+
+    A campaign calls it from one thread per device, so implementations must be thread-safe.
+    """
+
+    def on_run_start(self, request: RunRequest, index: int, total: int) -> None: ...
+    def on_stage(self, request: RunRequest, stage: str) -> None: ...
+    def on_progress(self, request: RunRequest, phase: str, done: int, total: int) -> None: ...
+    def on_run_end(self, record: RunRecord) -> None: ...
+
+
+class NullListener:
+    """A listener that ignores everything."""
+
+    def on_run_start(self, request, index, total) -> None: ...
+    def on_stage(self, request, stage) -> None: ...
+    def on_progress(self, request, phase, done, total) -> None: ...
+    def on_run_end(self, record) -> None: ...
+
+
+def expand_sweep(devices: list[str], models: list[str], formats: list[str], threads: list[int],
+                 delegates: list[str | None] | None = None, clusters: list[str | None] | None = None,
+                 **common) -> list[RunRequest]:
+    """Every combination, grouped by device, then model, format, delegate and cluster,
+    threads innermost."""
+    if not (devices and models and formats and threads):
+        raise UsageError("a sweep needs at least one device, model, format and thread count")
+    if any(t < 1 for t in threads):
+        raise UsageError("thread counts must be ≥ 1")
+    return [RunRequest(d, m, f, t, delegate=g, cluster=c, **common)
+            for d, m, f, g, c, t in itertools.product(devices, models, formats, delegates or [None],
+                                                      clusters or [None], threads)]
+
+
+def expand_targets(devices: list[str], targets: list[tuple[object, list[str]]], threads: list[int],
+                   delegates: list[str | None] | None = None,
+                   clusters: list[str | None] | None = None, **common) -> list[RunRequest]:
+    """Like :func:`expand_sweep` for resolved model references, each with its own formats.
+
+    Args:
+        targets: ``(ModelRef, formats)`` pairs: a user's artifact has its one format, a
+            model that converts has the formats asked for (or its default).
+    """
+    if not (devices and targets and threads):
+        raise UsageError("a sweep needs at least one device, model, format and thread count")
+    requests = []
+    for device in devices:
+        for ref, formats in targets:
+            user_file = {"model_path": ref.path, "model_sha256": ref.sha256} if ref.path else {}
+            binarize = ref.binarize or common.get("binarize")
+            for fmt, delegate, cluster, t in itertools.product(formats, delegates or [None],
+                                                               clusters or [None], threads):
+                requests.append(RunRequest(device, ref.name, fmt, t, delegate=delegate,
+                                           cluster=cluster, **{**common, "binarize": binarize},
+                                           **user_file))
+    return list(dict.fromkeys(requests))  # "a,a" or "1,1" measure once
+
+
+def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
+              listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
+    """Execute ``requests`` in the given order as one new sweep; returns the finished records.
+
+    A thin entry to :func:`aiot.host.engine.campaign.run_campaign` (devices in parallel, retries,
+    pending records failed on Ctrl-C) without shuffling or resuming, for callers that
+    want exactly these runs now. ``store`` is only used to find the results folder.
+    """
+    from aiot.host.engine.campaign import SweepPlan, run_campaign
+
+    del store  # each device worker opens its own connection to the same store
+    sweep_id = sweep_id or uuid.uuid4().hex[:12]
+    try:
+        return run_campaign(SweepPlan(sweep_id, sweep_id, 0, list(requests)), workspace.results_dir,
+                            listener)
+    finally:
+        workspace.close()
+
+
+class Workspace:
+    """Per-invocation state shared across runs: open agent sessions and prepared files.
+
+    Args:
+        results_dir: where the store and artifacts live.
+        persistent_agent: keep one agent session per device for its commands (None: the
+            default of :class:`~aiot.host.devices.agent_client.AgentSession`); False starts an agent
+            process per command.
+    """
+
+    def __init__(self, results_dir: Path, persistent_agent: bool | None = None) -> None:
+        self.results_dir = results_dir
+        self.persistent_agent = persistent_agent
+        self.artifacts_dir = results_dir / "artifacts"
+        self._sessions: dict[str, object] = {}
+        self._app_sessions: dict[str, object] = {}  # --via app: agents the Android app starts
+        self._transports: dict[str, object] = {}
+        self._device_info: dict[str, dict] = {}
+        self._baselines: dict[str, object] = {}
+        #: ``(artifact, sidecar)`` a lab's driver converted and shipped for the run at hand
+        #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
+        self.shipped: tuple | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        """Close every session and open no new one: a cancelled campaign's run in flight
+        ends, and one still converting fails instead of starting to measure."""
+        self._cancelled = True
+        self.close()
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled:
+            raise AiotError("cancelled before the run reached the device")
+
+    def baseline(self, device: str, source):
+        """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
+        if device not in self._baselines:
+            from aiot.host.engine.cooldown import Baseline
+
+            self._baselines[device] = Baseline.capture(source)
+        return self._baselines[device]
+
+    def transport(self, device: str):
+        """A transport to ``device`` without deploying the agent (native runs need none)."""
+        from aiot.host.devices.resolve import open_transport
+
+        self._check_cancelled()
+        if device in self._sessions:
+            return self._sessions[device].transport
+        if device not in self._transports:
+            self._transports[device] = open_transport(device)
+        return self._transports[device]
+
+    def session(self, device: str, via: str = "shell"):
+        """The agent session for ``device``, deployed on first use; ``via="app"``: the one
+        whose agent processes the Android app starts (:mod:`aiot.host.app.session`)."""
+        from aiot.host.devices.agent_client import AgentSession
+        from aiot.host.devices.resolve import open_transport
+
+        self._check_cancelled()
+        if via == "app":
+            if device not in self._app_sessions:
+                from aiot.host.app.session import AppAgentSession
+
+                transport = open_transport(device)
+                try:
+                    self._app_sessions[device] = AppAgentSession(transport)
+                except BaseException:
+                    transport.close()  # not installed, runtime not staged: no link left open
+                    raise
+            return self._app_sessions[device]
+        if device not in self._sessions:
+            self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)
+        return self._sessions[device]
+
+    def device_info(self, device: str, agent: bool = True) -> dict:
+        """Probe + agent hello for ``device`` (probe only with ``agent=False``), cached."""
+        known = self._device_info.get(device)
+        if known is not None and (not agent or "agent" in known):
+            return known
+        if not agent:
+            info = self.transport(device).info()
+            info["name"] = device
+            self._device_info[device] = info
+            return info
+        session = self.session(device)
+        info = session.transport.info()
+        info["agent"] = session.hello()
+        info["name"] = device
+        machine = info["agent"].get("machine")
+        if machine and info.get("abi") and canonical(machine) != canonical(info["abi"]):
+            # A userland of another architecture than the kernel (an emulated arm64 board
+            # under qemu-user): the runtimes' architecture is the one that matters.
+            info["kernel_abi"], info["abi"] = info["abi"], machine
+        self._device_info[device] = info
+        return info
+
+    def forget(self, device: str) -> None:
+        """Close and drop ``device``'s session and transport: the next use reconnects."""
+        for pool in (self._sessions, self._app_sessions, self._transports):
+            held = pool.pop(device, None)
+            if held is not None:
+                try:
+                    held.close()
+                except Exception:
+                    log.debug("closing %s failed", device, exc_info=True)
+        self._device_info.pop(device, None)
+
+    def close(self) -> None:
+        for session in [*self._sessions.values(), *self._app_sessions.values()]:
+            session.close()
+        for transport in self._transports.values():
+            transport.close()
+        self._sessions.clear()
+        self._app_sessions.clear()
+        self._transports.clear()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure may go away on retry: the device or the link to it, not the run.
+
+    A command that ran past its time limit (a hung agent) is the run's failure, not the link's.
+    """
+    from aiot.core.errors import CommandTimeout, TransportError
+
+    flagged = getattr(exc, "transient", None)  # a lab node's verdict on its own failure
+    if isinstance(flagged, bool):
+        return flagged
+    if isinstance(exc, CommandTimeout):
+        return False
+    return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line for a failed record: the AiotError's message, or the exception's type."""
+    if isinstance(exc, AiotError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,221 @@
+"""Is a measurement defensible? A VALID / INVALID verdict with named reasons, on every run.
+
+A run is INVALID when any of these holds (each becomes one reason):
+
+* **too few samples**: the timed loop ended (``max_s``) before ``min_runs`` iterations;
+* **CV above target**: repeat-until-stable was asked for (``target_cv``) and the spread of
+  the samples never came down to it;
+* **throttling detected**: the device's CPU temperature rose or a core's frequency fell
+  during the run (see :func:`aiot.host.engine.cooldown.detect_throttling`);
+* **device state changed**: e.g. the charger was plugged in or out during the run;
+* **emulated device**: an ``aiot emulator`` device (inventory label ``emulated``, or the
+  emulated ADB device's ``ro.aiot.emulated`` property) times this host, not a phone;
+* **threads above online cores**: more threads than the CPUs the run may use (the device's
+  online cores, or its ``--cluster``) time the scheduler, not the model (warned before the run);
+* **device busy**: other processes kept CPUs busy while the run was timed (the agent's
+  ``load`` reading: ``/proc/stat`` less its own CPU time; else the load average);
+* **CV above limit**: the samples' robust CV (1.4826·MAD/median) is above a default limit,
+  whether or not ``--target-cv`` was asked for;
+* **too few samples**: fewer than a floor (10) even where ``--min-runs`` asked for fewer.
+
+The last four have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``:
+``cv=0.2,load=1.5,samples=5,threads=off`` (``off`` turns a check off); see
+:class:`ValidityPolicy`.
+
+The verdict is stored with the record (column ``validity``, details in the result), so a
+report can leave invalid runs out or show them flagged.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+
+from aiot.core.errors import UsageError
+
+VALID, INVALID = "VALID", "INVALID"
+ENV = "AIOT_VALIDITY"
+
+
+@dataclass(frozen=True)
+class ValidityPolicy:
+    """The limits of the checks whose thresholds are a judgement call (None: not checked).
+
+    Args:
+        cv: the highest robust CV of a VALID run's samples (0.10: a median whose samples
+            spread by more than 10 % is not a number to compare devices by).
+        load: the most CPUs other processes may keep busy, on average, while a run is timed.
+        samples: the fewest timed samples of a VALID run (a median of fewer says little).
+        threads: whether more threads than online cores make a run INVALID.
+    """
+
+    cv: float | None = 0.10
+    load: float | None = 0.5
+    samples: int | None = 10
+    threads: bool = True
+
+    @classmethod
+    def from_env(cls, text: str | None = None) -> ValidityPolicy:
+        """The defaults, changed by ``AIOT_VALIDITY`` (or ``text``): ``key=value`` pairs,
+        comma-separated, ``off`` for a check left out.
+
+        Raises:
+            UsageError: an unknown key or a value that is not a number.
+        """
+        text = os.environ.get(ENV, "") if text is None else text
+        policy = cls()
+        known = {f.name for f in fields(cls)}
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            key, _, value = (t.strip().lower() for t in pair.partition("="))
+            if key not in known:
+                raise UsageError(f"{ENV}: unknown check '{key}'",
+                                 f"use {', '.join(sorted(known))}, e.g. {ENV}=cv=0.2,load=off")
+            policy = replace(policy, **{key: _value(key, value)})
+        return policy
+
+
+def _value(key: str, value: str):
+    off = value in ("off", "none", "no", "false", "0") if key == "threads" else value in ("off", "none")
+    if key == "threads":
+        return not off
+    if off:
+        return None
+    try:
+        number = int(value) if key == "samples" else float(value)
+    except ValueError:
+        raise UsageError(f"{ENV}: {key}={value} is not a number",
+                         f"e.g. {ENV}={key}={'10' if key == 'samples' else '0.2'}, or {key}=off") from None
+    if number < 0:
+        raise UsageError(f"{ENV}: {key} must not be negative, got {value}")
+    return number
+
+
+def emulated(device_info: dict) -> bool:
+    """Whether the device is one of aiot's emulated devices."""
+    labels = device_info.get("labels") or {}
+    props = device_info.get("android_props") or {}
+    return bool(labels.get("emulated")) or props.get("ro.aiot.emulated") == "1"
+
+
+def sample_reasons(result: dict, min_runs: int, policy: ValidityPolicy | None = None) -> list[str]:
+    """Reasons from the timed loop itself: sample count and stability."""
+    policy = policy or ValidityPolicy()
+    reasons = []
+    stats = result.get("stats_ms") or {}
+    count = stats.get("count")
+    if count is not None and count < min_runs:
+        reasons.append(f"too few samples: {count} < min_runs {min_runs} (max_s ended the loop)")
+    elif count is not None and policy.samples is not None and count < policy.samples:
+        reasons.append(f"too few samples: {count} < {policy.samples}, too few for a median to "
+                       f"compare by (--min-runs {policy.samples} or more)")
+    stability = result.get("stability") or {}
+    if stability.get("target_cv") is not None and stability.get("stable") is False:
+        reasons.append(f"CV above target: {stability.get('cv', float('nan')):.3f} > "
+                       f"{stability['target_cv']:.3f} after {count} samples")
+    elif policy.cv is not None and (count or 0) >= 2:
+        cv, which = _cv(stats)
+        if cv is not None and cv > policy.cv:
+            reasons.append(f"CV above limit: {which} {cv:.3f} > {policy.cv:.3f} over {count} "
+                           f"samples (a noisy device or run; {ENV}=cv=… sets the limit)")
+    return reasons
+
+
+def _cv(stats: dict) -> tuple[float | None, str]:
+    """The robust CV where the samples are known, else std / mean (native tools' numbers)."""
+    if stats.get("robust_cv") is not None:
+        return stats["robust_cv"], "robust CV"
+    if stats.get("cv") is not None:
+        return stats["cv"], "CV"
+    mean, std = stats.get("mean"), stats.get("std")
+    if mean and std is not None:
+        return std / mean, "CV"
+    return None, "CV"
+
+
+def usable_cpus(device_info: dict, cpus: list[int] | None = None) -> int | None:
+    """The CPUs a run may use: the ones it is pinned to, else the device's online cores."""
+    if cpus:
+        return len(cpus)
+    return device_info.get("online_cores") or device_info.get("cores") or None
+
+
+def threads_reason(threads: int | None, usable: int | None, pinned: bool = False) -> str | None:
+    """Why ``threads`` oversubscribe ``usable`` CPUs, or None when they do not."""
+    if not threads or not usable or threads <= usable:
+        return None
+    where = "CPUs of its cluster" if pinned else "online cores"
+    return (f"threads above online cores: {threads} threads > {usable} {where}, so the "
+            "threads take turns on the cores and the run times the scheduler")
+
+
+def load_reason(load: dict | None, threads: int | None, limit: float | None) -> str | None:
+    """Why the device was too busy while the run was timed, or None (also without a reading)."""
+    if not load or limit is None:
+        return None
+    other = load.get("other_cpus")
+    if other is not None:
+        if other <= limit:
+            return None
+        return (f"device busy: other processes kept {other:.2f} CPUs busy while the run was "
+                f"timed (limit {limit:g}; {load.get('busy_cpus', 0):.2f} busy in all)")
+    average = (load.get("loadavg") or [None])[0]
+    # The 1-minute average lags and counts this run's threads: judged a core more loosely.
+    if average is None or average - (threads or 1) <= max(limit, 1.0):
+        return None
+    return (f"device busy: load average {average:.2f} with {threads or 1} thread(s) of this run "
+            f"(limit {max(limit, 1.0):g} more; the device hides its CPU counters)")
+
+
+def threads_warning(device: str, threads: list[int], device_info: dict,
+                    cpus: list[int] | None = None, policy: ValidityPolicy | None = None) -> str | None:
+    """The line said before a sweep whose thread counts oversubscribe a device's cores."""
+    policy = policy or ValidityPolicy.from_env()
+    usable = usable_cpus(device_info, cpus)
+    over = sorted({t for t in threads if threads_reason(t, usable)})
+    if not over or not policy.threads:
+        return None
+    counts = ", ".join(map(str, over))
+    return (f"{device} has {usable} online cores: the runs at {counts} threads oversubscribe them "
+            f"and will be marked INVALID ({ENV}=threads=off measures them as VALID)")
+
+
+def short_reasons(reasons: list[str]) -> str:
+    """``device busy; CV above limit``: each reason's name, for a table cell."""
+    return "; ".join(dict.fromkeys(r.partition(":")[0] for r in reasons))
+
+
+def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] | None = None,
+          state_changes: list[str] | None = None, threads: int | None = None,
+          cpus: list[int] | None = None, policy: ValidityPolicy | None = None) -> dict:
+    """The verdict of one finished run.
+
+    Args:
+        result: the agent's (or native tool's) result dict.
+        min_runs: the run's requested minimum of timed iterations.
+        device_info: the device facts the run recorded (labels, Android properties, cores).
+        throttling: reasons from telemetry taken before and after the run.
+        state_changes: reasons from the device state (battery) before and after.
+        threads: the run's thread count (default: the result's).
+        cpus: the CPUs the run was pinned to, if it was.
+        policy: the limits (default: :meth:`ValidityPolicy.from_env`).
+
+    Returns:
+        ``{"verdict": "VALID" | "INVALID", "reasons": [...]}``.
+    """
+    policy = policy or ValidityPolicy.from_env()
+    threads = threads or result.get("threads")
+    load = result.get("load") or None
+    reasons = []
+    # The agent's own count of the CPUs it may use wins over the probe's (a cgroup narrows it).
+    usable = usable_cpus(device_info, cpus) if cpus or not load else (
+        load.get("online_cpus") or usable_cpus(device_info))
+    if policy.threads and (why := threads_reason(threads, usable, pinned=bool(cpus))):
+        reasons.append(why)
+    if why := load_reason(load, threads, policy.load):
+        reasons.append(why)
+    reasons += sample_reasons(result, min_runs, policy)
+    reasons += [f"throttling detected: {r}" for r in throttling or []]
+    reasons += [f"device state changed: {r}" for r in state_changes or []]
+    if emulated(device_info):
+        reasons.append("emulated device: the timings are this host's, not the device's")
+    return {"verdict": INVALID if reasons else VALID, "reasons": reasons}

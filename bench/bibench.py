@@ -77,7 +77,9 @@ def deploy(trained: dict, results_dir: Path) -> list[dict]:
 
     from aiot.converters import get_converter
     from aiot.converters.api import convert_model
-    from aiot.host.engine.runs import MeasureParams, RunRequest, Workspace, run_sweep
+    from aiot.host.engine.campaign import run_sweep
+    from aiot.host.engine.runs import MeasureParams, RunRequest
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.store import open_store
     from aiot.host.training.trainer import evaluate
     from aiot.models import get_model_spec
@@ -112,7 +114,9 @@ def latency(trained: dict | None, models: list[str], threads: list[int], rounds:
             results_dir: Path, algorithms: tuple[str, ...] = DEPLOYED) -> list[dict]:
     """Part 3: median latency per (model, runtime, threads) over interleaved rounds, FP32
     TFLite and LCE for each of ``algorithms``."""
-    from aiot.host.engine.runs import MeasureParams, RunRequest, Workspace, run_sweep
+    from aiot.host.engine.campaign import run_sweep
+    from aiot.host.engine.runs import MeasureParams, RunRequest
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.store import open_store
 
     params = MeasureParams(warmup_runs=5, warmup_min_s=0.2, min_runs=30, min_s=0.5, max_s=30.0)

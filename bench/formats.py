@@ -68,7 +68,9 @@ def conversion_matrix(models: list[str], out_dir: Path) -> list[dict]:
 def speed(rows: list[dict], rounds: int, results_dir: Path) -> list[dict]:
     """Median latency per (model, format) over interleaved rounds of agent runs on local."""
     from aiot.converters import get_converter
-    from aiot.host.engine.runs import MeasureParams, RunRequest, Workspace, run_sweep
+    from aiot.host.engine.campaign import run_sweep
+    from aiot.host.engine.runs import MeasureParams, RunRequest
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.store import open_store
 
     runnable = [r for r in rows if r["status"] == "ok" and get_converter(r["format"]).backend]

@@ -180,3 +180,23 @@ class StoreError(AiotError):
 
 class DatasetError(AiotError):
     """A dataset is missing or malformed."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure may go away on retry: the device or the link to it, not the run.
+
+    A command that ran past its time limit (a hung agent) is the run's failure, not the link's.
+    """
+    flagged = getattr(exc, "transient", None)  # a lab node's verdict on its own failure
+    if isinstance(flagged, bool):
+        return flagged
+    if isinstance(exc, CommandTimeout):
+        return False
+    return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line for a failed record: the AiotError's message, or the exception's type."""
+    if isinstance(exc, AiotError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"

@@ -88,7 +88,7 @@ def _skips(requests, results_dir, skip_reason, test_of) -> dict:
     """Tests each device cannot run, with the reason; a device that cannot be reached at all
     has every test skipped with the connection error."""
     from aiot.core.errors import AiotError
-    from aiot.host.engine.runs import Workspace
+    from aiot.host.engine.workspace import Workspace
 
     workspace = Workspace(results_dir)
     infos, reasons = {}, {}
@@ -200,7 +200,7 @@ def _device_facts(devices: list[str], results_dir) -> tuple[dict, dict]:
     each device's configured native binaries."""
     from aiot.core.errors import AiotError
     from aiot.host.native.config import inventory_binaries
-    from aiot.host.engine.runs import Workspace
+    from aiot.host.engine.workspace import Workspace
 
     infos, binaries = {}, {}
     workspace = Workspace(results_dir)

@@ -41,7 +41,9 @@ def demo(
     from aiot.host.cli.results import print_run_table
     from aiot.host.cli.train import TrainProgress
     from aiot.host.devices.resolve import LOCAL
-    from aiot.host.engine.runs import MeasureParams, Workspace, expand_sweep, run_sweep
+    from aiot.host.engine.campaign import run_sweep
+    from aiot.host.engine.runs import MeasureParams, expand_sweep
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.store import open_store
     from aiot.host.training.trainer import TrainConfig
     from aiot.host.training.record import train_and_record

@@ -406,7 +406,7 @@ def _preflight(devices, check) -> None:
     from aiot.host.cli._output import message, safe
     from aiot.host.devices.resolve import open_transport
     from aiot.core.errors import AiotError
-    from aiot.host.engine.runs import is_transient
+    from aiot.core.errors import is_transient
 
     devices = list(devices)
     for device in devices:

@@ -92,7 +92,7 @@ def suite_context(ctx, target=None, dataset: str | None = None) -> Iterator[tupl
     """``(store, workspace)`` for one suite run, closed afterwards; with ``target``, its
     weights are announced first (:func:`announce_target`)."""
     from aiot.host.cli._output import state
-    from aiot.host.engine.runs import Workspace
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.store.store import open_store
 
     if target is not None:

@@ -27,12 +27,15 @@ import logging
 import random
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiot.host.engine.runs import NullListener, RunListener, RunRequest, Workspace
+from aiot.host.engine.executor import execute_run, measure_run, skip_run
+from aiot.host.engine.runs import NullListener, RunListener, RunRequest
+from aiot.host.engine.workspace import Workspace
 from aiot.host.store.locks import campaign_locks
 from aiot.host.store.store import RunRecord, Store, open_store
 
@@ -188,6 +191,23 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
         return _run_locked(plan, results_dir, by_device, listener, policy)
 
 
+def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
+              listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
+    """Execute ``requests`` in the given order as one new sweep; returns the finished records.
+
+    A thin entry to :func:`run_campaign` (devices in parallel, retries,
+    pending records failed on Ctrl-C) without shuffling or resuming, for callers that
+    want exactly these runs now. ``store`` is only used to find the results folder.
+    """
+    del store  # each device worker opens its own connection to the same store
+    sweep_id = sweep_id or uuid.uuid4().hex[:12]
+    try:
+        return run_campaign(SweepPlan(sweep_id, sweep_id, 0, list(requests)), workspace.results_dir,
+                            listener)
+    finally:
+        workspace.close()
+
+
 def _run_locked(plan: SweepPlan, results_dir: Path,
                 by_device: dict[str, list[tuple[int, RunRequest]]],
                 listener: RunListener | None, policy: CampaignPolicy | None) -> list[RunRecord]:
@@ -258,8 +278,6 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
     """Run ``request`` with retries; records a skip instead when it cannot run (None when the
     same skip is already this sweep's newest record of it: a rerun adds no copy of a skip
     that says nothing new, whether the plan knew it or the device's cores or loss told it)."""
-    from aiot.host.engine.executor import execute_run, measure_run, skip_run
-
     plan, policy, listener = shared.plan, shared.policy, shared.listener
     context = {"sweep": {"id": plan.sweep_id, "seed": plan.seed, "index": index,
                          "of": len(plan.requests)}}

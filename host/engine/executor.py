@@ -7,10 +7,11 @@ import threading
 from pathlib import Path
 
 from aiot.host.devices.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
-from aiot.core.errors import AiotError, UsageError
+from aiot.core.errors import AiotError, UsageError, failure_reason, is_transient
 from aiot.host.engine.profiles import agent_profile
 from aiot.host.engine.provenance import base_provenance
-from aiot.host.engine.runs import RunListener, RunRequest, Workspace, failure_reason, is_transient
+from aiot.host.engine.runs import RunListener, RunRequest
+from aiot.host.engine.workspace import Workspace
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)

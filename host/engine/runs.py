@@ -1,26 +1,21 @@
-"""Run orchestration: convert → push → measure with the agent → store, for one run or a sweep.
+"""What a measurement is, as values: a run's request and timing knobs, a sweep's expansion into
+requests, and the listener that hears a run's progress.
 
-Every run gets a ``pending`` record before it starts and is closed as ``ok`` or
-``failed: reason``; a failing run never stops the rest of a sweep, and Ctrl-C marks the
-sweep's pending records as interrupted before it propagates.
+Nothing here touches a device or the store: sessions are :mod:`aiot.host.engine.workspace`'s,
+one run is :mod:`aiot.host.engine.executor`'s, a sweep is :mod:`aiot.host.engine.campaign`'s.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import math
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from aiot.core.arch import canonical
-from aiot.core.errors import AiotError, UsageError
+from aiot.core.errors import UsageError
 from aiot.models.model_ref import model_label
-from aiot.host.store.store import RunRecord, Store
-
-log = logging.getLogger(__name__)
+from aiot.host.store.store import RunRecord
 
 
 RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
@@ -211,162 +206,3 @@ def expand_targets(devices: list[str], targets: list[tuple[object, list[str]]], 
                                            cluster=cluster, **{**common, "binarize": binarize},
                                            **user_file))
     return list(dict.fromkeys(requests))  # "a,a" or "1,1" measure once
-
-
-def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
-              listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
-    """Execute ``requests`` in the given order as one new sweep; returns the finished records.
-
-    A thin entry to :func:`aiot.host.engine.campaign.run_campaign` (devices in parallel, retries,
-    pending records failed on Ctrl-C) without shuffling or resuming, for callers that
-    want exactly these runs now. ``store`` is only used to find the results folder.
-    """
-    from aiot.host.engine.campaign import SweepPlan, run_campaign
-
-    del store  # each device worker opens its own connection to the same store
-    sweep_id = sweep_id or uuid.uuid4().hex[:12]
-    try:
-        return run_campaign(SweepPlan(sweep_id, sweep_id, 0, list(requests)), workspace.results_dir,
-                            listener)
-    finally:
-        workspace.close()
-
-
-class Workspace:
-    """Per-invocation state shared across runs: open agent sessions and prepared files.
-
-    Args:
-        results_dir: where the store and artifacts live.
-        persistent_agent: keep one agent session per device for its commands (None: the
-            default of :class:`~aiot.host.devices.agent_client.AgentSession`); False starts an agent
-            process per command.
-    """
-
-    def __init__(self, results_dir: Path, persistent_agent: bool | None = None) -> None:
-        self.results_dir = results_dir
-        self.persistent_agent = persistent_agent
-        self.artifacts_dir = results_dir / "artifacts"
-        self._sessions: dict[str, object] = {}
-        self._app_sessions: dict[str, object] = {}  # --via app: agents the Android app starts
-        self._transports: dict[str, object] = {}
-        self._device_info: dict[str, dict] = {}
-        self._baselines: dict[str, object] = {}
-        #: ``(artifact, sidecar)`` a lab's driver converted and shipped for the run at hand
-        #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
-        self.shipped: tuple | None = None
-        self._cancelled = False
-
-    def cancel(self) -> None:
-        """Close every session and open no new one: a cancelled campaign's run in flight
-        ends, and one still converting fails instead of starting to measure."""
-        self._cancelled = True
-        self.close()
-
-    def _check_cancelled(self) -> None:
-        if self._cancelled:
-            raise AiotError("cancelled before the run reached the device")
-
-    def baseline(self, device: str, source):
-        """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
-        if device not in self._baselines:
-            from aiot.host.engine.cooldown import Baseline
-
-            self._baselines[device] = Baseline.capture(source)
-        return self._baselines[device]
-
-    def transport(self, device: str):
-        """A transport to ``device`` without deploying the agent (native runs need none)."""
-        from aiot.host.devices.resolve import open_transport
-
-        self._check_cancelled()
-        if device in self._sessions:
-            return self._sessions[device].transport
-        if device not in self._transports:
-            self._transports[device] = open_transport(device)
-        return self._transports[device]
-
-    def session(self, device: str, via: str = "shell"):
-        """The agent session for ``device``, deployed on first use; ``via="app"``: the one
-        whose agent processes the Android app starts (:mod:`aiot.host.app.session`)."""
-        from aiot.host.devices.agent_client import AgentSession
-        from aiot.host.devices.resolve import open_transport
-
-        self._check_cancelled()
-        if via == "app":
-            if device not in self._app_sessions:
-                from aiot.host.app.session import AppAgentSession
-
-                transport = open_transport(device)
-                try:
-                    self._app_sessions[device] = AppAgentSession(transport)
-                except BaseException:
-                    transport.close()  # not installed, runtime not staged: no link left open
-                    raise
-            return self._app_sessions[device]
-        if device not in self._sessions:
-            self._sessions[device] = AgentSession(open_transport(device), persistent=self.persistent_agent)
-        return self._sessions[device]
-
-    def device_info(self, device: str, agent: bool = True) -> dict:
-        """Probe + agent hello for ``device`` (probe only with ``agent=False``), cached."""
-        known = self._device_info.get(device)
-        if known is not None and (not agent or "agent" in known):
-            return known
-        if not agent:
-            info = self.transport(device).info()
-            info["name"] = device
-            self._device_info[device] = info
-            return info
-        session = self.session(device)
-        info = session.transport.info()
-        info["agent"] = session.hello()
-        info["name"] = device
-        machine = info["agent"].get("machine")
-        if machine and info.get("abi") and canonical(machine) != canonical(info["abi"]):
-            # A userland of another architecture than the kernel (an emulated arm64 board
-            # under qemu-user): the runtimes' architecture is the one that matters.
-            info["kernel_abi"], info["abi"] = info["abi"], machine
-        self._device_info[device] = info
-        return info
-
-    def forget(self, device: str) -> None:
-        """Close and drop ``device``'s session and transport: the next use reconnects."""
-        for pool in (self._sessions, self._app_sessions, self._transports):
-            held = pool.pop(device, None)
-            if held is not None:
-                try:
-                    held.close()
-                except Exception:
-                    log.debug("closing %s failed", device, exc_info=True)
-        self._device_info.pop(device, None)
-
-    def close(self) -> None:
-        for session in [*self._sessions.values(), *self._app_sessions.values()]:
-            session.close()
-        for transport in self._transports.values():
-            transport.close()
-        self._sessions.clear()
-        self._app_sessions.clear()
-        self._transports.clear()
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether a failure may go away on retry: the device or the link to it, not the run.
-
-    A command that ran past its time limit (a hung agent) is the run's failure, not the link's.
-    """
-    from aiot.core.errors import CommandTimeout, TransportError
-
-    flagged = getattr(exc, "transient", None)  # a lab node's verdict on its own failure
-    if isinstance(flagged, bool):
-        return flagged
-    if isinstance(exc, CommandTimeout):
-        return False
-    return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
-
-
-def failure_reason(exc: BaseException) -> str:
-    """One line for a failed record: the AiotError's message, or the exception's type."""
-    if isinstance(exc, AiotError):
-        return exc.one_line()
-    return f"{type(exc).__name__}: {exc}"

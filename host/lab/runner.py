@@ -1,6 +1,6 @@
 """The node's side of a lab sweep: one Ray actor per device, on the node that owns it.
 
-:class:`DeviceRunner` holds a :class:`~aiot.host.engine.runs.Workspace` of the node (its inventory,
+:class:`DeviceRunner` holds a :class:`~aiot.host.engine.workspace.Workspace` of the node (its inventory,
 transports, agent session, cool-down baseline) and measures one run at a time exactly as a
 local campaign worker does (:func:`aiot.host.engine.executor.measure_run`). It converts nothing:
 the driver sends the artifact's bytes through Ray's object store, and the runner checks
@@ -26,7 +26,7 @@ class DeviceRunner:
 
     def __init__(self, device: str) -> None:
         from aiot.core.paths import cache_dir, results_dir
-        from aiot.host.engine.runs import Workspace
+        from aiot.host.engine.workspace import Workspace
 
         self.device = device
         self.root = cache_dir() / "lab-artifacts"
@@ -54,7 +54,8 @@ class DeviceRunner:
         failures travel as data, since an exception class need not rebuild on the driver.
         """
         from aiot.host.engine.executor import measure_run
-        from aiot.host.engine.runs import NullListener, is_transient
+        from aiot.core.errors import is_transient
+        from aiot.host.engine.runs import NullListener
 
         provenance: dict = {"lab": {k: v for k, v in self.facts().items() if k in ("node_id", "hostname")}}
         try:

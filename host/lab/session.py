@@ -258,7 +258,7 @@ class LabDevice:
     """The campaign's workspace for one lab device: converts here, measures on the owner node."""
 
     def __init__(self, session: LabSession, device: str, results_dir: Path) -> None:
-        from aiot.host.engine.runs import Workspace
+        from aiot.host.engine.workspace import Workspace
 
         self.session, self.device = session, device
         self.local = Workspace(results_dir)  # conversions and their cache stay on the driver

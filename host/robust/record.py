@@ -18,7 +18,7 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
     The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one.
     A failure (or Ctrl-C) finishes the record as failed with the reason, then re-raises.
     """
-    from aiot.host.engine.runs import failure_reason
+    from aiot.core.errors import failure_reason
 
     if kind not in KINDS:
         raise ValueError(f"unknown robustness record kind {kind!r}")

@@ -21,7 +21,7 @@ def train_and_record(config, store: Store, progress: Callable[[str, int, int], N
     try:
         result = train(config, progress=progress, reuse=reuse)
     except BaseException as exc:
-        from aiot.host.engine.runs import failure_reason
+        from aiot.core.errors import failure_reason
 
         reason = ("interrupted by user; the same command resumes from the last finished epoch"
                   if isinstance(exc, KeyboardInterrupt) else failure_reason(exc))

@@ -35,7 +35,7 @@ class SshSetupError(TransportError):
     """This host's SSH set-up for a device is wrong (its key file, known_hosts, a host key
     that is unknown or changed, a refused key): retrying the run cannot help."""
 
-    transient = False  # read by aiot.host.engine.runs.is_transient: no retries with backoff
+    transient = False  # read by aiot.core.errors.is_transient: no retries with backoff
 
 
 def known_hosts_path(entry: DeviceEntry) -> Path:

@@ -21,7 +21,7 @@ from aiot.host.robust import deployed
 from aiot.host.robust.deployed import open_deployed
 from aiot.host.robust.predictor import TorchPredictor
 from aiot.host.robust.target import Target, reference_model
-from aiot.host.engine.runs import Workspace
+from aiot.host.engine.workspace import Workspace
 from tests.helpers import process_gone
 
 torch = pytest.importorskip("torch")

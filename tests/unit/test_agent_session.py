@@ -16,8 +16,7 @@ from aiot.device_agent.telemetry import telemetry_text
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.agent_stream import AgentSessionLost
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import AgentError, CommandTimeout
-from aiot.host.engine.runs import is_transient
+from aiot.core.errors import AgentError, CommandTimeout, is_transient
 from aiot.host.devices.telemetry import TELEMETRY_SCRIPT, parse_telemetry, read_telemetry
 from aiot.host.transports.base import StreamUnsupported
 from aiot.host.transports.local import LocalTransport

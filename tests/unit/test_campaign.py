@@ -56,7 +56,7 @@ class FakeDevices:
 @pytest.fixture
 def fake(monkeypatch):
     devices = FakeDevices()
-    monkeypatch.setattr(executor, "execute_run", devices)
+    monkeypatch.setattr(campaign, "execute_run", devices)
     return devices
 
 
@@ -152,7 +152,7 @@ def test_non_transient_failures_are_not_retried(tmp_path, fake):
 
 
 def test_thread_counts_above_eight_need_the_cores(tmp_path, fake, monkeypatch):
-    from aiot.host.engine.runs import Workspace
+    from aiot.host.engine.workspace import Workspace
 
     monkeypatch.setattr(Workspace, "device_info", lambda self, device, agent=True: {"cores": 8})
     plan = _plan(tmp_path, _requests(devices=("a",), threads=(8, 16)), shuffle=False)

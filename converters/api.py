@@ -15,6 +15,7 @@ from pathlib import Path
 import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
+from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import (
     AccuracyMismatch,
     AiotError,
@@ -23,7 +24,6 @@ from aiot.core.errors import (
     MissingDependency,
     UsageError,
 )
-from aiot.core.diskfull import as_disk_error
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
 
@@ -169,9 +169,8 @@ def deployable_model(model, converter, example):
     algorithm = getattr(model, "binarized_with", None)
     if algorithm is None:
         return model
-    binary_format = getattr(converter, "binary_native", False)
     deployable = all(not verdict(algorithm, lib).refused for lib in ("lce", "dabnn"))
-    if binary_format or deployable:
+    if converter.binary_native or deployable:
         return freeze(model, converter.name, example)
     return model
 
@@ -234,8 +233,7 @@ def artifact_variant(converter, options: dict, weights_sha256: str | None = None
 
 def artifact_files(converter, artifact: Path) -> list[Path]:
     """Every file of the artifact (one, or e.g. Caffe2's predict net and init net)."""
-    files = getattr(converter, "artifact_files", None)
-    return list(files(artifact)) if files else [artifact]
+    return list(converter.artifact_files(artifact))
 
 
 def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dict | None:
@@ -265,9 +263,7 @@ def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
     if binarize:
         check_deployable(converter, binarize)
     resolved = resolve_options(converter, options)
-    check = getattr(converter, "check_options", None)
-    if check is not None:
-        check(resolved)
+    converter.check_options(resolved)
     avail = converter.availability()
     if not avail.ok:
         raise MissingDependency(f"the {converter.name} toolchain", avail.extra or "all", avail.reason,
@@ -334,11 +330,9 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     trained, model, deployed = _deployed_form(converter, model, example)
     _notify(progress, "export")
     facts = _export(converter, model, example, artifact, resolved,
-                    source.spec if getattr(converter, "uses_spec", False) else None)
+                    source.spec if converter.uses_spec else None)
     parity = None
-    runner = converter.backend or getattr(converter, "reference_outputs", None)
-    if not getattr(converter, "parity_check", True):
-        runner = None
+    runner = (converter.backend or converter.reference_outputs) if converter.parity_check else None
     if runner is not None:
         _notify(progress, "parity")
         tolerance = _tolerance(converter, resolved, model)
@@ -395,7 +389,7 @@ def _own_weights(source: _Source, weights: Path | None) -> bool:
 def _signs_decide(converter, model) -> bool:
     """Whether the artifact of a binarized model is judged by its binary layers' signs (a
     binary-native format that can show them) rather than by its logits."""
-    return _is_binarized(model) and hasattr(converter, "binary_inputs")
+    return _is_binarized(model) and converter.binary_inputs is not None
 
 
 def _binary_parity(converter, runner, artifact: Path, model, source, parity_samples: int,
@@ -421,10 +415,9 @@ def _deployed_form(converter, model, example):
     """``(training model, model the runtime runs, facts or None)``: a converter whose runtime
     cannot run the training graph as it is says what it changes (daBNN drops clamps that
     float layers read); parity is measured against the changed model, never silently."""
-    form = getattr(converter, "deployed_form", None)
-    if form is None or not _is_binarized(model):
+    if not _is_binarized(model):
         return model, model, None
-    changed, facts = form(model, example)
+    changed, facts = converter.deployed_form(model, example)
     return model, changed, facts
 
 
@@ -464,10 +457,9 @@ BINARY_IN_FLOAT_MIN_TOP1 = 0.9
 
 def _tolerance(converter, options: dict, model=None) -> dict:
     """``atol``/``rtol``/``min_top1`` for parity: per options where the converter says so."""
-    rule = getattr(converter, "parity_tolerance", None)
-    tolerance = dict(rule(options)) if rule else {"atol": converter.atol, "rtol": 1e-3, "min_top1": None}
+    tolerance = dict(converter.parity_tolerance(options))
     if tolerance["min_top1"] is None and model is not None and _is_binarized(model) and (
-            not getattr(converter, "binary_native", False) or _has_residual_add(model)):
+            not converter.binary_native or _has_residual_add(model)):
         # A binary runtime binarizes exactly what it computes, but a residual addition is
         # float arithmetic in another order: a sum within rounding of 0 flips the next sign.
         tolerance["min_top1"] = BINARY_IN_FLOAT_MIN_TOP1

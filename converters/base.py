@@ -1,11 +1,13 @@
-"""The Converter protocol, the format registry, and the format table built from it."""
+"""The Converter base class, the format registry, and the format table built from it."""
 
 from __future__ import annotations
 
 import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any
 
 from aiot.core.errors import UsageError
 from aiot.core.registry import Registry
@@ -47,17 +49,21 @@ def toolchain_versions(name: str) -> dict[str, str]:
     return dict((toolchains.installed(name) or {}).get("versions", {}))
 
 
-@runtime_checkable
-class Converter(Protocol):
-    """One artifact format. Implementations are light objects; heavy imports live in ``export``.
+class Converter(ABC):
+    """One artifact format; every format subclasses it. Subclasses are light objects (one
+    instance each, registered in :data:`CONVERTERS`); heavy imports live in ``export``.
 
-    Attributes:
+    Required of every subclass (class attributes, then three methods):
         name: the format name on the command line ("onnx", "tflite").
         extension: file extension of the artifact, with the dot.
         backend: the device-agent backend that runs it, or None for emit-only formats.
         description: one line for ``aiot convert --list``.
         atol: default parity tolerance (max absolute error on the logits).
         options: option name → (default, help); validated before work starts.
+
+    The optional members below have the defaults a plain format needs; a format overrides
+    those that apply to it. The ones that are None here are capabilities: None says the
+    format has no such thing, a method in the subclass says it has.
     """
 
     name: str
@@ -67,36 +73,74 @@ class Converter(Protocol):
     atol: float
     options: dict[str, tuple[str, str]]
 
+    #: aiot's own test format (``null``): usable by name, never listed, never in ``all``.
+    internal: bool = False
+    #: One line for ``aiot convert --list`` on what keeps the format from its runtime's
+    #: fastest path here (e.g. a torch without XNNPACK for .ptl); the sidecar says it per
+    #: artifact. None: nothing does.
+    limits: str | None = None
+    #: ``export`` also receives ``spec=`` (the zoo ModelSpec, None for user code), e.g. to
+    #: preprocess calibration images for the model's input.
+    uses_spec: bool = False
+    #: False skips the parity step, for formats whose outputs mean nothing next to
+    #: PyTorch's (the ``null`` test format); the sidecar's parity is then null.
+    parity_check: bool = True
+    #: The format executes binary convolutions as such (LCE, daBNN): ``--format all`` gives
+    #: it only models with binary layers, a binarized model is always frozen for it, and its
+    #: logits are judged as they are (in float formats, or with residual additions, a
+    #: binarized model is judged on top-1).
+    binary_native: bool = False
+    #: With ``binary_inputs``: whether the values in front of the first binary layer equal
+    #: PyTorch's (compared as floats), or only their signs do (daBNN's sign shifts).
+    stem_by_value: bool = True
+    #: With ``binary_inputs``: whether the runtime binarizes 0 to +1 as PyTorch does
+    #: (daBNN's bit packing makes it -1).
+    positive_at_zero: bool = True
+
+    #: ``reference_outputs(artifact, inputs) -> ndarray`` ``(N, classes)``: for an emit-only
+    #: format (backend None), a NumPy executor of the format's semantics that parity compares
+    #: with PyTorch. None: no such executor (an emit-only format then has no parity check).
+    reference_outputs: Callable[[Path, Any], Any] | None = None
+    #: ``binary_inputs(model, artifact, inputs, names) -> {layer name: ndarray}``: what each
+    #: binary layer of the artifact binarizes (NCHW) for ``inputs``; a binarized model is then
+    #: judged by those signs (:mod:`aiot.converters.sign_parity`). None: not shown.
+    binary_inputs: Callable[..., dict] | None = None
+    #: ``describe(artifact) -> {"inputs", "outputs", "note"}``: the signature of an emit-only
+    #: format's file, read by aiot (no runtime here runs it). None: aiot cannot read it.
+    describe: Callable[[Path], dict] | None = None
+
+    @abstractmethod
     def availability(self) -> Availability:
         """Cheap check (no heavy imports) of whether export can run here."""
-        ...
 
+    @abstractmethod
     def toolchain_versions(self) -> dict[str, str]:
         """Versions of every package that shaped the artifact."""
-        ...
 
+    @abstractmethod
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
-        """Write the artifact to ``out_path`` atomically; return extra sidecar facts (e.g. ops)."""
-        ...
+        """Write the artifact to ``out_path`` atomically; return extra sidecar facts (e.g.
+        ops). With ``uses_spec`` it is also called with ``spec=``."""
 
+    def check_options(self, options: dict[str, str]) -> None:
+        """Raise UsageError for bad option values (``options`` resolved) before any work."""
 
-# Optional members a converter may add (looked up with getattr, so the protocol stays small):
-#   check_options(options) -> None: raise UsageError for bad option values before any work.
-#   reference_outputs(artifact, inputs) -> ndarray: for emit-only formats (backend None), a
-#       NumPy executor of the format's semantics that parity compares with PyTorch.
-#   artifact_files(artifact) -> list[Path]: every file of a multi-file artifact, the main one
-#       included (Caffe2's predict net + init net); deleted and checked together.
-#   parity_tolerance(options) -> {"atol", "rtol", "min_top1"}: when parity depends on options
-#       (quantized artifacts are judged on top-1 agreement over real images, not logits).
-#   binary_native = True: the format executes binary convolutions as such (LCE, daBNN); with
-#       binary_inputs(model, artifact, inputs, names) a binarized model is judged by the signs
-#       its binary layers see (sign_parity.py), and float formats on top-1 for them.
-#   uses_spec = True: export also receives ``spec=`` (the zoo ModelSpec), e.g. to preprocess
-#       calibration images for the model's input.
-#   limits: one line for ``aiot convert --list`` on what keeps the format from its runtime's
-#       fastest path here (e.g. a torch without XNNPACK for .ptl); the sidecar says it per artifact.
-#   parity_check = False: skip the parity step (default True when absent); for formats whose
-#       outputs mean nothing next to PyTorch's (the "null" test format). The sidecar's parity is null.
+    def artifact_files(self, artifact: Path) -> list[Path]:
+        """Every file of the artifact, the main one first (Caffe2: predict net + init net);
+        deleted, pushed and hashed together."""
+        return [artifact]
+
+    def parity_tolerance(self, options: dict[str, str]) -> dict:
+        """``{"atol", "rtol", "min_top1"}`` for parity with these options (quantized TFLite is
+        judged on top-1 agreement over real images, not on its logits)."""
+        return {"atol": self.atol, "rtol": 1e-3, "min_top1": None}
+
+    def deployed_form(self, model, example) -> tuple[object, dict | None]:
+        """``(the model the runtime runs, facts or None)`` for a binarized ``model``: a format
+        whose runtime cannot run the training graph as it is says what it changes (daBNN
+        drops clamps that float layers read); parity is measured against the changed model.
+        Here: the model as it is, nothing changed."""
+        return model, None
 
 
 CONVERTERS: Registry[Converter] = Registry("format")
@@ -105,7 +149,7 @@ CONVERTERS: Registry[Converter] = Registry("format")
 def user_converters() -> list[Converter]:
     """The formats users see (``convert --list``, ``--format all``, hints): all but aiot's
     own test formats (``internal = True``, e.g. ``null``), which stay usable by name."""
-    return [conv for conv in CONVERTERS if not getattr(conv, "internal", False)]
+    return [conv for conv in CONVERTERS if not conv.internal]
 
 
 def all_formats(runs_in=None) -> tuple[list[str], list[str]]:
@@ -149,7 +193,7 @@ def formats_for(formats: list[str], ref) -> tuple[list[str], list[str]]:
     fits, left_out = [], []
     for fmt in formats:
         conv = get_converter(fmt)
-        if getattr(conv, "binary_native", False) and _has_binary_layers(ref) is False:
+        if conv.binary_native and _has_binary_layers(ref) is False:
             left_out.append(f"{fmt} (binary-native: for models with binary layers)")
         elif ref.binarize and conv.name in LIBRARIES and verdict(ref.binarize, conv.name).refused:
             left_out.append(f"{fmt} ({verdict(ref.binarize, conv.name).reason})")
@@ -192,7 +236,7 @@ def format_table() -> list[dict]:
             "name": conv.name, "extension": conv.extension, "backend": conv.backend,
             "available": avail.ok, "reason": avail.reason, "extra": avail.extra,
             "hint": avail.hint or (f"pip install 'aiot[{avail.extra}]'" if avail.extra else None),
-            "description": conv.description, "limits": getattr(conv, "limits", None),
+            "description": conv.description, "limits": conv.limits,
             "options": {k: f"{h} [default: {d}]" for k, (d, h) in conv.options.items()},
         })
     return rows

@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.core.companions import PREDICT_SUFFIX, init_net_path  # noqa: F401 - caffe2.init_net_path
 from aiot.core.errors import ArtifactError, ConversionError
 from aiot.core.fileio import sha256_file, write_atomic
@@ -37,7 +37,7 @@ ORDER = "NCHW"
 CAFFE_LEGACY_POOLING = 3  # caffe2_legacy.proto LegacyPadding
 
 
-class Caffe2Converter:
+class Caffe2Converter(Converter):
     """Graph lowering (:mod:`aiot.converters.graph`) → NetDef protobufs, checked by NumPy."""
 
     name = FORMAT

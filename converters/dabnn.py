@@ -57,7 +57,7 @@ import math
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.core.errors import ArtifactError, ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -73,7 +73,7 @@ from aiot.converters.dabnn_emit import (  # noqa: F401 - emit and keep_signs are
 )
 
 
-class DabnnConverter:
+class DabnnConverter(Converter):
     """Graph lowering → daBNN flatbuffer, checked by aiot's NumPy executor of daBNN."""
 
     name = FORMAT

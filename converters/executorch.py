@@ -14,7 +14,13 @@ import logging
 import tempfile
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
+from aiot.converters.base import (
+    CONVERTERS,
+    Availability,
+    Converter,
+    toolchain_available,
+    toolchain_versions,
+)
 from aiot.core.errors import UsageError
 from aiot.core.fileio import write_atomic
 
@@ -24,7 +30,7 @@ TOOLCHAIN = "executorch"
 DELEGATES = ("xnnpack", "portable")
 
 
-class ExecutorchConverter:
+class ExecutorchConverter(Converter):
     """torch.export → to_edge_transform_and_lower(XnnpackPartitioner) → .pte."""
 
     name = "executorch"

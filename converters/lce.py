@@ -18,7 +18,13 @@ import logging
 import tempfile
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, toolchain_available, toolchain_versions
+from aiot.converters.base import (
+    CONVERTERS,
+    Availability,
+    Converter,
+    toolchain_available,
+    toolchain_versions,
+)
 from aiot.converters.graph import bn_scale_shift
 from aiot.core.errors import ConversionError
 from aiot.core.fileio import write_atomic
@@ -90,7 +96,7 @@ def write_graph(graph, example, folder: Path) -> tuple[Path, Path, int]:
     return graph_file, weights_file, binary
 
 
-class LceConverter:
+class LceConverter(Converter):
     """PyTorch BNN → TensorFlow graph → LCE converter, in the ``lce`` toolchain."""
 
     name = "lce"

@@ -13,14 +13,14 @@ import math
 from pathlib import Path
 
 import aiot
-from aiot.converters.base import CONVERTERS, Availability
+from aiot.converters.base import CONVERTERS, Availability, Converter
 from aiot.core.errors import UsageError
 from aiot.core.fileio import write_atomic
 
 FORMAT = "aiot-null"  # the agent's null backend checks this marker
 
 
-class NullConverter:
+class NullConverter(Converter):
     """Writes the JSON the null backend loads; no toolchain, always available."""
 
     name = "null"

@@ -6,13 +6,13 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.core.companions import onnx_external_data
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
 
-class OnnxConverter:
+class OnnxConverter(Converter):
     """TorchScript-based exporter at opset 17 by default: the most portable to mobile ORT builds."""
 
     name = "onnx"

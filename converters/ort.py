@@ -27,11 +27,11 @@ from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.converters.onnx import OnnxConverter
-from aiot.device_agent.backends.onnxruntime_backend import REPLAY_KEY  # set by the agent for .ort
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
+from aiot.device_agent.backends.onnxruntime_backend import REPLAY_KEY  # set by the agent for .ort
 
 #: ``--opt optimization=`` values: the runtime style, or a fixed portable level.
 STYLES = ("runtime", "basic", "extended")
@@ -45,7 +45,7 @@ LIMITS = ("x86_64: ONNX Runtime's NCHWc layout (its fastest x86 convolutions) is
           "ARM has no such layout")
 
 
-class OrtConverter:
+class OrtConverter(Converter):
     """ONNX export, then ONNX Runtime's own optimizer writing the ORT flatbuffer."""
 
     name = "ort"
@@ -129,7 +129,9 @@ def _save(source: Path, target: Path, level: str, record: bool = False) -> None:
 def ort_contents(path: Path) -> tuple[list[str], dict[str, int]]:
     """``(op types stored in the main graph, {optimizer: recorded runtime optimizations})`` of
     an ORT-format file, read with the flatbuffer bindings ONNX Runtime ships."""
-    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs.InferenceSession import InferenceSession
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs.InferenceSession import (
+        InferenceSession,
+    )
 
     graph = InferenceSession.GetRootAs(path.read_bytes(), 0).Model().Graph()
     ops = sorted({graph.Nodes(i).OpType().decode() for i in range(graph.NodesLength())

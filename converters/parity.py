@@ -89,8 +89,8 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
     """
     import numpy as np
 
-    from aiot.device_agent import backends
     from aiot.core.toolchains import backend_toolchain
+    from aiot.device_agent import backends
 
     toolchain = backend_toolchain(backend_name)
     if toolchain is not None:
@@ -288,9 +288,9 @@ def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
     import tempfile
 
     import aiot.device_agent
-    from aiot.device_agent import agent, protocol
     from aiot.core import toolchains
     from aiot.core.toolchains import backend_toolchain
+    from aiot.device_agent import agent, protocol
 
     toolchain = backend_toolchain(backend_name)
     spec = {"v": 1, "backend": backend_name, "threads": 1, **spec}

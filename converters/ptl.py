@@ -24,7 +24,7 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -41,7 +41,7 @@ LIMITS = ("XNNPACK-prepacked conv/linear (optimize_for_mobile) only with a torch
           "aten's convolutions (the sidecar says which)")
 
 
-class PtlConverter:
+class PtlConverter(Converter):
     """torch.jit.trace (channels-last) → optimize_for_mobile or freeze → _save_for_lite_interpreter."""
 
     name = "ptl"

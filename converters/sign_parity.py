@@ -171,9 +171,8 @@ def check_sign_parity(converter, model, artifact, batches: list, tolerance: dict
     actual = converter.binary_inputs(model, artifact, inputs, list(reference))
     # A runtime that shifts what it binarizes (daBNN's sign shifts and folded thresholds)
     # keeps the signs, not the values: its stem is judged by the first layer's signs.
-    by_value = getattr(converter, "stem_by_value", True)
-    report = compare_signs(reference, actual, tolerance if by_value else None,
-                           getattr(converter, "positive_at_zero", True))
+    report = compare_signs(reference, actual, tolerance if converter.stem_by_value else None,
+                           converter.positive_at_zero)
     report["n_inputs"] = len(inputs)
     log.info("%s sign parity: min %.4f over %d binary layers", converter.name,
              report.get("min_sign_agreement", 0.0), len(reference))

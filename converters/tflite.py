@@ -17,7 +17,7 @@ import logging
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, modules_available
+from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -57,7 +57,7 @@ TOLERANCE = {
 }
 
 
-class TfliteConverter:
+class TfliteConverter(Converter):
     """TFLite via litert-torch; FP16 and INT8 variants by ai-edge-quantizer on the float file."""
 
     name = "tflite"
@@ -131,8 +131,8 @@ class TfliteConverter:
 
 def _calibration_batches(spec, options: dict[str, str]):
     """Preprocessed train-split images (batch 1 each) that set int8 activation ranges."""
-    from aiot.models.datasets import load_dataset
     from aiot.core.errors import UsageError
+    from aiot.models.datasets import load_dataset
 
     if spec is None:  # a user's model: no image data set is known to fit its input
         raise UsageError("int8 calibration needs a zoo image model (its data set fits the "

@@ -172,7 +172,7 @@ def render_info(facts: dict):
     # Markup of its own ([dim]): the device's names and versions in it are made safe here.
     from aiot.converters import CONVERTERS  # here: `aiot --help` imports no converter
 
-    internal = {c.backend for c in CONVERTERS if getattr(c, "internal", False)}  # null: aiot's test
+    internal = {c.backend for c in CONVERTERS if c.internal}  # null: aiot's test
     runtimes = ", ".join(f"{safe(k)} {safe(v)}" if v else f"{safe(k)} [dim](not importable)[/]"
                          for k, v in (agent.get("runtimes") or {}).items() if k not in internal)
     maker = " ".join(p for p in (facts.get("manufacturer"), facts.get("model")) if p)

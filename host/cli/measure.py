@@ -453,9 +453,7 @@ def _check_options(request) -> None:
                          "file measured as it is", "drop --opt, or name a model that converts")
     converter = get_converter(request.format)
     resolved = resolve_options(converter, request.option_dict())
-    check = getattr(converter, "check_options", None)
-    if check is not None:
-        check(resolved)
+    converter.check_options(resolved)
 
 
 def with_weights(requests, dataset: str | None):

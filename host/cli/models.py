@@ -247,7 +247,7 @@ def _user_facts(ref, shapes: dict) -> dict:
 
         converter = get_converter(ref.format)
         backend = converter.backend
-        describe = getattr(converter, "describe", None)  # an emit-only format aiot can read
+        describe = converter.describe  # an emit-only format aiot can read (None: cannot)
         if backend is None and describe is not None:  # ArtifactError: not a model of its format
             return {**describe(ref.path), **_sidecar_form(ref.path)}
         if backend is None:

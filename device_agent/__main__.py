@@ -7,6 +7,6 @@ from . import seccomp
 # Before the agent and its runtimes are imported: NumPy's OpenBLAS makes a trapped call on import.
 seccomp.install_from_env()
 
-from .agent import main
+from .cli import main  # noqa: E402 - after the seccomp handler, as said above
 
 sys.exit(main())

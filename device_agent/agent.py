@@ -29,144 +29,29 @@ dtype, quantization, ``sha256`` of its bytes, ``source``) and each output's fing
 Peak memory is measured by its own command, ``memory``, in a process that does nothing
 else (see ``memory``); the ``run`` result keeps its ``peak_rss_kb`` for compatibility.
 
-``serve`` keeps one process and one loaded model for many batched predictions, read from
-stdin as JSON lines (see ``serve``): black-box attacks ask thousands of questions, and
-starting Python, importing the runtime and loading the model per question would dominate.
+The other commands: ``predict``, ``memory`` and ``inspect`` here, ``profile`` in
+``profiling.py``, ``serve`` in ``serve.py``; :func:`execute` runs one on a spec
+(``spec.py``), ``cli.py`` reads the command line, ``session.py`` serves many.
 """
+
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import platform
-import resource
-import sys
 import time
 
-from . import AGENT_VERSION, backends, cpuload, profiling, protocol, seccomp
-from .signature import SpecError, prepare, validate_overrides  # agent.SpecError stays
+from . import backends, cpuload, profiling, seccomp
+from .backends import ArtifactLoadError, BackendUnavailable, open_session
+from .process import current_rss_kb, peak_rss_kb, pin
+from .serve import serve
+from .signature import SpecError, load_batches, prepare
+from .spec import validate_spec
 from .stats import robust_cv, summarize_ms
+from .wire import emit, first_line
 
-RUN_SPEC_VERSION = 1
-DEFAULTS = {
-    "threads": 1,
-    "warmup_runs": 1,
-    "warmup_min_s": 0.5,
-    "min_runs": 50,
-    "min_s": 1.0,
-    "max_s": 150.0,
-    "seed": 0,
-    "dataset": None,
-    "target_cv": None,  # None: no repeat-until-stable; else keep going until robust CV <= it
-    "max_runs": None,  # None: no cap on the number of timed iterations (max_s still applies)
-    "cpus": None,  # None: no pinning; else the CPU numbers this process may run on
-    "input_shapes": None,  # None: the model's own shapes; else {input name: dims} (dynamic dims)
-    "inputs": None,  # None: generated inputs; else a pushed .npz, one array per input name
-}
 #: The CV of fewer samples says nothing; the stability check waits for this many.
 MIN_CV_SAMPLES = 10
 MEMORY_RUNS = 3  # inferences the ``memory`` command runs after loading
-
-
-class ArtifactLoadError(RuntimeError):
-    """The runtime refused the artifact (missing, truncated, corrupt or unsupported)."""
-
-
-def emit(event: str, **fields) -> None:
-    """Print one protocol line and flush so the host sees progress live.
-
-    One write per line, newline included: ``print`` writes the newline separately, which an
-    unbuffered stdout (``PYTHONUNBUFFERED``) turns into two writes, and over ADB into two
-    stream packets, the second waiting for the first's acknowledgement (~40 ms measured on
-    the emulated device when the ACK was delayed).
-    """
-    sys.stdout.write(protocol.encode(event, **fields) + "\n")
-    sys.stdout.flush()
-
-
-def hello() -> dict:
-    """What this agent and device can do."""
-    return {
-        "agent_version": AGENT_VERSION,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "runtimes": backends.versions(),
-        # How the agent's Python came to the device: "aiot-aarch64-glibc:<hash>" when it is
-        # the runtime aiot pushed to a phone (its bin/python3 sets it), else None.
-        "runtime": os.environ.get("AIOT_RUNTIME"),
-        # System calls the Android app's seccomp filter trapped and the agent skipped (None:
-        # not started by the app, no handler).
-        "sigsys_skipped": seccomp.skipped(),
-    }
-
-
-def validate_spec(raw: dict) -> dict:
-    """Defaults filled in and every field checked; raises SpecError naming the field."""
-    if raw.get("v") != RUN_SPEC_VERSION:
-        raise SpecError(f"run spec version {raw.get('v')!r}, agent expects {RUN_SPEC_VERSION}")
-    spec = {**DEFAULTS, **raw}
-    for key in ("backend", "artifact"):
-        if not isinstance(spec.get(key), str) or not spec[key]:
-            raise SpecError(f"run spec needs a non-empty string '{key}'")
-    if spec["backend"] not in backends.MODULES:
-        raise SpecError(f"unknown backend {spec['backend']!r}; known: {sorted(backends.MODULES)}")
-    for key in ("threads", "warmup_runs", "min_runs"):
-        if not isinstance(spec[key], int) or spec[key] < (1 if key != "warmup_runs" else 0):
-            raise SpecError(f"run spec field '{key}' must be a positive integer")
-    for key in ("warmup_min_s", "min_s", "max_s"):
-        if not isinstance(spec[key], (int, float)) or spec[key] < 0:
-            raise SpecError(f"run spec field '{key}' must be a non-negative number")
-    _validate_stability(spec)
-    _validate_cpus(spec["cpus"])
-    validate_overrides(spec["input_shapes"])
-    if spec["inputs"] is not None and (not isinstance(spec["inputs"], str) or not spec["inputs"]):
-        raise SpecError(f"run spec field 'inputs' must be the path of a .npz or null, "
-                        f"got {spec['inputs']!r}")
-    return spec
-
-
-def _validate_cpus(cpus) -> None:
-    if cpus is None:
-        return
-    if not isinstance(cpus, list) or not cpus or not all(
-            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
-        raise SpecError(f"run spec field 'cpus' must be a non-empty list of CPU numbers, got {cpus!r}")
-
-
-def pin(cpus) -> list[int] | None:
-    """Restrict this process (and the runtime threads it starts later) to ``cpus``.
-
-    Called before the model is loaded, so every runtime thread inherits the mask. Returns
-    the CPUs the process may use afterwards, as the kernel reports them.
-    """
-    if cpus is None:
-        return None
-    if not hasattr(os, "sched_setaffinity"):
-        raise SpecError("this OS cannot pin a process to CPUs (no sched_setaffinity)")
-    try:
-        os.sched_setaffinity(0, cpus)
-    except OSError as exc:
-        raise SpecError(f"cannot pin to CPUs {cpus}: {exc}") from None
-    return sorted(os.sched_getaffinity(0))
-
-
-def _validate_stability(spec: dict) -> None:
-    """``target_cv`` and ``max_runs``: each null (off) or a sensible number."""
-    target, cap = spec["target_cv"], spec["max_runs"]
-    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))
-                               or not 0 < target < math.inf):
-        raise SpecError(f"run spec field 'target_cv' must be a number > 0 (0.02 means 2 %) or "
-                        f"null, got {target!r}")
-    if cap is None:
-        return
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise SpecError(f"run spec field 'max_runs' must be a positive integer or null, "
-                        f"got {cap!r}")
-    if cap < spec["min_runs"]:
-        raise SpecError(f"run spec field 'max_runs' ({cap}) is below "
-                        f"'min_runs' ({spec['min_runs']})")
 
 
 class _StopRule:
@@ -259,23 +144,6 @@ def _accuracy(session, dataset: dict) -> dict:
     return {"correct": correct, "total": len(x), "top1": correct / len(x) if len(x) else 0.0}
 
 
-def _peak_rss_kb() -> int:
-    """This process's high-water resident set (``ru_maxrss``) in KiB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak // 1024 if sys.platform == "darwin" else peak  # macOS reports bytes
-
-
-def _current_rss_kb() -> int | None:
-    """The resident set now (``VmRSS`` in /proc/self/status), or None where there is no procfs."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])  # "VmRSS:   12345 kB"
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
 
 def output_fingerprint(output, head: int = 64) -> dict:
     """The model's output on the seeded input, small enough to store with every record.
@@ -304,22 +172,6 @@ def _nonfinite_name(value: float) -> str:
     return "nan" if value != value else "inf" if value > 0 else "-inf"
 
 
-def _open(backend, spec: dict, opener=None):
-    """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``),
-    opened by ``opener`` (default ``backend.open``; ``open_profiled`` for ``profile``); a
-    runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
-    opener = opener or backend.open
-    try:
-        if spec.get("input_shapes"):
-            return opener(spec["artifact"], spec["threads"], spec["input_shapes"])
-        return opener(spec["artifact"], spec["threads"])
-    except SpecError:
-        raise
-    except Exception as exc:
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
-
-
 def run(spec: dict) -> dict:
     """Execute one validated run spec and return the ``result`` event's fields."""
     import numpy  # noqa: F401 - imported before anything is timed, as always
@@ -329,7 +181,7 @@ def run(spec: dict) -> dict:
     pinned = pin(spec["cpus"])
     emit("progress", phase="load", done=0, total=1)
     t0 = time.perf_counter_ns()
-    session = _open(backend, spec)
+    session = open_session(backend, spec)
     load_ns = time.perf_counter_ns() - t0
 
     arrays, used = _prepare_inputs(session, spec)
@@ -376,7 +228,7 @@ def run(spec: dict) -> dict:
         "accuracy": _accuracy(session, spec["dataset"]) if spec.get("dataset") else None,
     }
     # Peak RSS after everything ran: the high-water mark of this process.
-    result["peak_rss_kb"] = _peak_rss_kb()
+    result["peak_rss_kb"] = peak_rss_kb()
     result["sigsys_skipped"] = seccomp.skipped()
     return result
 
@@ -419,15 +271,13 @@ def predict(spec: dict) -> dict:
     model's own shape and dtype); its ``outputs`` is then a ``.npz`` too, one batch per output
     name, in the outputs' own dtypes (see ``_predict_npz``).
     """
-    import os
-
     import numpy as np
 
     for key in ("inputs", "outputs"):
         if not isinstance(spec.get(key), str) or not spec[key]:
             raise SpecError(f"predict spec needs a non-empty string '{key}'")
     backend = backends.load(spec["backend"])
-    session = _open(backend, spec)
+    session = open_session(backend, spec)
     if spec["inputs"].endswith(".npz"):
         return {**_predict_npz(session, spec), "runtime_version": backend.version()}
     x = np.load(spec["inputs"], allow_pickle=False)
@@ -443,11 +293,7 @@ def predict(spec: dict) -> dict:
 
 def _predict_npz(session, spec: dict) -> dict:
     """``predict`` of a ``.npz`` of batches: every input and output by name, raw dtypes."""
-    import os
-
     import numpy as np
-
-    from .signature import load_batches
 
     batches = load_batches(session.inputs, session.shapes, spec["inputs"])
     count = len(batches[0]) if batches else 0
@@ -488,15 +334,15 @@ def memory(spec: dict) -> dict:
     backend = backends.load(spec["backend"])
     pin(spec["cpus"])
     emit("progress", phase="load", done=0, total=1)
-    before = _current_rss_kb()
-    session = _open(backend, spec)
-    after = _current_rss_kb()
+    before = current_rss_kb()
+    session = open_session(backend, spec)
+    after = current_rss_kb()
     session.set_inputs(_prepare_inputs(session, spec)[0])
     for _ in range(runs):
         session.invoke()
     return {"backend": backend.NAME, "runtime_version": backend.version(),
             "threads": spec["threads"], "runs": runs, "rss_before_load_kb": before,
-            "rss_after_load_kb": after, "peak_rss_kb": _peak_rss_kb()}
+            "rss_after_load_kb": after, "peak_rss_kb": peak_rss_kb()}
 
 
 def inspect(spec: dict) -> dict:
@@ -506,7 +352,7 @@ def inspect(spec: dict) -> dict:
     refused here too) and runs nothing. Shapes are the declared ones, -1 for a dynamic dim.
     """
     backend = backends.load(spec["backend"])
-    session = _open(backend, spec)
+    session = open_session(backend, spec)
     return {"backend": backend.NAME, "runtime_version": backend.version(),
             "inputs": session.inputs, "outputs": session.outputs}
 
@@ -514,142 +360,6 @@ def inspect(spec: dict) -> dict:
 COMMANDS = {"run": ("result", run), "predict": ("predicted", predict),
             "memory": ("memory", memory), "inspect": ("signature", inspect),
             "profile": ("profile", profiling.profile)}
-
-
-# -- serve: a long-lived agent answering batched predict requests ------------------------------
-
-#: Element types a ``serve`` request's ``data`` may hold (little-endian on the wire).
-WIRE_DTYPES = ("float32", "float16", "float64", "uint8", "int8", "int32", "int64")
-
-
-class RequestError(ValueError):
-    """A ``serve`` request is malformed: it gets an ``error`` reply and the session goes on."""
-
-
-def serve(spec: dict, requests=None) -> int:
-    """Load the model once, then answer requests read one JSON object per line.
-
-    Emits ``ready`` once the model is loaded. Each ``{"op": "predict", "id", "shape",
-    "dtype", "data"}`` line (``data``: base64 of the little-endian array, batch first) gets a
-    ``predictions`` line (one output row per input row) or, if the request is malformed or
-    the runtime refuses it, an ``error`` line carrying its ``id``; either way the session
-    keeps serving. ``{"op": "close"}`` or the end of the requests ends it with 0.
-    A model that does not load raises, as in ``run``, and ``main`` reports it.
-
-    Args:
-        spec: a validated run spec (``backend``, ``artifact``, ``threads``, ``cpus``).
-        requests: the request lines (bytes or str); stdin's when None.
-    """
-    import numpy as np
-
-    backend = backends.load(spec["backend"])
-    pin(spec["cpus"])
-    session = _open(backend, spec)
-    emit("ready", backend=backend.NAME, runtime_version=backend.version(),
-         agent_version=AGENT_VERSION, threads=spec["threads"],
-         input_shape=list(session.input_shape), input_dtype=np.dtype(session.input_dtype).name)
-    for line in sys.stdin.buffer if requests is None else requests:
-        if not line.strip():
-            continue
-        reply = _answer(line, session)
-        if reply is None:
-            return 0
-        event, fields = reply
-        try:
-            emit(event, **fields)
-        except BrokenPipeError:  # the host went away: nobody is left to answer
-            return 0
-    return 0
-
-
-def _answer(line: bytes | str, session) -> tuple[str, dict] | None:
-    """The reply to one request line as ``(event, fields)``; None for ``close``."""
-    request_id = None
-    try:
-        request = _request(line)
-        if request.get("op") == "close":
-            return None
-        request_id = request.get("id")
-        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
-            request_id = None
-            raise RequestError("a request needs an integer or string 'id'")
-        op = request.get("op")
-        if op != "predict":
-            raise RequestError(f"unknown op {op!r}; known: predict, close")
-        return "predictions", {"id": request_id, **_predict_rows(session, _inputs(request, session))}
-    except RequestError as exc:
-        return "error", {"id": request_id, "type": "RequestError", "message": str(exc)}
-    except Exception as exc:  # the runtime failed on this input; the model stays loaded
-        return "error", {"id": request_id, "type": type(exc).__name__, "message": _first_line(exc)}
-
-
-def _request(line: bytes | str) -> dict:
-    try:
-        request = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(f"a request must be one JSON object per line: {exc}") from None
-    if not isinstance(request, dict):
-        raise RequestError("a request must be a JSON object")
-    return request
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
-
-
-def _inputs(request: dict, session):
-    """The request's batch as ``(N, *input_shape)`` in the runtime's element type.
-
-    Every row must have the model's own shape (``input_shape`` without its batch of 1):
-    a mere element count would let an NHWC batch pass for an NCHW model unnoticed.
-    """
-    import base64
-    import binascii
-
-    import numpy as np
-
-    shape, dtype = request.get("shape"), request.get("dtype")
-    if not isinstance(shape, list) or not shape or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise RequestError(f"'shape' must be a non-empty list of sizes, got {shape!r}")
-    if dtype not in WIRE_DTYPES:
-        raise RequestError(f"'dtype' must be one of {', '.join(WIRE_DTYPES)}, got {dtype!r}")
-    row = list(session.input_shape[1:])
-    if shape[1:] != row:
-        raise RequestError(f"input rows of shape {shape[1:]}; the model takes {row} "
-                           f"(input shape {list(session.input_shape)})")
-    wire = np.dtype(dtype).newbyteorder("<")
-    try:
-        raw = base64.b64decode(request.get("data") or "", validate=True)
-    except (binascii.Error, TypeError) as exc:
-        raise RequestError(f"'data' is not base64: {exc}") from None
-    if len(raw) != math.prod(shape) * wire.itemsize:
-        raise RequestError(f"'data' holds {len(raw)} bytes; {shape} of {dtype} "
-                           f"needs {math.prod(shape) * wire.itemsize}")
-    batch = np.frombuffer(raw, wire).reshape(shape[0], *session.input_shape)
-    return batch.astype(session.input_dtype)
-
-
-def _predict_rows(session, batch) -> dict:
-    """One inference per row (artifacts take a batch of 1); the ``predictions`` fields."""
-    import base64
-
-    import numpy as np
-
-    out = None
-    compute_ns = 0
-    for i, row in enumerate(batch):
-        t0 = time.perf_counter_ns()
-        result = session.run(np.ascontiguousarray(row))
-        compute_ns += time.perf_counter_ns() - t0
-        flat = np.asarray(result).reshape(-1)
-        if out is None:
-            out = np.empty((len(batch), flat.size), "<f4")
-        out[i] = flat  # copied now: a runtime may reuse its output buffer on the next run
-    out = np.zeros((0, 0), "<f4") if out is None else out
-    return {"shape": list(out.shape), "dtype": "float32",
-            "data": base64.b64encode(out.tobytes()).decode("ascii"), "compute_ms": compute_ns / 1e6}
 
 
 def execute(command: str, raw_spec) -> int:
@@ -664,36 +374,9 @@ def execute(command: str, raw_spec) -> int:
         event, handler = COMMANDS[command]
         emit(event, **handler(spec))
         return 0
-    except (SpecError, ArtifactLoadError, OSError, backends.BackendUnavailable) as exc:
+    except (SpecError, ArtifactLoadError, OSError, BackendUnavailable) as exc:
         emit("error", type=type(exc).__name__, message=str(exc))
         return 3
     except Exception as exc:  # a runtime failing to load or run a model
-        emit("error", type=type(exc).__name__, message=_first_line(exc))
+        emit("error", type=type(exc).__name__, message=first_line(exc))
         return 4
-
-
-USAGE = ("usage: python -m device_agent hello | session | "
-         "{run,predict,memory,inspect,profile,serve} SPEC.json")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m device_agent hello | session | {run,predict,memory,inspect,profile,serve}
-    SPEC.json``."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["hello"]:
-        emit("hello", **hello())
-        return 0
-    if argv == ["session"]:
-        from .session import session
-
-        return session()
-    if len(argv) != 2 or (argv[0] not in COMMANDS and argv[0] != "serve"):
-        emit("error", type="usage", message=USAGE)
-        return 2
-    try:
-        with open(argv[1], encoding="utf-8") as fh:
-            raw = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        emit("error", type=type(exc).__name__, message=str(exc))
-        return 3
-    return execute(argv[0], raw)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import statistics
 
 from . import backends
+from .process import pin
 from .signature import SpecError, prepare
+from .wire import emit
 
 PROFILE_RUNS = 20  # profiled inferences, after the warm-up
 PROFILE_WARMUP = 3
@@ -75,8 +77,6 @@ def profile(spec: dict) -> dict:
     """Execute a validated run spec's ``profile``: see the module docstring."""
     import numpy  # noqa: F401 - as in ``run``: imported before anything is measured
 
-    from .agent import _open, emit, pin
-
     runs = _count(spec, "profile_runs", PROFILE_RUNS, 1)
     warmup = _count(spec, "profile_warmup", PROFILE_WARMUP, 0)
     backend = backends.load(spec["backend"])
@@ -88,7 +88,7 @@ def profile(spec: dict) -> dict:
         return {**answer, "available": False, "reason": reason}
     pin(spec["cpus"])
     emit("progress", phase="load", done=0, total=1)
-    session = _open(backend, spec, opener)
+    session = backends.open_session(backend, spec, opener)
     session.set_inputs(prepare(session.inputs, session.shapes, spec["seed"], spec.get("inputs"))[0])
     for _ in range(warmup):
         session.invoke()

@@ -41,8 +41,9 @@ import signal
 import sys
 
 from . import AGENT_VERSION, protocol
-from .agent import emit, hello
+from .agent import execute
 from .telemetry import telemetry_text
+from .wire import emit, hello
 
 #: Ops whose work runs in a forked child, and the event that answers each.
 CHILD_OPS = {"run": "result", "memory": "memory", "predict": "predicted",
@@ -249,8 +250,6 @@ def _child(op: str, spec, write_fd: int) -> None:
         os.dup2(devnull, 0)  # the host's requests belong to the parent
         os.close(devnull)
         _die_with_parent()
-        from .agent import execute
-
         code = execute(op, spec)
     except BaseException as exc:  # noqa: BLE001 - reported on the protocol, then exit
         try:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 
+from ..signature import SpecError, resolve
+
 # backend name -> module (relative to this package)
 MODULES = {
     "onnxruntime": ".onnxruntime_backend",
@@ -55,8 +57,6 @@ class SessionBase:
         """
         import numpy as np
 
-        from ..signature import resolve
-
         self.inputs, self.outputs = inputs, outputs
         self._set_shapes(resolve(inputs, input_shapes))
         if inputs and inputs[0]["dtype"] != "string":
@@ -86,6 +86,10 @@ class BackendUnavailable(RuntimeError):
     """The runtime a backend drives cannot be imported on this machine."""
 
 
+class ArtifactLoadError(RuntimeError):
+    """The runtime refused the artifact (missing, truncated, corrupt or unsupported)."""
+
+
 def load(name: str):
     """The backend module for ``name``.
 
@@ -99,6 +103,22 @@ def load(name: str):
     return module
 
 
+def open_session(backend, spec: dict, opener=None):
+    """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``),
+    opened by ``opener`` (default ``backend.open``; ``open_profiled`` for ``profile``); a
+    runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
+    opener = opener or backend.open
+    try:
+        if spec.get("input_shapes"):
+            return opener(spec["artifact"], spec["threads"], spec["input_shapes"])
+        return opener(spec["artifact"], spec["threads"])
+    except SpecError:
+        raise
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+
+
 def installed(name: str) -> str | None:
     """The installed version of backend ``name``'s runtime, from package metadata.
 
@@ -110,6 +130,7 @@ def installed(name: str) -> str | None:
     custom = getattr(module, "installed_version", None)
     if custom is not None:
         return custom()
+    # Stdlib, but it pulls the email package: only hello pays for it.
     from importlib.metadata import PackageNotFoundError, version
 
     for distribution in module.DISTRIBUTIONS:

@@ -7,6 +7,7 @@ XNNPACK threadpool, reset here to the run's thread count before loading.
 
 from __future__ import annotations
 
+from ..signature import check_arrays, entry, positional
 from . import SessionBase
 
 #: Package names the runtime ships as (see backends.installed).
@@ -40,8 +41,6 @@ def _entries(metadata, kind: str) -> list[dict]:
     """Signature entries of a method's inputs or outputs: ExecuTorch keeps no names, so they
     are positional (``input_0``, ...); every dim is fixed (a program's sizes are its
     memory-planned upper bounds, not marked dynamic)."""
-    from ..signature import entry, positional
-
     count = metadata.num_inputs() if kind == "input" else metadata.num_outputs()
     meta = metadata.input_tensor_meta if kind == "input" else metadata.output_tensor_meta
     found = []
@@ -58,7 +57,6 @@ def _entries(metadata, kind: str) -> list[dict]:
 
 class Session(SessionBase):
     """The ``forward`` method of one loaded program."""
-
     api = "executorch_runtime"
 
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
@@ -74,8 +72,6 @@ class Session(SessionBase):
 
     def set_inputs(self, arrays) -> None:
         import torch
-
-        from ..signature import check_arrays
 
         check_arrays(self.inputs, arrays)
         # A copy: torch shares the array's memory, which the caller may reuse.
@@ -105,7 +101,6 @@ _NOT_OPS = ("DELEGATE_CALL", "Method::execute")
 class ProfiledSession(Session):
     """``forward`` loaded through the pybindings with ETDump on: every operator (each op of
     the XNNPACK delegate, each portable kernel) is timed per execution."""
-
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         from executorch.extension.pybindings import portable_lib
 

@@ -13,7 +13,9 @@ region includes those two copies (microseconds for a classifier's tensors).
 
 from __future__ import annotations
 
+from ..signature import SpecError, check_arrays
 from . import SessionBase
+from .tflite_io import read_io
 
 NAME = "lce"
 EXTENSIONS = (".tflite",)
@@ -79,9 +81,6 @@ class Session(SessionBase):
     api = "lce_interpreter"
 
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
-        from ..signature import SpecError
-        from .tflite_io import read_io
-
         with open_file(path) as fh:
             flatbuffer = fh.read()
         inputs, outputs, self._in_pos, self._out_pos = read_io(flatbuffer)
@@ -98,8 +97,6 @@ class Session(SessionBase):
 
     def set_inputs(self, arrays) -> None:
         import numpy as np
-
-        from ..signature import check_arrays
 
         check_arrays(self.inputs, arrays)
         for spec, pos, array, allocated in zip(self.inputs, self._in_pos, arrays,

@@ -15,7 +15,9 @@ integer-quantized model (:class:`_IoQuantization`). A dynamic dim is resized (Li
 
 from __future__ import annotations
 
+from ..signature import check_arrays
 from . import SessionBase
+from .tflite_io import read_io
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("ai-edge-litert",)
@@ -54,7 +56,6 @@ class _IoQuantization:
     as TFLite's ``benchmark_model`` feeds an already quantized tensor. ``set_inputs`` and
     ``outputs_all`` do neither: they take and give the tensors' own values.
     """
-
     def __init__(self, inputs: list[dict], outputs: list[dict]) -> None:
         self.input = _params(inputs[0]) if inputs else None
         self.output = _params(outputs[0]) if outputs else None
@@ -110,7 +111,6 @@ def _io_params(model):
 
 class _Session(SessionBase):
     """What both APIs share: the signature, resizing rules and the single-input path."""
-
     def _setup(self, io: tuple, input_shapes: dict | None) -> list[list[int]]:
         import numpy as np
 
@@ -142,7 +142,6 @@ class _Session(SessionBase):
 
 class CompiledModelSession(_Session):
     """A ``CompiledModel`` with input/output buffers for its first signature."""
-
     api = "compiled_model"
 
     def __init__(self, path: str, threads: int, io: tuple, input_shapes=None) -> None:
@@ -185,8 +184,6 @@ class CompiledModelSession(_Session):
         self._note(changes)
 
     def set_inputs(self, arrays) -> None:
-        from ..signature import check_arrays
-
         check_arrays(self.inputs, arrays)
         changes = self._resizes([a.shape for a in arrays])
         if changes:
@@ -206,7 +203,6 @@ class CompiledModelSession(_Session):
 
 class InterpreterSession(_Session):
     """The classic ``Interpreter`` with tensors allocated."""
-
     api = "interpreter"
 
     def __init__(self, path: str, threads: int, io: tuple, input_shapes=None) -> None:
@@ -231,8 +227,6 @@ class InterpreterSession(_Session):
         self._note(changes)
 
     def set_inputs(self, arrays) -> None:
-        from ..signature import check_arrays
-
         check_arrays(self.inputs, arrays)
         self._resize(self._resizes([a.shape for a in arrays]))
         for index, array in zip(self._in_index, arrays):
@@ -306,8 +300,6 @@ def open(path: str, threads: int, input_shapes: dict | None = None,  # noqa: A00
          api: str | None = None):
     """Load ``path`` with ``threads`` CPU threads, dynamic dims set by ``input_shapes``
     (``api``: force "compiled_model" or "interpreter")."""
-    from .tflite_io import read_io
-
     data = _read(path)
     _check_data(data, path)  # bounds-checked before LiteRT trusts the file's offsets
     io = read_io(data)

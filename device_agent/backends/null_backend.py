@@ -19,6 +19,7 @@ import json
 import math
 import time
 
+from .. import AGENT_VERSION
 from ..signature import check_arrays, entry
 from . import SessionBase
 
@@ -38,8 +39,6 @@ def version() -> str | None:
     """The agent's version (the agent is this backend's whole runtime), or None without NumPy,
     which the agent needs to run anything."""
     import importlib.util
-
-    from .. import AGENT_VERSION
 
     return AGENT_VERSION if importlib.util.find_spec("numpy") is not None else None
 
@@ -62,7 +61,6 @@ def _check(doc) -> None:
 
 class Session(SessionBase):
     """A loaded null artifact; ``threads`` is accepted and ignored (sleeping uses no core)."""
-
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         import numpy as np
 

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 
+from ..signature import check_arrays, entry
 from . import SessionBase
 
 #: Package names the runtime ships as (see backends.installed).
@@ -45,8 +46,6 @@ def version() -> str | None:
 
 
 def _entries(metas) -> list[dict]:
-    from ..signature import entry
-
     return [entry(m.name, m.shape or [], _TYPES.get(m.type, "string")) for m in metas]
 
 
@@ -56,7 +55,6 @@ class Session(SessionBase):
     With ``profile_dir`` the session is created with ONNX Runtime's session profiling on
     (it can only be switched on at creation): see :meth:`profile_start`.
     """
-
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None,
                  profile_dir: str | None = None) -> None:
         import onnxruntime as ort
@@ -85,8 +83,6 @@ class Session(SessionBase):
         self._outs = None
 
     def set_inputs(self, arrays) -> None:
-        from ..signature import check_arrays
-
         check_arrays(self.inputs, arrays)
         self._feed = dict(zip(self._names, arrays))
 

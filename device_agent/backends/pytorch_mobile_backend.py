@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import zipfile
 
+from ..signature import SpecError, check_arrays, entry, positional
 from . import SessionBase
 
 #: Package names the runtime ships as (see backends.installed).
@@ -46,8 +47,6 @@ def _inputs(path: str, meta: dict | None, input_shapes: dict | None) -> list[dic
     Raises:
         SpecError: a foreign module without ``input_shapes``.
     """
-    from ..signature import SpecError, entry
-
     if meta is not None:
         if isinstance(meta.get("inputs"), list):  # several inputs, described one by one
             return [entry(i["name"], i["shape"], i.get("dtype", "float32"))
@@ -96,7 +95,6 @@ class Session(SessionBase):
     A lite module declares no outputs either: ``outputs`` is empty until the first
     ``invoke``, after which it lists what came out (``output_0``, ...).
     """
-
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         import torch
         from torch.jit.mobile import _load_for_lite_interpreter
@@ -114,8 +112,6 @@ class Session(SessionBase):
         self._out = None
 
     def set_inputs(self, arrays) -> None:
-        from ..signature import check_arrays
-
         check_arrays(self.inputs, arrays)
         self._x = [self._torch.from_numpy(a) for a in arrays]
 
@@ -147,8 +143,6 @@ class Session(SessionBase):
 
     def outputs_all(self) -> list:
         import numpy as np
-
-        from ..signature import entry, positional
 
         arrays = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in _flatten(self._out)]
         if not self.outputs:

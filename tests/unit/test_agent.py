@@ -5,6 +5,8 @@ import json
 import pytest
 
 from aiot.device_agent import agent as agent_mod
+from aiot.device_agent import cli
+from aiot.device_agent.spec import validate_spec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
 from aiot.core.errors import AgentError
@@ -111,13 +113,13 @@ def test_truncated_artifact_is_a_clear_agent_error(session, onnx_model, tmp_path
 ])
 def test_bad_specs_are_refused_by_name(bad, match):
     with pytest.raises(agent_mod.SpecError, match=match):
-        agent_mod.validate_spec({**_spec("/x"), **bad})
+        validate_spec({**_spec("/x"), **bad})
 
 
 def test_agent_main_speaks_only_protocol_on_errors(tmp_path, capsys):
     spec = tmp_path / "s.json"
     spec.write_text(json.dumps(_spec(str(tmp_path / "missing.onnx"))))
-    assert agent_mod.main(["run", str(spec)]) == 3
+    assert cli.main(["run", str(spec)]) == 3
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("@@AIOT ") and '"event":"error"' in line
 

@@ -10,8 +10,11 @@ import sys
 import pytest
 
 from aiot.device_agent import agent as agent_mod
-from aiot.device_agent import protocol
+from aiot.device_agent import process, protocol
 from aiot.device_agent import stats as st
+from aiot.device_agent.backends import ArtifactLoadError
+from aiot.device_agent.signature import SpecError
+from aiot.device_agent.spec import validate_spec
 
 
 def _ns(values_ms):
@@ -104,7 +107,7 @@ def _run(tmp_path, sleep_ms=0.2, **over):
     spec = {"v": 1, "backend": "null", "artifact": _null_artifact(tmp_path / "m.json", sleep_ms),
             "warmup_runs": 1, "warmup_min_s": 0.0, "min_runs": 5, "min_s": 0.0, "max_s": 30.0}
     spec.update(over)
-    return agent_mod.run(agent_mod.validate_spec(spec))
+    return agent_mod.run(validate_spec(spec))
 
 
 def test_without_target_the_minimum_ends_the_run(tmp_path):
@@ -164,12 +167,12 @@ def test_max_s_can_end_the_run_before_min_runs(tmp_path):
 ])
 def test_validate_spec_refuses_bad_stability_keys(over, match):
     spec = {"v": 1, "backend": "null", "artifact": "m.json", **over}
-    with pytest.raises(agent_mod.SpecError, match=match):
-        agent_mod.validate_spec(spec)
+    with pytest.raises(SpecError, match=match):
+        validate_spec(spec)
 
 
 def test_stability_keys_default_to_off():
-    spec = agent_mod.validate_spec({"v": 1, "backend": "null", "artifact": "m.json"})
+    spec = validate_spec({"v": 1, "backend": "null", "artifact": "m.json"})
     assert spec["target_cv"] is None and spec["max_runs"] is None
 
 
@@ -177,8 +180,8 @@ def test_null_backend_refuses_a_foreign_artifact(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "aiot-null", "sleep_ms": -1, "input_shape": [1],
                                "outputs": 1}))
-    spec = agent_mod.validate_spec({"v": 1, "backend": "null", "artifact": str(bad)})
-    with pytest.raises(agent_mod.ArtifactLoadError, match="sleep_ms"):
+    spec = validate_spec({"v": 1, "backend": "null", "artifact": str(bad)})
+    with pytest.raises(ArtifactLoadError, match="sleep_ms"):
         agent_mod.run(spec)
 
 
@@ -214,8 +217,8 @@ def test_current_rss_is_none_without_procfs(monkeypatch):
     def no_proc(*_a, **_k):
         raise FileNotFoundError("/proc/self/status")
 
-    monkeypatch.setattr(agent_mod, "open", no_proc, raising=False)
-    assert agent_mod._current_rss_kb() is None
+    monkeypatch.setattr(process, "open", no_proc, raising=False)
+    assert process.current_rss_kb() is None
 
 
 # --- the null converter, end to end ------------------------------------------------------

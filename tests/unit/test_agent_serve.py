@@ -11,8 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from aiot.device_agent import agent as agent_mod
-from aiot.device_agent import protocol
+from aiot.device_agent import AGENT_VERSION, cli, protocol
+from aiot.device_agent import serve as serve_mod
+from aiot.device_agent.spec import validate_spec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
 from aiot.core.errors import AgentError, CommandTimeout, TransportError
@@ -44,8 +45,8 @@ def _request(request_id, x, **over):
 
 def _serve(tmp_path, capsys, lines, **artifact):
     """Run ``serve`` in this process over ``lines``; (exit code, decoded messages)."""
-    spec = agent_mod.validate_spec(_spec(_null_artifact(tmp_path, **artifact)))
-    code = agent_mod.serve(spec, requests=[line.encode() for line in lines])
+    spec = validate_spec(_spec(_null_artifact(tmp_path, **artifact)))
+    code = serve_mod.serve(spec, requests=[line.encode() for line in lines])
     out = capsys.readouterr().out.splitlines()
     return code, [protocol.decode(line) for line in out]
 
@@ -57,7 +58,7 @@ def test_ready_then_one_answer_per_request_until_close(tmp_path, capsys):
     ready, answer = msgs
     assert (ready["backend"], ready["input_dtype"]) == ("null", "float32")
     assert ready["input_shape"] == NULL_SHAPE
-    assert ready["agent_version"] == agent_mod.AGENT_VERSION
+    assert ready["agent_version"] == AGENT_VERSION
     assert (answer["id"], answer["shape"], answer["dtype"]) == (1, [3, 5], "float32")
     assert base64.b64decode(answer["data"]) == bytes(3 * 5 * 4)  # the null model's zeros
     assert answer["compute_ms"] >= 0
@@ -99,7 +100,7 @@ def test_inputs_of_another_wire_type_are_converted(tmp_path, capsys):
 def test_serve_of_a_missing_artifact_is_an_error_event_and_exit_3(tmp_path, capsys):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(_spec(tmp_path / "missing.json")))
-    assert agent_mod.main(["serve", str(spec)]) == 3
+    assert cli.main(["serve", str(spec)]) == 3
     (msg,) = [protocol.decode(line) for line in capsys.readouterr().out.splitlines()]
     assert (msg["event"], msg["type"]) == ("error", "ArtifactLoadError")
     assert "missing.json" in msg["message"]

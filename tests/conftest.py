@@ -6,6 +6,7 @@ session, so expensive steps (training, conversion) are shared between tests.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -13,7 +14,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aiot.host.cli.app import app
+from aiot.host.cli.app import COMMANDS, app
+
+# `aiot` imports a command's module when the command first runs; the suite imports them all up
+# front, so that no module's first import happens under a test's monkeypatch (and keeps it).
+for _module in dict.fromkeys(module for module, _ in COMMANDS.values()):
+    importlib.import_module(f"aiot.host.cli.{_module}")
 
 
 @pytest.fixture(scope="session")

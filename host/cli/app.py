@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import signal
 import threading
+from collections.abc import MutableMapping
 from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
 from aiot import __version__
 from aiot.core import notices
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
+
+Command = TyperCommand | TyperGroup  # what Typer builds for a command or a group
 
 
 class Terminated(KeyboardInterrupt):
@@ -44,11 +49,126 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+# Every command and group of the root, in the order `aiot --help` lists them: its name, the
+# module under aiot.host.cli that defines it, and the first paragraph of its help. The root lists
+# them from here and imports a module only when one of its commands runs (or its own help is
+# asked for), so `aiot --help` does not import the whole engine.
+# tests/cli/test_cli_lazy.py checks this table against the real commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "convert": ("convert", "Convert a model into an artifact, check parity with PyTorch and "
+                           "write a sidecar."),
+    "push": ("measure", "Convert (if needed) and push an artifact and the device agent to a "
+                        "device."),
+    "pull": ("measure", "Copy the files a device left in WORKDIR/outputs (profiles, logs) into "
+                        "the results folder."),
+    "run": ("measure", "Measure one model in one format on one device at one thread count."),
+    "sweep": ("measure", "Measure every combination of devices × models × formats × delegates "
+                         "× clusters × threads\n(× --via shell,app on Android devices)."),
+    "train": ("train", "Train a zoo model (Adam, cosine schedule) and store the weights and a "
+                       "train record."),
+    "demo": ("demo", "Train a small CNN on Fashion-MNIST, convert to ONNX and TFLite, sweep "
+                     "threads here."),
+    "complexity": ("complexity", "BiBench's compression r_c, speedup r_s and OM_comp of "
+                                 "binarized zoo models (eq. 7-8)."),
+    "report": ("report", "Write a report of the result store: the answer first, then plots, "
+                         "tables and provenance."),
+    "app": ("app_cmd", "The aiot Android app: build its APK offline, show it, install it "
+                       "(for --via app)."),
+    "devices": ("devices", "List and probe devices."),
+    "emulator": ("emulator", "Start, list and stop emulated ADB / SSH devices."),
+    "lab": ("lab", "A lab of several hosts: start, join, list and stop Ray nodes."),
+    "models": ("models", "The model zoo: architectures, inputs, complexity."),
+    "results": ("results", "Stored results: list, show, export, compare sets (a CI gate), "
+                           "leaderboards, compare outputs across devices."),
+    "score": ("score", "Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp."),
+    "bench": ("bench", "Whole benchmark procedures from the papers (AIoTBench, BiBench)."),
+    "toolchains": ("toolchains", "List, install and remove isolated toolchain environments "
+                                 "(e.g. lce)."),
+    "robust": ("robust", "Robustness suites: system noise, natural corruptions, adversarial "
+                         "attacks."),
+}
+
+
+def load_commands(module_name: str, root: typer.Typer | None = None) -> dict[str, Command]:
+    """The Click commands one CLI module defines, built as Typer builds them for ``root``: a
+    module with ``register(app)`` adds its commands itself, a group module is added by the name(s)
+    the table gives its ``app``."""
+    root = root or app
+    module = importlib.import_module(f"aiot.host.cli.{module_name}")
+    holder = typer.Typer(rich_markup_mode=root.rich_markup_mode,
+                         pretty_exceptions_short=root.pretty_exceptions_short)
+    if hasattr(module, "register"):
+        module.register(holder)
+    else:
+        for name, (owner, _) in COMMANDS.items():
+            if owner == module_name:
+                holder.add_typer(module.app, name=name)
+    return dict(typer.main.get_group(holder).commands)
+
+
+class _LazyCommands(MutableMapping):
+    """The root's commands: the names from :data:`COMMANDS`, each module imported on first use."""
+
+    def __init__(self, commands: dict[str, Command]):
+        self._loaded = dict(commands)
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._loaded and name in COMMANDS:
+            self._loaded.update(load_commands(COMMANDS[name][0]))
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __iter__(self):
+        yield from COMMANDS
+        yield from (name for name in self._loaded if name not in COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS) + sum(name not in COMMANDS for name in self._loaded)
+
+
 class AiotGroup(TyperGroup):
-    """Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
+    """The root group. Lists its commands from :data:`COMMANDS` and imports a command's
+    module only when it is used.
+
+    Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
     failure); a write that found the disk full or read-only (wherever it was not caught with
     more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM (handled as
     Ctrl-C) into 143."""
+
+    def __init__(self, **attrs):
+        super().__init__(**attrs)
+        self.commands = _LazyCommands(self.commands)
+        self._summaries = False
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx, cmd_name: str) -> Command | None:
+        if self._summaries and cmd_name in COMMANDS:
+            # Listing (the root's help, completing a command's name): the table says enough.
+            return TyperCommand(cmd_name, help=COMMANDS[cmd_name][1])
+        return super().get_command(ctx, cmd_name)
+
+    @contextmanager
+    def _listing(self):
+        self._summaries = True
+        try:
+            yield
+        finally:
+            self._summaries = False
+
+    def format_help(self, ctx, formatter) -> None:
+        with self._listing():
+            return super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx, incomplete: str):
+        with self._listing():
+            return super().shell_complete(ctx, incomplete)
 
     def invoke(self, ctx):
         with _sigterm_as_interrupt():
@@ -114,47 +234,6 @@ def root(
     notices.set_sink(lambda text: message(safe(text)))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-
-
-def _register() -> None:
-    from aiot.host.cli import (
-        app_cmd,
-        bench,
-        complexity,
-        convert,
-        demo,
-        devices,
-        emulator,
-        lab,
-        measure,
-        models,
-        report,
-        results,
-        robust,
-        score,
-        toolchains,
-        train,
-    )
-
-    app.add_typer(app_cmd.app, name="app")
-    app.add_typer(devices.app, name="devices")
-    app.add_typer(emulator.app, name="emulator")
-    app.add_typer(lab.app, name="lab")
-    app.add_typer(models.app, name="models")
-    app.add_typer(results.app, name="results")
-    app.add_typer(score.app, name="score")
-    app.add_typer(bench.app, name="bench")
-    app.add_typer(toolchains.app, name="toolchains")
-    convert.register(app)
-    measure.register(app)
-    train.register(app)
-    demo.register(app)
-    complexity.register(app)
-    report.register(app)
-    robust.register(app)
-
-
-_register()
 
 
 def main() -> None:

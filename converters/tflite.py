@@ -87,7 +87,7 @@ class TfliteConverter(Converter):
         if not samples.isdigit() or int(samples) < 1:
             raise UsageError(f"calibration_samples must be a positive integer, got '{samples}'")
         if options["quant"] == "int8":
-            from aiot.models.datasets.base import canonical_name
+            from aiot.models.datasets.load import canonical_name
 
             canonical_name(options["calibration"])  # UnknownName with suggestions
 

@@ -159,7 +159,7 @@ def check_data_options(weights: Path | None, dataset: str | None, limit: int | N
         raise UsageError(f"--limit must be at least 1, got {limit}")
     if dataset is None:
         return None
-    from aiot.models.datasets.base import canonical_name
+    from aiot.models.datasets.load import canonical_name
 
     try:
         return canonical_name(dataset)

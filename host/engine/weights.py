@@ -184,6 +184,6 @@ def _algorithm(binarize: str | None) -> str | None:
 
 
 def _canonical_dataset(name: str) -> str:
-    from aiot.models.datasets.base import canonical_name
+    from aiot.models.datasets.load import canonical_name
 
     return canonical_name(name)

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from aiot.core.errors import UsageError
 from aiot.host.engine.input_shapes import shape_label
 from aiot.models.model_ref import model_label
-from aiot.host.report import summary
+from aiot.host.report import robust, summary
+from aiot.host.report.page import Column, Section, Table
 from aiot.host.engine.validity import INVALID, emulated
 
 LATENCY, TRAIN = "latency", "train"
@@ -91,39 +92,6 @@ class Reading:
     temp_c: float | None  # hottest CPU zone
     freq_mhz: float | None  # mean current frequency over the cores
     run_id: str
-
-
-@dataclass(frozen=True)
-class Column:
-    """A table column; ``kind`` tells writers how to format it (text, int, ms, bytes, pct,
-    ratio, score, time)."""
-
-    key: str
-    title: str
-    kind: str = "text"
-
-
-@dataclass(frozen=True)
-class Table:
-    """Rows of raw values; ``key`` names the CSV file and the HTML anchor. A row whose
-    ``validity`` is INVALID is flagged by every writer."""
-
-    key: str
-    title: str
-    columns: tuple[Column, ...]
-    rows: tuple[dict, ...]
-
-
-@dataclass(frozen=True)
-class Section:
-    """A part of the page: its figures (plot keys), tables, or a note saying why it is empty."""
-
-    key: str
-    title: str
-    intro: str
-    figures: tuple[str, ...] = ()
-    tables: tuple[Table, ...] = ()
-    note: str | None = None
 
 
 @dataclass
@@ -532,8 +500,6 @@ def _sections(report: Report) -> list[Section]:
     """Every part in page order: the answer first (best per model, device and format; the
     formats compared), then the figures and the analyses, then provenance, failures and every
     run. A part with nothing to show carries only a note (``sections`` leaves it out)."""
-    from aiot.host.report import robust
-
     flagged = [r for r in report.runs if r.invalid or r.status in ("failed", "pending")]
     sections = [summary.summary_section(report), summary.formats_section(report)]
     if report.runs:

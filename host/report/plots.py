@@ -10,10 +10,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from aiot.core.errors import MissingDependency
 from aiot.core.fileio import write_atomic
+from aiot.host.report import robust
 
 DPI = 100
 WIDTH_IN = 9.0
@@ -326,12 +328,45 @@ FIGURES: dict[str, tuple[str, str, Callable, str]] = {
 }
 
 
+def robust_curves(report, kind: str):
+    """One panel per curve name; one line per target and series (the newest ok records),
+    each with its own colour and marker, the legend under the panels: one robustness suite's
+    curves (``kind``: a key of :data:`aiot.host.report.robust.SUITES`)."""
+    shown = robust.newest_per_target(report.others.get(kind, []))
+    names = list(dict.fromkeys(c["name"] for r in shown for c in (r.result or {}).get("curves") or []))
+    if not names:
+        return None
+    lines = []  # (panel name, label, xs, ys, curve)
+    for r in shown:
+        for curve in (r.result or {}).get("curves") or []:
+            for label, points in curve["series"].items():
+                pts = [(x, y) for x, y in points if x is not None and y is not None]
+                if pts:
+                    prefix = f"{robust.target_label(r)}: " if len(shown) > 1 else ""
+                    lines.append((curve["name"], short(f"{prefix}{label}"), *zip(*pts), curve))
+    style = series_style(label for _, label, *_ in lines)
+    cols = min(len(names), 2)
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = _figure(rows, cols, height_in=3.6)
+    fig.set_figheight(3.6 * rows + _legend_height(list(style)))
+    entries: dict[str, object] = {}
+    for ax, name in zip(axes, names):
+        for panel, label, xs, ys, curve in lines:
+            if panel != name:
+                continue
+            (line,) = ax.plot(xs, ys, label=label, **style[label])
+            entries.setdefault(label, line)
+            ax.set(title=curve.get("title", name), xlabel=curve.get("x_label", ""),
+                   ylabel=curve.get("y_label", ""))
+        ax.grid(alpha=0.3)
+    for ax in axes[len(names):]:
+        ax.set_visible(False)
+    legend_below(fig, list(entries.values()), list(entries))
+    return fig
+
+
 def _robust_figures() -> dict:
-    from functools import partial
-
-    from aiot.host.report import robust
-
-    return {robust.figure_key(kind): (f"{robust.figure_key(kind)}.png", title, partial(robust.draw, kind=kind),
+    return {robust.figure_key(kind): (f"{robust.figure_key(kind)}.png", title, partial(robust_curves, kind=kind),
                                       "no curve in this suite's records")
             for kind, (title, _intro) in robust.SUITES.items()}
 

@@ -8,7 +8,7 @@ newest ok record per evaluated target (model, format, device).
 
 from __future__ import annotations
 
-from aiot.host.report.build import Column, Section, Table
+from aiot.host.report.page import Column, Section, Table
 
 #: kind -> (section title, what the suite measures)
 SUITES = {
@@ -88,41 +88,3 @@ def sections(others: dict[str, list]) -> list[Section]:
                            (figure_key(kind),) if has_curves else (), tuple(tables),
                            None if shown else "no finished record of this suite yet"))
     return out
-
-
-def draw(report, kind: str):
-    """One panel per curve name; one line per target and series (the newest ok records),
-    each with its own colour and marker, the legend under the panels."""
-    from aiot.host.report.plots import _figure, _legend_height, legend_below, series_style, short
-
-    shown = newest_per_target(report.others.get(kind, []))
-    names = list(dict.fromkeys(c["name"] for r in shown for c in (r.result or {}).get("curves") or []))
-    if not names:
-        return None
-    lines = []  # (panel name, label, xs, ys, curve)
-    for r in shown:
-        for curve in (r.result or {}).get("curves") or []:
-            for label, points in curve["series"].items():
-                pts = [(x, y) for x, y in points if x is not None and y is not None]
-                if pts:
-                    prefix = f"{target_label(r)}: " if len(shown) > 1 else ""
-                    lines.append((curve["name"], short(f"{prefix}{label}"), *zip(*pts), curve))
-    style = series_style(label for _, label, *_ in lines)
-    cols = min(len(names), 2)
-    rows = (len(names) + cols - 1) // cols
-    fig, axes = _figure(rows, cols, height_in=3.6)
-    fig.set_figheight(3.6 * rows + _legend_height(list(style)))
-    entries: dict[str, object] = {}
-    for ax, name in zip(axes, names):
-        for panel, label, xs, ys, curve in lines:
-            if panel != name:
-                continue
-            (line,) = ax.plot(xs, ys, label=label, **style[label])
-            entries.setdefault(label, line)
-            ax.set(title=curve.get("title", name), xlabel=curve.get("x_label", ""),
-                   ylabel=curve.get("y_label", ""))
-        ax.grid(alpha=0.3)
-    for ax in axes[len(names):]:
-        ax.set_visible(False)
-    legend_below(fig, list(entries.values()), list(entries))
-    return fig

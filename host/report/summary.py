@@ -11,15 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from aiot.host.engine.profiles import TOP_N, top_ops
+from aiot.host.report.page import Column, Section, Table
 
 #: What marks the fastest format of a model on a device, in every writer.
 FASTEST = "★ fastest"
-
-
-def _table_types():
-    from aiot.host.report.build import Column, Section, Table
-
-    return Column, Section, Table
 
 
 def _device(run) -> str:
@@ -65,7 +60,6 @@ def best_rows(report) -> list[dict]:
 
 def summary_section(report):
     """The first screen: how fast is each model, where (None without a measured run)."""
-    Column, Section, Table = _table_types()
     rows = best_rows(report)
     if not rows:
         return None
@@ -119,7 +113,6 @@ def format_rows(report) -> tuple[list[dict], list[int]]:
 
 def formats_section(report):
     """Formats compared per device (None unless some device measured two formats of a model)."""
-    Column, Section, Table = _table_types()
     rows, threads = format_rows(report)
     if not rows:
         return None
@@ -160,7 +153,6 @@ def operator_rows(report, top: int = TOP_N) -> list[dict]:
 
 def operators_section(report):
     """The slowest operators of profiled runs (None when no run was profiled)."""
-    Column, Section, Table = _table_types()
     rows = operator_rows(report)
     if not rows:
         return None

@@ -194,7 +194,7 @@ class TrainResult:
 
 def weights_file(config: TrainConfig, weights_dir: Path, key: str | None = None) -> Path:
     """``<weights_dir>/<model>-<dataset>-<key>.pt`` for ``config`` (names made file-safe)."""
-    from aiot.models.datasets.base import canonical_name, is_folder
+    from aiot.models.datasets.load import canonical_name, is_folder
     from aiot.models import get_model_spec
 
     dataset = canonical_name(config.dataset)

@@ -13,17 +13,8 @@ Names: ``fashion-mnist`` (aliases ``fashion_mnist``, ``fmnist``), ``digits`` and
 only numpy; scikit-learn and Pillow are imported when a source needs them.
 """
 
-from aiot.models.datasets.base import (
-    DATASETS,
-    FOLDER_PREFIX,
-    SPLITS,
-    DatasetInfo,
-    RawDataset,
-    dataset_fingerprint,
-    load_dataset,
-    load_raw,
-    select_subset,
-)
+from aiot.models.datasets.base import DATASETS, FOLDER_PREFIX, SPLITS, DatasetInfo, RawDataset
+from aiot.models.datasets.load import dataset_fingerprint, load_dataset, load_raw, select_subset
 
 # Importing the sources registers them in DATASETS (order = listing order).
 from aiot.models.datasets import fashion_mnist, digits  # noqa: E402,F401  isort: skip

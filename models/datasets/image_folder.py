@@ -24,6 +24,7 @@ import numpy as np
 
 from aiot.models.datasets.base import FOLDER_PREFIX, RawDataset
 from aiot.core.errors import DatasetError, MissingDependency
+from aiot.models.datasets.preprocess import resize_images
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +169,6 @@ def _common_size(arrays: list[np.ndarray]) -> tuple[int, int]:
 
 def _stack(arrays: list[np.ndarray], size: tuple[int, int] | None, root: Path) -> np.ndarray:
     """One uint8 batch: gray promoted to RGB when any image is RGB, sizes made equal."""
-    from aiot.models.datasets.preprocess import resize_images
-
     if any(a.ndim == 3 for a in arrays):
         arrays = [np.repeat(a[..., None], 3, axis=2) if a.ndim == 2 else a for a in arrays]
     if size is None:

@@ -22,88 +22,17 @@ Location: ``$AIOT_INVENTORY``, else ``$XDG_CONFIG_HOME/aiot/devices.toml`` (defa
 
 from __future__ import annotations
 
-import os
-import re
 import tomllib
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 
-from aiot.core.errors import AiotError, UsageError
+from aiot.core.errors import TransportError, UnknownName, UsageError
 from aiot.core.fileio import write_text_atomic
-from aiot.core.paths import xdg_dir
+from aiot.host.devices.entry import DeviceEntry, InventoryError, inventory_path
+from aiot.host.native.config import binaries_from_table
+from aiot.host.transports.ssh import check_key_file
 
-TRANSPORTS = ("ssh", "adb")
-_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-RESERVED = ("local",)
-
-
-def check_name(name: str) -> str:
-    """``name`` if it is a safe device name (also a folder name: no '/', '..', spaces or
-    overlong names), else UsageError; returns it for chaining."""
-    if not _NAME_OK.fullmatch(name) or name in RESERVED:
-        # Shown on one line: control characters replaced, an overlong name cut.
-        shown = "".join(c if c.isprintable() else "?" for c in name[:64])
-        shown += "…" if len(name) > 64 else ""
-        raise UsageError(f"invalid device name '{shown}'",
-                         "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
-                         "digit (and not 'local')")
-    return name
-
-
-class InventoryError(AiotError):
-    """The inventory file is unreadable or holds an invalid entry."""
-
-
-def config_dir() -> Path:
-    """``$XDG_CONFIG_HOME/aiot`` (default ``~/.config/aiot``)."""
-    return xdg_dir("XDG_CONFIG_HOME", ".config") / "aiot"
-
-
-def inventory_path() -> Path:
-    """Where the inventory lives (``$AIOT_INVENTORY`` overrides)."""
-    return Path(os.environ.get("AIOT_INVENTORY") or config_dir() / "devices.toml")
-
-
-@dataclass(frozen=True)
-class DeviceEntry:
-    """One inventoried device."""
-
-    name: str
-    transport: str
-    workdir: str
-    serial: str | None = None
-    host: str | None = None
-    port: int | None = None
-    user: str | None = None
-    key: str | None = None
-    known_hosts: str | None = None
-    python: str = "python3"
-    labels: dict[str, str] = field(default_factory=dict)
-    binaries: dict[str, str] = field(default_factory=dict)  # native tool -> local path
-
-    def validate(self) -> DeviceEntry:
-        """Raise UsageError naming the first problem; returns self."""
-        check_name(self.name)
-        if self.transport not in TRANSPORTS:
-            raise UsageError(f"device '{self.name}': unknown transport '{self.transport}'",
-                             f"use one of {', '.join(TRANSPORTS)}")
-        if self.transport == "ssh" and not (self.host and self.user):
-            raise UsageError(f"ssh device '{self.name}' needs --host and --user")
-        if self.transport == "adb" and not self.serial:
-            raise UsageError(f"adb device '{self.name}' needs --serial")
-        if self.port is not None and not 0 < int(self.port) < 65536:
-            raise UsageError(f"device '{self.name}': port {self.port} is out of range")
-        if not self.workdir.startswith("/"):
-            raise UsageError(f"device '{self.name}': workdir must be an absolute path")
-        if self.binaries:
-            from aiot.host.native.config import binaries_from_table
-
-            binaries_from_table(self.binaries, f"device '{self.name}'")  # known tools, paths
-        return self
-
-    def to_toml(self) -> dict:
-        data = {k: v for k, v in asdict(self).items() if v not in (None, {}) and k != "name"}
-        return data
+__all__ = ["DeviceEntry", "InventoryError", "add", "inventory_path", "load", "remove", "save"]
 
 
 def load(path: Path | None = None) -> dict[str, DeviceEntry]:
@@ -127,7 +56,7 @@ def load(path: Path | None = None) -> dict[str, DeviceEntry]:
     devices = {}
     for name, table in tables.items():
         try:
-            devices[name] = _entry(name, table).validate()
+            devices[name] = _checked(_entry(name, table))
         except UsageError as exc:
             raise InventoryError(f"inventory {path}: device '{_shown(name)}': {exc.message}",
                                  f"fix or remove [devices.{_shown(name)}] in {path}") from None
@@ -176,6 +105,14 @@ def _entry(name: str, table) -> DeviceEntry:
     return DeviceEntry(name=name, **table)
 
 
+def _checked(entry: DeviceEntry) -> DeviceEntry:
+    """``entry`` validated, its ``binaries`` table included (known tools, path strings)."""
+    entry.validate()
+    if entry.binaries:
+        binaries_from_table(entry.binaries, f"device '{entry.name}'")
+    return entry
+
+
 def save(devices: dict[str, DeviceEntry], path: Path | None = None) -> None:
     """Write the inventory atomically."""
     import tomli_w
@@ -187,11 +124,8 @@ def save(devices: dict[str, DeviceEntry], path: Path | None = None) -> None:
 
 def add(entry: DeviceEntry, replace: bool = False, path: Path | None = None) -> None:
     """Add (or with ``replace`` overwrite) one device."""
-    entry.validate()
+    _checked(entry)
     if entry.transport == "ssh" and entry.key:
-        from aiot.core.errors import TransportError
-        from aiot.host.transports.ssh import check_key_file
-
         try:  # a missing or garbage key is refused now, not at the first run
             check_key_file(entry)
         except TransportError as exc:  # here it is the user's input: exit 2
@@ -206,8 +140,6 @@ def add(entry: DeviceEntry, replace: bool = False, path: Path | None = None) -> 
 
 def remove(name: str, path: Path | None = None) -> DeviceEntry:
     """Remove one device; UnknownName if it is not there."""
-    from aiot.core.errors import UnknownName
-
     devices = load(path)
     if name not in devices:
         raise UnknownName("device", name, devices)

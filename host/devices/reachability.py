@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from aiot.host.devices.inventory import DeviceEntry
+from aiot.host.devices.entry import DeviceEntry
 
 
 def ssh_state(entry: DeviceEntry, timeout: float = 1.0) -> str:

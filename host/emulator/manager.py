@@ -6,10 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiot.core import arch as arch_names
+from aiot.core.errors import UnknownName, UsageError
 from aiot.host.devices import inventory
+from aiot.host.devices.entry import check_name
 from aiot.host.emulator.ssh import remove_folder
 from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
-from aiot.core.errors import UnknownName, UsageError
 
 KINDS = ("ssh", "adb")
 ARCHES = ("x86_64", "arm64")
@@ -43,7 +44,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if name is not None:
         # The name becomes a folder and an adb/inventory entry: refuse it before anything
         # (folders, servers, adb connections) exists that a late refusal would leave behind.
-        inventory.check_name(name)
+        check_name(name)
     phone_props = _phone_props(kind, arch, profile, props, extras)
     if phone_props is not None:
         arch = "arm64"
@@ -73,16 +74,16 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     try:
         python = None
         if phone_props is not None:
-            from aiot.host.emulator.adb import start_android_phone
             from aiot.core.paths import cache_dir
+            from aiot.host.emulator.adb import start_android_phone
 
             on_step("building the phone's root (busybox as toybox, getprop, /data/local/tmp)")
             proc, port, entry = start_android_phone(name, folder, cache_dir(), phone_props)
             return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
                                            folder=str(folder), extra={"profile": "android"}), entry)
         if arch != _native_arch():
-            from aiot.host.emulator.arm64 import prepare_device
             from aiot.core.paths import cache_dir
+            from aiot.host.emulator.arm64 import prepare_device
 
             python = str(prepare_device(folder, cache_dir(), on_step, extras))
         on_step(f"starting the {kind} server")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from aiot.core.errors import AiotError
-from aiot.host.devices.inventory import DeviceEntry
+from aiot.host.devices.entry import DeviceEntry
 
 SSHD = "/usr/sbin/sshd"
 

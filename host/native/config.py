@@ -18,8 +18,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from aiot.host.devices import inventory
 from aiot.core.errors import UsageError
+from aiot.host.devices.entry import InventoryError, inventory_path
 from aiot.host.native.registry import TOOLS
 
 
@@ -31,24 +31,24 @@ def binaries_from_table(table: object, where: str) -> dict[str, Path]:
         UnknownName: a key is not a known native tool (with suggestions).
     """
     if not isinstance(table, Mapping):
-        raise inventory.InventoryError(f"{where}: 'binaries' must be a table of tool = path")
+        raise InventoryError(f"{where}: 'binaries' must be a table of tool = path")
     binaries = {}
     for tool, path in table.items():
         if not isinstance(path, str) or not path:
-            raise inventory.InventoryError(f"{where}: binaries.{tool} must be a path string")
+            raise InventoryError(f"{where}: binaries.{tool} must be a path string")
         binaries[TOOLS.canonical(tool)] = Path(path).expanduser()
     return binaries
 
 
 def inventory_binaries(device: str, path: Path | None = None) -> dict[str, Path]:
     """The ``[devices.<device>.binaries]`` table of the inventory (empty when absent)."""
-    path = path or inventory.inventory_path()
+    path = path or inventory_path()
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise inventory.InventoryError(f"inventory {path} is unreadable: {exc}") from None
+        raise InventoryError(f"inventory {path} is unreadable: {exc}") from None
     table = ((raw.get("devices") or {}).get(device) or {}).get("binaries")
     if table is None:
         return {}

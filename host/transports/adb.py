@@ -24,7 +24,7 @@ from pathlib import Path
 
 from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
-from aiot.host.devices.inventory import DeviceEntry
+from aiot.host.devices.entry import DeviceEntry
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineStream, reporting_pid

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
-from aiot.host.devices.inventory import DeviceEntry, config_dir
+from aiot.host.devices.entry import DeviceEntry, config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import PID_MARKER, LineStream, reporting_pid

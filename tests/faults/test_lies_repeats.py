@@ -145,9 +145,8 @@ def test_devices_add_hint_agrees_with_the_refusal(cli, fault):
 def test_empty_home_uses_the_account_home(cli, fault, monkeypatch, home):
     import pwd
 
-    from aiot.core import paths
-    from aiot.core import toolchains
-    from aiot.host.devices.inventory import config_dir
+    from aiot.core import paths, toolchains
+    from aiot.host.devices.entry import config_dir
     from aiot.host.transports.local import LocalTransport
 
     account = Path(pwd.getpwuid(os.getuid()).pw_dir)

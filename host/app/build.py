@@ -36,8 +36,11 @@ import zipfile
 from pathlib import Path
 
 import aiot
+from aiot.core import paths
 from aiot.core.errors import AiotError, UsageError
-from aiot.core.fileio import sha256_file
+from aiot.core.fileio import sha256_file, write_text_atomic
+from aiot.host.app.sdk import find_sdk, tool
+from aiot.host.app.seccomp import PATCH_VERSION, patch_syscalls, require_patched
 
 PACKAGE = "org.aiot.agent"
 INSTRUMENTATION = "org.aiot.agent.AgentInstrumentation"
@@ -52,6 +55,11 @@ NATIVE_ABI = "arm64-v8a"
 KEY_ALIAS, KEY_PASS = "aiotdebug", "android"
 
 
+def loader_name(tree: str) -> str:
+    """The runtime loader's name in the APK (Android extracts only ``lib*.so``)."""
+    return f"libaiot_ld_{tree}.so"
+
+
 class AppBuildError(AiotError):
     """A step of the APK build failed."""
 
@@ -62,9 +70,7 @@ def sources_dir() -> Path:
     Raises:
         UsageError: aiot runs from an installed wheel (the Java sources are not installed).
     """
-    from aiot.core.paths import source_root
-
-    root = source_root()
+    root = paths.source_root()
     folder = root / "android_app" if root else None
     if folder is None or not (folder / "AndroidManifest.xml").is_file():
         raise UsageError("aiot app build needs an aiot source checkout: android_app/ is not installed "
@@ -74,9 +80,7 @@ def sources_dir() -> Path:
 
 def app_dir() -> Path:
     """Where builds, the debug keystore and ``app.json`` live: ``<cache>/app``."""
-    from aiot.core.paths import cache_dir
-
-    folder = cache_dir() / "app"
+    folder = paths.cache_dir() / "app"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -139,8 +143,6 @@ def build(force: bool = False, progress=None) -> dict:
         SdkError: a tool or the bullseye jars are missing.
         AppBuildError: a step failed (its tool's last error line is the message).
     """
-    from aiot.host.app.sdk import find_sdk
-
     folder = sources_dir()
     sdk = find_sdk(progress)
     key = source_key(folder, (sdk.android_jar, sdk.dx_jar))
@@ -213,10 +215,6 @@ def build_for_runtime(loader: Path, tree: str, progress=None) -> dict:
     Raises:
         SdkError, AppBuildError: as :func:`build`.
     """
-    from aiot.host.app.runtime import loader_name
-    from aiot.host.app.sdk import find_sdk
-    from aiot.host.app.seccomp import PATCH_VERSION, patch_syscalls, require_patched
-
     base = build(progress=progress)
     loader_sha = sha256_file(loader)
     key = hashlib.sha256(f"{base['key']}:{loader_sha}:{PATCH_VERSION}".encode()).hexdigest()[:16]
@@ -275,8 +273,6 @@ def _seal(sdk, keystore: Path, unaligned: Path, work: Path, apk: Path, progress)
 
 
 def _write_metadata(path: Path, meta: dict) -> None:
-    from aiot.core.fileio import write_text_atomic
-
     write_text_atomic(path, json.dumps(meta, indent=2) + "\n")
 
 
@@ -299,8 +295,6 @@ def verify_signature(apk: Path, apksigner: str | None = None) -> str:
     Raises:
         AppBuildError: the signature does not verify (or apksigner is missing).
     """
-    from aiot.host.app.sdk import tool
-
     done = subprocess.run([apksigner or tool("apksigner"), "verify", "--print-certs", str(apk)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -315,8 +309,6 @@ def verify_signature(apk: Path, apksigner: str | None = None) -> str:
 def manifest_facts(apk: Path) -> dict:
     """Package, version, instrumentation classes and the application's debuggable and
     extractNativeLibs flags the APK's manifest declares (aapt2)."""
-    from aiot.host.app.sdk import tool
-
     done = subprocess.run([tool("aapt2"), "dump", "xmltree", "--file", "AndroidManifest.xml", str(apk)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from pathlib import Path
 
-from aiot.host.app.build import COMPONENT, PACKAGE
 from aiot.core.errors import AiotError
+from aiot.host.app.build import COMPONENT, PACKAGE
+from aiot.host.devices.deploy import push_file
 
 KEY_LINE, KEY_MORE = "aiot", "aiot_more"
 _STATUS, _STATUS_CODE = "INSTRUMENTATION_STATUS: ", "INSTRUMENTATION_STATUS_CODE: "
@@ -152,10 +154,6 @@ def install(transport, meta: dict) -> dict:
         AppError: pm refused it (its Failure line is the message) or the instrumentation is not
             listed afterwards.
     """
-    from pathlib import Path
-
-    from aiot.host.devices.deploy import push_file
-
     pushed = push_file(transport, Path(meta["path"]), meta["sha256"])
     done = transport.shell(["pm", "install", "-r", pushed.remote], timeout=300)
     text = (done.stdout + "\n" + done.stderr).strip()

@@ -23,15 +23,17 @@ app fills in (``RunSpec.expand``): only the app knows them.
 from __future__ import annotations
 
 import posixpath
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.devices import android_runtime as rt
-from aiot.host.app.build import PACKAGE
-from aiot.host.app.instrument import AppError
-from aiot.host.app.seccomp import is_aarch64_elf
-from aiot.host.devices.doctor import last_line
 from aiot.core.errors import AiotError
+from aiot.host.app.build import PACKAGE, app_dir, build, build_for_runtime, loader_name
+from aiot.host.app.instrument import AppError, install
+from aiot.host.app.seccomp import PATCH_VERSION, is_aarch64_elf, patch_syscalls, require_patched
+from aiot.host.devices import android_runtime as rt
+from aiot.host.devices.checks import Check, last_line
+from aiot.host.devices.deploy import push_file
 from aiot.host.transports.quoting import quote
 
 #: Where staged trees go: under the app's files dir, so relative to its data dir
@@ -42,11 +44,6 @@ APP_TREES = f"files/{TREES_IN_FILES}"
 MAX_LOADER_BYTES = 16 * 1024 * 1024
 #: What the staging script says it did.
 PRESENT, COPIED = "aiot-runtime-present", "aiot-runtime-copied"
-
-
-def loader_name(tree: str) -> str:
-    """The loader's name in the APK (Android extracts only ``lib*.so``)."""
-    return f"libaiot_ld_{tree}.so"
 
 
 @dataclass(frozen=True)
@@ -151,8 +148,6 @@ def _check_loader(path: Path, remote: str, device: str) -> None:
 
 def stage_mark() -> str:
     """What a complete copy's marker holds: a copy made under other patches is made again."""
-    from aiot.host.app.seccomp import PATCH_VERSION
-
     return f"aiot-app-runtime patch {PATCH_VERSION}"
 
 
@@ -189,12 +184,6 @@ def stage(transport, runtime: AppRuntime) -> bool:
     done = _run_as(transport, check_script(runtime), timeout=60)
     if PRESENT in done.stdout:
         return False
-    import tempfile
-
-    from aiot.host.app.build import app_dir
-    from aiot.host.app.seccomp import patch_syscalls, require_patched
-    from aiot.host.devices.deploy import push_file
-
     libc_rel = posixpath.join(rt.LIBRARY_DIRS[0], "libc.so.6")
     with tempfile.TemporaryDirectory(dir=app_dir(), prefix="libc-") as tmp:
         original, resolved_rel = pull_tree_file(transport, runtime, libc_rel, Path(tmp) / "pulled")
@@ -259,11 +248,6 @@ def install_app(transport, progress=None) -> dict:
     Raises:
         AppError, SdkError, AppBuildError: a step failed.
     """
-    import tempfile
-
-    from aiot.host.app.build import app_dir, build, build_for_runtime
-    from aiot.host.app.instrument import install
-
     runtime = for_device(transport)
     if runtime is None:
         return {**install(transport, build(progress=progress)), "runtime_tree": None}
@@ -280,12 +264,10 @@ def install_app(transport, progress=None) -> dict:
             "runtime_copied": copied}
 
 
-def check_app(transport):
+def check_app(transport) -> Check:
     """``devices doctor``'s verdict on ``--via app`` for a phone: is the app installed, may the
     host ``run-as`` it, is the phone's runtime in its files. Never a failure (the shell path
     does not need the app), a warning with the fix where something is missing."""
-    from aiot.host.devices.doctor import Check
-
     listed = transport.shell(["pm", "list", "packages"], timeout=60)
     if not listed.ok:
         return Check("app", True, f"pm does not answer: {(listed.stderr or listed.stdout).strip()[:200]}",

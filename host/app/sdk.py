@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import AiotError
+from aiot.core.paths import cache_dir
+from aiot.host.emulator.arm64 import debian_mirror
 
 #: The bullseye packages that hold the jars, and where each jar lies inside its package.
 BULLSEYE_JARS = {
@@ -64,8 +66,6 @@ def tool(name: str) -> str:
 
 def jars_dir() -> Path:
     """Where the bullseye jars are kept: ``AIOT_ANDROID_SDK`` or ``<cache>/android-sdk``."""
-    from aiot.core.paths import cache_dir
-
     env = os.environ.get("AIOT_ANDROID_SDK")
     return Path(env).expanduser().absolute() if env else cache_dir() / "android-sdk"
 
@@ -100,8 +100,6 @@ def ensure_jars(progress=None) -> tuple[Path, Path]:
 
 def _download(packages: list[str], tmp: Path) -> dict[str, Path]:
     """Download ``packages``' .debs from bullseye with an isolated apt configuration."""
-    from aiot.host.emulator.arm64 import debian_mirror
-
     for needed in ("apt-get", "dpkg-deb"):
         if not shutil.which(needed):
             raise SdkError(f"{needed} not found: fetching android.jar and dx.jar needs Debian's apt",

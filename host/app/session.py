@@ -14,7 +14,11 @@ asks the app to start the loader it carries in its native-library dir
 
 from __future__ import annotations
 
-from aiot.host.devices.agent_client import AgentSession
+import posixpath
+
+from aiot.core.errors import AgentError, UsageError
+from aiot.host.app import runtime as app_runtime
+from aiot.host.app.build import COMPONENT, loader_name, read_metadata, read_runtime_metadata
 from aiot.host.app.instrument import (
     START_SLACK_S,
     AppError,
@@ -23,8 +27,8 @@ from aiot.host.app.instrument import (
     force_stop,
     instrument_argv,
 )
-from aiot.host.devices.doctor import last_line
-from aiot.core.errors import AgentError, UsageError
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.checks import last_line
 from aiot.host.transports.base import ShellResult
 
 
@@ -40,8 +44,6 @@ class AppAgentSession(AgentSession):
             raise UsageError(f"--via app needs an Android device over ADB; '{transport.name}' is "
                              f"{getattr(transport, 'kind', '?')}", "use --via shell for it")
         super().__init__(transport, staging, persistent=False)
-        from aiot.host.app import runtime as app_runtime
-
         self.last: dict = {}
         self._root_shared = False
         self.runtime = app_runtime.for_device(transport)
@@ -65,8 +67,6 @@ class AppAgentSession(AgentSession):
                            f"{last_line(done)[:300]}")
 
     def _start_agent(self, argv: list[str], timeout: float | None, on_line) -> ShellResult:
-        import posixpath
-
         # The agent's tree once per session (it is deployed on first use), new pushes each time:
         # a recursive chmod of the whole runtime per command would be paid on every run.
         shared = [posixpath.join(self.transport.workdir(), "blobs")]
@@ -117,9 +117,6 @@ class AppAgentSession(AgentSession):
 
     def provenance(self) -> dict:
         """What a record keeps about the app that started its agent."""
-        from aiot.host.app.build import COMPONENT, read_metadata, read_runtime_metadata
-        from aiot.host.app.runtime import loader_name
-
         tree = self.runtime.tree if self.runtime else None
         meta = (read_runtime_metadata(tree) if tree else read_metadata()) or {}
         keep = ("cpuset", "cgroup", "foreground", "app_version", "emulated")

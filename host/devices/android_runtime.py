@@ -31,8 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import AiotError
-from aiot.core.fileio import sha256_file
+from aiot.core.fileio import sha256_file, write_text_atomic
 from aiot.core.units import size_text
+from aiot.host.devices.deploy import push_file, require_space, unpack_failure
+from aiot.host.devices.phone_checks import elf_load_alignment
+from aiot.host.transports.quoting import quote
 
 log = logging.getLogger(__name__)
 
@@ -153,15 +156,11 @@ def _archive(folder: Path, facts: dict) -> RuntimeArchive:
 
 
 def _write_meta(meta: Path, facts: dict) -> None:
-    from aiot.core.fileio import write_text_atomic
-
     write_text_atomic(meta, json.dumps(facts) + "\n")
 
 
 def _load_alignment(root: Path) -> int | None:
     """The smallest LOAD alignment over the tree's ELF files (programs and libraries)."""
-    from aiot.host.devices.phone_checks import elf_load_alignment
-
     aligns = []
     for dirpath, _dirs, filenames in os.walk(root):
         for name in filenames:
@@ -231,9 +230,6 @@ def install_runtime(transport, archive: RuntimeArchive,
         DeviceCommandError: the pushed archive's hash differs, or unpacking failed.
         DeviceStorageError: the phone has not the space for it, or ran out unpacking it.
     """
-    from aiot.host.devices.deploy import push_file, require_space, unpack_failure
-    from aiot.host.transports.quoting import quote
-
     started = time.perf_counter()
     root = runtime_root(transport, archive)
     python = posixpath.join(root, "bin", "python3")

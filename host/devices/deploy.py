@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -19,8 +18,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from aiot.core.diskfull import disk_errno
-from aiot.core.errors import AgentError, AiotError, DeviceCommandError, DeviceStorageError, TransportError
+from aiot.core.errors import (
+    AgentError,
+    AiotError,
+    DeviceCommandError,
+    DeviceStorageError,
+    TransportError,
+)
 from aiot.core.fileio import sha256_file
+from aiot.host.devices.checks import explain_push_failure, parse_df
 from aiot.host.transports.base import Transport
 
 log = logging.getLogger(__name__)
@@ -82,15 +88,6 @@ def push_beside(transport: Transport, main: Pushed, local: Path, relative: str) 
         transport.shell(["mkdir", "-p", posixpath.dirname(remote)], timeout=30)
     push(transport, local, remote)
     return Pushed(remote, sha256_file(local), size, sent=True, local=local)
-
-
-def parse_df(text: str) -> int | None:
-    """Available KiB from ``df -Pk`` output (names and mount points may hold spaces)."""
-    for line in text.splitlines()[1:]:
-        m = re.search(r"\s(\d+)\s+(\d+)\s+(\d+)\s+\d+%\s", line + " ")
-        if m:
-            return int(m.group(3))
-    return None
 
 
 def free_bytes(transport: Transport, folder: str | None = None) -> int | None:
@@ -203,8 +200,6 @@ def push(transport: Transport, local: Path, remote: str) -> None:
     try:
         transport.push(local, remote)
     except TransportError as exc:
-        from aiot.host.devices.doctor import explain_push_failure
-
         raise explain_push_failure(transport, exc) from None
 
 

@@ -8,20 +8,20 @@ diagnosed by the same code. A :class:`TransportError` ends the diagnosis as a fa
 from __future__ import annotations
 
 import json
-import posixpath
 import re
-import uuid
-from dataclasses import dataclass
 
-from aiot.host.devices.deploy import parse_df
-from aiot.host.devices.setup import NATIVE_ONLY, RUNTIME_MODULES, agent_env
-from aiot.core.errors import DeviceStorageError, TransportError
+from aiot.core.errors import TransportError
+from aiot.core.paths import cache_dir
+from aiot.host.app.runtime import check_app
+from aiot.host.devices.android_runtime import cached_load_alignment
+from aiot.host.devices.checks import Check, check_space, check_workdir, inventory_setting, last_line
+from aiot.host.devices.phone_checks import phone_checks
 from aiot.host.devices.probe import probe_linux
-from aiot.host.transports.base import ShellResult, Transport
-from aiot.core.units import MIB, size_text
+from aiot.host.devices.setup import NATIVE_ONLY, agent_env
+from aiot.host.devices.wheels import RUNTIME_MODULES
+from aiot.host.transports.base import Transport
 
 MIN_PYTHON = (3, 9)
-LOW_SPACE_MB = 200
 RUNTIMES = dict(RUNTIME_MODULES)  # import name -> pip distribution
 
 _VERSION_SCRIPT = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
@@ -47,30 +47,6 @@ print(json.dumps(found))
 """
 
 
-@dataclass(frozen=True)
-class Check:
-    """One verdict of the doctor.
-
-    Args:
-        name: what was checked ("reachable", "workdir", "python", "numpy", ...).
-        ok: False when something must be fixed before benchmarks can run.
-        detail: what was found, in one line.
-        fix: what the user should do, in one line (None when there is nothing to do).
-        warn: passed, but worth a look (little free space, a phone without Python).
-    """
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-    warn: bool = False
-
-    @property
-    def status(self) -> str:
-        """``ok``, ``warn`` or ``fail``."""
-        return "fail" if not self.ok else "warn" if self.warn else "ok"
-
-
 def diagnose(transport: Transport) -> list[Check]:
     """Check that ``transport``'s device can run the agent; stops at the first TransportError."""
     checks: list[Check] = []
@@ -81,26 +57,6 @@ def diagnose(transport: Transport) -> list[Check]:
         fix = exc.hint or f"check that {transport.name} is on and reachable: aiot devices list"
         checks.append(Check("reachable", False, lost, fix))
     return checks
-
-
-def explain_push_failure(transport: Transport, exc: TransportError) -> TransportError:
-    """The error to report for a failed push: the workdir's problem (unwritable, full) if it has one.
-
-    A push fails with the transport's words ("Failure", "[Errno 30] ..."); the workdir and
-    free-space checks say what is wrong and what to do. When they find nothing, or the device
-    is gone, the original error stands.
-    """
-    try:
-        verdict = check_workdir(transport)
-        if verdict.ok:
-            verdict = check_space(transport)
-    except TransportError:
-        return exc
-    if verdict.ok and not verdict.warn:
-        return exc
-    full = " (ENOSPC)" if verdict.name == "free space" else ""
-    return DeviceStorageError(f"push to '{transport.name}' failed{full}: {verdict.detail}",
-                              verdict.fix)
 
 
 def _run_checks(transport: Transport, checks: list[Check]) -> None:
@@ -125,11 +81,6 @@ def _machine(transport: Transport) -> str:
 
 def _phone_checks(transport: Transport, installed: bool) -> list[Check]:
     """What can stop aiot's aarch64 runtime on this phone (see :mod:`aiot.host.devices.phone_checks`)."""
-    from aiot.host.devices.android_runtime import cached_load_alignment
-    from aiot.host.app.runtime import check_app
-    from aiot.core.paths import cache_dir
-    from aiot.host.devices.phone_checks import phone_checks
-
     return [*phone_checks(transport, installed, cached_load_alignment(cache_dir())), check_app(transport)]
 
 
@@ -142,40 +93,6 @@ def check_reachable(transport: Transport) -> Check:
     parts = [f"{facts['os']} {facts['kernel']} {facts['abi']}", facts.get("model"), facts.get("soc"),
              f"{facts['cores']} cores"]
     return Check("reachable", True, ", ".join(str(p) for p in parts if p))
-
-
-def check_workdir(transport: Transport) -> Check:
-    """The workdir exists or can be created, and a file can be written and removed in it."""
-    workdir = transport.workdir()
-    found = transport.stat(workdir)
-    if found is not None and not found.is_dir:
-        return Check("workdir", False, f"{workdir} is a file, not a folder", _workdir_fix(transport))
-    made = transport.shell(["mkdir", "-p", workdir], timeout=30)
-    if not made.ok:
-        return Check("workdir", False, f"cannot create {workdir}: {last_line(made)}",
-                     _workdir_fix(transport))
-    probe = posixpath.join(workdir, f".aiot-doctor-{uuid.uuid4().hex[:8]}")
-    wrote = transport.shell(["touch", probe], timeout=30)
-    transport.shell(["rm", "-f", probe], timeout=30)
-    if not wrote.ok:
-        return Check("workdir", False, f"{workdir} is not writable: {last_line(wrote)}",
-                     _workdir_fix(transport))
-    return Check("workdir", True, f"{workdir} is writable" + ("" if found else " (created)"))
-
-
-def check_space(transport: Transport) -> Check:
-    """Free space in the workdir; a warning below :data:`LOW_SPACE_MB`."""
-    workdir = transport.workdir()
-    df = transport.shell(["df", "-Pk", workdir], timeout=30)
-    free_kib = parse_df(df.stdout) if df.ok else None
-    if free_kib is None:
-        return Check("free space", True, f"df could not tell: {last_line(df)}", warn=True)
-    free = free_kib * 1024
-    if free < LOW_SPACE_MB * MIB:
-        return Check("free space", True, f"only {size_text(free)} free in {workdir}",
-                     f"free some space on the device (models and data need {LOW_SPACE_MB} MiB or more)",
-                     warn=True)
-    return Check("free space", True, f"{size_text(free)} free in {workdir}")
 
 
 def check_python(transport: Transport) -> Check:
@@ -224,28 +141,10 @@ def parse_python_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups()) if m else None
 
 
-def last_line(result: ShellResult) -> str:
-    """The last line a failed command printed (stderr first), or its exit code."""
-    lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    return lines[-1] if lines else f"exit code {result.exit_code}"
-
-
-def _inventory_setting(transport: Transport, key: str) -> str:
-    from aiot.host.devices.inventory import inventory_path
-
-    return f'set {key} = "PATH" under [devices.{transport.name}] in {inventory_path()}'
-
-
-def _workdir_fix(transport: Transport) -> str:
-    if transport.kind == "local":
-        return "point AIOT_LOCAL_WORKDIR at a writable folder"
-    return f"make {transport.workdir()} writable, or {_inventory_setting(transport, 'workdir')}"
-
-
 def _python_fix(transport: Transport) -> str:
     if transport.kind == "local":
         return "the local agent runs under aiot's own Python: reinstall aiot into Python 3.9 or newer"
-    return f"install Python 3.9 or newer on the device, or {_inventory_setting(transport, 'python')}"
+    return f"install Python 3.9 or newer on the device, or {inventory_setting(transport, 'python')}"
 
 
 def _runtime_fix(transport: Transport, pip_name: str = " ".join(RUNTIMES.values())) -> str:

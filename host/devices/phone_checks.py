@@ -17,8 +17,10 @@ import struct
 import uuid
 from pathlib import Path
 
-from aiot.host.transports.base import Transport
 from aiot.core.units import MIB, size_text
+from aiot.host.devices.checks import Check, last_line, parse_df
+from aiot.host.transports.base import Transport
+from aiot.host.transports.quoting import quote
 
 #: What a set-up needs in the work dir: the archive (~50 MB) and the unpacked tree (~150 MB).
 RUNTIME_SPACE_MB = 250
@@ -58,11 +60,8 @@ def elf_load_alignment(path: Path) -> int | None:
     return min(aligns) if aligns else None
 
 
-def check_exec(transport: Transport):
+def check_exec(transport: Transport) -> Check:
     """A program copied into the work dir runs: no ``noexec`` mount, no SELinux denial."""
-    from aiot.host.devices.doctor import Check, last_line
-    from aiot.host.transports.quoting import quote
-
     # A copy of the shell, still named sh: toybox and busybox pick their command by that name.
     folder = posixpath.join(transport.workdir(), f".aiot-exec-{uuid.uuid4().hex[:8]}")
     probe = posixpath.join(folder, "sh")
@@ -83,10 +82,8 @@ def check_exec(transport: Transport):
                  "keep the work dir under /data/local/tmp, the one place adb shell may run programs")
 
 
-def check_page_size(transport: Transport, alignment: int | None):
+def check_page_size(transport: Transport, alignment: int | None) -> Check:
     """The device's pages are no larger than the runtime's libraries are aligned to."""
-    from aiot.host.devices.doctor import Check
-
     size = page_size(transport)
     if size is None:
         return Check("page size", True, "could not read AT_PAGESZ from /proc/self/auxv", warn=True)
@@ -98,10 +95,8 @@ def check_page_size(transport: Transport, alignment: int | None):
     return Check("page size", True, detail)
 
 
-def check_kernel(transport: Transport):
+def check_kernel(transport: Transport) -> Check:
     """The kernel is new enough for the runtime's glibc."""
-    from aiot.host.devices.doctor import Check
-
     release = transport.shell(["uname", "-r"], timeout=30).stdout.strip()
     version = parse_kernel_version(release)
     need = ".".join(map(str, MIN_KERNEL))
@@ -113,10 +108,8 @@ def check_kernel(transport: Transport):
     return Check("kernel", True, f"Linux {release} (glibc needs {need}+)")
 
 
-def check_room(transport: Transport, installed: bool):
+def check_room(transport: Transport, installed: bool) -> Check:
     """Room in the work dir for the runtime, where it is not installed yet."""
-    from aiot.host.devices.doctor import Check, parse_df
-
     if installed:
         return Check("room for runtime", True, "aiot's runtime is installed")
     df = transport.shell(["df", "-Pk", transport.workdir()], timeout=30)
@@ -149,7 +142,7 @@ def _noexec_mount(mounts: str, path: str) -> bool:
     return "noexec" in options.split(",")
 
 
-def phone_checks(transport: Transport, installed: bool, alignment: int | None) -> list:
+def phone_checks(transport: Transport, installed: bool, alignment: int | None) -> list[Check]:
     """Every check above, in the order a set-up meets them."""
     return [check_room(transport, installed), check_exec(transport), check_page_size(transport, alignment),
             check_kernel(transport)]

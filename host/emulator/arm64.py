@@ -27,6 +27,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiot.core.errors import AiotError
+from aiot.host.devices.wheels import (
+    FACTS_SCRIPT,
+    UNPACK_SCRIPT,
+    download_wheels,
+    parse_facts,
+    requirements,
+)
+from aiot.host.transports.quoting import quote
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +115,6 @@ def userland_key(requirements: list[str]) -> str:
 
 def write_wrapper(path: Path, userland: Path) -> Path:
     """Write the device's ``python3`` wrapper for ``userland`` at ``path`` (made executable)."""
-    from aiot.host.transports.quoting import quote
-
     # Root can mount in a new mount namespace; anyone else needs a user namespace for it.
     flags = "--mount" if os.geteuid() == 0 else "--mount --map-root-user"
     path.write_text(_WRAPPER.format(unshare_flags=flags, cpuinfo=quote(str(userland / "cpuinfo")),
@@ -127,8 +133,6 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     Built in a temporary folder beside the cache entry and renamed into place when complete,
     so an interrupted build never leaves a half userland that a later start would trust.
     """
-    from aiot.host.devices.setup import requirements
-
     check_tools()
     extras = tuple(sorted(set(extras)))
     folder = cache / "arm64-userland" / userland_key(requirements() + [f"+{e}" for e in extras])
@@ -178,8 +182,6 @@ def _debootstrap(root: Path) -> None:
 
 def _install_runtimes(work: Path, cache: Path, extras: tuple[str, ...] = ()) -> None:
     """aarch64 wheels matching the guest Python, unpacked natively into its site folder."""
-    from aiot.host.devices.setup import FACTS_SCRIPT, UNPACK_SCRIPT, download_wheels, parse_facts
-
     wrapper = write_wrapper(work / "python3", work)
     facts = subprocess.run([str(wrapper), "-c", FACTS_SCRIPT], capture_output=True, text=True, timeout=120)
     if facts.returncode != 0:

@@ -54,7 +54,7 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if arch != _native_arch() and arch != "arm64":
         raise UsageError(f"--arch {arch} cannot be emulated on this {_native_arch()} machine",
                          f"use --arch {_native_arch()} or arm64")
-    from aiot.host.devices.setup import OPTIONAL_RUNTIMES
+    from aiot.host.devices.wheels import OPTIONAL_RUNTIMES
 
     unknown = [e for e in extras if e not in OPTIONAL_RUNTIMES]
     if unknown:

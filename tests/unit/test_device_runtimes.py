@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aiot.host.devices.setup import DevicePython, optional_requirements, platform_tags
 from aiot.core.errors import UsageError
+from aiot.host.devices.wheels import DevicePython, optional_requirements, platform_tags
 
 PI = DevicePython("3.11", "aarch64", "2.36")
 

@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from aiot.host.devices import doctor
-from aiot.host.devices.doctor import Check, diagnose, parse_df, parse_python_version
 from aiot.core.errors import TransportError
+from aiot.host.devices import doctor
+from aiot.host.devices.checks import Check, parse_df
+from aiot.host.devices.doctor import diagnose, parse_python_version
 from aiot.host.transports.local import LocalTransport
 
 
@@ -119,7 +120,7 @@ def test_missing_runtime_says_how_to_install(monkeypatch):
 
 
 def test_low_free_space_warns(monkeypatch):
-    monkeypatch.setattr(doctor, "LOW_SPACE_MB", 10**12)
+    monkeypatch.setattr("aiot.host.devices.checks.LOW_SPACE_MB", 10**12)
     space = by_name(diagnose(LocalTransport()))["free space"]
     assert space.ok and space.status == "warn" and space.detail.startswith("only ") and space.fix
 

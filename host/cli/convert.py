@@ -73,7 +73,7 @@ def convert(
     from rich.markup import escape
 
     from aiot.converters.api import convert_model, read_sidecar
-    from aiot.converters.dabnn_form import describe as describe_form
+    from aiot.converters.dabnn.form import describe as describe_form
     from aiot.host.cli._output import message, out, print_json, spinner, state
     from aiot.models.model_ref import default_format, resolve_model
 

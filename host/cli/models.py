@@ -191,7 +191,7 @@ def _dabnn_form(spec, model, algorithm: str) -> dict | None:
     algorithm does not reach daBNN): the clamps a float layer reads, which daBNN drops."""
     import torch
 
-    from aiot.converters.dabnn_form import deployed_form, describe
+    from aiot.converters.dabnn.form import deployed_form, describe
     from aiot.core.errors import AiotError
     from aiot.models.bibench import freeze, verdict
 
@@ -231,7 +231,7 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
     if facts.get("params") is not None:
         out.print(f"parameters: {facts['params']:,}")
     if facts.get("deployed_form"):
-        from aiot.converters.dabnn_form import describe
+        from aiot.converters.dabnn.form import describe
 
         form = facts["deployed_form"]
         out.print(f"deployed form differs from the training graph: {escape(describe(form))}; "

@@ -14,8 +14,8 @@ from tests.converters.conftest import need_toolchain, randomize_bn
 torch = pytest.importorskip("torch")
 pytest.importorskip("flatbuffers")
 
-from aiot.converters.dab_schema import parse_model
-from aiot.converters.dabnn_reference import load_model, run_model
+from aiot.converters.dabnn.reference import load_model, run_model
+from aiot.converters.dabnn.schema import parse_model
 from aiot.core.errors import ConversionError
 from aiot.models import get_model_spec
 from aiot.models.bibench import build_binarized, freeze
@@ -239,7 +239,7 @@ def test_a_clamp_feeding_float_layers_is_refused(tmp_path, model, layer, reader)
 @pytest.mark.slow
 def test_lce_runs_reactnet_tiny_vgg_with_thresholds(tmp_path):
     need_toolchain("lce")
-    from aiot.converters.lce import LceConverter, _count_op
+    from aiot.converters.lce.converter import LceConverter, _count_op
     from aiot.converters.parity import compare_outputs, run_artifact
 
     model = _frozen_tiny_vgg("reactnet")

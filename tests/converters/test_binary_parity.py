@@ -78,7 +78,7 @@ def test_resnet18_cifar_bnn_from_its_default_init_converts_to_lce(tmp_path):
 def test_a_converter_bug_in_one_binary_layer_is_named(tmp_path, monkeypatch):
     """A lowering that flips one binary conv's weights (in the artifact and its probe alike,
     as a real converter bug would) fails at the layer that reads its output."""
-    from aiot.converters import lce
+    from aiot.converters.lce import converter as lce
 
     original = lce._layer_record
 

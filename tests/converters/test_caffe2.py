@@ -6,8 +6,9 @@ import pytest
 
 from aiot.converters import caffe2  # registers "caffe2"
 from aiot.converters.api import build_source_model, convert_model
-from aiot.converters.caffe2_proto import parse_net
-from aiot.converters.caffe2_reference import arguments, load_net, run_net
+from aiot.converters.caffe2.converter import CAFFE_LEGACY_POOLING
+from aiot.converters.caffe2.proto import parse_net
+from aiot.converters.caffe2.reference import arguments, load_net, run_net
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import ArtifactError, ConversionError
@@ -123,7 +124,7 @@ def test_pooling_concat_and_padding_arguments(all_ops):
     _, path, _ = all_ops
     predict = parse_net(path.read_bytes())
     maxpool = arguments(_ops(predict, "MaxPool")[0])
-    assert maxpool["legacy_pad"] == caffe2.CAFFE_LEGACY_POOLING and list(maxpool["pads"]) == [1] * 4
+    assert maxpool["legacy_pad"] == CAFFE_LEGACY_POOLING and list(maxpool["pads"]) == [1] * 4
     pools = [arguments(op) for op in _ops(predict, "AveragePool")]
     assert [p.get("count_include_pad") for p in pools] == [1, 0, None]  # last: global
     assert pools[2]["global_pooling"] == 1

@@ -9,7 +9,9 @@ import pytest
 
 from aiot.converters import dabnn  # registers "dabnn"
 from aiot.converters.api import build_source_model, convert_model
-from aiot.converters.dab_schema import (
+from aiot.converters.dabnn.emit import emit
+from aiot.converters.dabnn.reference import check_model, in_place_hazards
+from aiot.converters.dabnn.schema import (
     LAYER_TYPES,
     Layer,
     build_model,
@@ -18,7 +20,6 @@ from aiot.converters.dab_schema import (
     unpack_bits,
     words_per_row,
 )
-from aiot.converters.dabnn_reference import check_model, in_place_hazards
 from aiot.converters.graph import lower
 from aiot.converters.parity import compare_outputs
 from aiot.converters.sidecar import read_sidecar
@@ -131,7 +132,7 @@ def test_zero_inputs_binarize_like_pytorch(tmp_path):
 
 def test_without_sign_nudges_default_batchnorm_zeros_flip(tmp_path, monkeypatch):
     """The nudges are what keeps exact BatchNorm zeros on PyTorch's side (sign(0) = +1)."""
-    from aiot.converters import dabnn_emit
+    from aiot.converters.dabnn import emit as dabnn_emit
 
     monkeypatch.setattr(dabnn_emit, "keep_signs", lambda a, b, coef, shift, taps: (b, 0))
     with pytest.raises(AccuracyMismatch):
@@ -172,7 +173,7 @@ def test_file_reparses_to_the_emitted_layers(tiny):
     parsed = parse_model(raw)
     _, model = build_source_model("tiny_bnn")
     graph = lower(model, torch.zeros(1, 1, 28, 28), "dabnn")
-    emitted, _ = dabnn.emit(graph)
+    emitted, _ = emit(graph)
     assert parsed.layers == emitted.layers and parsed.version == 2
     assert [i.shape for i in parsed.inputs] == [(1, 28, 28, 1)]
     assert [t.name for t in parsed.initializers] == [t.name for t in emitted.initializers]
@@ -309,7 +310,7 @@ def test_in_place_overwrites_are_refused(tmp_path):
 
 
 def test_in_place_hazards_are_found_in_files():
-    from aiot.converters.dab_schema import Input, Model
+    from aiot.converters.dabnn.schema import Input, Model
 
     model = Model([Layer("Relu", {"input": "x", "output": "r"}),
                    Layer("Relu", {"input": "x", "output": "s"})], [], [Input("x", (1, 2, 2, 4))], 2)
@@ -354,7 +355,7 @@ def test_shapes_daBNN_arm_kernels_assert_on_are_reported():
     model = nn.Sequential(nn.Conv2d(1, 64, 3, padding=1), nn.BatchNorm2d(64),
                           BinaryConv2d(64, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64),
                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).eval()
-    _, facts = dabnn.emit(lower(model, torch.zeros(1, 1, 14, 14), "dabnn"))
+    _, facts = emit(lower(model, torch.zeros(1, 1, 14, 14), "dabnn"))
     assert any("bconv_3x3_64_opt4" in w and "7x7x64" in w for w in facts["device_warnings"])
 
 

@@ -13,7 +13,7 @@ from tests.converters.conftest import randomize_bn
 torch = pytest.importorskip("torch")
 pytest.importorskip("flatbuffers")
 
-from aiot.converters.dabnn_form import deployed_form, describe, float_read_clamps
+from aiot.converters.dabnn.form import deployed_form, describe, float_read_clamps
 from aiot.converters.graph import lower
 from aiot.converters.sign_parity import check_sign_parity
 from aiot.core.errors import ConversionError

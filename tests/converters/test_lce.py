@@ -53,7 +53,7 @@ def test_float_stride2_padding_is_not_misfused(tmp_path):
     from torch import nn
 
     from aiot.converters.graph import lower
-    from aiot.converters.lce import write_graph
+    from aiot.converters.lce.converter import write_graph
     from aiot.converters.parity import run_artifact
     from aiot.converters.tflite import tflite_ops
     from aiot.models.binary import BinaryConv2d
@@ -64,12 +64,9 @@ def test_float_stride2_padding_is_not_misfused(tmp_path):
                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).eval()
     example = torch.randn(1, 3, 32, 32)
     graph_file, weights_file, binary = write_graph(lower(model, example, "lce"), example, tmp_path)
-    from pathlib import Path
+    from aiot.converters.lce.converter import BUILD_SCRIPT
 
-    import aiot.converters.lce as lce_module
-
-    script = Path(lce_module.__file__).with_name("lce_build.py")
-    toolchains.run_script("lce", script, [str(graph_file), str(weights_file), str(tmp_path / "m.tflite")])
+    toolchains.run_script("lce", BUILD_SCRIPT, [str(graph_file), str(weights_file), str(tmp_path / "m.tflite")])
     assert "CUSTOM:LceBconv2d" in tflite_ops(tmp_path / "m.tflite") and binary == 1
     inputs = torch.randn(4, 3, 32, 32)
     actual = run_artifact("lce", tmp_path / "m.tflite", inputs.numpy())
@@ -99,7 +96,7 @@ def test_a_separate_zero_padding_is_refused_before_the_toolchain_runs(tmp_path):
     from torch import nn
 
     from aiot.converters.graph import lower
-    from aiot.converters.lce import write_graph
+    from aiot.converters.lce.converter import write_graph
     from aiot.models.binary import BinaryConv2d
 
     model = nn.Sequential(nn.ZeroPad2d(1), BinaryConv2d(8, 8, 3), nn.BatchNorm2d(8)).eval()
@@ -153,7 +150,7 @@ def test_non_square_binary_kernels_convert_with_sign_parity(tmp_path):
 @pytest.mark.parametrize("size", range(5, 18))
 @pytest.mark.parametrize(("kernel", "stride", "pad"), [(3, 2, 0), (2, 2, 0), (3, 2, 1), (3, 3, 1)])
 def test_ceil_mode_padding_gives_pytorchs_output_size(size, kernel, stride, pad):
-    from aiot.converters.lce_build import _ceil_extra
+    from aiot.converters.lce.build import _ceil_extra
 
     padded = size + 2 * pad
     extra = _ceil_extra(padded, kernel, stride, pad)

@@ -12,7 +12,13 @@ import json
 import pytest
 
 from aiot.converters.api import build_source_model
-from aiot.converters.parity import INCONCLUSIVE, INCONCLUSIVE_FIX, PASS, check_parity, constant_baseline
+from aiot.converters.parity import (
+    INCONCLUSIVE,
+    INCONCLUSIVE_FIX,
+    PASS,
+    check_parity,
+    constant_baseline,
+)
 
 torch = pytest.importorskip("torch")
 

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 TOOLCHAIN = "executorch"
 DELEGATES = ("xnnpack", "portable")
+#: Lowers the exported program to a ``.pte``, inside the ``executorch`` toolchain.
+LOWER_SCRIPT = Path(__file__).with_name("lower.py")
 
 
 class ExecutorchConverter(Converter):
@@ -61,12 +63,11 @@ class ExecutorchConverter(Converter):
             program = Path(tmp) / "program.pt2"
             with torch.no_grad():
                 torch.export.save(torch.export.export(model.eval(), (example,)), program)
-            script = Path(__file__).with_name("executorch_lower.py")
             report: dict = {}
 
             def lower(dst: Path) -> None:
-                stdout = toolchains.run_script(TOOLCHAIN, script, [str(program), str(dst),
-                                                                   options["delegate"]])
+                stdout = toolchains.run_script(TOOLCHAIN, LOWER_SCRIPT,
+                                               [str(program), str(dst), options["delegate"]])
                 report.update(json.loads(stdout.strip().splitlines()[-1]))
 
             write_atomic(out_path, lower)

@@ -1,7 +1,7 @@
 """Larq Compute Engine (binarized TFLite with ``LceQuantize``/``LceBconv2d``).
 
 The PyTorch BNN is lowered to aiot's layer list (:mod:`aiot.converters.graph`), written as
-JSON + NPZ, and rebuilt as a TensorFlow graph by :mod:`aiot.converters.lce_build` *inside*
+JSON + NPZ, and rebuilt as a TensorFlow graph by :mod:`aiot.converters.lce.build` *inside*
 the ``lce`` toolchain environment, where LCE's MLIR converter turns it into a flatbuffer.
 No Larq, no Keras, nothing of TensorFlow in aiot's own process.
 
@@ -32,6 +32,8 @@ from aiot.core.fileio import write_atomic
 log = logging.getLogger(__name__)
 
 TOOLCHAIN = "lce"
+#: Rebuilds the graph in TensorFlow and runs LCE's converter, inside the ``lce`` toolchain.
+BUILD_SCRIPT = Path(__file__).with_name("build.py")
 
 
 def _layer_record(layer) -> tuple[dict, dict]:
@@ -80,7 +82,7 @@ def _layer_record(layer) -> tuple[dict, dict]:
 
 
 def write_graph(graph, example, folder: Path) -> tuple[Path, Path, int]:
-    """``graph.json`` and ``weights.npz`` for :mod:`lce_build`; returns them and #bconvs."""
+    """``graph.json`` and ``weights.npz`` for :mod:`aiot.converters.lce.build`; returns them and #bconvs."""
     import numpy as np
 
     records, arrays = [], {}
@@ -130,9 +132,8 @@ class LceConverter(Converter):
                                   "LCE is for binarized models: use tiny_bnn or a binarized model")
         with tempfile.TemporaryDirectory(prefix="aiot-lce-") as tmp:
             graph_file, weights_file, binary = write_graph(graph, example, Path(tmp))
-            script = Path(__file__).with_name("lce_build.py")
             write_atomic(out_path, lambda dst: toolchains.run_script(
-                TOOLCHAIN, script, [str(graph_file), str(weights_file), str(dst)]))
+                TOOLCHAIN, BUILD_SCRIPT, [str(graph_file), str(weights_file), str(dst)]))
         ops = tflite_ops(out_path)
         found = _count_op(out_path, "LceBconv2d")
         if found != binary:
@@ -166,7 +167,7 @@ class LceConverter(Converter):
         with tempfile.TemporaryDirectory(prefix="aiot-lce-probe-") as tmp:
             graph_file, weights_file, _ = write_graph(graph, example, Path(tmp))
             probe = Path(tmp) / "probe.tflite"
-            toolchains.run_script(TOOLCHAIN, Path(__file__).with_name("lce_build.py"),
+            toolchains.run_script(TOOLCHAIN, BUILD_SCRIPT,
                                   [str(graph_file), str(weights_file), str(probe), "--probe"])
             outputs = run_artifact_outputs(self.backend, probe, inputs)
         # The probe is made from the model, not read from the file: it speaks for the file

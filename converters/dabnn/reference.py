@@ -2,7 +2,7 @@
 
 daBNN's kernels are ARM assembly and its project is unmaintained, so no runtime can run a
 ``.dab`` file on a workstation; this is what checks one. It parses the file back with
-:mod:`aiot.converters.dab_schema` (so the bytes themselves are verified), checks the
+:mod:`aiot.converters.dabnn.schema` (so the bytes themselves are verified), checks the
 structure the way ``dabnn/net.cpp`` reads it, and executes each layer as the runtime does
 (JDAI-CV/dabnn at d93aa95, ``dabnn/layers/*``):
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.converters.dab_schema import Model, Tensor, parse_model, unpack_bits
+from aiot.converters.dabnn.schema import Model, Tensor, parse_model, unpack_bits
 from aiot.core.errors import ArtifactError
 
 MODEL_VERSION = 2  # BNN_LATEST_MODEL_VERSION (common/macros.h); net.cpp refuses any other

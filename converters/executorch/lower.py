@@ -1,7 +1,7 @@
 """Lower an exported PyTorch program to an ExecuTorch ``.pte``.
 
 Runs INSIDE the ``executorch`` toolchain environment as a script:
-``python executorch_lower.py PROGRAM.pt2 OUT.pte xnnpack|portable``. aiot's own process does
+``python lower.py PROGRAM.pt2 OUT.pte xnnpack|portable``. aiot's own process does
 the ``torch.export`` (same torch version on both sides) and hands over the saved program;
 this script imports nothing from aiot. It prints one JSON line: the operators left in the
 lowered graph (``executorch_call_delegate`` for each XNNPACK partition, ``aten`` ops run by

@@ -2,9 +2,9 @@
 
 daBNN's own converter (onnx2bnn) has no Linux wheel and wants binary convolutions as a
 Sign→Pad(-1)→Conv ONNX pattern that today's PyTorch exporters no longer produce, so aiot
-emits the file itself (:mod:`aiot.converters.dab_schema`) from its layer list
+emits the file itself (:mod:`aiot.converters.dabnn.schema`) from its layer list
 (:mod:`aiot.converters.graph`) and checks it with a NumPy executor of the runtime's
-semantics (:mod:`aiot.converters.dabnn_reference`). Timing happens on devices with daBNN's
+semantics (:mod:`aiot.converters.dabnn.reference`). Timing happens on devices with daBNN's
 ``benchmark_single_model``.
 
 Mapping (as onnx2bnn writes it, NHWC):
@@ -58,19 +58,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.dabnn.emit import FORMAT, emit
 from aiot.core.errors import ArtifactError, ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 PRECISIONS = ("bnn", "fp32")
-
-from aiot.converters.dabnn_emit import (  # noqa: F401 - emit and keep_signs are public here too
-    FORMAT,
-    LAYOUT,
-    MODEL_VERSION,
-    emit,
-    keep_signs,
-)
 
 
 class DabnnConverter(Converter):
@@ -108,7 +101,7 @@ class DabnnConverter(Converter):
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         """Lower, emit, write atomically, then re-read and run the file once."""
-        from aiot.converters.dab_schema import build_model
+        from aiot.converters.dabnn.schema import build_model
         from aiot.converters.graph import lower
 
         out_path = Path(out_path)
@@ -132,7 +125,7 @@ class DabnnConverter(Converter):
         Raises:
             ArtifactError: the file is not a well-formed daBNN model.
         """
-        from aiot.converters.dabnn_reference import load_model
+        from aiot.converters.dabnn.reference import load_model
 
         loaded = load_model(Path(artifact))
         return {"inputs": [{"name": loaded.input.name, "shape": list(loaded.input.shape),
@@ -143,8 +136,8 @@ class DabnnConverter(Converter):
 
     def deployed_form(self, model, example):
         """``(model daBNN runs, facts or None)``: clamps that float layers read are dropped
-        (see :mod:`aiot.converters.dabnn_form`); parity is then measured against it."""
-        from aiot.converters.dabnn_form import deployed_form
+        (see :mod:`aiot.converters.dabnn.form`); parity is then measured against it."""
+        from aiot.converters.dabnn.form import deployed_form
 
         return deployed_form(model, example)
 
@@ -154,7 +147,7 @@ class DabnnConverter(Converter):
         Raises:
             ArtifactError: the file is missing, truncated, corrupt or not runnable by daBNN.
         """
-        from aiot.converters.dabnn_reference import load_model, run_model
+        from aiot.converters.dabnn.reference import load_model, run_model
 
         return run_model(load_model(artifact), inputs)
 
@@ -170,7 +163,7 @@ class DabnnConverter(Converter):
         ``inputs``: read from aiot's executor of this very ``.dab``."""
         import numpy as np
 
-        from aiot.converters.dabnn_reference import load_model, run_model
+        from aiot.converters.dabnn.reference import load_model, run_model
 
         loaded = load_model(artifact)
         sources = {layer.params["output"]: layer.params["input"]
@@ -189,7 +182,7 @@ class DabnnConverter(Converter):
 
 def _verify(path: Path, graph, example) -> None:
     """Re-read the file and run the example: the output must have PyTorch's size."""
-    from aiot.converters.dabnn_reference import load_model, run_model
+    from aiot.converters.dabnn.reference import load_model, run_model
 
     try:
         out = run_model(load_model(path), example.detach().cpu().numpy())

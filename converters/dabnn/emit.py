@@ -1,4 +1,4 @@
-"""The daBNN emitter: aiot's layer list → daBNN layers and tensors (see :mod:`aiot.converters.dabnn`).
+"""The daBNN emitter: aiot's layer list → daBNN layers and tensors (see :mod:`aiot.converters.dabnn.converter`).
 
 Split from the converter so each stays readable: this module owns the mapping, BatchNorm
 rewrites, sign-of-zero handling and the in-place/ARM checks; the converter owns options,
@@ -24,7 +24,7 @@ _STANDARD = "pick a model built from layers daBNN has"
 
 
 def emit(graph, precision: str = "bnn"):
-    """``(dab_schema.Model, sidecar facts)`` for a lowered graph.
+    """``(schema.Model, sidecar facts)`` for a lowered graph.
 
     ``precision="fp32"`` writes a full-precision network in daBNN's float layers (FpConv2D,
     Affine, Relu, pooling, Add): the FP32 column of BiBench's daBNN tables, the baseline its
@@ -34,8 +34,8 @@ def emit(graph, precision: str = "bnn"):
         ConversionError: (stage "lower") the model breaks a daBNN rule; the message names
             the layer.
     """
-    from aiot.converters.dab_schema import Model
-    from aiot.converters.dabnn_reference import in_place_hazards
+    from aiot.converters.dabnn.reference import in_place_hazards
+    from aiot.converters.dabnn.schema import Model
 
     binary = any(layer.kind == "bconv" for layer in graph.layers)
     if precision == "fp32" and binary:
@@ -158,7 +158,7 @@ class _Emitter:
         """Add an initializer (float32, or bit-packed ±1 OHWC); return its name."""
         import numpy as np
 
-        from aiot.converters.dab_schema import Tensor, pack_bits
+        from aiot.converters.dabnn.schema import Tensor, pack_bits
 
         name = self.unique(name)
         values = np.asarray(values)
@@ -172,7 +172,7 @@ class _Emitter:
 
     def add(self, kind: str, layer, params: dict, output: str | None = None) -> str:
         """Append a daBNN layer writing ``output`` (default: the graph layer's name)."""
-        from aiot.converters.dab_schema import Layer
+        from aiot.converters.dabnn.schema import Layer
 
         output = output or layer.name
         params["output"] = output
@@ -205,7 +205,7 @@ class _Emitter:
     # --- one method per layer kind --------------------------------------------------------
 
     def _input(self, layer) -> None:
-        from aiot.converters.dab_schema import Input
+        from aiot.converters.dabnn.schema import Input
 
         if self.inputs or len(layer.shape) != 4:
             self.refuse(layer, "daBNN models take exactly one NCHW image input")

@@ -47,7 +47,7 @@ def read_net(path: Path, role: str):
     """
     from google.protobuf.message import DecodeError
 
-    from aiot.converters.caffe2_proto import parse_net
+    from aiot.converters.caffe2.proto import parse_net
 
     try:
         return parse_net(Path(path).read_bytes())

@@ -2,7 +2,7 @@
 
 Caffe2 left PyTorch in 2.4 and no runtime can be installed, so aiot writes the two files
 Caffe2 deployments used and checks them with its own NumPy executor of the operators it
-emits (:mod:`aiot.converters.caffe2_reference`); benchmarking needs a legacy Caffe2 build.
+emits (:mod:`aiot.converters.caffe2.reference`); benchmarking needs a legacy Caffe2 build.
 
 Layout: the artifact is the predict net, ``<model>.caffe2.predict_net.pb``; its weights are
 ``GivenTensorFill`` operators in the sibling ``<model>.caffe2.init_net.pb``, written first, so
@@ -28,7 +28,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
-from aiot.core.companions import PREDICT_SUFFIX, init_net_path  # noqa: F401 - caffe2.init_net_path
+from aiot.core.companions import PREDICT_SUFFIX, init_net_path
 from aiot.core.errors import ArtifactError, ConversionError
 from aiot.core.fileio import sha256_file, write_atomic
 
@@ -83,7 +83,7 @@ class Caffe2Converter(Converter):
         Raises:
             ArtifactError: a file is missing, corrupt, or not the init net the sidecar names.
         """
-        from aiot.converters.caffe2_reference import load_net, run_net
+        from aiot.converters.caffe2.reference import load_net, run_net
 
         init_path = init_net_path(artifact)
         _check_init_hash(Path(artifact), init_path)
@@ -109,7 +109,7 @@ def _verify_shapes(predict_path: Path, init_path: Path, graph, example) -> list[
     This is where a Caffe2 sizing rule that differs from PyTorch's (a ceil-mode pooling
     window starting in the tail padding) is caught, instead of at parity.
     """
-    from aiot.converters.caffe2_reference import load_net, run_net
+    from aiot.converters.caffe2.reference import load_net, run_net
 
     try:
         net = load_net(predict_path, init_path)
@@ -135,7 +135,7 @@ class _Nets:
     """The two NetDefs under construction; blob names are the graph's layer names."""
 
     def __init__(self, model_name: str) -> None:
-        from aiot.converters.caffe2_proto import net_def
+        from aiot.converters.caffe2.proto import net_def
 
         self.init, self.predict = net_def(), net_def()
         self.init.name, self.predict.name = f"{model_name}_init", model_name

@@ -1,7 +1,7 @@
 """Build a TensorFlow graph from aiot's lowered layers and convert it with LCE.
 
 Runs INSIDE the ``lce`` toolchain environment (TensorFlow 2.16, larq-compute-engine,
-NumPy < 2) as a script: ``python lce_build.py GRAPH.json WEIGHTS.npz OUT.tflite``. It
+NumPy < 2) as a script: ``python build.py GRAPH.json WEIGHTS.npz OUT.tflite``. It
 imports nothing from aiot — only the standard library, NumPy and the toolchain.
 
 The graph keeps PyTorch's NCHW input (one transpose to NHWC at the start), so the same

@@ -7,7 +7,7 @@ the Sign→Conv binary pattern, BatchNormalization, Relu, PRelu, Add, Concat, po
 Softmax and Dropout, nothing else), and the networks daBNN runs are Bi-Real-style blocks whose
 shortcut reads the block's float output before any sign. That is how a ResNet BNN reaches
 daBNN: a clamp that only binary convs read is dropped exactly (``sign(clamp(v)) == sign(v)``,
-see :mod:`aiot.converters.dabnn_emit`), and a clamp that a float layer also reads (the
+see :mod:`aiot.converters.dabnn.emit`), and a clamp that a float layer also reads (the
 shortcut, the pooling before the classifier) is dropped for it too, so the float path
 carries the unclamped values. That changes what the network computes, so it is never silent:
 

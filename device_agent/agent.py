@@ -45,7 +45,7 @@ from .backends import ArtifactLoadError, BackendUnavailable, open_session
 from .process import current_rss_kb, peak_rss_kb, pin
 from .serve import serve
 from .signature import SpecError, load_batches, prepare
-from .spec import validate_spec
+from .spec import RunSpec
 from .stats import robust_cv, summarize_ms
 from .wire import emit, first_line
 
@@ -172,13 +172,13 @@ def _nonfinite_name(value: float) -> str:
     return "nan" if value != value else "inf" if value > 0 else "-inf"
 
 
-def run(spec: dict) -> dict:
+def run(spec: RunSpec) -> dict:
     """Execute one validated run spec and return the ``result`` event's fields."""
     import numpy  # noqa: F401 - imported before anything is timed, as always
 
-    backend = backends.load(spec["backend"])
-    threads = spec["threads"]
-    pinned = pin(spec["cpus"])
+    backend = backends.load(spec.backend)
+    threads = spec.threads
+    pinned = pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)
     t0 = time.perf_counter_ns()
     session = open_session(backend, spec)
@@ -192,12 +192,12 @@ def run(spec: dict) -> dict:
     fingerprint = output_fingerprint(session.output())
     outputs = _outputs(session)
 
-    warm = _timed_loop(session, spec["warmup_runs"], spec["warmup_min_s"], spec["max_s"],
+    warm = _timed_loop(session, spec.warmup_runs, spec.warmup_min_s, spec.max_s,
                        "warmup")["samples"]
     anchor = (time.time_ns(), time.perf_counter_ns())
     load_before = cpuload.snapshot()
-    loop = _timed_loop(session, spec["min_runs"], spec["min_s"], spec["max_s"], "measure",
-                       spec["target_cv"], spec["max_runs"])
+    loop = _timed_loop(session, spec.min_runs, spec.min_s, spec.max_s, "measure",
+                       spec.target_cv, spec.max_runs)
     load = cpuload.between(load_before, cpuload.snapshot())
     samples, span = loop["samples"], loop["span"]
     stats = summarize_ms(samples)
@@ -216,7 +216,7 @@ def run(spec: dict) -> dict:
         "warmup": {"count": len(warm), "seconds": sum(warm) / 1e9},
         "samples_ns": samples,
         "stats_ms": stats,
-        "stability": _stability(spec["target_cv"], stats["robust_cv"], loop["stopped_by"]),
+        "stability": _stability(spec.target_cv, stats["robust_cv"], loop["stopped_by"]),
         # CPUs busy during the timed loop, this run's and others' (see cpuload): the host's
         # validity check marks a run timed on a busy device.
         "load": load,
@@ -225,7 +225,7 @@ def run(spec: dict) -> dict:
         # comparing them with its own clock must correct for the offset between the two.
         "measure_start_unix_s": wall_clock_s(span[0], anchor) if span else None,
         "measure_end_unix_s": wall_clock_s(span[1], anchor) if span else None,
-        "accuracy": _accuracy(session, spec["dataset"]) if spec.get("dataset") else None,
+        "accuracy": _accuracy(session, spec.dataset) if spec.dataset else None,
     }
     # Peak RSS after everything ran: the high-water mark of this process.
     result["peak_rss_kb"] = peak_rss_kb()
@@ -233,10 +233,10 @@ def run(spec: dict) -> dict:
     return result
 
 
-def _prepare_inputs(session, spec: dict):
+def _prepare_inputs(session, spec: RunSpec):
     """``(arrays, used)`` for the session's inputs from the spec (see ``signature.prepare``);
     ``run`` and ``memory`` feed the same inputs."""
-    return prepare(session.inputs, session.shapes, spec["seed"], spec.get("inputs"))
+    return prepare(session.inputs, session.shapes, spec.seed, spec.inputs)
 
 
 def _outputs(session) -> list[dict]:
@@ -249,9 +249,9 @@ def _outputs(session) -> list[dict]:
     found = []
     for i, array in enumerate(arrays):
         array = np.asarray(array)
-        spec = declared[i] if declared else {"name": f"output_{i}", "quantization": None}
-        found.append({"name": spec["name"], "shape": list(array.shape),
-                      "dtype": array.dtype.name, "quantization": spec["quantization"],
+        entry = declared[i] if declared else {"name": f"output_{i}", "quantization": None}
+        found.append({"name": entry["name"], "shape": list(array.shape),
+                      "dtype": array.dtype.name, "quantization": entry["quantization"],
                       "fingerprint": output_fingerprint(array)})
     return found
 
@@ -262,7 +262,7 @@ def _stability(target_cv: float | None, cv: float, stopped_by: str) -> dict:
             "stable": None if target_cv is None else cv <= target_cv, "stopped_by": stopped_by}
 
 
-def predict(spec: dict) -> dict:
+def predict(spec: RunSpec) -> dict:
     """Outputs for a batch of inputs, one inference per row: ``predict`` spec → ``predicted``.
 
     The spec names an ``inputs`` ``.npy`` (batch first) and an ``outputs`` path, written
@@ -274,28 +274,28 @@ def predict(spec: dict) -> dict:
     import numpy as np
 
     for key in ("inputs", "outputs"):
-        if not isinstance(spec.get(key), str) or not spec[key]:
+        if not isinstance(getattr(spec, key), str) or not getattr(spec, key):
             raise SpecError(f"predict spec needs a non-empty string '{key}'")
-    backend = backends.load(spec["backend"])
+    backend = backends.load(spec.backend)
     session = open_session(backend, spec)
-    if spec["inputs"].endswith(".npz"):
+    if spec.inputs.endswith(".npz"):
         return {**_predict_npz(session, spec), "runtime_version": backend.version()}
-    x = np.load(spec["inputs"], allow_pickle=False)
+    x = np.load(spec.inputs, allow_pickle=False)
     rows = [np.array(session.run(np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
                                  .reshape(session.input_shape)), copy=True).reshape(-1)
             for i in range(len(x))]
     out = np.stack(rows) if rows else np.zeros((0,), np.float32)
-    tmp = spec["outputs"] + ".part.npy"
+    tmp = spec.outputs + ".part.npy"
     np.save(tmp, out)
-    os.replace(tmp, spec["outputs"])
+    os.replace(tmp, spec.outputs)
     return {"n": len(rows), "output_shape": list(out.shape), "runtime_version": backend.version()}
 
 
-def _predict_npz(session, spec: dict) -> dict:
+def _predict_npz(session, spec: RunSpec) -> dict:
     """``predict`` of a ``.npz`` of batches: every input and output by name, raw dtypes."""
     import numpy as np
 
-    batches = load_batches(session.inputs, session.shapes, spec["inputs"])
+    batches = load_batches(session.inputs, session.shapes, spec.inputs)
     count = len(batches[0]) if batches else 0
     rows: list[list] = []
     for i in range(count):
@@ -307,32 +307,32 @@ def _predict_npz(session, spec: dict) -> dict:
         names = [f"output_{k}" for k in range(len(rows[0]))]
     stacked = {name: np.stack([r[k] for r in rows]) for k, name in enumerate(names)} if rows \
         else {}
-    tmp = spec["outputs"] + ".part.npz"  # np.savez adds .npz to a name without it
+    tmp = spec.outputs + ".part.npz"  # np.savez adds .npz to a name without it
     np.savez(tmp, **stacked)
-    os.replace(tmp, spec["outputs"])
+    os.replace(tmp, spec.outputs)
     first = next(iter(stacked.values()), np.zeros((0,), np.float32))
     return {"n": count, "output_shape": list(first.shape),
             "outputs": [{"name": n, "shape": list(a.shape), "dtype": a.dtype.name}
                         for n, a in stacked.items()]}
 
 
-def memory(spec: dict) -> dict:
+def memory(spec: RunSpec) -> dict:
     """Resident memory of loading the model and running it: ``memory`` spec → ``memory``.
 
     Meant to run alone in a fresh agent process (the host starts one per command), so the
     high-water mark belongs to this model and not to a timing loop or an earlier run:
     ``rss_before_load_kb`` is read after NumPy and the runtime are imported, so the step to
     ``rss_after_load_kb`` is the model's own; ``peak_rss_kb`` (``ru_maxrss``) is the whole
-    process's peak after ``runs`` inferences (spec key, default 3). The ``rss_*`` readings
+    process's peak after ``runs`` inferences (spec field, default 3). The ``rss_*`` readings
     need /proc (Linux, Android) and are null elsewhere; ``peak_rss_kb`` is always there.
     """
     import numpy  # noqa: F401 - imported before the baseline reading, so it is not the model's
 
-    runs = spec.get("runs", MEMORY_RUNS)
+    runs = MEMORY_RUNS if spec.runs is None else spec.runs
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise SpecError(f"memory spec field 'runs' must be a positive integer, got {runs!r}")
-    backend = backends.load(spec["backend"])
-    pin(spec["cpus"])
+    backend = backends.load(spec.backend)
+    pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)
     before = current_rss_kb()
     session = open_session(backend, spec)
@@ -341,17 +341,17 @@ def memory(spec: dict) -> dict:
     for _ in range(runs):
         session.invoke()
     return {"backend": backend.NAME, "runtime_version": backend.version(),
-            "threads": spec["threads"], "runs": runs, "rss_before_load_kb": before,
+            "threads": spec.threads, "runs": runs, "rss_before_load_kb": before,
             "rss_after_load_kb": after, "peak_rss_kb": peak_rss_kb()}
 
 
-def inspect(spec: dict) -> dict:
+def inspect(spec: RunSpec) -> dict:
     """The model's inputs and outputs as its runtime reads them: ``inspect`` → ``signature``.
 
     Loads the model (with the spec's ``input_shapes``, so an override that does not fit is
     refused here too) and runs nothing. Shapes are the declared ones, -1 for a dynamic dim.
     """
-    backend = backends.load(spec["backend"])
+    backend = backends.load(spec.backend)
     session = open_session(backend, spec)
     return {"backend": backend.NAME, "runtime_version": backend.version(),
             "inputs": session.inputs, "outputs": session.outputs}
@@ -366,9 +366,7 @@ def execute(command: str, raw_spec) -> int:
     """Validate ``raw_spec`` and run ``command`` on it (``run``, ``predict``, ``memory``,
     ``inspect`` or ``serve``), emitting its answer or an ``error``; returns the exit code."""
     try:
-        if not isinstance(raw_spec, dict):
-            raise SpecError("a spec must be a JSON object")
-        spec = validate_spec(raw_spec)
+        spec = RunSpec.from_wire(raw_spec)
         if command == "serve":
             return serve(spec)
         event, handler = COMMANDS[command]

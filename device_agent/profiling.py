@@ -25,6 +25,7 @@ import statistics
 from . import backends
 from .process import pin
 from .signature import SpecError, prepare
+from .spec import RunSpec
 from .wire import emit
 
 PROFILE_RUNS = 20  # profiled inferences, after the warm-up
@@ -32,8 +33,9 @@ PROFILE_WARMUP = 3
 MAX_OPS = 200  # a record keeps the slowest ones; the rest are summed in ms_left_out
 
 
-def _count(spec: dict, key: str, default: int, least: int) -> int:
-    value = spec.get(key, default)
+def _count(spec: RunSpec, key: str, default: int, least: int) -> int:
+    value = getattr(spec, key)
+    value = default if value is None else value
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise SpecError(f"profile spec field '{key}' must be an integer ≥ {least}, got {value!r}")
     return value
@@ -73,23 +75,23 @@ def summarize(rows: list[dict], runs: int) -> dict:
             "by_type": by_type}
 
 
-def profile(spec: dict) -> dict:
+def profile(spec: RunSpec) -> dict:
     """Execute a validated run spec's ``profile``: see the module docstring."""
     import numpy  # noqa: F401 - as in ``run``: imported before anything is measured
 
     runs = _count(spec, "profile_runs", PROFILE_RUNS, 1)
     warmup = _count(spec, "profile_warmup", PROFILE_WARMUP, 0)
-    backend = backends.load(spec["backend"])
+    backend = backends.load(spec.backend)
     answer = {"backend": backend.NAME, "runtime_version": backend.version(),
-              "threads": spec["threads"]}
+              "threads": spec.threads}
     opener = getattr(backend, "open_profiled", None)
     if opener is None:
         reason = getattr(backend, "NO_PROFILER", f"the {backend.NAME} backend has no profiler")
         return {**answer, "available": False, "reason": reason}
-    pin(spec["cpus"])
+    pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)
     session = backends.open_session(backend, spec, opener)
-    session.set_inputs(prepare(session.inputs, session.shapes, spec["seed"], spec.get("inputs"))[0])
+    session.set_inputs(prepare(session.inputs, session.shapes, spec.seed, spec.inputs)[0])
     for _ in range(warmup):
         session.invoke()
     session.profile_start()

@@ -16,6 +16,7 @@ import time
 
 from . import AGENT_VERSION, backends
 from .process import pin
+from .spec import RunSpec
 from .wire import emit, first_line
 
 #: Element types a ``serve`` request's ``data`` may hold (little-endian on the wire).
@@ -26,7 +27,7 @@ class RequestError(ValueError):
     """A ``serve`` request is malformed: it gets an ``error`` reply and the session goes on."""
 
 
-def serve(spec: dict, requests=None) -> int:
+def serve(spec: RunSpec, requests=None) -> int:
     """Load the model once, then answer requests read one JSON object per line.
 
     Emits ``ready`` once the model is loaded. Each ``{"op": "predict", "id", "shape",
@@ -42,11 +43,11 @@ def serve(spec: dict, requests=None) -> int:
     """
     import numpy as np
 
-    backend = backends.load(spec["backend"])
-    pin(spec["cpus"])
+    backend = backends.load(spec.backend)
+    pin(spec.cpus)
     session = backends.open_session(backend, spec)
     emit("ready", backend=backend.NAME, runtime_version=backend.version(),
-         agent_version=AGENT_VERSION, threads=spec["threads"],
+         agent_version=AGENT_VERSION, threads=spec.threads,
          input_shape=list(session.input_shape), input_dtype=np.dtype(session.input_dtype).name)
     for line in sys.stdin.buffer if requests is None else requests:
         if not line.strip():

@@ -1,35 +1,92 @@
-"""The run spec the host sends with every command: its version, defaults and checks."""
+"""The run spec: what the host asks of one agent command, defined once for host and agent.
+
+The host builds a :class:`RunSpec` and sends :meth:`RunSpec.to_wire` (a JSON object: the
+spec file of a one-shot command, or a session request's ``spec``); the agent reads it back
+with :meth:`RunSpec.from_wire`, which fills in the defaults and checks every field, and each
+command reads the typed fields. Standard library only and Python 3.8 syntax: it runs on the
+device too.
+
+Wire format, run spec version 1: ``v`` and one key per field. ``input_shapes``, ``inputs``
+and the keys of single commands (``outputs``, ``runs``, ``profile_runs``,
+``profile_warmup``) go on the wire only when set, as the host always sent them; keys the
+agent does not know are ignored, so a newer host's additions never break an older agent.
+Adding a field with a default is an addition (no version change); changing what a key
+means is not.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import MISSING, dataclass, fields
 
 from . import backends
 from .signature import SpecError, validate_overrides
 
 RUN_SPEC_VERSION = 1
-DEFAULTS = {
-    "threads": 1,
-    "warmup_runs": 1,
-    "warmup_min_s": 0.5,
-    "min_runs": 50,
-    "min_s": 1.0,
-    "max_s": 150.0,
-    "seed": 0,
-    "dataset": None,
-    "target_cv": None,  # None: no repeat-until-stable; else keep going until robust CV <= it
-    "max_runs": None,  # None: no cap on the number of timed iterations (max_s still applies)
-    "cpus": None,  # None: no pinning; else the CPU numbers this process may run on
-    "input_shapes": None,  # None: the model's own shapes; else {input name: dims} (dynamic dims)
-    "inputs": None,  # None: generated inputs; else a pushed .npz, one array per input name
-}
+#: Keys left off the wire while they are None (see the module docstring).
+SENT_WHEN_SET = ("input_shapes", "inputs", "outputs", "runs", "profile_runs", "profile_warmup")
 
 
-def validate_spec(raw: dict) -> dict:
-    """Defaults filled in and every field checked; raises SpecError naming the field."""
-    if raw.get("v") != RUN_SPEC_VERSION:
-        raise SpecError(f"run spec version {raw.get('v')!r}, agent expects {RUN_SPEC_VERSION}")
-    spec = {**DEFAULTS, **raw}
+@dataclass(frozen=True)
+class RunSpec:
+    """One command's spec. The timing fields follow TFLite ``benchmark_model`` (see
+    ``agent.py``); ``None`` means "off" or "the command's own default" as each field says."""
+
+    backend: str  #: a name in ``backends.MODULES``
+    artifact: str  #: the model file's path on the device
+    threads: int = 1
+    warmup_runs: int = 1
+    warmup_min_s: float = 0.5
+    min_runs: int = 50
+    min_s: float = 1.0
+    max_s: float = 150.0
+    seed: int = 0  #: generated inputs' seed
+    dataset: dict | None = None  #: a pushed accuracy shard, ``{"x": .npy, "y": .npy}``
+    target_cv: float | None = None  #: None: no repeat-until-stable; else until robust CV <= it
+    max_runs: int | None = None  #: None: no cap on timed iterations (``max_s`` still applies)
+    cpus: list[int] | None = None  #: None: no pinning; else the CPUs this process may run on
+    input_shapes: dict | None = None  #: None: the model's own shapes; else {input name: dims}
+    #: None: generated inputs; else a pushed .npz, one array per input name (``predict``: the
+    #: batch file, a .npy or a .npz of batches)
+    inputs: str | None = None
+    outputs: str | None = None  #: ``predict``: where the outputs go
+    runs: int | None = None  #: ``memory``: inferences after loading (None: ``MEMORY_RUNS``)
+    profile_runs: int | None = None  #: ``profile``: profiled inferences (None: its default)
+    profile_warmup: int | None = None  #: ``profile``: inferences before (None: its default)
+
+    def to_wire(self) -> dict:
+        """The JSON object sent to the agent (``v`` and the fields; see the module docstring)."""
+        wire: dict = {"v": RUN_SPEC_VERSION}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if value is not None or field.name not in SENT_WHEN_SET:
+                wire[field.name] = value
+        return wire
+
+    @classmethod
+    def from_wire(cls, raw) -> RunSpec:
+        """The spec in ``raw`` (a decoded JSON object), defaults filled in and every field
+        checked; unknown keys are ignored.
+
+        Raises:
+            SpecError: naming the first field that is wrong.
+        """
+        if not isinstance(raw, dict):
+            raise SpecError("a spec must be a JSON object")
+        if raw.get("v") != RUN_SPEC_VERSION:
+            raise SpecError(f"run spec version {raw.get('v')!r}, agent expects {RUN_SPEC_VERSION}")
+        spec = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+        spec.update((key, value) for key, value in raw.items() if key in cls._names())
+        _check(spec)
+        return cls(**spec)
+
+    @classmethod
+    def _names(cls) -> frozenset:
+        return frozenset(f.name for f in fields(cls))
+
+
+def _check(spec: dict) -> None:
+    """Raise SpecError naming the first field of ``spec`` (defaults filled in) that is wrong."""
     for key in ("backend", "artifact"):
         if not isinstance(spec.get(key), str) or not spec[key]:
             raise SpecError(f"run spec needs a non-empty string '{key}'")
@@ -41,16 +98,15 @@ def validate_spec(raw: dict) -> dict:
     for key in ("warmup_min_s", "min_s", "max_s"):
         if not isinstance(spec[key], (int, float)) or spec[key] < 0:
             raise SpecError(f"run spec field '{key}' must be a non-negative number")
-    _validate_stability(spec)
-    _validate_cpus(spec["cpus"])
+    _check_stability(spec)
+    _check_cpus(spec["cpus"])
     validate_overrides(spec["input_shapes"])
     if spec["inputs"] is not None and (not isinstance(spec["inputs"], str) or not spec["inputs"]):
         raise SpecError(f"run spec field 'inputs' must be the path of a .npz or null, "
                         f"got {spec['inputs']!r}")
-    return spec
 
 
-def _validate_cpus(cpus) -> None:
+def _check_cpus(cpus) -> None:
     if cpus is None:
         return
     if not isinstance(cpus, list) or not cpus or not all(
@@ -58,8 +114,7 @@ def _validate_cpus(cpus) -> None:
         raise SpecError(f"run spec field 'cpus' must be a non-empty list of CPU numbers, got {cpus!r}")
 
 
-
-def _validate_stability(spec: dict) -> None:
+def _check_stability(spec: dict) -> None:
     """``target_cv`` and ``max_runs``: each null (off) or a sensible number."""
     target, cap = spec["target_cv"], spec["max_runs"]
     if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))

@@ -15,8 +15,12 @@ backend that is used gets imported, so a device needs just the runtime it runs.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ..signature import SpecError, resolve
+
+if TYPE_CHECKING:  # the spec module reads this package's registry
+    from ..spec import RunSpec
 
 # backend name -> module (relative to this package)
 MODULES = {
@@ -103,20 +107,20 @@ def load(name: str):
     return module
 
 
-def open_session(backend, spec: dict, opener=None):
+def open_session(backend, spec: RunSpec, opener=None):
     """The backend's session for the spec's artifact (dynamic dims set by ``input_shapes``),
     opened by ``opener`` (default ``backend.open``; ``open_profiled`` for ``profile``); a
     runtime's refusal is ArtifactLoadError, a spec that does not fit the model SpecError."""
     opener = opener or backend.open
     try:
-        if spec.get("input_shapes"):
-            return opener(spec["artifact"], spec["threads"], spec["input_shapes"])
-        return opener(spec["artifact"], spec["threads"])
+        if spec.input_shapes:
+            return opener(spec.artifact, spec.threads, spec.input_shapes)
+        return opener(spec.artifact, spec.threads)
     except SpecError:
         raise
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec['artifact']}: {detail}") from None
+        raise ArtifactLoadError(f"{backend.NAME} cannot load {spec.artifact}: {detail}") from None
 
 
 def installed(name: str) -> str | None:

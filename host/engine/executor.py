@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aiot.host.devices.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
 from aiot.core.errors import AiotError, UsageError, failure_reason, is_transient
+from aiot.device_agent.spec import RunSpec
 from aiot.host.engine.profiles import agent_profile
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.engine.runs import RunListener, RunRequest
@@ -25,21 +26,17 @@ _CONVERSION = threading.Lock()
 
 def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None,
                 cpus: list[int] | None = None, inputs: str | None = None) -> dict:
+    """The run spec sent to the agent. ``input_shapes`` and ``inputs`` go on the wire only
+    when asked (``RunSpec.to_wire``): an older agent on a device refuses no spec it was sent
+    before. Shapes go to a user's artifact only (an artifact aiot made has the shapes it was
+    made with)."""
     p = request.params
-    spec = {
-        "v": 1, "backend": backend, "artifact": artifact, "threads": request.threads,
-        "warmup_runs": p.warmup_runs, "warmup_min_s": p.warmup_min_s, "min_runs": p.min_runs,
-        "min_s": p.min_s, "max_s": p.max_s, "seed": p.seed, "dataset": dataset,
-        "target_cv": p.target_cv, "max_runs": p.max_runs, "cpus": cpus,
-    }
-    # Only when asked: an older agent on a device refuses no spec it was sent before. Shapes
-    # go to a user's artifact only (an artifact aiot made has the shapes it was made with).
-    shapes = _artifact_shapes(request)
-    if shapes:
-        spec["input_shapes"] = shapes
-    if inputs:
-        spec["inputs"] = inputs
-    return spec
+    return RunSpec(
+        backend=backend, artifact=artifact, threads=request.threads, warmup_runs=p.warmup_runs,
+        warmup_min_s=p.warmup_min_s, min_runs=p.min_runs, min_s=p.min_s, max_s=p.max_s,
+        seed=p.seed, dataset=dataset, target_cv=p.target_cv, max_runs=p.max_runs, cpus=cpus,
+        input_shapes=_artifact_shapes(request) or None, inputs=inputs or None,
+    ).to_wire()
 
 
 def _artifact_shapes(request: RunRequest) -> dict | None:

@@ -6,7 +6,7 @@ import pytest
 
 from aiot.device_agent import agent as agent_mod
 from aiot.device_agent import cli
-from aiot.device_agent.spec import validate_spec
+from aiot.device_agent.spec import RunSpec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
 from aiot.core.errors import AgentError
@@ -113,7 +113,7 @@ def test_truncated_artifact_is_a_clear_agent_error(session, onnx_model, tmp_path
 ])
 def test_bad_specs_are_refused_by_name(bad, match):
     with pytest.raises(agent_mod.SpecError, match=match):
-        validate_spec({**_spec("/x"), **bad})
+        RunSpec.from_wire({**_spec("/x"), **bad})
 
 
 def test_agent_main_speaks_only_protocol_on_errors(tmp_path, capsys):

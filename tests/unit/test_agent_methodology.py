@@ -14,7 +14,7 @@ from aiot.device_agent import process, protocol
 from aiot.device_agent import stats as st
 from aiot.device_agent.backends import ArtifactLoadError
 from aiot.device_agent.signature import SpecError
-from aiot.device_agent.spec import validate_spec
+from aiot.device_agent.spec import RunSpec
 
 
 def _ns(values_ms):
@@ -107,7 +107,7 @@ def _run(tmp_path, sleep_ms=0.2, **over):
     spec = {"v": 1, "backend": "null", "artifact": _null_artifact(tmp_path / "m.json", sleep_ms),
             "warmup_runs": 1, "warmup_min_s": 0.0, "min_runs": 5, "min_s": 0.0, "max_s": 30.0}
     spec.update(over)
-    return agent_mod.run(validate_spec(spec))
+    return agent_mod.run(RunSpec.from_wire(spec))
 
 
 def test_without_target_the_minimum_ends_the_run(tmp_path):
@@ -165,22 +165,22 @@ def test_max_s_can_end_the_run_before_min_runs(tmp_path):
     ({"max_runs": True}, "'max_runs'"),
     ({"min_runs": 50, "max_runs": 10}, r"'max_runs' \(10\) is below 'min_runs' \(50\)"),
 ])
-def test_validate_spec_refuses_bad_stability_keys(over, match):
+def test_run_spec_refuses_bad_stability_keys(over, match):
     spec = {"v": 1, "backend": "null", "artifact": "m.json", **over}
     with pytest.raises(SpecError, match=match):
-        validate_spec(spec)
+        RunSpec.from_wire(spec)
 
 
 def test_stability_keys_default_to_off():
-    spec = validate_spec({"v": 1, "backend": "null", "artifact": "m.json"})
-    assert spec["target_cv"] is None and spec["max_runs"] is None
+    spec = RunSpec.from_wire({"v": 1, "backend": "null", "artifact": "m.json"})
+    assert spec.target_cv is None and spec.max_runs is None
 
 
 def test_null_backend_refuses_a_foreign_artifact(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "aiot-null", "sleep_ms": -1, "input_shape": [1],
                                "outputs": 1}))
-    spec = validate_spec({"v": 1, "backend": "null", "artifact": str(bad)})
+    spec = RunSpec.from_wire({"v": 1, "backend": "null", "artifact": str(bad)})
     with pytest.raises(ArtifactLoadError, match="sleep_ms"):
         agent_mod.run(spec)
 

@@ -13,7 +13,7 @@ import pytest
 
 from aiot.device_agent import AGENT_VERSION, cli, protocol
 from aiot.device_agent import serve as serve_mod
-from aiot.device_agent.spec import validate_spec
+from aiot.device_agent.spec import RunSpec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
 from aiot.core.errors import AgentError, CommandTimeout, TransportError
@@ -45,7 +45,7 @@ def _request(request_id, x, **over):
 
 def _serve(tmp_path, capsys, lines, **artifact):
     """Run ``serve`` in this process over ``lines``; (exit code, decoded messages)."""
-    spec = validate_spec(_spec(_null_artifact(tmp_path, **artifact)))
+    spec = RunSpec.from_wire(_spec(_null_artifact(tmp_path, **artifact)))
     code = serve_mod.serve(spec, requests=[line.encode() for line in lines])
     out = capsys.readouterr().out.splitlines()
     return code, [protocol.decode(line) for line in out]

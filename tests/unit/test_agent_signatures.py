@@ -16,7 +16,7 @@ import pytest
 from aiot.device_agent import agent as agent_mod
 from aiot.device_agent import protocol, signature
 from aiot.device_agent.signature import SpecError
-from aiot.device_agent.spec import validate_spec
+from aiot.device_agent.spec import RunSpec
 from tests.third_party import agent_answer, agent_events
 
 
@@ -124,14 +124,14 @@ def test_npz_inputs_are_checked_against_the_signature(tmp_path):
 
 def test_spec_validation_names_the_new_fields():
     base = {"v": 1, "backend": "null", "artifact": "m.json"}
-    spec = validate_spec(base)
-    assert spec["input_shapes"] is None and spec["inputs"] is None
+    spec = RunSpec.from_wire(base)
+    assert spec.input_shapes is None and spec.inputs is None
     for bad in ({"x": [0, 3]}, {"x": "1x3"}, [[1, 3]], {"x": [True]}):
         with pytest.raises(SpecError, match="field 'input_shapes'"):
-            validate_spec({**base, "input_shapes": bad})
+            RunSpec.from_wire({**base, "input_shapes": bad})
     with pytest.raises(SpecError, match="field 'inputs'"):
-        validate_spec({**base, "inputs": 3})
-    assert validate_spec({**base, "input_shapes": {"x": [1, 3]}})["input_shapes"]
+        RunSpec.from_wire({**base, "inputs": 3})
+    assert RunSpec.from_wire({**base, "input_shapes": {"x": [1, 3]}}).input_shapes
 
 
 # -- the null backend: one input, the legacy path ------------------------------------------

@@ -15,8 +15,10 @@ import json
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
+from aiot.core.errors import AgentError, DeviceCommandError, NoAgentPython
 from aiot.device_agent import protocol
 from aiot.host.devices.agent_stream import (
     READY_TIMEOUT_S,
@@ -28,7 +30,7 @@ from aiot.host.devices.agent_stream import (
 )
 from aiot.host.devices.deploy import deploy_agent, push_file
 from aiot.host.devices.setup import agent_env
-from aiot.core.errors import AgentError, DeviceCommandError, NoAgentPython
+from aiot.host.devices.telemetry import parse_telemetry, read_telemetry
 from aiot.host.transports.base import ShellResult, Stream, StreamUnsupported, Transport
 
 log = logging.getLogger(__name__)
@@ -166,10 +168,6 @@ class AgentSession:
     def telemetry(self):
         """The device's :class:`~aiot.host.devices.telemetry.Telemetry` now: from the agent session
         (no shell, no ``cat`` per file), else from the telemetry script in one shell call."""
-        import time
-
-        from aiot.host.devices.telemetry import parse_telemetry, read_telemetry
-
         control = self.control()
         if control is None:
             return read_telemetry(self.transport)

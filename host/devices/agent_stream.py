@@ -13,8 +13,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from aiot.device_agent import protocol
 from aiot.core.errors import AgentError, AiotError, CommandTimeout, TransportError
+from aiot.device_agent import protocol
 from aiot.host.transports.base import Stream
 
 log = logging.getLogger(__name__)

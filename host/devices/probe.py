@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from aiot.host.devices.socs import lookup
 from aiot.host.transports.base import Transport
 
 # Android properties read when ``getprop`` exists; they win over kernel files where both say.
@@ -203,8 +204,6 @@ def detect_soc(props: dict[str, str], compatible: list[str], hardware: str | Non
     ``Hardware`` line of /proc/cpuinfo. ``soc_name`` is the marketing name where
     :mod:`aiot.host.devices.socs` knows any of these names (``SM8550`` → Snapdragon 8 Gen 2), else None.
     """
-    from aiot.host.devices.socs import lookup
-
     maker = props.get("ro.soc.manufacturer")
     entries = [c.strip() for c in compatible if c.strip()]
     keys = ("ro.soc.model", "ro.board.platform", "ro.hardware")

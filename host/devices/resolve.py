@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 
-from aiot.host.devices import inventory
 from aiot.core import notices
 from aiot.core.errors import UnknownName
+from aiot.host.devices import inventory
+from aiot.host.devices.reachability import adb_states
+from aiot.host.transports.adb import AdbTransport
 from aiot.host.transports.base import Transport
 from aiot.host.transports.local import LocalTransport
+from aiot.host.transports.ssh import SshTransport
 
 LOCAL = "local"
 ANDROID_WORKDIR = "/data/local/tmp/aiot"  # the one place every app may write on a stock phone
@@ -54,13 +57,10 @@ def emulation_warning(devices) -> str | None:
 
 
 def transport_for(entry: inventory.DeviceEntry) -> Transport:
-    """The Transport for an inventory entry (transports are imported only when used)."""
+    """The Transport for an inventory entry (paramiko and adbutils are imported only when a
+    transport connects)."""
     if entry.transport == "ssh":
-        from aiot.host.transports.ssh import SshTransport
-
         return SshTransport(entry)
-    from aiot.host.transports.adb import AdbTransport
-
     return AdbTransport.from_entry(entry)
 
 
@@ -81,8 +81,6 @@ def open_transport(name: str | None = None) -> Transport:
 
 def _connected_phone(serial: str) -> inventory.DeviceEntry | None:
     """An ad-hoc entry for a device the adb server sees but the inventory does not list."""
-    from aiot.host.devices.reachability import adb_states
-
     if serial not in adb_states():
         return None
     return inventory.DeviceEntry(name=serial, transport="adb", serial=serial, workdir=ANDROID_WORKDIR)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from aiot.core import arch
 from aiot.host.devices.entry import DeviceEntry
+from aiot.host.emulator import android
 from aiot.host.emulator.ssh import free_port, wait_for_port
 from aiot.host.emulator.state import state_dir
+from aiot.host.transports import adb as adb_transport
 
 # The adb server probes 127.0.0.1:5555..5585 on start and grabs anything there as an
 # "emulator-NNNN"; our devices stay outside that range and are connected explicitly.
@@ -119,8 +121,6 @@ def start_android_phone(name: str, folder: Path, cache: Path, props: dict[str, s
     The entry names no Python the phone has: ``aiot devices setup NAME`` pushes aiot's runtime
     and records its ``bin/python3``, as for a real phone.
     """
-    from aiot.host.emulator import android
-
     (folder / "props.txt").write_text("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
     android.check_phone(android.build_phone(folder, cache, props))
     proc, port, serial = _serve(folder, port)
@@ -133,14 +133,12 @@ def _serve(folder: Path, port: int | None, auth_keys: Path | None = None,
            shell_v2: bool = True) -> tuple[subprocess.Popen, int, str]:
     """adbd for ``folder`` on ``port`` (a free one by default), connected to the adb server
     (started if none runs; :func:`release_server` stops it again with the last emulator)."""
-    from aiot.host.transports.adb import connect_tcp, server_running
-
     port = port or _free_port_outside_scan()
     proc = launch_adbd(folder, port, auth_keys, shell_v2)
     serial = f"127.0.0.1:{port}"
-    starts_server = not server_running()
+    starts_server = not adb_transport.server_running()
     try:
-        connect_tcp(serial)
+        adb_transport.connect_tcp(serial)
     except BaseException:
         proc.kill()
         raise
@@ -152,9 +150,7 @@ def _serve(folder: Path, port: int | None, auth_keys: Path | None = None,
 
 def _server_marker() -> Path:
     """Says that aiot started the adb server on this port for an emulator (state dir)."""
-    from aiot.host.transports.adb import server_port
-
-    return state_dir() / f"adb-server-{server_port()}.started"
+    return state_dir() / f"adb-server-{adb_transport.server_port()}.started"
 
 
 def release_server(other_emulators: int) -> int | None:
@@ -162,22 +158,20 @@ def release_server(other_emulators: int) -> int | None:
     (``other_emulators`` adb emulators still run) and it serves no other device (a phone
     plugged in since keeps it); returns its port when it was stopped. A server the user
     started is never stopped."""
-    from aiot.host.transports.adb import client, device_states, server_port, server_running
-
     marker = _server_marker()
     if not marker.exists():
         return None
-    if not server_running():
+    if not adb_transport.server_running():
         marker.unlink(missing_ok=True)
         return None
-    if other_emulators or device_states():
+    if other_emulators or adb_transport.device_states():
         return None
     try:
-        client().server_kill()
+        adb_transport.client().server_kill()
     except Exception:  # noqa: BLE001 - adbutils reads the closed socket as an error
         pass
     marker.unlink(missing_ok=True)
-    return server_port()
+    return adb_transport.server_port()
 
 
 __all__ = ["device_props", "launch_adbd", "release_server", "start_adb_device",

@@ -25,9 +25,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from aiot.host.emulator.arm64 import QEMU_CPU, check_tools, debian_mirror
 from aiot.core.errors import AiotError, UsageError
 from aiot.host.devices.socs import ARM_PARTS, Soc, lookup
+from aiot.host.emulator.adbd import read_props
+from aiot.host.emulator.arm64 import QEMU_CPU, check_tools, debian_mirror
+from aiot.host.transports.quoting import quote
 
 PROFILES = ("linux", "android")
 WORKDIR = "/data/local/tmp/aiot"
@@ -98,8 +100,6 @@ def read_props_file(path: Path) -> dict[str, str]:
     Raises:
         UsageError: the file is missing or holds no property lines.
     """
-    from aiot.host.emulator.adbd import read_props
-
     try:
         props = read_props(path)
     except OSError as exc:
@@ -200,8 +200,6 @@ def binfmt_entry() -> str:
 def build_phone(folder: Path, cache: Path, props: dict[str, str]) -> Path:
     """The phone's files in ``folder``: ``root/`` (its filesystem), ``cpuinfo``, ``binfmt.reg``
     and ``enter.sh``; returns ``enter.sh``."""
-    from aiot.host.transports.quoting import quote
-
     root = folder / "root"
     system_bin = root / "system" / "bin"
     system_bin.mkdir(parents=True)

@@ -41,7 +41,14 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
+
+from aiot.core.errors import AiotError
+from aiot.core.fileio import sha256_file
+from aiot.host.app.build import NATIVE_ABI, manifest_facts, verify_signature
+from aiot.host.app.instrument import decode_spec
+from aiot.host.transports.quoting import build_command
 
 COMMANDS = ("pm", "am", "run-as")
 #: The app's native-library dir, its data dir (relative to the phone's root, per package).
@@ -125,10 +132,6 @@ def pm(phone: Phone, args: list[str]) -> int:
 
 
 def _pm_install(phone: Phone, args: list[str]) -> int:
-    from aiot.host.app.build import manifest_facts, verify_signature
-    from aiot.core.errors import AiotError
-    from aiot.core.fileio import sha256_file
-
     flags = [a for a in args if a.startswith("-")]
     paths = [a for a in args if not a.startswith("-")]
     if len(paths) != 1:
@@ -182,10 +185,6 @@ def _pm_install(phone: Phone, args: list[str]) -> int:
 def _extract_native_libs(phone: Phone, apk: Path, package: str) -> list[str]:
     """``lib/arm64-v8a/lib*.so`` of the APK into the native-library dir (mode 755, as the
     package manager leaves them); returns their names."""
-    import zipfile
-
-    from aiot.host.app.build import NATIVE_ABI
-
     folder = phone.host_path(NATIVE_LIB_DIR.format(package=package))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -204,8 +203,6 @@ def _extract_native_libs(phone: Phone, apk: Path, package: str) -> list[str]:
 
 def run_as(phone: Phone, args: list[str]) -> int:
     """``run-as PACKAGE COMMAND...``: the command in the app's data dir (debuggable apps only)."""
-    from aiot.host.transports.quoting import build_command
-
     if not args:
         _say("run-as: usage: run-as <package-name> [--user <uid>] <command> [<args>]", sys.stderr)
         return 1
@@ -261,8 +258,6 @@ def _resolve(packages: dict, component: str | None) -> tuple[str, str] | None:
 
 
 def _am_instrument(phone: Phone, args: list[str]) -> int:
-    from aiot.host.app.instrument import decode_spec
-
     extras, _flags, component = _parse_instrument(args)
     packages = phone.packages()
     found = _resolve(packages, component)
@@ -354,8 +349,6 @@ def _loader_maps(argv: list[str]) -> list[str]:
 def _run_child(phone: Phone, package: str, argv: list[str], env: dict, cwd: str | None,
                timeout_ms: int) -> dict:
     """The spec's command inside the phone, its stdout relayed as statuses (AgentRunner's rules)."""
-    from aiot.host.transports.quoting import build_command
-
     command = build_command(argv, cwd=cwd, env=env, replace_shell=True)
     # Same process group as this handler: adbd kills the group when the host goes away.
     proc = subprocess.Popen([str(phone.enter), command], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

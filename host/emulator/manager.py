@@ -7,10 +7,16 @@ from pathlib import Path
 
 from aiot.core import arch as arch_names
 from aiot.core.errors import UnknownName, UsageError
+from aiot.core.paths import cache_dir
 from aiot.host.devices import inventory
 from aiot.host.devices.entry import check_name
-from aiot.host.emulator.ssh import remove_folder
+from aiot.host.devices.wheels import OPTIONAL_RUNTIMES
+from aiot.host.emulator import android
+from aiot.host.emulator.adb import release_server, start_adb_device, start_android_phone
+from aiot.host.emulator.arm64 import LABELS, prepare_device
+from aiot.host.emulator.ssh import remove_folder, start_sshd
 from aiot.host.emulator.state import EmulatorState, emulators_dir, load_all
+from aiot.host.transports.adb import forget_tcp
 
 KINDS = ("ssh", "adb")
 ARCHES = ("x86_64", "arm64")
@@ -54,8 +60,6 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     if arch != _native_arch() and arch != "arm64":
         raise UsageError(f"--arch {arch} cannot be emulated on this {_native_arch()} machine",
                          f"use --arch {_native_arch()} or arm64")
-    from aiot.host.devices.wheels import OPTIONAL_RUNTIMES
-
     unknown = [e for e in extras if e not in OPTIONAL_RUNTIMES]
     if unknown:
         raise UsageError(f"unknown optional runtime '{unknown[0]}'", f"known: {', '.join(OPTIONAL_RUNTIMES)}")
@@ -74,23 +78,15 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
     try:
         python = None
         if phone_props is not None:
-            from aiot.core.paths import cache_dir
-            from aiot.host.emulator.adb import start_android_phone
-
             on_step("building the phone's root (busybox as toybox, getprop, /data/local/tmp)")
             proc, port, entry = start_android_phone(name, folder, cache_dir(), phone_props)
             return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
                                            folder=str(folder), extra={"profile": "android"}), entry)
         if arch != _native_arch():
-            from aiot.core.paths import cache_dir
-            from aiot.host.emulator.arm64 import prepare_device
-
             python = str(prepare_device(folder, cache_dir(), on_step, extras))
         on_step(f"starting the {kind} server")
         proc, port, entry = _start_server(kind, name, folder, python, arch)
         if python is not None:
-            from aiot.host.emulator.arm64 import LABELS
-
             entry.labels.update(LABELS)
         return _register(EmulatorState(name=name, kind=kind, arch=arch, pid=proc.pid, port=port,
                                        folder=str(folder)), entry)
@@ -100,8 +96,6 @@ def start(kind: str, name: str | None = None, arch: str | None = None,
         if proc is not None:
             proc.kill()
         if kind == "adb" and port is not None:
-            from aiot.host.transports.adb import forget_tcp
-
             forget_tcp(f"127.0.0.1:{port}")
         remove_folder(folder)
         raise
@@ -116,8 +110,6 @@ def _register(state: EmulatorState, entry) -> EmulatorState:
 def _phone_props(kind: str, arch: str | None, profile: str, props: Path | None,
                  extras: tuple[str, ...]) -> dict[str, str] | None:
     """The properties of an Android phone to emulate, or None for a Linux device."""
-    from aiot.host.emulator import android
-
     if profile not in android.PROFILES:
         raise UsageError(f"unknown --profile '{profile}'", f"use one of {', '.join(android.PROFILES)}")
     if profile == "linux":
@@ -136,11 +128,7 @@ def _phone_props(kind: str, arch: str | None, profile: str, props: Path | None,
 
 def _start_server(kind: str, name: str, folder, python: str | None, arch: str):
     if kind == "ssh":
-        from aiot.host.emulator.ssh import start_sshd
-
         return start_sshd(name, folder, python=python)
-    from aiot.host.emulator.adb import start_adb_device
-
     return start_adb_device(name, folder, python=python, machine=arch_names.canonical(arch))
 
 
@@ -159,9 +147,6 @@ def stop(name: str) -> EmulatorState:
     state = states[name]
     state.terminate()
     if state.kind == "adb":
-        from aiot.host.emulator.adb import release_server
-        from aiot.host.transports.adb import forget_tcp
-
         forget_tcp(f"127.0.0.1:{state.port}")  # or the adb server keeps retrying it
         others = [s for s in states.values() if s.kind == "adb" and s.name != name and s.alive()]
         stopped = release_server(len(others))

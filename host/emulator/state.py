@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from aiot.core.fileio import write_text_atomic
+from aiot.core.fileio import load_states, write_text_atomic
 from aiot.core.paths import xdg_dir
 
 
@@ -108,6 +108,4 @@ def descendants(pid: int) -> list[int]:
 
 def load_all() -> list[EmulatorState]:
     """Every emulator that has a state file."""
-    from aiot.core.fileio import load_states
-
     return load_states(sorted(emulators_dir().glob("*/state.json")), EmulatorState)

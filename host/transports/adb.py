@@ -25,6 +25,7 @@ from pathlib import Path
 from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
 from aiot.host.devices.entry import DeviceEntry
+from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineStream, reporting_pid
@@ -282,8 +283,6 @@ class AdbTransport:
         return FileStat(remote, info.size, mtime, statmod.S_ISDIR(info.mode))
 
     def info(self) -> dict:
-        from aiot.host.devices.probe import probe_linux
-
         facts = probe_linux(self)
         facts.update({"transport": "adb", "serial": self.serial, "python_path": self.python(),
                       "adb_features": sorted(f for f in self._features if f),

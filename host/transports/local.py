@@ -14,6 +14,8 @@ from pathlib import Path
 from aiot.core.errors import CommandTimeout, TransportError
 from aiot.core.fileio import write_atomic
 from aiot.core.paths import xdg_dir
+from aiot.core.toolchains import runtime_python
+from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineStream
@@ -102,8 +104,6 @@ class LocalTransport:
         """The interpreter the agent runs under: the one running aiot, which has its runtimes,
         except for a runtime that lives in a toolchain environment (LCE) when it is installed."""
         if backend is not None:
-            from aiot.core.toolchains import runtime_python
-
             found = runtime_python(backend)
             if found is not None:
                 return str(found)
@@ -212,8 +212,6 @@ class LocalTransport:
         return FileStat(remote, st.st_size, st.st_mtime, Path(remote).is_dir())
 
     def info(self) -> dict:
-        from aiot.host.devices.probe import probe_linux
-
         facts = probe_linux(self)
         facts.update({"transport": "local", "python_path": self.python()})
         return facts

@@ -22,6 +22,7 @@ from pathlib import Path
 from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
 from aiot.host.devices.entry import DeviceEntry, config_dir
+from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import PID_MARKER, LineStream, reporting_pid
@@ -286,8 +287,6 @@ class SshTransport:
         return FileStat(remote, st.st_size or 0, float(st.st_mtime or 0), statmod.S_ISDIR(st.st_mode or 0))
 
     def info(self) -> dict:
-        from aiot.host.devices.probe import probe_linux
-
         facts = probe_linux(self)
         facts.update({"transport": "ssh", "address": f"{self.entry.host}:{self.entry.port or 22}",
                       "user": self.entry.user, "python_path": self.python(), "labels": dict(self.entry.labels)})

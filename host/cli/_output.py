@@ -13,6 +13,7 @@ from rich.console import Console
 
 from aiot.core.units import size_text
 
+
 # Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
 # Piped into a file or a CI log, tables get room instead of the 80 columns Rich assumes.
 def _piped_width(stream) -> int | None:

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import JsonOpt
+
 app = typer.Typer(no_args_is_help=True,
                   help="The aiot Android app: build its APK offline, show it, install it (for --via app).")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
 def _print_facts(meta: dict, as_json: bool) -> None:
@@ -67,10 +68,10 @@ def install_command(
 
     On a phone set up with aiot's runtime, the APK carries that runtime's loader (the one file
     an Android 10+ app may execute) and the runtime is copied into the app's files."""
+    from aiot.core.errors import UsageError
     from aiot.host.app.runtime import install_app
     from aiot.host.cli._output import message, print_json, spinner
     from aiot.host.devices.resolve import open_transport
-    from aiot.core.errors import UsageError
 
     transport = open_transport(device)
     try:

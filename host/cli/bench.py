@@ -6,24 +6,25 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import Devices, JsonOpt, Limit, parse_threads, split_list
+
 app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench, BiBench).")
 
 
 @app.command("aiotbench")
 def aiotbench(
     ctx: typer.Context,
-    device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")] = None,
+    device: Devices = None,
     models: Annotated[str | None, typer.Option(
         help="Zoo models, comma-separated (default: AIoTBench's six ImageNet models).")] = None,
     dataset: Annotated[str | None, typer.Option(
         help="Labelled images for accuracy, e.g. folder:PATH of ImageNet validation images.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Use at most this many images for accuracy.")] = None,
+    limit: Limit = None,
     threads: Annotated[int, typer.Option(min=1, help="Inference threads.")] = 1,
     min_runs: Annotated[int, typer.Option(min=1, help="Timed iterations (at least).")] = 50,
     min_s: Annotated[float, typer.Option(min=0, help="Timed seconds (at least).")] = 1.0,
     fresh: Annotated[bool, typer.Option("--fresh", help="Measure everything again instead of resuming.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """AIoTBench: its 6 models × {TFLite CPU, TFLite + NNAPI, PyTorch Mobile, Caffe2-style}.
 
@@ -31,15 +32,10 @@ def aiotbench(
     per device; a test a device cannot run is a skipped row with the reason.
     """
     from aiot.converters.api import zoo_ref
-    from aiot.host.engine.aiotbench import MODELS, requests_for, row, skip_reason, test_of
     from aiot.host.cli._output import print_json, state
-    from aiot.host.cli.measure import (
-        _validate_devices,
-        check_data_options,
-        parse_threads,
-        split_list,
-    )
+    from aiot.host.cli.measure import _validate_devices, check_data_options
     from aiot.host.devices.resolve import resolve_name
+    from aiot.host.engine.aiotbench import MODELS, requests_for, row, skip_reason, test_of
     from aiot.host.engine.runs import MeasureParams
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
@@ -67,10 +63,10 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
                    cooldown_max_s: float) -> tuple[str, list]:
     """Plan (or resume) a paper procedure's requests as one campaign sweep, run what is left
     with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
-    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
     from aiot.host.cli._output import message
     from aiot.host.cli.measure import _cooldown
     from aiot.host.cli.progress import RichRunListener
+    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
     from aiot.host.store import open_store
 
     with open_store(results_dir) as store:
@@ -142,8 +138,7 @@ def _print_table(rows: list[dict]) -> None:
 @app.command("bibench")
 def bibench(
     ctx: typer.Context,
-    device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Devices, comma-separated (default: $AIOT_DEVICE or local).")] = None,
+    device: Devices = None,
     size: Annotated[str, typer.Option(
         help="imagenet (ResNet18/34 at 224 px, as the paper) or cifar (the 32 px variants: "
              "quick).")] = "imagenet",
@@ -156,7 +151,7 @@ def bibench(
     cooldown_max_s: Annotated[float, typer.Option(
         min=0, help="Wait up to this long for the device to cool before each run (0: no gate).")] = 120.0,
     fresh: Annotated[bool, typer.Option("--fresh", help="Measure everything again instead of resuming.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """BiBench's hardware tables (17–20): ResNet18/34 and VGG-Small in FP32 TFLite, LCE BNN and
     ReActNet, daBNN FP32 and BNN (1 thread, with a daBNN benchmark_single_model configured),
@@ -165,12 +160,12 @@ def bibench(
 
     Resumable: the same command again measures only what has no ok record yet.
     """
-    from aiot.host.engine.bibench_hw import SIZES, plan, report
+    from aiot.core.errors import UsageError
     from aiot.host.cli._output import print_json, state
     from aiot.host.cli.bibench_table import print_grid
-    from aiot.host.cli.measure import _validate_devices, parse_threads, split_list
+    from aiot.host.cli.measure import _validate_devices
     from aiot.host.devices.resolve import resolve_name
-    from aiot.core.errors import UsageError
+    from aiot.host.engine.bibench_hw import SIZES, plan, report
     from aiot.host.engine.runs import MeasureParams
 
     if size not in SIZES:
@@ -199,8 +194,8 @@ def _device_facts(devices: list[str], results_dir) -> tuple[dict, dict]:
     """Probe + agent facts per device (``{"unreachable": why}`` where it cannot be reached) and
     each device's configured native binaries."""
     from aiot.core.errors import AiotError
-    from aiot.host.native.config import inventory_binaries
     from aiot.host.engine.workspace import Workspace
+    from aiot.host.native.config import inventory_binaries
 
     infos, binaries = {}, {}
     workspace = Workspace(results_dir)

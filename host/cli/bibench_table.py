@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from aiot.host.engine.bibench_hw import COLUMNS, column
 from aiot.host.cli._output import out
+from aiot.host.engine.bibench_hw import COLUMNS, column
 
 
 def print_grid(result: dict) -> None:

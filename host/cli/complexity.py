@@ -7,25 +7,7 @@ from typing import Annotated
 import typer
 
 from aiot.core.units import MIB
-
-
-def parse_algorithms(value: str | None) -> list[str]:
-    """Canonical algorithm names from ``all``, one name or a comma list (None: all).
-
-    Raises:
-        UnknownName: an unknown algorithm (with close names).
-        UsageError: an empty list.
-    """
-    from aiot.core.errors import UsageError
-    from aiot.models.bibench import ALGORITHMS
-
-    if value is None or value.strip().lower() == "all":
-        return ALGORITHMS.names()
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    if not names:
-        raise UsageError("--binarize got no algorithm",
-                         f"use all or some of: {', '.join(ALGORITHMS.names())}")
-    return list(dict.fromkeys(ALGORITHMS.canonical(name) for name in names))
+from aiot.host.cli.options import Algorithms, JsonOpt, parse_algorithms
 
 
 def _specs(models: list[str]) -> list:
@@ -80,10 +62,8 @@ def _om_lines(specs: list, rows: list) -> list[str]:
 def complexity(
     models: Annotated[list[str], typer.Argument(
         help="Zoo model names, e.g. resnet18 resnet18_cifar vgg_small.", show_default=False)],
-    binarize: Annotated[str | None, typer.Option(
-        "--binarize", "-b", help="Algorithm, comma list or all (default: all eight).")] = None,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print machine-readable JSON on stdout.")] = False,
+    binarize: Algorithms = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """BiBench's compression r_c, speedup r_s and OM_comp of binarized zoo models (eq. 7-8).
 

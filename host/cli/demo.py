@@ -45,8 +45,8 @@ def demo(
     from aiot.host.engine.runs import MeasureParams, expand_sweep
     from aiot.host.engine.workspace import Workspace
     from aiot.host.store import open_store
-    from aiot.host.training.trainer import TrainConfig
     from aiot.host.training.record import train_and_record
+    from aiot.host.training.trainer import TrainConfig
 
     results_dir = state(ctx).results_dir()
     threads = thread_counts(os.cpu_count() or 1)

@@ -8,17 +8,16 @@ from typing import Annotated
 import typer
 
 from aiot.core.units import size_text
+from aiot.host.cli.options import JsonOpt, parse_options
 
 app = typer.Typer(no_args_is_help=True, help="List and probe devices.")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
 def _rows() -> list[dict]:
     """local + inventory + ADB-discovered devices, each with a quick state."""
     from aiot.host.devices import inventory
-    from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL
     from aiot.host.devices.reachability import adb_states, ssh_state
+    from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL
     from aiot.host.transports.local import LocalTransport
 
     rows = [{"name": LOCAL, "transport": "local", "state": "online", "address": "this machine",
@@ -74,10 +73,9 @@ def add(
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")] = False,
 ) -> None:
     """Add a device to the inventory (an SSH board or an ADB phone)."""
+    from aiot.host.cli._output import message
     from aiot.host.devices import inventory
     from aiot.host.devices.resolve import ANDROID_WORKDIR
-    from aiot.host.cli._output import message
-    from aiot.host.cli.convert import parse_options
 
     default_workdir = ANDROID_WORKDIR if transport == "adb" else f"/home/{user or 'root'}/aiot"
     if user == "root" and transport == "ssh" and workdir is None:
@@ -94,8 +92,8 @@ def add(
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Inventory name.")]) -> None:
     """Remove a device from the inventory (its files on the device stay)."""
-    from aiot.host.devices import inventory
     from aiot.host.cli._output import message
+    from aiot.host.devices import inventory
 
     inventory.remove(name)
     message(f"removed {name}")
@@ -108,10 +106,15 @@ def trust(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Record an SSH device's host key after showing its fingerprint."""
-    from aiot.host.devices import inventory
-    from aiot.host.cli._output import message, safe
     from aiot.core.errors import UnknownName, UsageError
-    from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
+    from aiot.host.cli._output import message, safe
+    from aiot.host.devices import inventory
+    from aiot.host.transports.ssh import (
+        fetch_host_key,
+        fingerprint,
+        known_hosts_path,
+        trust_host_key,
+    )
 
     entry = inventory.load().get(name)
     if entry is None:
@@ -132,10 +135,10 @@ def info(
     as_json: JsonOpt = False,
 ) -> None:
     """Probe a device: CPU, cores and clusters, ABI, OS, memory, Python and runtimes."""
-    from aiot.host.devices.agent_client import AgentSession
-    from aiot.host.cli._output import out, print_json, spinner
-    from aiot.host.devices.resolve import open_transport, resolve_name
     from aiot.core.errors import NoAgentPython
+    from aiot.host.cli._output import out, print_json, spinner
+    from aiot.host.devices.agent_client import AgentSession
+    from aiot.host.devices.resolve import open_transport, resolve_name
 
     name = resolve_name(device)
     transport = open_transport(name)
@@ -230,8 +233,8 @@ def doctor(
     Each failed check says how to fix it; the exit code is 1 when any check failed.
     """
     from aiot.host.cli._output import message, out, print_json, spinner
-    from aiot.host.devices.resolve import open_transport, resolve_name
     from aiot.host.devices.doctor import diagnose
+    from aiot.host.devices.resolve import open_transport, resolve_name
 
     name = resolve_name(device)
     transport = open_transport(name)
@@ -278,10 +281,10 @@ def setup(
     board needs no internet. An aarch64 Android phone (no Python): aiot's own runtime (glibc,
     CPython and the runtimes, started through its own loader) is pushed once.
     """
-    from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.devices.setup import setup_device
-    from aiot.host.devices.resolve import open_transport, resolve_name
     from aiot.core.paths import cache_dir
+    from aiot.host.cli._output import message, print_json, spinner
+    from aiot.host.devices.resolve import open_transport, resolve_name
+    from aiot.host.devices.setup import setup_device
 
     name = resolve_name(device)
     transport = open_transport(name)

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import JsonOpt
+
 app = typer.Typer(no_args_is_help=True, help="Start, list and stop emulated ADB / SSH devices.")
 
 
@@ -27,7 +29,7 @@ def start(
     props: Annotated[Path | None, typer.Option(
         help="With --profile android: another phone's 'adb shell getprop' dump to answer with "
              "(default: a Snapdragon 8 Gen 2 phone).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
     from aiot.host.cli._output import message, print_json, spinner
@@ -51,7 +53,7 @@ def start(
 
 
 @app.command("list")
-def list_emulators(as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False) -> None:
+def list_emulators(as_json: JsonOpt = False) -> None:
     """List emulated devices and whether their servers still run."""
     from rich.table import Table
 

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import JsonOpt
+
 app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 TokenOpt = Annotated[Path | None, typer.Option(
     "--token", help="A copy of the head's token file (kept in this host's aiot state for later "
                     "commands); default: $AIOT_LAB_TOKEN_FILE, else the one this host has.")]

@@ -7,12 +7,11 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
 from aiot.core.units import size_text
+from aiot.host.cli.options import JsonOpt
+from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
 def _describe(spec, facts: dict) -> dict:
@@ -67,8 +66,8 @@ def list_models(
 
 def _forms(name: str) -> dict:
     """The model's default format and its ``<zoo>_<algorithm>`` names with theirs."""
-    from aiot.models.model_ref import default_format, resolve_model
     from aiot.models.bibench import ALGORITHMS
+    from aiot.models.model_ref import default_format, resolve_model
 
     return {"default_format": default_format(resolve_model(name)),
             "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
@@ -77,8 +76,8 @@ def _forms(name: str) -> dict:
 
 def _forms_note() -> str:
     """How to name a binarized zoo model, your own files and code (under the table)."""
-    from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
     from aiot.models.bibench import ALGORITHMS
+    from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
 
     names = ALGORITHMS.names()
     lce = [a for a in names if default_format(resolve_model(f"tiny_vgg_{a}")) ==
@@ -104,8 +103,8 @@ def info(model: Annotated[str, typer.Argument(
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json
-    from aiot.models.model_ref import ZOO, resolve_model
     from aiot.models import get_model_spec
+    from aiot.models.model_ref import ZOO, resolve_model
 
     ref = resolve_model(model, binarize)
     if ref.kind != ZOO:

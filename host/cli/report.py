@@ -9,6 +9,7 @@ import typer
 
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import UsageError
+from aiot.host.cli.options import JsonOpt
 
 
 def report(
@@ -19,7 +20,7 @@ def report(
         "--format", "-f", help="html (a page with PNG plots beside it), md (Markdown with the same "
                                "PNGs) or csv (one file per table).")] = "html",
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write a report of the result store: the answer first, then plots, tables and provenance.
 

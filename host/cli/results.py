@@ -11,15 +11,14 @@ import typer
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import check_output_file, write_output_atomic
+from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
 from aiot.host.engine.input_shapes import shape_detail, shape_label
-from aiot.models.model_ref import model_label, record_name
 from aiot.host.store.record_view import FLAT_COLUMNS, parity_line, stats_line, to_csv
+from aiot.models.model_ref import model_label, record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Stored results: list, show, export, compare sets (a CI gate), "
                        "leaderboards, compare outputs across devices.")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
 def print_run_table(records, compact: bool = False, sweep: bool = False) -> None:
@@ -528,12 +527,10 @@ def top(
         "--by", help="latency: the fastest VALID run per device, model, format and threads; "
                      "vips: devices by AIoTBench's VIPS; om-infer: binarizations by BiBench's "
                      "OM_infer.")] = "latency",
-    device: Annotated[str | None, typer.Option(
-        "--device", "-d", help="Only runs on this device.")] = None,
+    device: OnlyDevice = None,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", help="Only runs in this format (om-infer: binarized runs').")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", help="Only runs of this model.")] = None,
+    model: OnlyModel = None,
     threads: Annotated[int | None, typer.Option(help="Only runs at this thread count.")] = None,
     limit: Annotated[int, typer.Option(help="Show the best N.")] = 20,
     as_json: JsonOpt = False,

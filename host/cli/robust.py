@@ -3,119 +3,21 @@
 Three suites, each stored as one record and shown by ``aiot report``:
 ``sysnoise`` (decoders, resizers, colour, precision, inference variants, platforms),
 ``corrupt`` (ImageNet-C corruptions and perturbation sequences) and ``attack`` (white-box,
-transfer and black-box attacks). The shared options and the record/workspace plumbing live
-here; each suite registers its command from its own module.
+transfer and black-box attacks). Each suite's command lives in its own module; what they
+share (options, target, record/workspace plumbing) in :mod:`aiot.host.cli.robust_common`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Annotated
-
 import typer
+
+from aiot.host.cli import robust_attack, robust_corrupt, robust_sysnoise
 
 app = typer.Typer(no_args_is_help=True,
                   help="Robustness suites: system noise, natural corruptions, adversarial attacks.")
 
-Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
-Weights = Annotated[Path | None, typer.Option(
-    help="State-dict file, as aiot train writes (default: the newest aiot train of the model on --dataset, else its packaged weights, else a seeded random init).")]
-Binarize = Annotated[str | None, typer.Option(
-    help="BiBench algorithm the weights belong to (aiot train --binarize ALG).")]
-Format = Annotated[str | None, typer.Option(
-    "--format", "-f", help="Also evaluate this deployed artifact format on --device (default: PyTorch only).")]
-Device = Annotated[str | None, typer.Option(
-    "--device", "-d", help="Device the artifact runs on (default: $AIOT_DEVICE, else the device of $ANDROID_SERIAL, else local).")]
-Opt = Annotated[list[str] | None, typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")]
-Dataset = Annotated[str, typer.Option(help="Test images: fashion-mnist, digits, folder:PATH (labelled) or photos (unlabelled: agreement metrics only).")]
-Limit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]
-Seed = Annotated[int, typer.Option(help="Seed of the image subset and of random perturbations.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-
-
-def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
-                device: str | None, opts: list[str] | None, dataset: str | None = None):
-    """The suite's Target, every name checked before any work.
-
-    Without ``--weights`` the model runs with the newest ``aiot train`` of it on
-    ``dataset`` (:func:`aiot.host.engine.weights.choose_weights`); :func:`announce_target` says
-    which, once every check has passed.
-    """
-    from aiot.converters.api import zoo_ref
-    from aiot.converters.base import get_converter
-    from aiot.host.cli.convert import parse_options
-    from aiot.host.devices.resolve import resolve_name
-    from aiot.host.robust.target import Target
-    from aiot.host.engine.weights import choose_weights
-
-    # The suites need an image classifier (data set, classes, corruptions): a zoo model,
-    # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
-    ref = zoo_ref(model, binarize)
-    if fmt is not None:
-        fmt = get_converter(fmt).name
-    check_weights_file(weights, "--weights")
-    picked = choose_weights(ref, weights, _labelled(dataset))
-    return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
-                  parse_options(opts or []), weights_origin=picked.origin)
-
-
-def announce_target(target, dataset: str | None) -> None:
-    """Say which weights the suite scores when they were picked for it, and warn when they
-    are untrained (its clean accuracy is then chance level); after every check, before work."""
-    from aiot.host.cli.measure import announce_weights
-    from aiot.host.engine.weights import WeightsChoice
-
-    choice = WeightsChoice(target.weights, target.weights_origin or "given")
-    announce_weights([(target.model, target.binarize, choice)], dataset)
-
-
-def _labelled(dataset: str | None) -> str | None:
-    """The data set whose trainings apply: the unlabelled photos have none of their own."""
-    from aiot.host.robust.data import PHOTOS
-
-    return None if dataset in (None, PHOTOS) else dataset
-
-
-def check_weights_file(path: Path | None, option: str, what: str = "weights") -> None:
-    """A named state-dict file must exist, checked before any record or conversion starts."""
-    from aiot.core.errors import UsageError
-
-    if path is not None and not Path(path).is_file():
-        raise UsageError(f"{what} file {path} does not exist",
-                         f"train one with `aiot train MODEL` or pass an existing {option} file")
-
-
-@contextmanager
-def suite_context(ctx, target=None, dataset: str | None = None) -> Iterator[tuple]:
-    """``(store, workspace)`` for one suite run, closed afterwards; with ``target``, its
-    weights are announced first (:func:`announce_target`)."""
-    from aiot.host.cli._output import state
-    from aiot.host.engine.workspace import Workspace
-    from aiot.host.store.store import open_store
-
-    if target is not None:
-        announce_target(target, dataset)
-    results = state(ctx).results_dir()
-    store = open_store(results)
-    workspace = Workspace(results)
-    try:
-        yield store, workspace
-    finally:
-        workspace.close()
-        store.close()
-
-
-def _register() -> None:
-    """Each suite adds its command to ``app``."""
-    from aiot.host.cli import robust_attack, robust_corrupt, robust_sysnoise
-
-    for suite in (robust_sysnoise, robust_corrupt, robust_attack):
-        suite.register(app)
-
-
-_register()
+for _suite in (robust_sysnoise, robust_corrupt, robust_attack):
+    _suite.register(app)
 
 
 def register(root: typer.Typer) -> None:

@@ -7,22 +7,18 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.cli.robust import (
-    Binarize,
-    Dataset,
-    Device,
+from aiot.core.errors import UsageError
+from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_common import (
+    EvalDataset,
+    EvalLimit,
     Format,
-    JsonOpt,
-    Limit,
     Model,
-    Opt,
     Seed,
-    Weights,
     check_weights_file,
     make_target,
     suite_context,
 )
-from aiot.core.errors import UsageError
 
 Attacks = Annotated[str, typer.Option(
     help="Comma-separated attacks or groups: fgsm, pgd, pgd-l2, cw, deepfool, autoattack, sinifgsm, spsa, "
@@ -82,8 +78,8 @@ def attack(
     eps_curve_l2: CurveL2 = None,
     source_weights: SourceWeights = None,
     source_binarize: SourceBinarize = None,
-    dataset: Dataset = "fashion-mnist",
-    limit: Limit = 100,
+    dataset: EvalDataset = "fashion-mnist",
+    limit: EvalLimit = 100,
     seed: Seed = 0,
     as_json: JsonOpt = False,
 ) -> None:

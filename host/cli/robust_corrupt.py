@@ -7,17 +7,13 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.cli.robust import (
-    Binarize,
-    Dataset,
-    Device,
+from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_common import (
+    EvalDataset,
+    EvalLimit,
     Format,
-    JsonOpt,
-    Limit,
     Model,
-    Opt,
     Seed,
-    Weights,
     make_target,
     suite_context,
 )
@@ -85,8 +81,8 @@ def corrupt(
     opt: Opt = None,
     corruptions: Corruptions = "all",
     severities: Severities = "1,2,3,4,5",
-    dataset: Dataset = "fashion-mnist",
-    limit: Limit = 200,
+    dataset: EvalDataset = "fashion-mnist",
+    limit: EvalLimit = 200,
     seed: Seed = 0,
     with_sequences: Sequences = True,
     frames: Frames = 16,

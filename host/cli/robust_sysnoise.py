@@ -6,16 +6,13 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.cli.robust import (
-    Binarize,
-    Dataset,
+from aiot.host.cli.options import Binarize, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_common import (
+    EvalDataset,
+    EvalLimit,
     Format,
-    JsonOpt,
-    Limit,
     Model,
-    Opt,
     Seed,
-    Weights,
 )
 
 Devices = Annotated[list[str] | None, typer.Option(
@@ -32,8 +29,8 @@ def parse_devices(values: list[str] | None) -> list[str]:
     Raises:
         UsageError: an empty name (``--device ,``).
     """
-    from aiot.host.devices.resolve import resolve_name
     from aiot.core.errors import UsageError
+    from aiot.host.devices.resolve import resolve_name
 
     if not values:
         return [resolve_name(None)]
@@ -114,8 +111,8 @@ def sysnoise(
     device: Devices = None,
     opt: Opt = None,
     types: Types = None,
-    dataset: Dataset = "fashion-mnist",
-    limit: Limit = 500,
+    dataset: EvalDataset = "fashion-mnist",
+    limit: EvalLimit = 500,
     seed: Seed = 0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -128,7 +125,7 @@ def sysnoise(
     efficientnet_lite0) gives flip rate and top-1 agreement only.
     """
     from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.cli.robust import make_target, suite_context
+    from aiot.host.cli.robust_common import make_target, suite_context
     from aiot.host.robust.data import eval_set
     from aiot.host.robust.deployed import deployed_if_format
     from aiot.host.robust.record import run_recorded

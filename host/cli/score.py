@@ -12,13 +12,12 @@ from typing import Annotated
 import typer
 
 from aiot.core.errors import UsageError
+from aiot.host.cli.options import Algorithms, JsonOpt, OnlyDevice, OnlyModel, parse_algorithms
 from aiot.models.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
                   help="Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp.")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-DeviceOpt = Annotated[str | None, typer.Option("--device", "-d", help="Only this device.")]
 InputOpt = Annotated[Path | None, typer.Option(
     "--input", "-i", help="Score the measurements in this CSV file instead of stored runs.",
     dir_okay=False, show_default=False)]
@@ -88,9 +87,8 @@ def _csv_matching(path: Path, baseline: str | None, device: str | None, model: s
 @app.command("om-infer")
 def om_infer_command(
     ctx: typer.Context,
-    device: DeviceOpt = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", help="Only runs of this zoo model.")] = None,
+    device: OnlyDevice = None,
+    model: OnlyModel = None,
     baseline: Annotated[str | None, typer.Option(
         "--baseline", help="Format of the FP32 runs binarized runs are compared with.",
         show_default="tflite")] = None,
@@ -175,7 +173,7 @@ ThreadsOpt = Annotated[int | None, typer.Option(
 
 
 @app.command("vips")
-def vips_command(ctx: typer.Context, device: DeviceOpt = None, input_csv: InputOpt = None,
+def vips_command(ctx: typer.Context, device: OnlyDevice = None, input_csv: InputOpt = None,
                  threads: ThreadsOpt = None, include_invalid: IncludeInvalidOpt = False,
                  as_json: JsonOpt = False) -> None:
     """AIoTBench's Valid Images Per Second per device: VIPS = sum_i accuracy_i / time_i.
@@ -189,7 +187,7 @@ def vips_command(ctx: typer.Context, device: DeviceOpt = None, input_csv: InputO
 
 
 @app.command("vops")
-def vops_command(ctx: typer.Context, device: DeviceOpt = None, input_csv: InputOpt = None,
+def vops_command(ctx: typer.Context, device: OnlyDevice = None, input_csv: InputOpt = None,
                  threads: ThreadsOpt = None, include_invalid: IncludeInvalidOpt = False,
                  as_json: JsonOpt = False) -> None:
     """AIoTBench's Valid FLOPs Per Second per device: VOPS = sum_i accuracy_i * FLOPs_i / time_i.
@@ -338,8 +336,7 @@ def _print_not_run_entries(entries) -> None:
 def om_comp_command(
     models: Annotated[list[str], typer.Argument(
         help="Zoo models to average over, e.g. resnet18 resnet34.", show_default=False)],
-    binarize: Annotated[str | None, typer.Option(
-        "--binarize", "-b", help="Algorithm, comma list or all.", show_default="all eight")] = None,
+    binarize: Algorithms = None,
     as_json: JsonOpt = False,
 ) -> None:
     """BiBench's theoretical-complexity score per algorithm (eq. 8).
@@ -350,7 +347,6 @@ def om_comp_command(
     from rich.table import Table
 
     from aiot.host.cli._output import out, print_json, spinner
-    from aiot.host.cli.complexity import parse_algorithms
     from aiot.models import get_model_spec
     from aiot.models.bibench import binarized_complexity
 

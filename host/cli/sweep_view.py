@@ -14,13 +14,13 @@ import json
 
 from rich.markup import escape
 
-from aiot.host.devices.affinity import cluster_cpus
-from aiot.host.engine.campaign import SweepPlan, record_key, run_key
-from aiot.host.devices.resolve import open_transport
 from aiot.core.errors import AiotError, UsageError
-from aiot.host.store.store import RunRecord, open_store
 from aiot.core.untrusted import visible
+from aiot.host.devices.affinity import cluster_cpus
+from aiot.host.devices.resolve import open_transport
+from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import INVALID, emulated, short_reasons, threads_warning
+from aiot.host.store.store import RunRecord, open_store
 
 
 def check_cores(requests) -> list[str]:

@@ -6,12 +6,14 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import JsonOpt
+
 app = typer.Typer(no_args_is_help=True,
                   help="List, install and remove isolated toolchain environments (e.g. lce).")
 
 
 @app.command("list")
-def list_toolchains(as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False) -> None:
+def list_toolchains(as_json: JsonOpt = False) -> None:
     """Known toolchains, their pinned requirements and whether they are installed."""
     from rich.table import Table
 

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli.options import JsonOpt
+
 
 class TrainProgress:
     """A Rich bar per phase (train / eval) on stderr; plain lines without a terminal."""
@@ -59,17 +61,17 @@ def train(
         "--from-scratch", help="Binarized models: start from random weights instead of fine-tuning "
                                "the full-precision model trained with the same recipe.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Retrain even if cached weights exist.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Train a zoo model (Adam, cosine schedule) and store the weights and a train record."""
     from rich.markup import escape
 
     from aiot.host.cli._output import message, out, print_json, state
-    from aiot.models.datasets import DATASETS
     from aiot.host.store import open_store
-    from aiot.host.training.trainer import TrainConfig
     from aiot.host.training.record import train_and_record
+    from aiot.host.training.trainer import TrainConfig
     from aiot.models import get_model_spec
+    from aiot.models.datasets import DATASETS
 
     spec = get_model_spec(model)
     if not dataset.startswith("folder:"):

@@ -1,7 +1,7 @@
 import pytest
 
 from aiot.host.cli.demo import thread_counts
-from aiot.host.cli.measure import parse_threads, split_list
+from aiot.host.cli.options import parse_threads, split_list
 from aiot.core.errors import UsageError
 from aiot.host.engine.runs import MeasureParams, expand_sweep
 

@@ -81,12 +81,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "results": ("results", "Stored results: list, show, export, compare sets (a CI gate), "
                            "leaderboards, compare outputs across devices."),
     "score": ("score", "Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp."),
-    "bench": ("bench", "Whole benchmark procedures from the papers (AIoTBench, BiBench)."),
+    "paper": ("paper", "Whole benchmark procedures from the papers (AIoTBench, BiBench)."),
     "toolchains": ("toolchains", "List, install and remove isolated toolchain environments "
                                  "(e.g. lce)."),
     "robust": ("robust", "Robustness suites: system noise, natural corruptions, adversarial "
                          "attacks."),
 }
+
+# Old names that still work, hidden from the help: each says once what it is called now.
+ALIASES: dict[str, str] = {"bench": "paper"}
 
 
 def load_commands(module_name: str, root: typer.Typer | None = None) -> dict[str, Command]:
@@ -152,7 +155,14 @@ class AiotGroup(TyperGroup):
         if self._summaries and cmd_name in COMMANDS:
             # Listing (the root's help, completing a command's name): the table says enough.
             return TyperCommand(cmd_name, help=COMMANDS[cmd_name][1])
-        return super().get_command(ctx, cmd_name)
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] in ALIASES and not ctx.resilient_parsing:
+            from aiot.host.cli._output import message
+
+            message(f"note: `aiot {args[0]}` is now `aiot {ALIASES[args[0]]}`")
+        return super().resolve_command(ctx, args)
 
     @contextmanager
     def _listing(self):

@@ -1,4 +1,4 @@
-"""Printing ``aiot bench bibench``: the grid in the shape of BiBench's Tables 17–20, then
+"""Printing ``aiot paper bibench``: the grid in the shape of BiBench's Tables 17–20, then
 OM_infer per device (the numbers come from :func:`aiot.host.engine.bibench_hw.report`)."""
 
 from __future__ import annotations

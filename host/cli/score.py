@@ -264,7 +264,7 @@ def _stored_tests(ctx: typer.Context, device: str | None, threads: int | None,
         raise UsageError(
             f"no run{where} with an accuracy and a latency in the result store"
             + (f" ({len(selection.not_run)} test(s) left out)" if selection.not_run else ""),
-            "measure with: aiot bench aiotbench --device D --dataset folder:IMAGES, "
+            "measure with: aiot paper aiotbench --device D --dataset folder:IMAGES, "
             "or score external numbers with --input FILE.csv",
         )
     return selection

@@ -2,7 +2,7 @@
 
 import pytest
 
-COMMANDS = ["convert", "push", "run", "sweep", "train", "demo", "devices", "models", "results", "bench",
+COMMANDS = ["convert", "push", "run", "sweep", "train", "demo", "devices", "models", "results", "paper",
             "complexity", "score"]
 
 

@@ -89,8 +89,8 @@ def test_threads_out_of_range(cli, fault, no_conversion, command, threads):
 
 
 @pytest.mark.fault("absurd --threads")
-def test_bench_threads_out_of_range(cli, fault, no_conversion):
-    result = cli("bench", "aiotbench", "--threads", "99999999999999999999", code=2)
+def test_paper_threads_out_of_range(cli, fault, no_conversion):
+    result = cli("paper", "aiotbench", "--threads", "99999999999999999999", code=2)
     one_line_error(result, "thread count", "1 to 1024", code=2)
     _nothing_stored(fault)
 

@@ -1,6 +1,6 @@
 """BiBench's hardware procedure end to end on the emulated arm64 board, beside this host.
 
-``aiot bench bibench`` on the smallest variants (CIFAR-size networks, 1 thread, a few
+``aiot paper bibench`` on the smallest variants (CIFAR-size networks, 1 thread, a few
 iterations) on an emulated aarch64 board and on ``local``: the table has the paper's shape,
 the board is labelled emulated, what the board cannot run (LCE has no aarch64 wheel, no daBNN
 binary configured) is a skip with its reason, and every speed-up and OM_infer printed is the
@@ -27,7 +27,7 @@ ARCHS = ["ResNet18", "ResNet34", "VGG-Small"]
 def test_bibench_grid_on_the_emulated_board_and_this_host(cli):
     cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "bibpi")
     try:
-        result = cli.json("bench", "bibench", "--device", "bibpi,local", "--size", "cifar",
+        result = cli.json("paper", "bibench", "--device", "bibpi,local", "--size", "cifar",
                           "--threads", "1", *FAST, "--json")
     finally:
         cli("emulator", "stop", "bibpi")

@@ -1,4 +1,4 @@
-"""``aiot bench bibench``'s procedure without devices: the grid it plans, and the table,
+"""``aiot paper bibench``'s procedure without devices: the grid it plans, and the table,
 speed-ups and OM_infer it computes from stored records (the numbers here are made up and
 say so: they test the arithmetic and the shape, not a device)."""
 

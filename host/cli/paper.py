@@ -1,4 +1,5 @@
-"""``aiot bench``: a paper's whole measurement procedure as one command."""
+"""``aiot paper``: a paper's whole measurement procedure as one command (``aiotbench``,
+``bibench``); ``aiot bench`` still works, with a notice."""
 
 from __future__ import annotations
 

@@ -1,19 +1,20 @@
-"""``aiot bench bibench`` on the command line: refusals before any work, and the local grid."""
+"""``aiot paper bibench`` on the command line: refusals before any work, and the local grid;
+the old name ``aiot bench`` still works."""
 
 import pytest
 
 
 def test_unknown_size_and_device_are_refused_in_one_line(cli):
-    res = cli("bench", "bibench", "--size", "mnist", code=2)
+    res = cli("paper", "bibench", "--size", "mnist", code=2)
     assert "unknown size 'mnist'" in res.stderr and "imagenet, cifar" in res.stderr
-    res = cli("bench", "bibench", "--device", "nosuchdevice", "--size", "cifar", code=2)
+    res = cli("paper", "bibench", "--device", "nosuchdevice", "--size", "cifar", code=2)
     assert "nosuchdevice" in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.slow
 def test_local_cifar_grid_prints_speedups_and_om_infer(cli):
     pytest.importorskip("litert_torch")
-    args = ("bench", "bibench", "--device", "local", "--size", "cifar", "--threads", "1",
+    args = ("paper", "bibench", "--device", "local", "--size", "cifar", "--threads", "1",
             "--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
             "--cooldown-max-s", "0")
     res = cli(*args)
@@ -25,3 +26,11 @@ def test_local_cifar_grid_prints_speedups_and_om_infer(cli):
     assert "×" in text  # a speed-up beside each BNN that ran
     again = cli(*args)  # everything is stored: nothing is measured again
     assert "resuming BiBench sweep" in again.stderr and "runs already done" in again.stderr
+
+
+def test_the_old_name_bench_still_works_and_says_the_new_one(cli):
+    assert "paper" in cli("--help").stdout and "│ bench" not in cli("--help").stdout
+    res = cli("bench", "bibench", "--size", "mnist", code=2)
+    assert "`aiot bench` is now `aiot paper`" in res.stderr
+    assert "unknown size 'mnist'" in res.stderr
+    assert "bench aiotbench [OPTIONS]" in cli("bench", "aiotbench", "--help").stdout

@@ -78,6 +78,15 @@ def xdg_dir(variable: str, default: str) -> Path:
     return Path(env) if os.path.isabs(env) else home() / default
 
 
+def state_dir() -> Path:
+    """aiot's state (emulators, campaign locks, a lab node's token): ``$AIOT_STATE_DIR``, else
+    ``$XDG_STATE_HOME/aiot`` (default ``~/.local/state/aiot``)."""
+    base = os.environ.get("AIOT_STATE_DIR")
+    if base:
+        return Path(base)
+    return xdg_dir("XDG_STATE_HOME", ".local/state") / "aiot"
+
+
 def _user_data_dir() -> Path:
     """The platform's per-user data folder (XDG on Linux)."""
     if sys.platform == "win32":

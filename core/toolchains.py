@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
+from aiot.core.paths import cache_dir
 from aiot.core.registry import Registry
+from aiot.device_agent import backends
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,6 @@ TOOLCHAINS.add("onnx2tf", Toolchain(
 
 def root_dir() -> Path:
     """Where environments live: ``AIOT_TOOLCHAINS_DIR``, else ``<cache>/toolchains``."""
-    from aiot.core.paths import cache_dir
-
     env = os.environ.get("AIOT_TOOLCHAINS_DIR")
     path = Path(env).expanduser().absolute() if env else cache_dir() / "toolchains"
     path.mkdir(parents=True, exist_ok=True)
@@ -124,8 +124,6 @@ def backend_toolchain(backend: str) -> str | None:
     """The toolchain that holds agent backend ``backend``'s runtime when aiot's own Python
     cannot import it (LCE: NumPy < 2), else None."""
     import importlib
-
-    from aiot.device_agent import backends
 
     if backend not in backends.MODULES:
         return None

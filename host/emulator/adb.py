@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 from aiot.core import arch
+from aiot.core.paths import state_dir
 from aiot.host.devices.entry import DeviceEntry
 from aiot.host.emulator import android
 from aiot.host.emulator.ssh import free_port, wait_for_port
-from aiot.host.emulator.state import state_dir
 from aiot.host.transports import adb as adb_transport
 
 # The adb server probes 127.0.0.1:5555..5585 on start and grabs anything there as an

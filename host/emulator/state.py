@@ -15,14 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.core.fileio import load_states, write_text_atomic
-from aiot.core.paths import xdg_dir
-
-
-def state_dir() -> Path:
-    base = os.environ.get("AIOT_STATE_DIR")
-    if base:
-        return Path(base)
-    return xdg_dir("XDG_STATE_HOME", ".local/state") / "aiot"
+from aiot.core.paths import state_dir
 
 
 def emulators_dir() -> Path:

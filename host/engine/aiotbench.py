@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiot.converters import get_converter
 from aiot.host.engine.runs import MeasureParams, RunRequest
+from aiot.host.native.config import inventory_binaries
 
 #: AIoTBench's six models (ImageNet size), in its order.
 MODELS = ("resnet50", "inception_v3", "densenet121", "squeezenet", "mobilenet_v2", "mnasnet")
@@ -70,9 +72,6 @@ def requests_for(devices: list[str], models: list[str], params: MeasureParams,
 
 def skip_reason(test: FrameworkTest, device: str, info: dict) -> str | None:
     """Why ``device`` (its probe + agent facts ``info``) cannot run ``test``, or None."""
-    from aiot.converters import get_converter
-    from aiot.host.native.config import inventory_binaries
-
     converter = get_converter(test.format)
     available = converter.availability()
     if not available.ok:

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiot.converters import get_converter
 from aiot.host.engine.bibench_paper import paper_hardware, paper_ms, source
 from aiot.host.engine.runs import MeasureParams, RunRequest
-from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.engine.validity import emulated
+from aiot.host.scores.om_infer import match_runs, om_infer
 
 #: The grid's networks per size, in the paper's row order (VGG-Small is CIFAR-size in both).
 SIZES = {"imagenet": ("resnet18", "resnet34", "vgg_small"),
@@ -99,8 +100,6 @@ def absent_reason(column: Column, model: str, threads: int) -> str | None:
 def runner(column: Column, info: dict, binaries: dict) -> tuple[str | None, str | None]:
     """``(native tool or None for the agent, skip reason or None)`` for ``column`` on a
     device with probe/agent facts ``info`` and inventory ``binaries``."""
-    from aiot.converters import get_converter
-
     converter = get_converter(column.format)
     available = converter.availability()
     if not available.ok:

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import partial
 from pathlib import Path
 
-from aiot.host.devices.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
+from aiot.converters import get_converter
+from aiot.converters.api import artifact_files, convert_model
+from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import AiotError, UsageError, failure_reason, is_transient
+from aiot.core.paths import cache_dir
 from aiot.device_agent.spec import RunSpec
+from aiot.host import native
+from aiot.host.devices.affinity import cluster_cpus, cpu_mask
+from aiot.host.devices.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
+from aiot.host.devices.telemetry import read_telemetry
+from aiot.host.engine.cooldown import (
+    CooldownPolicy,
+    detect_throttling,
+    device_state_changes,
+    wait_for_cooldown,
+)
 from aiot.host.engine.profiles import agent_profile
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.engine.runs import RunListener, RunRequest
+from aiot.host.engine.shards import prepare_shard
+from aiot.host.engine.signature import artifact_shapes, artifact_signature
+from aiot.host.engine.user_artifact import user_artifact
+from aiot.host.engine.validity import judge
+from aiot.host.engine.weights import weights_provenance
 from aiot.host.engine.workspace import Workspace
 from aiot.host.store.store import RunRecord, Store
 
@@ -43,8 +62,6 @@ def _artifact_shapes(request: RunRequest) -> dict | None:
     """The ``--input-shape`` values that name inputs of the request's own artifact file."""
     if not request.input_shapes:
         return None
-    from aiot.host.engine.signature import artifact_shapes, artifact_signature
-
     return artifact_shapes(request, artifact_signature(request))
 
 
@@ -52,8 +69,6 @@ def _affinity(request: RunRequest, device_info: dict) -> dict | None:
     """The CPUs a run is pinned to (its ``--cluster``), as recorded in provenance."""
     if not request.cluster:
         return None
-    from aiot.host.devices.affinity import cluster_cpus, cpu_mask
-
     cpus = cluster_cpus(device_info, request.cluster)
     return {"cluster": request.cluster, "cpus": cpus, "mask": cpu_mask(cpus)}
 
@@ -61,8 +76,6 @@ def _affinity(request: RunRequest, device_info: dict) -> dict | None:
 def _push_companions(transport, converter, artifact: Path, pushed: Pushed) -> list[Pushed]:
     """The other files of a multi-file artifact (an ONNX model's external data), each pushed
     beside it under the name the model gives it."""
-    from aiot.converters.api import artifact_files
-
     folder = Path(artifact).resolve().parent
     return [push_beside(transport, pushed, extra, extra.resolve().relative_to(folder).as_posix())
             for extra in artifact_files(converter, artifact)[1:]]
@@ -71,9 +84,6 @@ def _push_companions(transport, converter, artifact: Path, pushed: Pushed) -> li
 def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict[str, Pushed]:
     if not request.dataset:
         return {}
-    from aiot.core.paths import cache_dir
-    from aiot.host.engine.shards import prepare_shard
-
     x_path, y_path = prepare_shard(request.model, request.dataset, request.dataset_limit,
                                    request.params.seed, cache_dir())
     return {"x": push_file(transport, x_path), "y": push_file(transport, y_path)}
@@ -82,8 +92,6 @@ def _push_dataset(request: RunRequest, workspace: Workspace, transport) -> dict[
 def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
              provenance: dict) -> dict:
     """Convert, push and run; fills ``provenance`` and returns the finishing columns."""
-    from aiot.converters import get_converter
-
     converter = get_converter(request.format)
     provenance["via"] = request.via
     if request.native:
@@ -145,10 +153,6 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
     A user's artifact file is measured as it is: no conversion and no parity (there is no
     PyTorch reference), which its sidecar-like facts say.
     """
-    from aiot.converters.api import convert_model
-    from aiot.converters.sidecar import read_sidecar
-    from aiot.host.engine.user_artifact import user_artifact
-
     if workspace.shipped is not None:  # a lab node: the driver converted and sent it
         return workspace.shipped
     if request.model_path is not None:
@@ -175,8 +179,6 @@ def _artifact_provenance(conv, sidecar: dict, weights_origin: str | None = None)
              "source": sidecar.get("source")}
     source = sidecar.get("source") or {}
     if source and source.get("kind") != "artifact":
-        from aiot.host.engine.weights import weights_provenance
-
         weights = source.get("weights")
         facts["weights"] = weights_provenance(
             Path(weights) if weights else None,
@@ -194,10 +196,6 @@ def _origin_from_source(source: dict) -> str:
 def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
                     provenance: dict) -> dict:
     """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
-    from aiot.converters import get_converter
-    from aiot.converters.api import artifact_files
-    from aiot.host import native
-
     adapter = native.get_adapter(request.native)
     if request.format not in adapter.formats:
         raise UsageError(f"{adapter.tool} does not run '{request.format}' artifacts",
@@ -331,11 +329,6 @@ class _DeviceWatch:
 
     def __init__(self, request: RunRequest, workspace: Workspace, listener: RunListener,
                  policy=None) -> None:
-        from functools import partial
-
-        from aiot.host.engine.cooldown import CooldownPolicy, wait_for_cooldown
-        from aiot.host.devices.telemetry import read_telemetry
-
         self.policy = policy or CooldownPolicy()
         # Agent runs ask the agent's session (no shell round trip per reading); native runs
         # run the telemetry script over the device's transport.
@@ -351,8 +344,6 @@ class _DeviceWatch:
 
     def finish(self) -> dict:
         """Telemetry after the run and what changed, for the record's provenance."""
-        from aiot.host.engine.cooldown import detect_throttling, device_state_changes
-
         after = self.source()
         return {
             "baseline": self.baseline.to_dict(),
@@ -365,8 +356,6 @@ class _DeviceWatch:
 
 def _verdict(request: RunRequest, result: dict, provenance: dict) -> dict:
     """VALID / INVALID with reasons, from the samples, the telemetry and the device."""
-    from aiot.host.engine.validity import judge
-
     state = provenance.get("device_state") or {}
     affinity = provenance.get("affinity") or {}
     return judge(result, request.params.min_runs, provenance.get("device") or {},

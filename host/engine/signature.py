@@ -16,8 +16,12 @@ import math
 from pathlib import Path
 from typing import NamedTuple
 
+from aiot.converters import get_converter
+from aiot.converters.parity import agent_events
+from aiot.converters.source import load_user_model
 from aiot.core.errors import ArtifactError, UsageError
 from aiot.host.engine.shape_guess import propose
+from aiot.models.model_ref import detect_format, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +186,6 @@ def artifact_signature(request) -> dict | None:
     timed by a native tool or emit-only), read by the runtime that runs it; cached."""
     if request.native or not is_artifact_file(request):
         return None
-    from aiot.converters import get_converter
-
     backend = get_converter(request.format).backend
     if backend is None:
         return None  # emit-only: a native tool times it, with its own flags
@@ -219,16 +221,11 @@ def artifact_shapes(request, signature: dict | None) -> dict | None:
 
 
 def _is_program(path: Path) -> bool:
-    from aiot.models.model_ref import detect_format
-
     return detect_format(path) == "pt2"
 
 
 @functools.lru_cache(maxsize=16)
 def _loaded(reference: str, sha256: str | None, binarize: str | None, shapes_json: str) -> None:
-    from aiot.converters.source import load_user_model
-    from aiot.models.model_ref import resolve_model
-
     del sha256  # part of the cache key: an edited file is loaded again
     load_user_model(resolve_model(reference, binarize), json.loads(shapes_json))
 
@@ -308,8 +305,6 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
     Raises:
         ArtifactError: the runtime refuses the file.
     """
-    from aiot.converters.parity import agent_events
-
     del sha256  # part of the cache key only
     spec = {"artifact": str(Path(artifact).resolve())}
     if json.loads(shapes_json):

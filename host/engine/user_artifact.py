@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.converters import get_converter
+from aiot.converters.api import artifact_files
 from aiot.core.companions import artifact_identity
 from aiot.core.errors import UsageError
+from aiot.core.fileio import sha256_file
+from aiot.models.model_ref import detect_format
 
 #: What the record says of parity for a file aiot did not convert.
 NO_PARITY = {"checked": False, "reason": "a user's artifact: no PyTorch original to compare with"}
@@ -31,10 +35,6 @@ def user_artifact(request) -> tuple[UserArtifact, dict] | None:
     Raises:
         UsageError: the file is gone, or changed since the sweep that names it was planned.
     """
-    from aiot.converters import get_converter
-    from aiot.converters.api import artifact_files
-    from aiot.models.model_ref import detect_format
-
     path = Path(request.model_path)
     if path.suffix == ".py":
         return None
@@ -51,8 +51,6 @@ def user_artifact(request) -> tuple[UserArtifact, dict] | None:
     artifact = UserArtifact(path, sha, sum(f.stat().st_size for f in files), dict(NO_PARITY))
     source = {"kind": "artifact", "name": path.name, "sha256": sha, "format": fmt}
     if len(files) > 1:  # the data files it needs, each by its name beside it and its hash
-        from aiot.core.fileio import sha256_file
-
         source["files"] = [{"name": f.resolve().relative_to(path.resolve().parent).as_posix(),
                             "sha256": sha256_file(f), "size_bytes": f.stat().st_size}
                            for f in files]

@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import AiotError
+from aiot.core.fileio import sha256_file
+from aiot.core.paths import weights_dir
+from aiot.host.training.trainer import SUMMARY_VERSION
+from aiot.models.model_ref import ZOO
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +83,6 @@ def trained_weights(model: str, binarize: str | None = None, dataset: str | None
     summaries that cannot be read are skipped. Weights are checked against their sha256
     by :func:`choose_weights`, not here (hashing every file would be slow).
     """
-    from aiot.host.training.trainer import SUMMARY_VERSION
-
     folder = Path(folder) if folder is not None else _cache_folder()
     if folder is None or not folder.is_dir():
         return []
@@ -114,9 +116,6 @@ def choose_weights(ref, weights: Path | None = None, dataset: str | None = None)
     then its packaged weights, then a seeded random init. A training on another data set is
     never used for accuracy on this one (its classes need not mean the same).
     """
-    from aiot.core.fileio import sha256_file
-    from aiot.models.model_ref import ZOO
-
     if weights is not None:
         return WeightsChoice(Path(weights), GIVEN)
     if ref.kind != ZOO:
@@ -136,8 +135,6 @@ def choose_weights(ref, weights: Path | None = None, dataset: str | None = None)
 def weights_provenance(path: Path | None, origin: str | None, sha256: str | None = None) -> dict:
     """What a record keeps about its weights: origin, file name and sha256 (no host path),
     and for a cached training its data set and test accuracy."""
-    from aiot.core.fileio import sha256_file
-
     if path is None:
         origin = origin if origin in (OWN, RANDOM) else RANDOM
         return {"origin": origin, "file": None, "sha256": None,
@@ -167,8 +164,6 @@ def _summary(path: Path) -> dict | None:
 
 def _cache_folder() -> Path | None:
     """The weights cache, or None when it cannot be created (then there is nothing in it)."""
-    from aiot.core.paths import weights_dir
-
     try:
         return weights_dir()
     except AiotError:

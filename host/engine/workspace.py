@@ -12,6 +12,10 @@ from pathlib import Path
 
 from aiot.core.arch import canonical
 from aiot.core.errors import AiotError
+from aiot.host.app.session import AppAgentSession
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.resolve import open_transport
+from aiot.host.engine.cooldown import Baseline
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +57,11 @@ class Workspace:
     def baseline(self, device: str, source):
         """``device``'s idle telemetry baseline, captured from ``source`` on first use."""
         if device not in self._baselines:
-            from aiot.host.engine.cooldown import Baseline
-
             self._baselines[device] = Baseline.capture(source)
         return self._baselines[device]
 
     def transport(self, device: str):
         """A transport to ``device`` without deploying the agent (native runs need none)."""
-        from aiot.host.devices.resolve import open_transport
-
         self._check_cancelled()
         if device in self._sessions:
             return self._sessions[device].transport
@@ -72,14 +72,9 @@ class Workspace:
     def session(self, device: str, via: str = "shell"):
         """The agent session for ``device``, deployed on first use; ``via="app"``: the one
         whose agent processes the Android app starts (:mod:`aiot.host.app.session`)."""
-        from aiot.host.devices.agent_client import AgentSession
-        from aiot.host.devices.resolve import open_transport
-
         self._check_cancelled()
         if via == "app":
             if device not in self._app_sessions:
-                from aiot.host.app.session import AppAgentSession
-
                 transport = open_transport(device)
                 try:
                     self._app_sessions[device] = AppAgentSession(transport)

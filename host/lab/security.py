@@ -30,9 +30,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from aiot.host.emulator.state import state_dir
 from aiot.core.errors import AiotError, UsageError
-from aiot.core.paths import cache_dir
+from aiot.core.paths import cache_dir, state_dir
 
 TOKEN_ENV = "AIOT_LAB_TOKEN_FILE"
 TOKEN_NAME = "auth_token"

@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
 from aiot.host.engine.input_shapes import shape_label
-from aiot.models.model_ref import model_label
+from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report import robust, summary
 from aiot.host.report.page import Column, Section, Table
-from aiot.host.engine.validity import INVALID, emulated
+from aiot.host.scores.om_infer import match_runs, om_infer
+from aiot.models.model_ref import model_label
 
 LATENCY, TRAIN = "latency", "train"
 
@@ -306,8 +307,6 @@ def build(records, source: str, sweep: str | None = None, generated_at: str | No
         sweep: the sweep the records were limited to, if any.
         generated_at: UTC ISO time to state (default: now).
     """
-    from aiot.host.scores.om_infer import match_runs, om_infer
-
     latency = [r for r in records if r.kind == LATENCY]
     matching = match_runs(latency)
     return Report(

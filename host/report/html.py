@@ -17,6 +17,7 @@ from pathlib import Path
 from aiot.core.fileio import write_text_atomic
 from aiot.core.untrusted import csv_cell, visible
 from aiot.host.engine.validity import INVALID
+from aiot.host.report.plots import render
 
 HTML_FILE, MD_FILE = "index.html", "report.md"
 FORMATS = ("html", "md", "csv")
@@ -245,8 +246,6 @@ def write(report, fmt: str, out_dir: Path) -> tuple[list[Path], dict]:
             _write(out_dir / f"{key}.csv", _csv_text(tables[key]))
             files.append(out_dir / f"{key}.csv")
         return files, {}
-    from aiot.host.report.plots import render
-
     plots = render(report, [k for s in sections for k in s.figures], out_dir)
     # A part whose figures had no data and that has no table rows is left out too.
     sections = [s for s in sections if any(t.rows for t in s.tables)

@@ -19,6 +19,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from aiot.core.errors import AiotError
+from aiot.core.paths import state_dir
 
 try:
     import fcntl
@@ -34,8 +35,6 @@ class Busy(AiotError):
 
 def locks_dir() -> Path:
     """``<state dir>/locks`` (``$AIOT_STATE_DIR``, else ``~/.local/state/aiot``)."""
-    from aiot.host.emulator.state import state_dir
-
     return state_dir() / "locks"
 
 

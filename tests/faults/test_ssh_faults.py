@@ -25,11 +25,13 @@ need_sshd = pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server i
 def no_conversion(monkeypatch):
     """Fail the test if anything starts converting (device errors must come first)."""
     from aiot.converters import api
+    from aiot.host.engine import executor
 
     def convert_model(*args, **kwargs):
         raise AssertionError("a conversion started before the device was checked")
 
     monkeypatch.setattr(api, "convert_model", convert_model)
+    monkeypatch.setattr(executor, "convert_model", convert_model)  # a run converts through it
 
 
 @pytest.fixture(scope="module")

@@ -184,8 +184,6 @@ def test_ctrl_c_leaves_no_pending_record(tmp_path, fake, monkeypatch):
 def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
     """Device threads reach the same model and format together: conversion is serialized,
     so the later ones reuse the artifact and torch's thread-unsafe export state is safe."""
-    import aiot.converters.api as api
-    import aiot.converters.sidecar as sidecar
     from aiot.host.engine.runs import NullListener, RunRequest
 
     state = {"active": 0, "most": 0}
@@ -200,8 +198,8 @@ def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
             state["active"] -= 1
         return type("Conv", (), {"artifact": tmp_path / "m.onnx"})()
 
-    monkeypatch.setattr(api, "convert_model", convert_model)
-    monkeypatch.setattr(sidecar, "read_sidecar", lambda artifact: {})
+    monkeypatch.setattr(executor, "convert_model", convert_model)
+    monkeypatch.setattr(executor, "read_sidecar", lambda artifact: {})
     requests = [RunRequest(device, "tiny_cnn", "onnx", 1) for device in "abcd"]
     workspace = type("Workspace", (), {"artifacts_dir": tmp_path, "shipped": None})()
     workers = [threading.Thread(target=executor._convert, args=(r, workspace, NullListener()))

@@ -204,7 +204,7 @@ def run(spec: RunSpec) -> dict:
     result = {
         "backend": backend.NAME,
         "runtime_version": backend.version(),
-        "api": getattr(session, "api", None),
+        "api": session.api,
         "threads": threads,
         "cpus": pinned,
         "input_shape": list(arrays[0].shape) if arrays else list(session.input_shape),

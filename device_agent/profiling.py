@@ -4,11 +4,11 @@ Run in its own agent process after the timed run (like ``memory``), so a profile
 never touch the timed samples. The model is loaded with profiling on where the runtime wants
 that at load time, warmed up, and then ``runs`` inferences are profiled.
 
-A backend that has a profiler defines ``PROFILER`` (its name, as the output states it) and
-``open_profiled(path, threads, input_shapes)``: a session (see ``backends.SessionBase``) with
-``profile_start()`` and ``profile_stop() -> [{"name", "type", "us"}]``: one row per call of
-an operator in the profiled inferences, its time in microseconds. A backend without one defines
-``NO_PROFILER``: the reason, which the answer carries with ``available: false``.
+A backend that has a profiler is a ``ProfiledBackend`` (``backends/base.py``): ``PROFILER``
+(its name, as the output states it) and ``open_profiled(path, threads, input_shapes)``, a
+session with ``profile_start()`` and ``profile_stop() -> [{"name", "type", "us"}]``: one row
+per call of an operator in the profiled inferences, its time in microseconds. A backend
+without one says why in ``NO_PROFILER``, which the answer carries with ``available: false``.
 
 Answer (event ``profile``): ``backend``, ``runtime_version``, ``threads``, ``available``, and
 either ``reason`` or ``tool``, ``runs``, ``warmup``, ``unit`` ("ms per inference"),
@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 
 from . import backends
+from .backends.base import ProfiledBackend
 from .process import pin
 from .signature import SpecError, prepare
 from .spec import RunSpec
@@ -84,13 +85,11 @@ def profile(spec: RunSpec) -> dict:
     backend = backends.load(spec.backend)
     answer = {"backend": backend.NAME, "runtime_version": backend.version(),
               "threads": spec.threads}
-    opener = getattr(backend, "open_profiled", None)
-    if opener is None:
-        reason = getattr(backend, "NO_PROFILER", f"the {backend.NAME} backend has no profiler")
-        return {**answer, "available": False, "reason": reason}
+    if not isinstance(backend, ProfiledBackend):
+        return {**answer, "available": False, "reason": backend.NO_PROFILER}
     pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)
-    session = backends.open_session(backend, spec, opener)
+    session = backends.open_session(backend, spec, backend.open_profiled)
     session.set_inputs(prepare(session.inputs, session.shapes, spec.seed, spec.inputs)[0])
     for _ in range(warmup):
         session.invoke()

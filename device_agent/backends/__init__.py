@@ -1,15 +1,10 @@
 """Runtime backends the agent can drive, imported lazily by name.
 
-Each backend module defines ``NAME``, ``EXTENSIONS``, ``version() -> str | None`` (imports
-the runtime: the proof that it loads) and ``open(path, threads, input_shapes=None) ->
-Session`` (``input_shapes``: ``{input name: dims}`` fixing dynamic dims) where a session
-(a :class:`SessionBase`) has ``inputs`` and ``outputs`` (signature entries, see
-``..signature``), ``shapes``, ``set_inputs(arrays)``, ``invoke()``, ``outputs_all()``, and for
-the first input and output ``input_shape``, ``input_dtype``, ``set_input(x)``, ``output()``
-and ``run(x)``; and either
-``DISTRIBUTIONS`` (the package names its runtime ships as) or ``installed_version()`` for
-:func:`installed`, which answers from package metadata without importing anything. Only the
-backend that is used gets imported, so a device needs just the runtime it runs.
+Each backend module implements the :class:`~.base.Backend` protocol (``NAME``,
+``EXTENSIONS``, ``TOOLCHAIN``, ``NO_PROFILER``, ``version()``, ``installed_version()``,
+``open()``; with a profiler a :class:`~.base.ProfiledBackend`), and its sessions are
+:class:`~.base.SessionBase` subclasses (see ``base.py``). Only the backend that is used gets
+imported, so a device needs just the runtime it runs.
 """
 
 from __future__ import annotations
@@ -17,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..signature import SpecError, resolve
+from ..signature import SpecError
+from .base import Backend
 
 if TYPE_CHECKING:  # the spec module reads this package's registry
     from ..spec import RunSpec
@@ -33,59 +29,6 @@ MODULES = {
 }
 
 
-class SessionBase:
-    """What every backend session shares.
-
-    A backend describes its model with :meth:`_declare`: ``inputs`` and ``outputs`` (the
-    signature as the file declares it, -1 for a dynamic dim), ``shapes`` (the concrete shape
-    each input is set to now, -1 where a dynamic dim is still open) and, for the first input,
-    ``input_shape`` (open dims as 1, what older agents fed) and ``input_dtype``. It implements
-    ``set_inputs(arrays)`` (one array per input, in ``inputs`` order, each in the input's own
-    dtype), ``invoke()`` and ``outputs_all()`` (one array per output).
-
-    ``set_input``/``output``/``run`` are the single-input path that accuracy, ``predict``
-    and ``serve`` use: the first input and the first output.
-    """
-
-    inputs: list[dict]
-    outputs: list[dict]
-    shapes: list[list[int]]
-    input_shape: tuple = ()
-    input_dtype = None
-
-    def _declare(self, inputs: list[dict], outputs: list[dict], input_shapes: dict | None):
-        """Record the signature and apply ``input_shapes``; returns the resolved ``shapes``.
-
-        Raises:
-            SpecError: an override names no input or does not fit its shape.
-        """
-        import numpy as np
-
-        self.inputs, self.outputs = inputs, outputs
-        self._set_shapes(resolve(inputs, input_shapes))
-        if inputs and inputs[0]["dtype"] != "string":
-            self.input_dtype = np.dtype(inputs[0]["dtype"])
-        return self.shapes
-
-    def _set_shapes(self, shapes: list[list[int]]) -> None:
-        self.shapes = [list(s) for s in shapes]
-        self.input_shape = tuple(d if d >= 0 else 1 for d in shapes[0]) if shapes else ()
-
-    def set_input(self, x) -> None:
-        """Set the one input of a single-input model."""
-        self.set_inputs([x])
-
-    def output(self):
-        """The first output after ``invoke``."""
-        return self.outputs_all()[0]
-
-    def run(self, x):
-        """Set the input, invoke, return the first output."""
-        self.set_input(x)
-        self.invoke()
-        return self.output()
-
-
 class BackendUnavailable(RuntimeError):
     """The runtime a backend drives cannot be imported on this machine."""
 
@@ -94,7 +37,7 @@ class ArtifactLoadError(RuntimeError):
     """The runtime refused the artifact (missing, truncated, corrupt or unsupported)."""
 
 
-def load(name: str):
+def load(name: str) -> Backend:
     """The backend module for ``name``.
 
     Raises:
@@ -130,19 +73,7 @@ def installed(name: str) -> str | None:
     every agent ``hello``. A broken install still shows as installed here; the run that uses
     it fails with the runtime's own error (and ``aiot devices doctor`` imports each one).
     """
-    module = importlib.import_module(MODULES[name], __name__)
-    custom = getattr(module, "installed_version", None)
-    if custom is not None:
-        return custom()
-    # Stdlib, but it pulls the email package: only hello pays for it.
-    from importlib.metadata import PackageNotFoundError, version
-
-    for distribution in module.DISTRIBUTIONS:
-        try:
-            return version(distribution)
-        except PackageNotFoundError:
-            continue
-    return None
+    return importlib.import_module(MODULES[name], __name__).installed_version()
 
 
 def versions(verify: bool = False) -> dict:

@@ -8,7 +8,7 @@ XNNPACK threadpool, reset here to the run's thread count before loading.
 from __future__ import annotations
 
 from ..signature import check_arrays, entry, positional
-from . import SessionBase
+from .base import SessionBase, installed_from
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("executorch",)
@@ -16,6 +16,7 @@ DISTRIBUTIONS = ("executorch",)
 NAME = "executorch"
 EXTENSIONS = (".pte",)
 TOOLCHAIN = "executorch"  # host-side environment that has this runtime
+NO_PROFILER = None  # a ProfiledBackend: see PROFILER
 
 
 def version() -> str | None:
@@ -30,6 +31,11 @@ def version() -> str | None:
         return dist_version("executorch")
     except Exception:
         return "unknown"
+
+
+def installed_version() -> str | None:
+    """The runtime's installed version, from package metadata (nothing imported)."""
+    return installed_from(DISTRIBUTIONS)
 
 
 # c10::ScalarType codes (what ``TensorInfo.dtype()`` gives) -> NumPy dtype names

@@ -14,7 +14,7 @@ region includes those two copies (microseconds for a classifier's tensors).
 from __future__ import annotations
 
 from ..signature import SpecError, check_arrays
-from . import SessionBase
+from .base import SessionBase
 from .tflite_io import read_io
 
 NAME = "lce"

@@ -16,14 +16,15 @@ integer-quantized model (:class:`_IoQuantization`). A dynamic dim is resized (Li
 from __future__ import annotations
 
 from ..signature import check_arrays
-from . import SessionBase
+from .base import SessionBase, installed_from
 from .tflite_io import read_io
 
-#: Package names the runtime ships as (see backends.installed).
+#: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("ai-edge-litert",)
 
 NAME = "litert"
 EXTENSIONS = (".tflite",)
+TOOLCHAIN = None  # the runtime is in aiot's own environment
 #: ``profile``'s answer: why there is no per-operator time here (see ``profiling.py``).
 NO_PROFILER = ("ai-edge-litert's Python Interpreter and CompiledModel expose no per-operator "
                "profiler; for TFLite's op profiling time the model with --native benchmark_model")
@@ -45,6 +46,11 @@ def version() -> str | None:
         return dist_version("ai-edge-litert")
     except Exception:
         return "unknown"
+
+
+def installed_version() -> str | None:
+    """The runtime's installed version, from package metadata (nothing imported)."""
+    return installed_from(DISTRIBUTIONS)
 
 
 class _IoQuantization:

@@ -21,10 +21,11 @@ import time
 
 from .. import AGENT_VERSION
 from ..signature import check_arrays, entry
-from . import SessionBase
+from .base import SessionBase
 
 NAME = "null"
 EXTENSIONS = (".json",)
+TOOLCHAIN = None  # the runtime is the agent itself
 FORMAT = "aiot-null"
 #: ``profile``'s answer (see ``profiling.py``): a sleep has no operators.
 NO_PROFILER = "the null test backend sleeps per inference: it has no operators to time"

@@ -17,9 +17,9 @@ import os
 import tempfile
 
 from ..signature import check_arrays, entry
-from . import SessionBase
+from .base import SessionBase, installed_from
 
-#: Package names the runtime ships as (see backends.installed).
+#: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
 NAME = "onnxruntime"
@@ -27,6 +27,8 @@ NAME = "onnxruntime"
 #: recent ONNX Runtime (without it 1.32 loads the file unfused); unknown keys are ignored.
 REPLAY_KEY = "session.enable_saved_runtime_optimizations"
 EXTENSIONS = (".onnx", ".ort")
+TOOLCHAIN = None  # the runtime is in aiot's own environment
+NO_PROFILER = None  # a ProfiledBackend: see PROFILER
 
 # ONNX Runtime's type strings -> NumPy dtype names
 _TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
@@ -43,6 +45,11 @@ def version() -> str | None:
     except Exception:
         return None
     return onnxruntime.__version__
+
+
+def installed_version() -> str | None:
+    """The runtime's installed version, from package metadata (nothing imported)."""
+    return installed_from(DISTRIBUTIONS)
 
 
 def _entries(metas) -> list[dict]:

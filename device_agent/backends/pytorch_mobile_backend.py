@@ -6,13 +6,15 @@ import json
 import zipfile
 
 from ..signature import SpecError, check_arrays, entry, positional
-from . import SessionBase
+from .base import SessionBase, installed_from
 
-#: Package names the runtime ships as (see backends.installed).
+#: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("torch",)
 
 NAME = "pytorch_mobile"
 EXTENSIONS = (".ptl",)
+TOOLCHAIN = None  # the runtime is in aiot's own environment
+NO_PROFILER = None  # a ProfiledBackend: see PROFILER
 INPUT_FILE = "aiot_input.json"  # written into the artifact by aiot's ptl converter
 
 
@@ -23,6 +25,11 @@ def version() -> str | None:
     except Exception:
         return None
     return torch.__version__
+
+
+def installed_version() -> str | None:
+    """The runtime's installed version, from package metadata (nothing imported)."""
+    return installed_from(DISTRIBUTIONS)
 
 
 def input_meta(path: str) -> dict | None:

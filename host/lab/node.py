@@ -22,7 +22,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import aiot
 from aiot.core.errors import AiotError, MissingDependency, UsageError
+from aiot.core.fileio import load_states
+from aiot.device_agent.protocol import PROTOCOL_VERSION
+from aiot.host.devices import inventory
+from aiot.host.emulator.state import process_alive
 from aiot.host.lab import reach, security
 
 DEVICE_RESOURCE = "aiot_device:"
@@ -44,16 +49,11 @@ class NodeState:
     log: str
 
     def alive(self) -> bool:
-        from aiot.host.emulator.state import process_alive
-
         return process_alive(self.pid)
 
 
 def node_labels() -> dict[str, str]:
     """What the driver checks before it uses a node: aiot's version and agent protocol."""
-    import aiot
-    from aiot.device_agent.protocol import PROTOCOL_VERSION
-
     return {"aiot-version": aiot.__version__, "aiot-protocol": str(PROTOCOL_VERSION),
             "aiot-host": socket.gethostname()}
 
@@ -81,8 +81,6 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
         UsageError: a node already runs here, the address is malformed, or there is no token.
         AiotError: Ray did not start, with its last log line.
     """
-    from aiot.host.devices import inventory
-
     known = load_nodes()
     for dead in (s for s in known if not s.alive()):  # a node that was killed, not stopped
         (lab_dir() / f"node-{dead.pid}.json").unlink(missing_ok=True)
@@ -155,8 +153,6 @@ def _wait_ready(proc: subprocess.Popen, log_path: Path) -> None:
 
 def load_nodes() -> list[NodeState]:
     """Nodes this host started (alive or not)."""
-    from aiot.core.fileio import load_states
-
     return load_states(sorted(lab_dir().glob("node-*.json")), NodeState)
 
 

@@ -14,7 +14,16 @@ from __future__ import annotations
 import hashlib
 import socket
 
-from aiot.core.errors import AiotError
+import aiot
+from aiot.core.errors import AiotError, is_transient
+from aiot.core.fileio import write_bytes_atomic
+from aiot.core.paths import cache_dir, results_dir
+from aiot.device_agent.protocol import PROTOCOL_VERSION
+from aiot.host.devices import inventory
+from aiot.host.engine.executor import measure_run
+from aiot.host.engine.runs import NullListener
+from aiot.host.engine.user_artifact import UserArtifact
+from aiot.host.engine.workspace import Workspace
 
 
 class ShipmentError(AiotError):
@@ -25,9 +34,6 @@ class DeviceRunner:
     """Measures ``device``'s runs on this node (a Ray actor; see :func:`actor_class`)."""
 
     def __init__(self, device: str) -> None:
-        from aiot.core.paths import cache_dir, results_dir
-        from aiot.host.engine.workspace import Workspace
-
         self.device = device
         self.root = cache_dir() / "lab-artifacts"
         self.workspace = Workspace(results_dir())
@@ -35,10 +41,6 @@ class DeviceRunner:
     def facts(self) -> dict:
         """This node as records and the driver's checks name it."""
         import ray
-
-        import aiot
-        from aiot.device_agent.protocol import PROTOCOL_VERSION
-        from aiot.host.devices import inventory
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
                 "aiot_version": aiot.__version__, "protocol": PROTOCOL_VERSION,
@@ -53,10 +55,6 @@ class DeviceRunner:
         Returns ``{"columns", "provenance"}``, or ``{"error": {type, message, hint, transient}}``:
         failures travel as data, since an exception class need not rebuild on the driver.
         """
-        from aiot.host.engine.executor import measure_run
-        from aiot.core.errors import is_transient
-        from aiot.host.engine.runs import NullListener
-
         provenance: dict = {"lab": {k: v for k, v in self.facts().items() if k in ("node_id", "hostname")}}
         try:
             self.workspace.shipped = self._unpack(artifact, blobs)
@@ -78,9 +76,6 @@ class DeviceRunner:
 
     def _unpack(self, artifact: dict, blobs: tuple[bytes, ...]):
         """The shipped files in this node's cache, checked against the driver's hash."""
-        from aiot.core.fileio import write_bytes_atomic
-        from aiot.host.engine.user_artifact import UserArtifact
-
         folder = self.root / artifact["sha256"]
         paths = [folder / name for name in artifact["files"]]
         main = paths[0]

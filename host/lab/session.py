@@ -23,10 +23,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.converters import get_converter
+from aiot.converters.api import artifact_files
 from aiot.core.errors import AiotError, TransportError, UsageError
+from aiot.host.engine.executor import _convert
+from aiot.host.engine.workspace import Workspace
 from aiot.host.lab import security
 from aiot.host.lab.node import DEVICE_RESOURCE, node_labels, ray_available
 from aiot.host.lab.reach import check_head, stderr_captured, token_refused
+from aiot.host.lab.runner import actor_class
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +182,6 @@ class LabSession:
         """The artifact's description and object refs of its files (put once per hash)."""
         import ray
 
-        from aiot.converters import get_converter
-        from aiot.converters.api import artifact_files
-
         if conv.sha256 not in self._shipped:
             files = artifact_files(get_converter(fmt), Path(conv.artifact))
             meta = {"sha256": conv.sha256, "files": [f.name for f in files], "size_bytes": conv.size_bytes,
@@ -190,8 +192,6 @@ class LabSession:
     def runner(self, device: str):
         """``device``'s runner actor, started on its owner node on first use."""
         import ray
-
-        from aiot.host.lab.runner import actor_class
 
         if device in self._runners:
             return self._runners[device]
@@ -258,16 +258,12 @@ class LabDevice:
     """The campaign's workspace for one lab device: converts here, measures on the owner node."""
 
     def __init__(self, session: LabSession, device: str, results_dir: Path) -> None:
-        from aiot.host.engine.workspace import Workspace
-
         self.session, self.device = session, device
         self.local = Workspace(results_dir)  # conversions and their cache stay on the driver
 
     def measure(self, request, workspace, listener, provenance: dict, cooldown=None) -> dict:
         """:func:`aiot.host.engine.executor.measure_run` on the node; fills ``provenance``."""
         import ray
-
-        from aiot.host.engine.executor import _convert
 
         conv, sidecar = _convert(request, self.local, listener)
         meta, refs = self.session.ship(conv, sidecar, request.format)

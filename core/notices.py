@@ -23,6 +23,10 @@ def set_sink(sink: Callable[[str], None] | None) -> None:
         _said.clear()
 
 
+#: What a warning starts with (the CLI shows it in yellow).
+WARNING = "warning: "
+
+
 def say(text: str) -> None:
     """Tell the user ``text`` (plain text, not markup) once."""
     with _lock:
@@ -34,3 +38,8 @@ def say(text: str) -> None:
         log.info("%s", text)
     else:
         sink(text)
+
+
+def warn(text: str) -> None:
+    """Warn the user: ``text`` said once, after :data:`WARNING`."""
+    say(WARNING + text)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiot.core.notices import WARNING
 from aiot.core.units import size_text
 
 
@@ -54,6 +55,14 @@ def print_json(data) -> None:
 def message(text: str) -> None:
     """A human message on stderr."""
     err.print(text)
+
+
+def notice(text: str) -> None:
+    """A notice of library code (:mod:`aiot.core.notices`) on stderr, a warning's prefix in yellow."""
+    if text.startswith(WARNING):
+        message(f"[yellow]{WARNING.strip()}[/] {safe(text[len(WARNING):])}")
+    else:
+        message(safe(text))
 
 
 def safe(text) -> str:

@@ -238,10 +238,10 @@ def root(
 ) -> None:
     """aiot: convert PyTorch models, push them to devices, measure, store and score."""
     del version  # handled by its eager callback
-    from aiot.host.cli._output import AppState, message, safe
+    from aiot.host.cli._output import AppState, notice
 
     ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
-    notices.set_sink(lambda text: message(safe(text)))
+    notices.set_sink(notice)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
 

@@ -6,29 +6,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
+from aiot.converters import api, format_table
+from aiot.converters.matrix import convert_all
 from aiot.core.errors import UsageError
-from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
 from aiot.core.units import size_text
-
-
-def parse_options(pairs: list[str]) -> dict[str, str]:
-    """``["quant=fp32", ...]`` → dict; a malformed pair is a UsageError."""
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"option '{pair}' is not KEY=VALUE", "e.g. --opt opset=17")
-        options[key.strip()] = value.strip()
-    return options
+from aiot.host.cli._output import message, out, print_json, spinner, state
+from aiot.host.cli.options import Binarize, JsonOpt, Opt, parse_options
+from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
+from aiot.host.engine.preflight import announce_weights
+from aiot.host.engine.weights import choose_weights
+from aiot.host.store.record_view import nonfinite_text
+from aiot.models.model_ref import default_format, resolve_model
 
 
 def _print_format_table(as_json: bool) -> None:
-    from rich.table import Table
-
-    from aiot.converters import format_table
-    from aiot.host.cli._output import out, print_json
-
     rows = format_table()
     if as_json:
         print_json(rows)
@@ -49,13 +43,11 @@ def convert(
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Artifact format (see --list; default: lce for a binarized model LCE deploys, else tflite).")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <results>/artifacts).")] = None,
     weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model, else its packaged weights, else a seeded random init).")] = None,
-    binarize: Annotated[str | None, typer.Option(
-        help="Binarize with a BiBench algorithm first (bnn, xnor, dorefa, bireal, xnorpp, reactnet, "
-             "recu, fda); --weights are then the binarized model's (aiot train --binarize).")] = None,
-    opt: Annotated[list[str], typer.Option("--opt", help="Converter option KEY=VALUE (repeatable).")] = [],  # noqa: B006 - Typer needs a literal default
+    binarize: Binarize = None,
+    opt: Opt = None,
     input_shape: Annotated[list[str], typer.Option("--input-shape", help="DxD (or NAME=DxD): the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")] = False,
+    as_json: JsonOpt = False,
     ctx: typer.Context = None,
 ) -> None:
     """Convert a model into an artifact, check parity with PyTorch and write a sidecar.
@@ -70,13 +62,6 @@ def convert(
         return
     if not model:
         raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
-    from rich.markup import escape
-
-    from aiot.converters.api import convert_model, read_sidecar
-    from aiot.converters.dabnn.form import describe as describe_form
-    from aiot.host.cli._output import message, out, print_json, spinner, state
-    from aiot.models.model_ref import default_format, resolve_model
-
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
     shapes = flat_shapes(parse_shape_args(input_shape))
     ref = resolve_model(model, binarize)
@@ -88,9 +73,9 @@ def convert(
         _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
         return
     with spinner(f"converting {model} to {fmt}…"):
-        res = convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
-                            binarize=binarize, input_shapes=shapes or None)
-    deployed = read_sidecar(res.artifact).get("deployed_form")
+        res = api.convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
+                                binarize=binarize, input_shapes=shapes or None)
+    deployed = api.read_sidecar(res.artifact).get("deployed_form")
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
         "size_bytes": res.size_bytes, "seconds": res.seconds, "cached": res.cached, "parity": res.parity,
@@ -103,6 +88,8 @@ def convert(
     out.print(f"[green]✓[/] {escape(str(res.artifact))} ({size_text(res.size_bytes)}"
               f"{', cached' if res.cached else f', {res.seconds:.1f} s'})")
     if deployed:  # the runtime runs a changed graph: say so before any parity figure
+        from aiot.converters.dabnn.form import describe as describe_form  # here: it imports torch
+
         out.print(f"  [yellow]deployed form differs from the training graph[/]: "
                   f"{escape(describe_form(deployed))}")
     if p:
@@ -114,19 +101,12 @@ def _weights(ref, weights: Path | None) -> Path | None:
     it), said on stderr: the artifact ``run`` measures is then this very one."""
     if ref.is_artifact:
         return weights  # convert_model refuses it in one line
-    from aiot.host.cli.measure import announce_weights
-    from aiot.host.engine.weights import choose_weights
-
     picked = choose_weights(ref, weights)
     announce_weights([(ref.name, ref.binarize, picked)], None)
     return picked.path
 
 
 def _parity_line(p: dict) -> str:
-    from rich.markup import escape
-
-    from aiot.host.store.record_view import nonfinite_text
-
     atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
     inconclusive = p.get("inconclusive")
     line = "" if not inconclusive else (
@@ -153,11 +133,6 @@ def _parity_line(p: dict) -> str:
 
 def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool,
                  binarize: str | None = None, input_shapes: dict | None = None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from aiot.converters.matrix import convert_all
-    from aiot.host.cli._output import out, print_json, spinner
 
     with spinner(f"converting {model} to every format…") as status:
         rows = convert_all(model, out_dir, weights, options, binarize=binarize,

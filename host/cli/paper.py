@@ -34,9 +34,9 @@ def aiotbench(
     """
     from aiot.converters.api import zoo_ref
     from aiot.host.cli._output import print_json, state
-    from aiot.host.cli.measure import _validate_devices, check_data_options
     from aiot.host.devices.resolve import resolve_name
     from aiot.host.engine.aiotbench import MODELS, requests_for, row, skip_reason, test_of
+    from aiot.host.engine.preflight import check_data_options, validate_devices
     from aiot.host.engine.runs import MeasureParams
 
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
@@ -44,7 +44,7 @@ def aiotbench(
         if models else list(MODELS)
     (threads,) = parse_threads(str(threads))  # the same range as run and sweep
     dataset = check_data_options(None, dataset, limit)
-    _validate_devices(devices)
+    validate_devices(devices)
     params = MeasureParams(min_runs=min_runs, min_s=min_s, max_s=max(150.0, min_s)).validate()
     requests = requests_for(devices, names, params, dataset, limit, threads)
     results_dir = state(ctx).results_dir()
@@ -65,9 +65,9 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
     """Plan (or resume) a paper procedure's requests as one campaign sweep, run what is left
     with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
     from aiot.host.cli._output import message
-    from aiot.host.cli.measure import _cooldown
     from aiot.host.cli.progress import RichRunListener
     from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
+    from aiot.host.engine.spec import cooldown_policy
     from aiot.host.store import open_store
 
     with open_store(results_dir) as store:
@@ -76,7 +76,7 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
     if plan.done:
         message(f"resuming {paper} sweep {plan.sweep_id}: {len(plan.done)} {unit} already done")
     with RichRunListener() as listener:
-        run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=_cooldown(cooldown_max_s)))
+        run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=cooldown_policy(cooldown_max_s)))
     with open_store(results_dir) as store:
         return plan.sweep_id, store.query(sweep_id=plan.sweep_id)
 
@@ -164,16 +164,16 @@ def bibench(
     from aiot.core.errors import UsageError
     from aiot.host.cli._output import print_json, state
     from aiot.host.cli.bibench_table import print_grid
-    from aiot.host.cli.measure import _validate_devices
     from aiot.host.devices.resolve import resolve_name
     from aiot.host.engine.bibench_hw import SIZES, plan, report
+    from aiot.host.engine.preflight import validate_devices
     from aiot.host.engine.runs import MeasureParams
 
     if size not in SIZES:
         raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(SIZES)}")
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     counts = parse_threads(threads) if threads else None
-    _validate_devices(devices)
+    validate_devices(devices)
     params = MeasureParams(warmup_runs=warmup_runs, warmup_min_s=warmup_min_s, min_runs=min_runs,
                            min_s=min_s, max_s=max(150.0, min_s)).validate()
     results_dir = state(ctx).results_dir()

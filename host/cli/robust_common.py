@@ -48,7 +48,7 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
 def announce_target(target, dataset: str | None) -> None:
     """Say which weights the suite scores when they were picked for it, and warn when they
     are untrained (its clean accuracy is then chance level); after every check, before work."""
-    from aiot.host.cli.measure import announce_weights
+    from aiot.host.engine.preflight import announce_weights
     from aiot.host.engine.weights import WeightsChoice
 
     choice = WeightsChoice(target.weights, target.weights_origin or "given")

@@ -1,11 +1,9 @@
-"""What a sweep tells the person running it: warnings before it runs, and its table after.
+"""What a sweep tells the person running it after it ran: its table (the checks before it runs,
+a ``--cluster`` the device lacks, more threads than cores, are :mod:`aiot.host.engine.preflight`'s).
 
-* Before: a ``--cluster`` the device lacks is refused; thread counts above a device's online
-  cores (or its cluster's) are said in one line per device, and those runs will be marked
-  INVALID (:mod:`aiot.host.engine.validity`).
-* After: the runs sorted by device, model, format and threads (never run order, which is
-  shuffled), each with its speed-up over the same configuration at 1 thread and its
-  throughput; a measured but INVALID run says why in its row, an emulated device says so.
+The runs sorted by device, model, format and threads (never run order, which is shuffled),
+each with its speed-up over the same configuration at 1 thread and its throughput; a measured
+but INVALID run says why in its row, an emulated device says so.
 """
 
 from __future__ import annotations
@@ -14,56 +12,10 @@ import json
 
 from rich.markup import escape
 
-from aiot.core.errors import AiotError, UsageError
 from aiot.core.untrusted import visible
-from aiot.host.devices.affinity import cluster_cpus
-from aiot.host.devices.resolve import open_transport
 from aiot.host.engine.campaign import SweepPlan, record_key, run_key
-from aiot.host.engine.validity import INVALID, emulated, short_reasons, threads_warning
+from aiot.host.engine.validity import INVALID, emulated, short_reasons
 from aiot.host.store.store import RunRecord, open_store
-
-
-def check_cores(requests) -> list[str]:
-    """Check each device's cores against its runs before any of them starts: one line per
-    device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
-    will be INVALID). Each device is probed once (one shell round trip, no agent).
-
-    Raises:
-        UsageError: a device has no ``--cluster`` of that name (its clusters are listed).
-    """
-    wanted: dict[tuple[str, str | None], set[int]] = {}
-    for r in requests:
-        wanted.setdefault((r.device, r.cluster), set()).add(r.threads)
-    infos: dict[str, dict] = {}
-    lines = []
-    for (device, cluster), threads in wanted.items():
-        if device not in infos:
-            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device))
-        if infos[device] is None:  # out of reach now: the campaign retries it, then skips it
-            continue
-        try:
-            cpus = cluster_cpus(infos[device], cluster) if cluster else None
-        except UsageError as exc:
-            raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
-        line = threads_warning(device if not cluster else f"{device} ({cluster} cluster)",
-                               sorted(threads), infos[device], cpus)
-        if line:
-            lines.append(line)
-    return lines
-
-
-def _probe(device: str, required: bool) -> dict | None:
-    """The device's probe; None when it cannot be had now and nothing depends on it."""
-    try:
-        transport = open_transport(device)
-        try:
-            return transport.info()
-        finally:
-            transport.close()
-    except AiotError:
-        if required:  # a --cluster cannot be checked without it
-            raise
-        return None
 
 
 def config_key(record: RunRecord) -> tuple:

@@ -72,7 +72,7 @@ def test_the_null_test_format_is_hidden_but_usable_by_name(cli):
 def test_format_all_in_a_sweep_is_every_format_it_can_be_timed_in(cli, two_input_onnx):
     from aiot.converters import get_converter
     from aiot.converters.base import all_formats
-    from aiot.host.cli.measure import resolve_targets
+    from aiot.host.engine.preflight import resolve_targets
 
     formats, left_out = all_formats()
     assert formats and all(get_converter(f).backend for f in formats)

@@ -1,0 +1,419 @@
+"""Preflight: everything a run, sweep or push can check before its first conversion or run.
+
+A refused measurement is its error alone, one :class:`~aiot.core.errors.AiotError`, before
+anything converts or takes minutes: unknown names, files that are not there, options a format
+does not take, a native tool that cannot run a format, a device out of reach or without a
+Python for the agent, a ``--cluster`` the device lacks. What is not an error (a device out of
+reach among several, too many threads for a device's cores, an emulated device, the weights
+chosen) is said in one line through :mod:`aiot.core.notices`.
+
+:func:`check_sweep` runs every check of a :class:`~aiot.host.engine.spec.SweepSpec`, in the
+order the CLI has always run them, and returns the runs it will measure; the CLI, lab nodes and
+the papers' procedures call the single checks they need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from aiot.converters import get_converter
+from aiot.converters.api import check_deployable
+from aiot.converters.base import all_formats, check_format, formats_for, resolve_options
+from aiot.core import notices
+from aiot.core.errors import AiotError, DatasetError, UsageError, is_transient
+from aiot.core.fileio import sha256_file
+from aiot.host.devices.affinity import cluster_cpus
+from aiot.host.devices.resolve import emulation_warning, open_transport
+from aiot.host.devices.setup import require_agent_python
+from aiot.host.engine.input_shapes import bind_shapes
+from aiot.host.engine.runs import RunRequest, expand_targets
+from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_npz
+from aiot.host.engine.spec import SweepSpec
+from aiot.host.engine.validity import ValidityPolicy, threads_warning
+from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
+from aiot.host.lab.session import LabSession
+from aiot.host.native import get_adapter, resolve_binary
+from aiot.host.store import open_store
+from aiot.models.datasets.load import canonical_name
+from aiot.models.model_ref import default_format, model_label, resolve_model
+
+
+def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], LabSession | None]:
+    """Validate everything that can be, then the runs of ``spec`` (each with its shapes, via
+    and weights bound) and, for ``spec.lab``, the open session of the lab whose nodes own the
+    devices (the caller closes it).
+
+    Without targets the runs are what was last pushed to each device (:func:`last_pushed`).
+    """
+    requests = None if spec.targets is not None else last_pushed(spec, results_dir)
+    spec.params.validate()
+    ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
+    dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
+    session = lab_session(spec)
+    try:
+        return _check_runs(spec, requests, dataset, session), session
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
+
+
+def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list[RunRequest]:
+    if session is None:
+        validate_devices(spec.devices)
+    if requests is None:
+        requests = spec.requests(dataset, *check_inputs_file(spec.inputs_file))
+    requests, notes = bind_shapes(with_vias(requests, spec.vias, spec.native), spec.input_shapes)
+    for note in notes:
+        notices.say(note)
+    validate_requests(requests, spec.native, spec.delegates)
+    if session is None:  # a lab node checks its own devices
+        reach_devices(dict.fromkeys(r.device for r in requests))
+        require_agents(requests)
+        for line in check_cores(requests):  # unknown --cluster: one line; too many threads: warned
+            notices.warn(line)
+    if spec.retries < 1:
+        raise UsageError("--retries must be at least 1")
+    # After every check (a refused sweep is its error alone), before a first run takes minutes.
+    if emulated := emulation_warning(spec.devices):
+        notices.warn(emulated)
+    return with_weights(requests, dataset)  # after every check: it may warn
+
+
+# -- the settings themselves ---------------------------------------------------------------------
+
+def check_data_options(weights: Path | None, dataset: str | None, limit: int | None) -> str | None:
+    """Refuse a missing ``--weights`` file, an unknown ``--dataset``, a missing image folder
+    or a ``--limit`` below 1 before anything converts; returns the dataset's canonical name
+    (an alias resolved, ``folder:`` made absolute) for the records."""
+    if weights is not None and not weights.is_file():
+        what = "is a folder" if weights.is_dir() else "does not exist"
+        raise UsageError(f"weights file {weights} {what}", "check the --weights path (a state-dict file)")
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    if dataset is None:
+        return None
+    try:
+        return canonical_name(dataset)
+    except DatasetError as exc:  # a missing folder is the user's input to fix
+        raise UsageError(exc.message, exc.hint) from None
+
+
+def check_inputs_file(path: Path | None) -> tuple[Path | None, str | None]:
+    """``(path, sha256)`` of a readable ``--inputs`` .npz (checked against each artifact's
+    inputs before any run), or ``(None, None)``."""
+    if path is None:
+        return None, None
+    read_npz(path)  # one line for a missing, damaged or pickled file
+    return path, sha256_file(path)
+
+
+def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None,
+                    native: str | None = None) -> list[tuple]:
+    """``(ModelRef, formats)`` per model: an artifact file runs in its own format (which a
+    given ``--format`` list must include; ``all`` takes any), a model that converts in the
+    formats given, every one it can be timed in for ``all`` (as ``convert --format all``), or
+    its default (:func:`aiot.models.model_ref.default_format`)."""
+    every = bool(formats) and any(f.strip().lower() == "all" for f in formats)
+    if every:
+        formats, left_out = all_formats(get_adapter(native).formats if native else None)
+        notices.say("--format all: " + ", ".join(formats)
+                    + (f"; left out: {', '.join(left_out)}" if left_out else ""))
+    wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
+    targets = []
+    # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
+    for ref in dict.fromkeys(resolve_model(text, binarize) for text in dict.fromkeys(models)):
+        if ref.is_artifact:
+            if wanted and ref.format not in wanted and not every:
+                check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
+            targets.append((ref, [ref.format]))
+        elif every:  # only what it converts to; the rest said, not failed records
+            fits, left_out = formats_for(wanted, ref)
+            if not fits:
+                raise UsageError(f"{ref.label()} converts to none of the formats here",
+                                 "; ".join(left_out) or "see: aiot convert --list")
+            if left_out:
+                notices.say(f"{ref.label()}: left out {', '.join(left_out)}")
+            targets.append((ref, fits))
+        else:
+            targets.append((ref, wanted or [default_format(ref)]))
+    return targets
+
+
+def validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
+    """The native tool exists, runs every requested format and knows the delegate."""
+    if native is None:
+        if delegate:
+            raise UsageError(f"--delegate {delegate} needs --native (NNAPI and GPU delegates "
+                             "are not in the Python runtimes)", "e.g. --native benchmark_model")
+        return
+    adapter = get_adapter(native)
+    wrong = [f for f in formats if f not in adapter.formats]
+    if wrong:
+        raise UsageError(f"{adapter.tool} does not run {', '.join(wrong)} artifacts",
+                         f"it runs: {', '.join(adapter.formats)}")
+    if delegate and delegate not in adapter.delegates:
+        raise UsageError(f"{adapter.tool} has no delegate '{delegate}'",
+                         f"its delegates: {', '.join(adapter.delegates) or 'none'}")
+
+
+def validate_binarize(binarize: str | None, formats: list[str]) -> None:
+    """Unknown algorithm, or one Table 4 says cannot deploy to a format: fail before any run."""
+    if not binarize:
+        return
+    for fmt in formats:
+        check_deployable(get_converter(fmt), binarize)
+
+
+def validate_requests(requests: list[RunRequest], native: str | None, delegates) -> None:
+    """Per distinct model and format: native tool, binarization, inputs and data set fit."""
+    distinct = list({(r.model, r.model_sha256, r.format, r.binarize): r for r in requests}.values())
+    for r in distinct:
+        for delegate in delegates or [None]:
+            validate_native(native, [r.format], delegate)
+        validate_binarize(r.binarize, [r.format])
+        _check_options(r)
+        _check_runnable(r)
+    if native:
+        _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
+    for r in distinct:
+        check_run_inputs(r)
+
+
+def _check_options(request: RunRequest) -> None:
+    """``--opt`` names options the format has, with values it takes; an artifact file is
+    measured as it is, so it takes none."""
+    if not request.options:
+        return
+    if is_artifact_file(request):
+        raise UsageError(f"--opt configures a conversion, but {request.model} is an artifact "
+                         "file measured as it is", "drop --opt, or name a model that converts")
+    converter = get_converter(request.format)
+    converter.check_options(resolve_options(converter, request.option_dict()))
+
+
+def _check_runnable(request: RunRequest) -> None:
+    """An emit-only format (no runtime the agent drives) needs a native tool to be timed."""
+    if not request.native and get_converter(request.format).backend is None:
+        raise UsageError(f"format '{request.format}' is emit-only: no runtime aiot's agent drives "
+                         "can time it", "time it with the format's native benchmark binary "
+                         "(--native), or choose another --format")
+
+
+def _check_native_binaries(native: str, devices, binary: Path | None) -> None:
+    """Each device has the ``--native`` tool's file (given, or in its inventory entry)."""
+    tool = get_adapter(native).tool
+    for device in devices:
+        found = resolve_binary(tool, device, binary)
+        if not found.is_file():
+            raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
+                             "check --binary or the device's [binaries] entry in the inventory")
+
+
+def check_push(spec: SweepSpec) -> WeightsChoice | None:
+    """The push of ``spec``'s one target checked (its binarization deploys to its format); the
+    weights a run of it would use (a cached training, ...), said when picked for it, or None
+    for an artifact file, pushed as it is."""
+    ((ref, (fmt,)),) = spec.targets
+    validate_binarize(ref.binarize, [fmt])
+    if ref.is_artifact:
+        return None
+    picked = choose_weights(ref, spec.weights)
+    announce_weights([(ref.name, ref.binarize, picked)], None)
+    return picked
+
+
+# -- the devices ----------------------------------------------------------------------------------
+
+def validate_devices(devices) -> None:
+    """Fail fast on unknown device names, and on an SSH key file or known_hosts that cannot
+    work, before any work starts."""
+    for d in devices:
+        transport = open_transport(d)
+        check_setup = getattr(transport, "check_setup", None)
+        if check_setup is not None:
+            check_setup()
+
+
+def lab_session(spec: SweepSpec) -> LabSession | None:
+    """The lab the sweep runs on (its devices checked), or None for this host's devices."""
+    if not spec.lab:
+        return None
+    if spec.native or spec.input_shapes or spec.inputs_file:
+        raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
+                         "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
+    session = LabSession(spec.lab)
+    session.check_devices(list(spec.devices))
+    return session
+
+
+def with_vias(requests: list[RunRequest], vias, native: str | None) -> list[RunRequest]:
+    """Each request once per ``--via``; app runs only on ADB devices and with the agent."""
+    vias = list(vias or ["shell"])
+    if vias == ["shell"]:
+        return requests
+    if "app" in vias:
+        if native:
+            raise UsageError("--via app starts the device agent; native tools run from the shell",
+                             "drop --native, or use --via shell")
+        for device in dict.fromkeys(r.device for r in requests):
+            transport = open_transport(device)
+            try:
+                kind = transport.kind
+            finally:
+                transport.close()
+            if kind != "adb":
+                raise UsageError(f"--via app needs an Android device over ADB; '{device}' is {kind}",
+                                 "use --via shell for it")
+    return [replace(r, via=v) for r in requests for v in vias]
+
+
+def reach_devices(devices) -> None:
+    """Every SSH device answers now: one line naming an unreachable one, before any
+    conversion, rather than failed records after them and the campaign's retries.
+
+    ADB devices are asked by :func:`require_agents`; the local device is always there.
+    """
+    def answers(transport) -> None:
+        if transport.kind == "ssh":
+            transport.shell(["true"], timeout=60)
+
+    _each_device(devices, answers)
+
+
+def require_agents(requests: list[RunRequest]) -> None:
+    """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
+    _each_device(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python)
+
+
+def _each_device(devices, check) -> None:
+    """``check(transport)`` for each device. A device out of reach right now stops a sweep of
+    that device alone (one line, nothing stored); among several, the others go on and the
+    campaign retries it with backoff and records its runs skipped if it stays away, as it does
+    for a link that drops mid-sweep. A wrong key, host key or missing Python stops any sweep."""
+    devices = list(devices)
+    for device in devices:
+        try:
+            transport = open_transport(device)
+            try:
+                check(transport)
+            finally:
+                transport.close()
+        except AiotError as exc:
+            if len(devices) == 1 or not is_transient(exc):
+                raise
+            notices.warn(f"{device} is out of reach now ({exc.message}): "
+                         "its runs are retried, then skipped if it stays away")
+
+
+def check_cores(requests: list[RunRequest]) -> list[str]:
+    """Check each device's cores against its runs before any of them starts: one line per
+    device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
+    will be INVALID). Each device is probed once (one shell round trip, no agent).
+
+    Raises:
+        UsageError: a device has no ``--cluster`` of that name (its clusters are listed).
+    """
+    wanted: dict[tuple[str, str | None], set[int]] = {}
+    for r in requests:
+        wanted.setdefault((r.device, r.cluster), set()).add(r.threads)
+    infos: dict[str, dict] = {}
+    lines = []
+    for (device, cluster), threads in wanted.items():
+        if device not in infos:
+            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device))
+        if infos[device] is None:  # out of reach now: the campaign retries it, then skips it
+            continue
+        try:
+            cpus = cluster_cpus(infos[device], cluster) if cluster else None
+        except UsageError as exc:
+            raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
+        line = threads_warning(device if not cluster else f"{device} ({cluster} cluster)",
+                               sorted(threads), infos[device], cpus)
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _probe(device: str, required: bool) -> dict | None:
+    """The device's probe; None when it cannot be had now and nothing depends on it."""
+    try:
+        transport = open_transport(device)
+        try:
+            return transport.info()
+        finally:
+            transport.close()
+    except AiotError:
+        if required:  # a --cluster cannot be checked without it
+            raise
+        return None
+
+
+# -- what was pushed, the weights ------------------------------------------------------------------
+
+def last_pushed(spec: SweepSpec, results_dir: Path) -> list[RunRequest]:
+    """The runs of a sweep without models: each device's last pushed model and format (``aiot
+    push``), with its weights, at ``spec``'s threads, delegates and clusters.
+
+    Raises:
+        UsageError: nothing was pushed to a device yet.
+    """
+    with open_store(results_dir) as store:
+        pushes = {d: store.last_push(d) for d in spec.devices}
+    missing = [d for d, p in pushes.items() if p is None]
+    if missing:
+        raise UsageError(f"nothing was pushed to {', '.join(missing)} yet, and no --model given",
+                         f"push a model first: aiot push --device {missing[0]} --model "
+                         "resnet18_bnn, or name one with --model")
+    inputs, inputs_sha = check_inputs_file(spec.inputs_file)
+    requests = []
+    for device, pushed in pushes.items():
+        targets = resolve_targets([pushed.reference], [pushed.format], pushed.binarize)
+        notices.say(f"{device}: sweeping what was last pushed, {targets[0][0].label()} as "
+                    f"{pushed.format}")
+        requests += expand_targets([device], targets, list(spec.threads),
+                                   delegates=list(spec.delegates) if spec.delegates else None,
+                                   clusters=list(spec.clusters) if spec.clusters else None,
+                                   params=spec.params, dataset=spec.dataset,
+                                   dataset_limit=spec.limit, native=spec.native, binary=spec.binary,
+                                   weights=Path(pushed.weights) if pushed.weights else None,
+                                   binarize=pushed.binarize,
+                                   inputs=inputs, inputs_sha256=inputs_sha)
+    return requests
+
+
+def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunRequest]:
+    """Each request with the weights it runs with: ``--weights`` as given, else its model's
+    default (:func:`aiot.host.engine.weights.choose_weights`: the newest ``aiot train`` of it on
+    ``dataset``); says once which were chosen, and warns when accuracy is measured untrained."""
+    chosen: dict[tuple, WeightsChoice] = {}
+    done = []
+    for r in requests:
+        if r.weights is not None:
+            done.append(replace(r, weights_origin=r.weights_origin or GIVEN))
+            continue
+        key = (r.model, r.binarize, r.model_path)
+        if key not in chosen:
+            chosen[key] = (WeightsChoice(None, OWN) if r.model_path is not None
+                           else choose_weights(resolve_model(r.model, r.binarize), None, dataset))
+        done.append(replace(r, weights=chosen[key].path, weights_origin=chosen[key].origin))
+    announce_weights([(model, binarize, c) for (model, binarize, _), c in chosen.items()], dataset)
+    return done
+
+
+def announce_weights(chosen: list[tuple], dataset: str | None) -> None:
+    """For ``(model, binarize, WeightsChoice)`` triples: one line per model whose weights
+    were picked for it (a cached training), and one warning for the models whose accuracy
+    is measured untrained (chance level, not the model's)."""
+    for model, binarize, choice in chosen:
+        if choice.origin == TRAINED:
+            notices.say(f"{model_label(model, binarize)}: weights {choice.describe()}, "
+                        "the newest aiot train (--weights names others)")
+    untrained = [(m, b) for m, b, c in chosen if c.untrained]
+    if untrained and dataset:
+        model, binarize = untrained[0]
+        train = f"aiot train {model}" + (f" --binarize {binarize}" if binarize else "")
+        names = ", ".join(model_label(m, b) for m, b in untrained)
+        notices.warn(f"{names}: {UNTRAINED}, so the accuracy on {dataset} is chance level; "
+                     f"train first: {train} --dataset {dataset}")

@@ -132,6 +132,15 @@ def _frozen(targets) -> tuple:
     return tuple((ref, tuple(formats)) for ref, formats in targets)
 
 
+def _tuple(values: list | None) -> tuple | None:
+    return tuple(values) if values else None
+
+
+def _pairs(options: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """``--opt`` as a SweepSpec holds it: sorted ``(key, value)`` pairs."""
+    return tuple(sorted(options.items()))
+
+
 def _chosen(targets) -> None:
     """Say which format each model runs in when the user did not name one."""
     message("; ".join(f"{ref.label()} as {', '.join(formats)}" for ref, formats in targets))
@@ -277,15 +286,6 @@ def sweep(
         vias=tuple(parse_vias(via)), seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
         cooldown_max_s=cooldown_max_s, lab=lab)
     _sweep(ctx, spec, as_json)
-
-
-def _tuple(values: list | None) -> tuple | None:
-    return tuple(values) if values else None
-
-
-def _pairs(options: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """``--opt`` as a SweepSpec holds it: sorted ``(key, value)`` pairs."""
-    return tuple(sorted(options.items()))
 
 
 def push(

@@ -60,6 +60,7 @@ def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], L
 
 
 def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list[RunRequest]:
+    """The checks of :func:`check_sweep` once its settings passed (the lab's session open)."""
     if session is None:
         validate_devices(spec.devices)
     if requests is None:
@@ -359,6 +360,7 @@ def last_pushed(spec: SweepSpec, results_dir: Path) -> list[RunRequest]:
     Raises:
         UsageError: nothing was pushed to a device yet.
     """
+    dataset = check_data_options(None, spec.dataset, spec.limit)
     with open_store(results_dir) as store:
         pushes = {d: store.last_push(d) for d in spec.devices}
     missing = [d for d, p in pushes.items() if p is None]
@@ -375,7 +377,7 @@ def last_pushed(spec: SweepSpec, results_dir: Path) -> list[RunRequest]:
         requests += expand_targets([device], targets, list(spec.threads),
                                    delegates=list(spec.delegates) if spec.delegates else None,
                                    clusters=list(spec.clusters) if spec.clusters else None,
-                                   params=spec.params, dataset=spec.dataset,
+                                   params=spec.params, dataset=dataset,
                                    dataset_limit=spec.limit, native=spec.native, binary=spec.binary,
                                    weights=Path(pushed.weights) if pushed.weights else None,
                                    binarize=pushed.binarize,

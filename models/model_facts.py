@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiot.core.errors import MissingDependency
 from aiot.core.fileio import write_text_atomic
+from aiot.core.paths import cache_dir
 
 log = logging.getLogger(__name__)
 #: The counts of a model whose builder needs an optional package that is not installed.
@@ -31,8 +32,6 @@ def _zoo_source_hash() -> str:
 
 
 def _cache_file() -> Path:
-    from aiot.core.paths import cache_dir
-
     return cache_dir() / f"complexity-{_zoo_source_hash()}.json"
 
 

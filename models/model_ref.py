@@ -23,8 +23,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core.companions import init_net_path
+from aiot.core.companions import artifact_identity, init_net_path
 from aiot.core.errors import UnknownName, UsageError
+from aiot.core.fileio import sha256_file
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
 
@@ -174,8 +175,6 @@ def _code_reference(text: str) -> ModelRef | None:
     if not path.is_file():
         raise UsageError(f"model file {left} does not exist",
                          "check the path of the .py file before ':factory'")
-    from aiot.core.fileio import sha256_file
-
     return ModelRef(CODE, f"{path.name}:{factory}", path=path, factory=factory,
                     sha256=sha256_file(path))
 
@@ -190,8 +189,6 @@ def _file_reference(text: str) -> ModelRef | None:
         return None
     if path.is_dir():
         raise UsageError(f"model {text} is a folder", "name the artifact file inside it")
-    from aiot.core.companions import artifact_identity
-
     fmt = detect_format(path)
     sha, _files = artifact_identity(path, fmt)  # an ONNX model's data files are part of it
     if fmt == "pt2":

@@ -13,6 +13,8 @@ from collections import OrderedDict
 
 from torch import Tensor, nn
 
+from aiot.models.binary import BinaryConv2d
+
 
 def _block(index: int, in_ch: int, out_ch: int, pool: bool) -> list[tuple[str, nn.Module]]:
     layers: list[tuple[str, nn.Module]] = [
@@ -68,8 +70,6 @@ class TinyBNN(nn.Module):
 
     def __init__(self, num_classes: int = 10, in_channels: int = 1) -> None:
         super().__init__()
-        from aiot.models.binary import BinaryConv2d
-
         self.features = nn.Sequential(OrderedDict([
             ("conv1", nn.Conv2d(in_channels, 64, 3, padding=1, bias=False)),
             ("bn1", nn.BatchNorm2d(64)),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aiot.core.errors import DatasetError, MissingDependency, UnknownName, UsageError
+from aiot.models.datasets import DATASETS, load_raw, preprocess, select_subset
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,6 @@ def eval_set(dataset: str, limit: int | None, seed: int = 0) -> EvalSet:
 
     ``photos`` gives :func:`photo_set` (unlabelled, a seeded subset of ``limit`` photos).
     """
-    from aiot.models.datasets import DATASETS, load_raw, select_subset
-
     if dataset.strip().lower() == PHOTOS:
         return photo_set(limit, seed)
     try:
@@ -104,8 +103,6 @@ def model_input(images: np.ndarray | Sequence[np.ndarray], spec) -> np.ndarray:
     the model's aspect ratio, bilinear resize, normalisation) and stacked, so each row equals
     ``preprocess(image[None], spec.input)[0]``.
     """
-    from aiot.models.datasets import preprocess
-
     if isinstance(images, np.ndarray):
         return preprocess(images, spec.input)
     if len(images) == 0:
@@ -131,8 +128,6 @@ def photo_set(limit: int | None = None, seed: int = 0) -> EvalSet:
         MissingDependency: scikit-image or scikit-learn is not installed.
         DatasetError: no photo could be loaded.
     """
-    from aiot.models.datasets import select_subset
-
     names, images = _load_photos()
     idx = select_subset(np.zeros(len(names), dtype=np.int64), limit, seed)
     return EvalSet(PHOTOS, [images[i] for i in idx], None, np.asarray(idx),

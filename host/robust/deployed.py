@@ -18,8 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
+from aiot.converters import get_converter
+from aiot.converters.api import convert_model
+from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import UsageError
+from aiot.host.devices.deploy import push_file
+from aiot.host.engine.executor import _artifact_provenance
 from aiot.host.robust.target import Target
+from aiot.host.transports.base import StreamUnsupported
 
 log = logging.getLogger(__name__)
 #: Input bytes per request: a larger batch is split, so one JSON line stays a few MB
@@ -40,12 +46,6 @@ class DeployedPredictor:
     """
 
     def __init__(self, target: Target, workspace, persistent: bool = True) -> None:
-        from aiot.converters import get_converter
-        from aiot.converters.api import convert_model
-        from aiot.converters.sidecar import read_sidecar
-        from aiot.host.devices.deploy import push_file
-        from aiot.host.engine.executor import _artifact_provenance
-
         if target.fmt is None:
             raise UsageError("a deployed predictor needs a format", "pass --format tflite (or another)")
         converter = get_converter(target.fmt)
@@ -79,8 +79,6 @@ class DeployedPredictor:
         return {"v": 1, "backend": self.backend, "artifact": self.remote, "threads": self.target.threads}
 
     def _start_session(self):
-        from aiot.host.transports.base import StreamUnsupported
-
         try:
             return self.session.serve(self._spec())
         except StreamUnsupported as exc:
@@ -107,8 +105,6 @@ class DeployedPredictor:
 
     def _predict_once(self, x: np.ndarray) -> np.ndarray:
         """The one-shot ``predict`` command: push the inputs, run an agent, pull the outputs."""
-        from aiot.host.devices.deploy import push_file
-
         if self._stage is None:
             self._stage = Path(tempfile.mkdtemp(prefix="aiot-robust-"))
         local_in = self._stage / "inputs.npy"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from aiot.core.errors import failure_reason
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.robust.target import Target
 
@@ -18,8 +19,6 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
     The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one.
     A failure (or Ctrl-C) finishes the record as failed with the reason, then re-raises.
     """
-    from aiot.core.errors import failure_reason
-
     if kind not in KINDS:
         raise ValueError(f"unknown robustness record kind {kind!r}")
     provenance = {**base_provenance(), "target": target.to_dict(), "weights": target.weights_provenance()}

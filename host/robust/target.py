@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from aiot.converters.api import build_source_model
 from aiot.core.errors import UsageError
+from aiot.host.engine.weights import GIVEN, RANDOM, weights_provenance
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,6 @@ class Target:
 
     def weights_provenance(self) -> dict:
         """The record's ``weights``: origin, file name and sha256 (see :mod:`aiot.host.engine.weights`)."""
-        from aiot.host.engine.weights import GIVEN, RANDOM, weights_provenance
-
         origin = self.weights_origin or (GIVEN if self.weights else RANDOM)
         return weights_provenance(self.weights, origin)
 
@@ -62,8 +62,6 @@ def reference_model(target: Target):
     The same builder as conversion (:func:`aiot.converters.api.build_source_model`), so the
     reference and the deployed artifact share their weights exactly.
     """
-    from aiot.converters.api import build_source_model
-
     if target.weights is not None and not Path(target.weights).is_file():
         raise UsageError(f"weights file {target.weights} does not exist",
                          "train one with `aiot train MODEL` or pass an existing --weights file")

@@ -6,14 +6,13 @@ from collections.abc import Callable
 
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
+from aiot.host.training.trainer import train
 
 
 def train_and_record(config, store: Store, progress: Callable[[str, int, int], None] | None = None,
                      reuse: bool = True) -> tuple[object, RunRecord]:
     """Run :func:`aiot.host.training.trainer.train` and record it (pending → ok / failed)."""
     import torch
-
-    from aiot.host.training.trainer import train
 
     provenance = {**base_provenance(), "toolchain": {"torch": torch.__version__}}
     spec = {k: getattr(config, k) for k in config.__dataclass_fields__}

@@ -33,6 +33,7 @@ from typing import Any
 
 from aiot.core.errors import UsageError
 from aiot.core.fileio import sha256_file, write_atomic, write_text_atomic
+from aiot.core.paths import weights_dir as default_weights_dir
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,8 @@ class TrainConfig:
         training selection, the hyper-parameters and :data:`RECIPE_VERSION`; not
         ``threads``. Aliases of the model or dataset give the same key.
         """
-        from aiot.models.datasets import dataset_fingerprint
         from aiot.models import get_model_spec
+        from aiot.models.datasets import dataset_fingerprint
 
         spec = get_model_spec(self.model)
         payload = {
@@ -194,8 +195,8 @@ class TrainResult:
 
 def weights_file(config: TrainConfig, weights_dir: Path, key: str | None = None) -> Path:
     """``<weights_dir>/<model>-<dataset>-<key>.pt`` for ``config`` (names made file-safe)."""
-    from aiot.models.datasets.load import canonical_name, is_folder
     from aiot.models import get_model_spec
+    from aiot.models.datasets.load import canonical_name, is_folder
 
     dataset = canonical_name(config.dataset)
     if is_folder(dataset):  # a path: keep its last component, the key tells folders apart
@@ -231,8 +232,6 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
     """
     config.validate()
     if weights_dir is None:
-        from aiot.core.paths import weights_dir as default_weights_dir
-
         weights_dir = default_weights_dir()
     weights_dir = Path(weights_dir)
     weights_dir.mkdir(parents=True, exist_ok=True)
@@ -262,8 +261,8 @@ def _train_and_save(config: TrainConfig, key: str, path: Path, progress: Progres
                     start: Path | None = None) -> TrainResult:
     import torch
 
-    from aiot.models.datasets import dataset_fingerprint, load_dataset
     from aiot.models import get_model_spec
+    from aiot.models.datasets import dataset_fingerprint, load_dataset
 
     started = time.perf_counter()
     spec = get_model_spec(config.model)

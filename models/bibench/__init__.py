@@ -33,6 +33,7 @@ from aiot.models.bibench.complexity import (
 )
 from aiot.models.bibench.deployability import LIBRARIES, Verdict, verdict, verdicts
 from aiot.models.bibench.freeze import freeze
+from aiot.models.spec import load_weights
 
 __all__ = [
     "ALGORITHMS",
@@ -75,8 +76,6 @@ def build_binarized(spec, algorithm: str | None, weights=None):
         algorithm: algorithm name or None.
         weights: a state_dict file of the (binarized) model, or None for its random init.
     """
-    from aiot.models.spec import load_weights
-
     model = spec.build()
     if algorithm:
         binarize(model, algorithm, (1, *spec.input.shape))

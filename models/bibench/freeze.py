@@ -18,6 +18,7 @@ from aiot.core.errors import ConversionError
 from aiot.models.bibench.algorithms import get_algorithm
 from aiot.models.bibench.base import BinarizedConv2d, BinarizedLinear, hard_sign
 from aiot.models.bibench.binarize import binarized_layers, replace_module
+from aiot.models.binary import BinaryConv2d
 
 
 def freeze(model: nn.Module, fmt: str, example: torch.Tensor | None = None) -> nn.Module:
@@ -42,8 +43,6 @@ def freeze(model: nn.Module, fmt: str, example: torch.Tensor | None = None) -> n
 
 
 def _frozen_layer(name: str, layer, algorithm: str | None, fmt: str) -> nn.Module:
-    from aiot.models.binary import BinaryConv2d
-
     title = get_algorithm(algorithm).title if algorithm else layer.algorithm
     if isinstance(layer, BinarizedLinear):
         raise ConversionError(fmt, "freeze", f"layer '{name}' is a binarized linear layer, which "

@@ -18,6 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from aiot.host.robust.attacks.base import Crafted, Problem
+from aiot.host.robust.attacks.evolutionary import evolutionary as evolutionary_search
+from aiot.host.robust.attacks.nattack import nattack as nattack_search
 from aiot.host.robust.attacks.oracle import AdversarialFound, BudgetExhausted, Oracle
 from aiot.host.robust.attacks.space import project
 
@@ -111,10 +113,8 @@ def square(problem: Problem, eps: float) -> Crafted:
 
 def nattack(problem: Problem, eps: float) -> Crafted:
     """NATTACK (Li et al. 2019), ours: the paper's b = 300, σ = 0.1, η = 0.02."""
-    from aiot.host.robust.attacks.nattack import nattack as search
-
     def attack_one(oracle: Oracle, x: np.ndarray, label: int, rng) -> np.ndarray | None:
-        return search(oracle.scores, x, label, eps, oracle.budget, rng=rng).adversarial
+        return nattack_search(oracle.scores, x, label, eps, oracle.budget, rng=rng).adversarial
 
     return each_image(problem, eps, "linf", problem.budget(10_000), True, attack_one)
 
@@ -157,12 +157,10 @@ def hsj(problem: Problem, eps: float) -> Crafted:
 
 def evolutionary(problem: Problem, eps: float) -> Crafted:
     """Evolutionary (Dong et al. 2019), ours: (1+1)-CMA-ES on a 45/112 grid, one query per trial."""
-    from aiot.host.robust.attacks.evolutionary import evolutionary as search
-
     def attack_one(oracle: Oracle, x: np.ndarray, label: int, rng) -> np.ndarray | None:
         def decide(pixels):
             return oracle.scores(pixels).argmax(axis=1)
 
-        return search(decide, x, label, oracle.budget, rng=rng).adversarial
+        return evolutionary_search(decide, x, label, oracle.budget, rng=rng).adversarial
 
     return each_image(problem, eps, "l2", problem.budget(10_000), False, attack_one)

@@ -14,6 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from aiot.models.datasets import preprocess
+
 #: Norms an attack's budget can be measured in.
 NORMS = ("linf", "l2")
 # Float slack when checking that a perturbation is inside its ball or inside [0, 1].
@@ -22,8 +24,6 @@ TOLERANCE = 1e-5
 
 def to_pixels(images: np.ndarray, spec) -> np.ndarray:
     """uint8 images → float32 ``(N, C, H, W)`` pixels in [0, 1] (resized, channels converted)."""
-    from aiot.models.datasets import preprocess
-
     return preprocess(images, replace(spec, layout="NCHW", mean=(0.0,), std=(1.0,)))
 
 

@@ -22,7 +22,13 @@ import numpy as np
 
 from aiot.core.errors import UsageError
 from aiot.host.robust.attacks.base import Attack, Crafted, Problem, require
+from aiot.host.robust.attacks.catalog import select_attacks
+from aiot.host.robust.attacks.result import build_result
 from aiot.host.robust.attacks.space import distances, project, to_model_input, to_pixels
+from aiot.host.robust.data import eval_set
+from aiot.host.robust.predictor import TorchPredictor, predict_labels
+from aiot.host.robust.target import Target, reference_model
+from aiot.host.training.trainer import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +113,6 @@ class Evaluator:
         self.clean = {role: self._right(p, pixels) for role, p in predictors.items()}
 
     def _right(self, predictor, pixels: np.ndarray) -> np.ndarray:
-        from aiot.host.robust.predictor import predict_labels
-
         return predict_labels(predictor, to_model_input(pixels, self.spec)) == self.labels
 
     def correct(self, pixels: np.ndarray) -> dict[str, np.ndarray]:
@@ -153,10 +157,6 @@ def score(attack: Attack, crafted: Crafted, problem: Problem, evaluator: Evaluat
 def build_problem(target, settings: AttackSettings, attacks: list[Attack], deployed=None):
     """``(problem, evaluator, eval_set)``: images, the reference, the source and the victim."""
     from aiot.host.robust.attacks.modules import reference_module
-    from aiot.host.robust.data import eval_set
-    from aiot.host.robust.predictor import TorchPredictor
-    from aiot.host.robust.target import Target, reference_model
-
     spec, model = reference_model(target)
     data = eval_set(settings.dataset, settings.limit, settings.seed)
     if not data.labelled:
@@ -187,10 +187,6 @@ def run_suite(target, settings: AttackSettings, deployed=None, progress: Progres
         deployed: the target's artifact as a predictor (``open_deployed``), or None.
         progress: called with a line before each attack.
     """
-    from aiot.host.robust.attacks.catalog import select_attacks
-    from aiot.host.robust.attacks.result import build_result
-    from aiot.host.training.trainer import torch_threads
-
     settings.validate()
     attacks = select_attacks(",".join(settings.attacks))
     for attack in attacks:

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from aiot.core.errors import MissingDependency, UnknownName, UsageError
+from aiot.core.fileio import atomic_path
+from aiot.core.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +177,6 @@ def corrupt_images(images: np.ndarray, corruption: str, severity: int, seed: int
 
 def cache_path(eval_set, corruption: str, severity: int, seed: int) -> Path:
     """Where one corrupted image set is cached: keyed by the images, seed and library version."""
-    from aiot.core.paths import cache_dir
-
     digest = hashlib.sha256()
     parts = (_CACHE_SCHEME, library_version(), eval_set.name, corruption, severity, seed)
     for part in parts:
@@ -193,8 +193,6 @@ def corrupted_set(eval_set, corruption: str, severity: int, seed: int) -> np.nda
     The cache file is written atomically (temp file + rename), so an interrupted run never
     leaves a half-written set behind.
     """
-    from aiot.core.fileio import atomic_path
-
     path = cache_path(eval_set, corruption, severity, seed)
     if path.is_file():
         try:

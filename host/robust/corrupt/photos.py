@@ -13,6 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from aiot.host.robust.corrupt.imagenet_c import gray_to_rgb
+from aiot.host.robust.data import EvalSet
+from aiot.host.robust.sysnoise.camera import needed_side
+from aiot.host.robust.sysnoise.resize import REFERENCE, resize_to
+from aiot.host.robust.sysnoise.suite import PHOTO_CROP
 
 
 def model_size(spec) -> tuple[int, int]:
@@ -25,10 +29,6 @@ def at_model_size(data, spec):
 
     Labels, indices and names are kept, so seeds and provenance still refer to the source set.
     """
-    from aiot.host.robust.data import EvalSet
-    from aiot.host.robust.sysnoise.resize import REFERENCE, resize_to
-    from aiot.host.robust.sysnoise.suite import PHOTO_CROP
-
     size = model_size(spec)
     images = [resize_to(image if image.ndim == 3 else gray_to_rgb(image), size, REFERENCE,
                         PHOTO_CROP) for image in data.images]
@@ -37,10 +37,6 @@ def at_model_size(data, spec):
 
 def describe(data, spec) -> dict:
     """What the record keeps about ``data`` and how it was brought to the model's size."""
-    from aiot.host.robust.sysnoise.camera import needed_side
-    from aiot.host.robust.sysnoise.resize import REFERENCE
-    from aiot.host.robust.sysnoise.suite import PHOTO_CROP
-
     size = model_size(spec)
     return {**data.describe(), "corrupted_shape": [*size, 3], "resize": REFERENCE,
             "crop": PHOTO_CROP, "resized_side": needed_side(size, PHOTO_CROP)}

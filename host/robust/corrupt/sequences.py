@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from aiot.core.errors import UsageError
+from aiot.core.errors import UnknownName, UsageError
 
 #: Perturbation -> (maximum parameter, unit), the last frame's strength.
 PERTURBATIONS: dict[str, tuple[float, str]] = {
@@ -116,8 +116,6 @@ def sequence(image: np.ndarray, perturbation: str, frames: int, seed: int,
         index: the image's position in its split.
     """
     if perturbation not in PERTURBATIONS:
-        from aiot.core.errors import UnknownName
-
         raise UnknownName("perturbation", perturbation, PERTURBATIONS)
     x = image.astype(np.float64) / 255.0
     rng = _rng(seed, perturbation, index)

@@ -25,9 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from aiot.core.errors import UsageError
-from aiot.host.robust.corrupt import imagenet_c, sequences, summary
+from aiot.host.robust.corrupt import imagenet_c, photos, sequences, summary
+from aiot.host.robust.data import PHOTOS, eval_set, model_input
+from aiot.host.robust.deployed import open_deployed
 from aiot.host.robust.metrics import accuracy, flip_probability, flip_rate, mean_over
-from aiot.host.robust.target import Target
+from aiot.host.robust.predictor import TorchPredictor, predict_labels
+from aiot.host.robust.target import Target, reference_model
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +79,6 @@ def compare_target(target: Target, config: CorruptConfig) -> Target | None:
         UsageError: the target is binarized itself, twin weights come without an algorithm,
             the weights file does not exist, or the dataset has no labels.
     """
-    from aiot.host.robust.data import PHOTOS
-
     if config.compare_binarized is None:
         if config.compare_weights is not None:
             raise UsageError("--compare-weights needs --compare-binarized ALG",
@@ -107,10 +108,6 @@ class Evaluated:
     @classmethod
     def open(cls, target: Target, workspace, provenance: dict | None = None) -> Evaluated:
         """The target's reference model and, with a format, its artifact converted and pushed."""
-        from aiot.host.robust.deployed import open_deployed
-        from aiot.host.robust.predictor import TorchPredictor
-        from aiot.host.robust.target import reference_model
-
         spec, model = reference_model(target)
         deployed = open_deployed(target, workspace) if target.fmt else None
         if deployed is not None and provenance is not None:
@@ -119,9 +116,6 @@ class Evaluated:
 
     def labels(self, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Top-1 of ``(evaluated, reference)``; the same array twice without a deployed artifact."""
-        from aiot.host.robust.data import model_input
-        from aiot.host.robust.predictor import predict_labels
-
         x = model_input(images, self.spec)
         reference = predict_labels(self.reference, x, _BATCH)
         if self.deployed is None:
@@ -175,9 +169,6 @@ def run_corrupt(target: Target, config: CorruptConfig, workspace, provenance: di
     Raises:
         UsageError: a bad comparison setup.
     """
-    from aiot.host.robust.corrupt import photos
-    from aiot.host.robust.data import eval_set
-
     twin_target = compare_target(target, config)
     source = eval_set(config.dataset, config.limit, config.seed)
     models = [Evaluated.open(target, workspace, provenance)]
@@ -390,8 +381,6 @@ def _notes(config: CorruptConfig, data, deployed: bool, twin: bool,
 
 
 def _source(data) -> str:
-    from aiot.host.robust.data import PHOTOS
-
     return "photo set" if data.name == PHOTOS else "test split"
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiot.host.robust.predictor import Predictor, predict_all
+from aiot.host.robust.predictor import Predictor, TorchPredictor, predict_all
 from aiot.host.robust.sysnoise import camera
 from aiot.host.robust.sysnoise.pipeline import Pipeline, Stages, model_batch
 from aiot.host.robust.sysnoise.scoring import OptionResult
@@ -77,8 +77,6 @@ class SuiteContext:
     @functools.cached_property
     def reference_scores(self) -> np.ndarray:
         """The PyTorch reference's scores on :attr:`reference_inputs`."""
-        from aiot.host.robust.predictor import TorchPredictor
-
         return predict_all(TorchPredictor(self.model), self.reference_inputs)
 
     @functools.cached_property

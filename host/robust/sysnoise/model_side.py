@@ -8,7 +8,9 @@ reference on the host (platform). The last two need a deployed artifact (``--for
 
 from __future__ import annotations
 
+from aiot.converters import get_converter
 from aiot.core.errors import AiotError
+from aiot.host.robust.deployed import open_deployed
 from aiot.host.robust.predictor import predict_all
 from aiot.host.robust.sysnoise import variants
 from aiot.host.robust.sysnoise.context import SuiteContext, TypeReport
@@ -67,8 +69,6 @@ def _with_logit(summary: dict, rows) -> dict:
 
 def _deployed_scores(ctx: SuiteContext, target):
     """``(scores, provenance)`` of ``target``'s artifact on its device for the reference inputs."""
-    from aiot.host.robust.deployed import open_deployed
-
     predictor = open_deployed(target, ctx.workspace)
     try:
         return predict_all(predictor, ctx.reference_inputs), predictor.provenance
@@ -113,8 +113,6 @@ def precision_type(ctx: SuiteContext) -> TypeReport:
 
 def _calibration_note(options: dict) -> str:
     """Which images INT8 was calibrated on (the converter's defaults unless --opt changed them)."""
-    from aiot.converters import get_converter
-
     defaults = {k: default for k, (default, _help) in get_converter(PRECISION_FORMAT).options.items()}
     merged = {**defaults, **options}
     return (f"precision: INT8 calibrated on {merged.get('calibration')} (train split, "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from aiot.host.robust.data import model_input
 from aiot.host.robust.sysnoise import colour, decoders, resize
 
 
@@ -80,6 +81,4 @@ def model_batch(images: Sequence[np.ndarray], spec) -> np.ndarray:
     The images already have the input's size, so the toolkit's preprocessing only converts
     channels and normalises: the pipeline's resize is the only resize.
     """
-    from aiot.host.robust.data import model_input
-
     return model_input(np.stack(images), spec)

@@ -7,9 +7,13 @@ import math
 from collections.abc import Callable, Sequence
 
 from aiot.core.errors import UnknownName
+from aiot.host.robust.data import PHOTOS
+from aiot.host.robust.metrics import accuracy
+from aiot.host.robust.predictor import TorchPredictor
 from aiot.host.robust.sysnoise import camera, model_side, preprocessing
 from aiot.host.robust.sysnoise.context import SuiteContext, TypeReport
 from aiot.host.robust.sysnoise.scoring import OptionResult
+from aiot.host.robust.target import reference_model
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +77,6 @@ def run_sysnoise(ctx: SuiteContext, types: Sequence[str]) -> dict:
     reports = [_RUNNERS[name](ctx) for name in types]
     clean = None
     if ctx.labels is not None:
-        from aiot.host.robust.metrics import accuracy
-
         clean = accuracy(ctx.reference_predictions, ctx.labels)
     return {
         "suite": "sysnoise",
@@ -232,10 +234,6 @@ def evaluate(target, evalset, *, types: Sequence[str] | None = None, devices: Se
     Returns:
         ``(result, provenance)``: the result dict and the device/artifact facts learned.
     """
-    from aiot.host.robust.data import PHOTOS
-    from aiot.host.robust.predictor import TorchPredictor
-    from aiot.host.robust.target import reference_model
-
     spec, model = reference_model(target)
     if crop is None:
         crop = PHOTO_CROP if evalset.name == PHOTOS else 1.0

@@ -12,7 +12,9 @@ from pathlib import Path
 from rich.console import Console
 
 from aiot.core.notices import WARNING
+from aiot.core.paths import results_dir
 from aiot.core.units import size_text
+from aiot.core.untrusted import visible
 
 
 # Data goes to stdout, messages and progress to stderr, so `--json | jq` always works.
@@ -33,8 +35,6 @@ class AppState:
     verbose: bool = False
 
     def results_dir(self) -> Path:
-        from aiot.core.paths import results_dir
-
         return results_dir(self.results_dir_override)
 
 
@@ -70,8 +70,6 @@ def safe(text) -> str:
     characters written out, so no escape sequence reaches the terminal, and Rich markup
     escaped, so ``[bold]`` is shown as it is."""
     from rich.markup import escape
-
-    from aiot.core.untrusted import visible
 
     return escape(visible(str(text)))
 

@@ -18,6 +18,8 @@ from aiot import __version__
 from aiot.core import notices
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
+from aiot.core.quiet import silence_runtime_teardown
+from aiot.host.cli._output import AppState, err, message, notice, safe
 
 Command = TyperCommand | TyperGroup  # what Typer builds for a command or a group
 
@@ -159,8 +161,6 @@ class AiotGroup(TyperGroup):
 
     def resolve_command(self, ctx, args):
         if args and args[0] in ALIASES and not ctx.resilient_parsing:
-            from aiot.host.cli._output import message
-
             message(f"note: `aiot {args[0]}` is now `aiot {ALIASES[args[0]]}`")
         return super().resolve_command(ctx, args)
 
@@ -185,8 +185,6 @@ class AiotGroup(TyperGroup):
             return self._invoke(ctx)
 
     def _invoke(self, ctx):
-        from aiot.host.cli._output import err, safe
-
         try:
             try:
                 return super().invoke(ctx)
@@ -238,7 +236,6 @@ def root(
 ) -> None:
     """aiot: convert PyTorch models, push them to devices, measure, store and score."""
     del version  # handled by its eager callback
-    from aiot.host.cli._output import AppState, notice
 
     ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
     notices.set_sink(notice)
@@ -248,7 +245,5 @@ def root(
 
 def main() -> None:
     """Console-script entry point."""
-    from aiot.core.quiet import silence_runtime_teardown
-
     silence_runtime_teardown()
     app()

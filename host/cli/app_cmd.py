@@ -6,15 +6,18 @@ from typing import Annotated
 
 import typer
 
+from aiot.core.errors import UsageError
+from aiot.host.app.build import build, require_built, runtime_builds
+from aiot.host.app.runtime import install_app
+from aiot.host.cli._output import message, out, print_json, spinner
 from aiot.host.cli.options import JsonOpt
+from aiot.host.devices.resolve import open_transport
 
 app = typer.Typer(no_args_is_help=True,
                   help="The aiot Android app: build its APK offline, show it, install it (for --via app).")
 
 
 def _print_facts(meta: dict, as_json: bool) -> None:
-    from aiot.host.cli._output import out, print_json
-
     if as_json:
         print_json(meta)
         return
@@ -31,9 +34,6 @@ def build_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Build and sign the APK from android_app/ (javac, dx, aapt2, zipalign, apksigner)."""
-    from aiot.host.app.build import build
-    from aiot.host.cli._output import message, spinner
-
     with spinner("building the aiot app…") as status:
         meta = build(force=force, progress=lambda step: status.update(f"{step}…"))
     if not as_json:
@@ -46,17 +46,14 @@ def build_command(
 def info_command(as_json: JsonOpt = False) -> None:
     """The built APK: version, sha256, package, instrumentation class and path; and the phone
     APKs built from it, each with one runtime's loader."""
-    from aiot.host.app.build import require_built, runtime_builds
-    from aiot.host.cli._output import out
-
     meta = require_built()
     phones = [{k: m[k] for k in ("runtime_tree", "native_library", "sha256", "size_bytes", "path")}
               for m in runtime_builds()]
     _print_facts({**meta, "runtime_builds": phones}, as_json)
     if not as_json:
-        for build in phones:
-            out.print(f"{'with runtime':<19} {build['runtime_tree']}: {build['sha256'][:16]}…, "
-                      f"{build['size_bytes']} bytes, {build['path']}")
+        for phone in phones:
+            out.print(f"{'with runtime':<19} {phone['runtime_tree']}: {phone['sha256'][:16]}…, "
+                      f"{phone['size_bytes']} bytes, {phone['path']}")
 
 
 @app.command("install")
@@ -68,11 +65,6 @@ def install_command(
 
     On a phone set up with aiot's runtime, the APK carries that runtime's loader (the one file
     an Android 10+ app may execute) and the runtime is copied into the app's files."""
-    from aiot.core.errors import UsageError
-    from aiot.host.app.runtime import install_app
-    from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.devices.resolve import open_transport
-
     transport = open_transport(device)
     try:
         if transport.kind != "adb":

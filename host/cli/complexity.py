@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters.api import zoo_ref
 from aiot.core.units import MIB
+from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Algorithms, JsonOpt, parse_algorithms
 
 
 def _specs(models: list[str]) -> list:
-    from aiot.converters.api import zoo_ref
-    from aiot.models import get_model_spec
+    from aiot.models import get_model_spec  # the zoo: torch
 
     specs = {}
     for name in models:
@@ -70,7 +71,6 @@ def complexity(
     1-bit weights count 1/32 of a float, 1-bit MACs 1/64; scale factors, thresholds and
     activation re-scaling stay full precision. OM_comp averages over the given models.
     """
-    from aiot.host.cli._output import out, print_json, spinner
     from aiot.models.bibench import binarized_complexity, om_comp_by_algorithm
 
     algorithms = parse_algorithms(binarize)

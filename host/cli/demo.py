@@ -7,6 +7,18 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli._output import message, out, state
+from aiot.host.cli.progress import RichRunListener
+from aiot.host.cli.results import print_run_table
+from aiot.host.cli.train import TrainProgress
+from aiot.host.devices.resolve import LOCAL
+from aiot.host.engine.campaign import run_sweep
+from aiot.host.engine.runs import MeasureParams, expand_sweep
+from aiot.host.engine.workspace import Workspace
+from aiot.host.store import open_store
+from aiot.host.training.record import train_and_record
+from aiot.host.training.trainer import TrainConfig
+
 DEMO_MODEL = "tiny_cnn"
 DEMO_FORMATS = ("onnx", "tflite")
 
@@ -35,18 +47,6 @@ def demo(
     prints the table. Cached weights and artifacts are reused on later runs.
     """
     from rich.markup import escape
-
-    from aiot.host.cli._output import message, out, state
-    from aiot.host.cli.progress import RichRunListener
-    from aiot.host.cli.results import print_run_table
-    from aiot.host.cli.train import TrainProgress
-    from aiot.host.devices.resolve import LOCAL
-    from aiot.host.engine.campaign import run_sweep
-    from aiot.host.engine.runs import MeasureParams, expand_sweep
-    from aiot.host.engine.workspace import Workspace
-    from aiot.host.store import open_store
-    from aiot.host.training.record import train_and_record
-    from aiot.host.training.trainer import TrainConfig
 
     results_dir = state(ctx).results_dir()
     threads = thread_counts(os.cpu_count() or 1)

@@ -7,19 +7,26 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters import CONVERTERS
+from aiot.core.errors import NoAgentPython, UnknownName, UsageError
+from aiot.core.paths import cache_dir
 from aiot.core.units import size_text
+from aiot.host.cli._output import message, out, print_json, safe, spinner
 from aiot.host.cli.options import JsonOpt, parse_options
+from aiot.host.devices import inventory
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.doctor import diagnose
+from aiot.host.devices.reachability import adb_states, ssh_state
+from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL, open_transport, resolve_name
+from aiot.host.devices.setup import setup_device
+from aiot.host.transports.local import LocalTransport
+from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
 
 app = typer.Typer(no_args_is_help=True, help="List and probe devices.")
 
 
 def _rows() -> list[dict]:
     """local + inventory + ADB-discovered devices, each with a quick state."""
-    from aiot.host.devices import inventory
-    from aiot.host.devices.reachability import adb_states, ssh_state
-    from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL
-    from aiot.host.transports.local import LocalTransport
-
     rows = [{"name": LOCAL, "transport": "local", "state": "online", "address": "this machine",
              "workdir": LocalTransport().workdir(), "labels": {}}]
     adb = adb_states()
@@ -41,8 +48,6 @@ def list_devices(as_json: JsonOpt = False) -> None:
     """List devices: local, the inventory, and phones the adb server sees, with their state."""
     from rich.markup import escape
     from rich.table import Table
-
-    from aiot.host.cli._output import out, print_json
 
     rows = _rows()
     if as_json:
@@ -73,10 +78,6 @@ def add(
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite an existing entry.")] = False,
 ) -> None:
     """Add a device to the inventory (an SSH board or an ADB phone)."""
-    from aiot.host.cli._output import message
-    from aiot.host.devices import inventory
-    from aiot.host.devices.resolve import ANDROID_WORKDIR
-
     default_workdir = ANDROID_WORKDIR if transport == "adb" else f"/home/{user or 'root'}/aiot"
     if user == "root" and transport == "ssh" and workdir is None:
         default_workdir = "/root/aiot"
@@ -92,9 +93,6 @@ def add(
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Inventory name.")]) -> None:
     """Remove a device from the inventory (its files on the device stay)."""
-    from aiot.host.cli._output import message
-    from aiot.host.devices import inventory
-
     inventory.remove(name)
     message(f"removed {name}")
 
@@ -106,16 +104,6 @@ def trust(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Record an SSH device's host key after showing its fingerprint."""
-    from aiot.core.errors import UnknownName, UsageError
-    from aiot.host.cli._output import message, safe
-    from aiot.host.devices import inventory
-    from aiot.host.transports.ssh import (
-        fetch_host_key,
-        fingerprint,
-        known_hosts_path,
-        trust_host_key,
-    )
-
     entry = inventory.load().get(name)
     if entry is None:
         raise UnknownName("device", name, inventory.load())
@@ -135,11 +123,6 @@ def info(
     as_json: JsonOpt = False,
 ) -> None:
     """Probe a device: CPU, cores and clusters, ABI, OS, memory, Python and runtimes."""
-    from aiot.core.errors import NoAgentPython
-    from aiot.host.cli._output import out, print_json, spinner
-    from aiot.host.devices.agent_client import AgentSession
-    from aiot.host.devices.resolve import open_transport, resolve_name
-
     name = resolve_name(device)
     transport = open_transport(name)
     with spinner(f"probing {name}…"):
@@ -161,8 +144,6 @@ def render_info(facts: dict):
     through :func:`~aiot.host.cli._output.safe` (no escape sequences, no markup of its own)."""
     from rich.table import Table
 
-    from aiot.host.cli._output import safe
-
     table = Table(show_header=False, title=f"device {safe(facts['name'])}")
     table.add_column(style="bold")
     table.add_column()
@@ -173,8 +154,6 @@ def render_info(facts: dict):
     )
     agent = facts.get("agent") or {}
     # Markup of its own ([dim]): the device's names and versions in it are made safe here.
-    from aiot.converters import CONVERTERS  # here: `aiot --help` imports no converter
-
     internal = {c.backend for c in CONVERTERS if c.internal}  # null: aiot's test
     runtimes = ", ".join(f"{safe(k)} {safe(v)}" if v else f"{safe(k)} [dim](not importable)[/]"
                          for k, v in (agent.get("runtimes") or {}).items() if k not in internal)
@@ -232,10 +211,6 @@ def doctor(
 
     Each failed check says how to fix it; the exit code is 1 when any check failed.
     """
-    from aiot.host.cli._output import message, out, print_json, spinner
-    from aiot.host.devices.doctor import diagnose
-    from aiot.host.devices.resolve import open_transport, resolve_name
-
     name = resolve_name(device)
     transport = open_transport(name)
     try:
@@ -258,8 +233,6 @@ def render_checks(name: str, checks: list):
     """A Rich table of doctor checks: status, what was found, and the fix."""
     from rich.table import Table
 
-    from aiot.host.cli._output import safe
-
     table = Table("check", "status", "detail", "fix", title=f"doctor {safe(name)}")
     marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]fail[/]"}
     for c in checks:  # details quote the device (its paths, its errors)
@@ -281,11 +254,6 @@ def setup(
     board needs no internet. An aarch64 Android phone (no Python): aiot's own runtime (glibc,
     CPython and the runtimes, started through its own loader) is pushed once.
     """
-    from aiot.core.paths import cache_dir
-    from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.devices.resolve import open_transport, resolve_name
-    from aiot.host.devices.setup import setup_device
-
     name = resolve_name(device)
     transport = open_transport(name)
     try:

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli._output import message, out, print_json, spinner
 from aiot.host.cli.options import JsonOpt
+from aiot.host.emulator import manager
 
 app = typer.Typer(no_args_is_help=True, help="Start, list and stop emulated ADB / SSH devices.")
 
@@ -32,9 +34,6 @@ def start(
     as_json: JsonOpt = False,
 ) -> None:
     """Start an emulated device on 127.0.0.1 in the background and add it to the inventory."""
-    from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.emulator import manager
-
     with spinner(f"starting emulated {kind} device…") as status:
         extras = tuple(w.strip() for w in (with_runtimes or "").split(",") if w.strip())
         state = manager.start(kind, name=name, arch=arch, on_step=lambda step: status.update(f"{step}…"),
@@ -57,9 +56,6 @@ def list_emulators(as_json: JsonOpt = False) -> None:
     """List emulated devices and whether their servers still run."""
     from rich.table import Table
 
-    from aiot.host.cli._output import out, print_json
-    from aiot.host.emulator import manager
-
     rows = manager.running()
     if as_json:
         print_json(rows)
@@ -75,9 +71,6 @@ def list_emulators(as_json: JsonOpt = False) -> None:
 @app.command("stop")
 def stop(name: Annotated[str, typer.Argument(help="Emulator name.")]) -> None:
     """Stop an emulated device and remove it from the inventory."""
-    from aiot.host.cli._output import message
-    from aiot.host.emulator import manager
-
     state = manager.stop(name)
     port = state.extra.get("adb_server_stopped")
     message(f"stopped {name}" + (f", and the adb server aiot started for it (port {port}): no "

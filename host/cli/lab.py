@@ -7,7 +7,12 @@ from typing import Annotated
 
 import typer
 
+from aiot.core.errors import UsageError
+from aiot.host.cli._output import message, out, print_json, spinner
 from aiot.host.cli.options import JsonOpt
+from aiot.host.lab.node import load_nodes, start_node, stop_nodes
+from aiot.host.lab.security import token_path
+from aiot.host.lab.session import connect, lab_nodes
 
 app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
 
@@ -26,8 +31,6 @@ def start(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the head node; it advertises this host's devices (its inventory) to the lab."""
-    from aiot.core.errors import UsageError
-
     if not head:
         raise UsageError("lab start starts the head node", "run: aiot lab start --head  (others: aiot lab join HOST:PORT)")
     _started(_start_node(head=True, port=port, bind=bind), as_json)
@@ -45,17 +48,11 @@ def join(
 
 
 def _start_node(**kwargs):
-    from aiot.host.cli._output import spinner
-    from aiot.host.lab.node import start_node
-
     with spinner("starting the lab node…"):
         return start_node(**kwargs)
 
 
 def _started(state, as_json: bool) -> None:
-    from aiot.host.cli._output import message, print_json
-    from aiot.host.lab.security import token_path
-
     if as_json:
         print_json({"pid": state.pid, "address": state.address, "head": state.head, "devices": state.devices,
                     "token": str(token_path())})
@@ -77,9 +74,6 @@ def status(
 ) -> None:
     """Nodes of the lab, their devices and each device's state (online, busy, offline)."""
     from rich.table import Table
-
-    from aiot.host.cli._output import out, print_json
-    from aiot.host.lab.session import connect, lab_nodes
 
     connect(lab_address(address), token)
     rows = []
@@ -105,9 +99,6 @@ def status(
 @app.command("stop")
 def stop() -> None:
     """Stop the lab node(s) this host started (the head ends the lab)."""
-    from aiot.host.cli._output import message
-    from aiot.host.lab.node import stop_nodes
-
     stopped = stop_nodes()
     message(f"stopped {len(stopped)} lab node(s)" if stopped else "no lab node runs on this host")
 
@@ -115,9 +106,6 @@ def stop() -> None:
 def lab_address(given: str | None) -> str:
     """``--lab``/``--address`` > ``$AIOT_LAB`` > the head or node this host started."""
     import os
-
-    from aiot.core.errors import UsageError
-    from aiot.host.lab.node import load_nodes
 
     if given:
         return given

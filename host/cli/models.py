@@ -7,9 +7,18 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters import get_converter
+from aiot.converters.sidecar import read_sidecar, sidecar_path
+from aiot.converters.source import load_user_model
+from aiot.core.errors import AiotError
 from aiot.core.units import size_text
+from aiot.host.cli._output import err, out, print_json, progress_enabled
 from aiot.host.cli.options import JsonOpt
 from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
+from aiot.host.engine.signature import read_signature
+from aiot.models.model_facts import complexities
+from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
+from aiot.models.model_ref import ZOO as ZOO_KIND  # a reference's kind, not the zoo itself
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
 
@@ -24,9 +33,6 @@ def _describe(spec, facts: dict) -> dict:
 
 
 def _facts_with_progress(names: list[str]) -> dict:
-    from aiot.host.cli._output import err, progress_enabled
-    from aiot.models.model_facts import complexities
-
     if not progress_enabled():
         return complexities(names)
     from rich.progress import Progress
@@ -44,8 +50,7 @@ def list_models(
     """List zoo models with input spec, parameters and MACs next to the papers' reference FLOPs."""
     from rich.table import Table
 
-    from aiot.host.cli._output import out, print_json
-    from aiot.models import ZOO
+    from aiot.models import ZOO  # the zoo: torch
 
     specs = [s for s in ZOO if paper is None or s.paper.lower() == paper.lower()]
     facts = _facts_with_progress([s.name for s in specs])
@@ -67,7 +72,6 @@ def list_models(
 def _forms(name: str) -> dict:
     """The model's default format and its ``<zoo>_<algorithm>`` names with theirs."""
     from aiot.models.bibench import ALGORITHMS
-    from aiot.models.model_ref import default_format, resolve_model
 
     return {"default_format": default_format(resolve_model(name)),
             "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
@@ -77,7 +81,6 @@ def _forms(name: str) -> dict:
 def _forms_note() -> str:
     """How to name a binarized zoo model, your own files and code (under the table)."""
     from aiot.models.bibench import ALGORITHMS
-    from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
 
     names = ALGORITHMS.names()
     lce = [a for a in names if default_format(resolve_model(f"tiny_vgg_{a}")) ==
@@ -102,12 +105,10 @@ def info(model: Annotated[str, typer.Argument(
     your own file or code, its inputs and outputs."""
     from rich.table import Table
 
-    from aiot.host.cli._output import out, print_json
-    from aiot.models import get_model_spec
-    from aiot.models.model_ref import ZOO, resolve_model
+    from aiot.models import get_model_spec  # the zoo: torch
 
     ref = resolve_model(model, binarize)
-    if ref.kind != ZOO:
+    if ref.kind != ZOO_KIND:
         _user_model_info(ref, flat_shapes(parse_shape_args(input_shape)), as_json)
         return
     spec, binarize = get_model_spec(ref.name), ref.binarize
@@ -191,7 +192,6 @@ def _dabnn_form(spec, model, algorithm: str) -> dict | None:
     import torch
 
     from aiot.converters.dabnn.form import deployed_form, describe
-    from aiot.core.errors import AiotError
     from aiot.models.bibench import freeze, verdict
 
     if verdict(algorithm, "dabnn").refused:
@@ -208,8 +208,6 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
     """A user's artifact (its inputs and outputs, read by its runtime) or code (its example)."""
     from rich.markup import escape
     from rich.table import Table
-
-    from aiot.host.cli._output import out, print_json
 
     facts = {"model": ref.name, **ref.source(), **_user_facts(ref, shapes)}
     if as_json:
@@ -241,9 +239,6 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
 
 def _user_facts(ref, shapes: dict) -> dict:
     if ref.is_artifact:
-        from aiot.converters import get_converter
-        from aiot.host.engine.signature import read_signature
-
         converter = get_converter(ref.format)
         backend = converter.backend
         describe = converter.describe  # an emit-only format aiot can read (None: cannot)
@@ -256,7 +251,6 @@ def _user_facts(ref, shapes: dict) -> dict:
         if backend == "pytorch_mobile" and shapes:  # a lite module declares no inputs
             return read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
         return read_signature(backend, ref.path, ref.sha256)
-    from aiot.converters.source import load_user_model
 
     user = load_user_model(ref, shapes)
     example = user.example
@@ -268,8 +262,6 @@ def _user_facts(ref, shapes: dict) -> dict:
 def _sidecar_form(path) -> dict:
     """``{"deployed_form": …}`` from the artifact's sidecar where its graph differs from the
     training graph (a daBNN file with clamps dropped), with the parity measured on it."""
-    from aiot.converters.sidecar import read_sidecar, sidecar_path
-
     if not sidecar_path(path).exists():
         return {}
     sidecar = read_sidecar(path)

@@ -7,13 +7,28 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters.api import zoo_ref
+from aiot.core.errors import AiotError, UsageError
+from aiot.core.toolchains import runtime_python
+from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, message, out, print_json, state
+from aiot.host.cli.bibench_table import print_grid
 from aiot.host.cli.options import Devices, JsonOpt, Limit, parse_threads, split_list
+from aiot.host.cli.progress import RichRunListener
+from aiot.host.devices.resolve import resolve_name
+from aiot.host.engine import aiotbench, bibench_hw
+from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, record_key, run_campaign, run_key
+from aiot.host.engine.preflight import check_data_options, validate_devices
+from aiot.host.engine.runs import MeasureParams
+from aiot.host.engine.spec import cooldown_policy
+from aiot.host.engine.workspace import Workspace
+from aiot.host.native.config import inventory_binaries
+from aiot.host.store import open_store
 
 app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench, BiBench).")
 
 
 @app.command("aiotbench")
-def aiotbench(
+def aiotbench_command(
     ctx: typer.Context,
     device: Devices = None,
     models: Annotated[str | None, typer.Option(
@@ -32,26 +47,19 @@ def aiotbench(
     Reports model load time, average time per image, accuracy (with --dataset) and file size
     per device; a test a device cannot run is a skipped row with the reason.
     """
-    from aiot.converters.api import zoo_ref
-    from aiot.host.cli._output import print_json, state
-    from aiot.host.devices.resolve import resolve_name
-    from aiot.host.engine.aiotbench import MODELS, requests_for, row, skip_reason, test_of
-    from aiot.host.engine.preflight import check_data_options, validate_devices
-    from aiot.host.engine.runs import MeasureParams
-
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     names = list(dict.fromkeys(zoo_ref(m, None).name for m in split_list(models, "models"))) \
-        if models else list(MODELS)
+        if models else list(aiotbench.MODELS)
     (threads,) = parse_threads(str(threads))  # the same range as run and sweep
     dataset = check_data_options(None, dataset, limit)
     validate_devices(devices)
     params = MeasureParams(min_runs=min_runs, min_s=min_s, max_s=max(150.0, min_s)).validate()
-    requests = requests_for(devices, names, params, dataset, limit, threads)
+    requests = aiotbench.requests_for(devices, names, params, dataset, limit, threads)
     results_dir = state(ctx).results_dir()
-    skips = _skips(requests, results_dir, skip_reason, test_of)
+    skips = _skips(requests, results_dir)
     _, records = _run_procedure("AIoTBench", "tests", requests, skips, results_dir, fresh, 120.0)
     records = _newest_per_test(records)
-    rows = [row(r) for r in records]
+    rows = [aiotbench.row(r) for r in records]
     if as_json:
         print_json(rows)
     else:
@@ -64,12 +72,6 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
                    cooldown_max_s: float) -> tuple[str, list]:
     """Plan (or resume) a paper procedure's requests as one campaign sweep, run what is left
     with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
-    from aiot.host.cli._output import message
-    from aiot.host.cli.progress import RichRunListener
-    from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, run_campaign, run_key
-    from aiot.host.engine.spec import cooldown_policy
-    from aiot.host.store import open_store
-
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, fresh=fresh)
     plan.skips = {run_key(r): why for r, why in skips.items()}
@@ -81,12 +83,9 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
         return plan.sweep_id, store.query(sweep_id=plan.sweep_id)
 
 
-def _skips(requests, results_dir, skip_reason, test_of) -> dict:
+def _skips(requests, results_dir) -> dict:
     """Tests each device cannot run, with the reason; a device that cannot be reached at all
     has every test skipped with the connection error."""
-    from aiot.core.errors import AiotError
-    from aiot.host.engine.workspace import Workspace
-
     workspace = Workspace(results_dir)
     infos, reasons = {}, {}
     try:
@@ -99,7 +98,7 @@ def _skips(requests, results_dir, skip_reason, test_of) -> dict:
                     infos[device] = {"unreachable": exc.one_line()}
             info = infos[device]
             why = (f"device unreachable: {info['unreachable']}" if "unreachable" in info
-                   else skip_reason(test_of(request), device, info))
+                   else aiotbench.skip_reason(aiotbench.test_of(request), device, info))
             if why:
                 reasons[request] = why
     finally:
@@ -109,8 +108,6 @@ def _skips(requests, results_dir, skip_reason, test_of) -> dict:
 
 def _newest_per_test(records) -> list:
     """The last record of each (device, model, test): retries and resumed runs replace older ones."""
-    from aiot.host.engine.campaign import record_key
-
     newest = {}
     for record in records:  # oldest first
         newest[record_key(record)] = record
@@ -120,8 +117,6 @@ def _newest_per_test(records) -> list:
 def _print_table(rows: list[dict]) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out
 
     table = Table("device", "model", "test", "load ms", "avg ms/image", "accuracy", "size", "status",
                   title="AIoTBench")
@@ -137,7 +132,7 @@ def _print_table(rows: list[dict]) -> None:
 
 
 @app.command("bibench")
-def bibench(
+def bibench_command(
     ctx: typer.Context,
     device: Devices = None,
     size: Annotated[str, typer.Option(
@@ -161,16 +156,8 @@ def bibench(
 
     Resumable: the same command again measures only what has no ok record yet.
     """
-    from aiot.core.errors import UsageError
-    from aiot.host.cli._output import print_json, state
-    from aiot.host.cli.bibench_table import print_grid
-    from aiot.host.devices.resolve import resolve_name
-    from aiot.host.engine.bibench_hw import SIZES, plan, report
-    from aiot.host.engine.preflight import validate_devices
-    from aiot.host.engine.runs import MeasureParams
-
-    if size not in SIZES:
-        raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(SIZES)}")
+    if size not in bibench_hw.SIZES:
+        raise UsageError(f"unknown size '{size}'", f"use one of: {', '.join(bibench_hw.SIZES)}")
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     counts = parse_threads(threads) if threads else None
     validate_devices(devices)
@@ -178,11 +165,11 @@ def bibench(
                            min_s=min_s, max_s=max(150.0, min_s)).validate()
     results_dir = state(ctx).results_dir()
     infos, binaries = _device_facts(devices, results_dir)
-    cells, skips = plan(devices, size, counts, params, infos, binaries)
+    cells, skips = bibench_hw.plan(devices, size, counts, params, infos, binaries)
     requests = [c.request for c in cells if c.request is not None]
     sweep_id, records = _run_procedure("BiBench", "runs", requests, skips, results_dir, fresh,
                                        cooldown_max_s)
-    result = report(cells, records, infos, sweep_id)
+    result = bibench_hw.report(cells, records, infos, sweep_id)
     if as_json:
         print_json(result)
     else:
@@ -194,10 +181,6 @@ def bibench(
 def _device_facts(devices: list[str], results_dir) -> tuple[dict, dict]:
     """Probe + agent facts per device (``{"unreachable": why}`` where it cannot be reached) and
     each device's configured native binaries."""
-    from aiot.core.errors import AiotError
-    from aiot.host.engine.workspace import Workspace
-    from aiot.host.native.config import inventory_binaries
-
     infos, binaries = {}, {}
     workspace = Workspace(results_dir)
     try:
@@ -216,8 +199,6 @@ def _with_toolchain_runtimes(info: dict) -> dict:
     """``info`` with the runtimes this host's toolchain environments add where the device is
     this machine: the local agent runs LCE in the ``lce`` toolchain's interpreter, which its
     own hello (in aiot's Python, NumPy 2) cannot see."""
-    from aiot.core.toolchains import runtime_python
-
     if info.get("transport") != "local":
         return info
     agent = dict(info.get("agent") or {})

@@ -9,7 +9,11 @@ import typer
 
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import UsageError
+from aiot.host.cli._output import message, print_json, safe, state
 from aiot.host.cli.options import JsonOpt
+from aiot.host.report.build import build, collect
+from aiot.host.report.html import FORMATS, write
+from aiot.host.store import open_store
 
 
 def report(
@@ -31,11 +35,6 @@ def report(
     when present; provenance, failures and every run last. Parts without data are left out
     (listed here). INVALID runs are flagged, never dropped. Prints the main file's path.
     """
-    from aiot.host.cli._output import message, print_json, safe, state
-    from aiot.host.report.build import build, collect
-    from aiot.host.report.html import FORMATS, write
-    from aiot.host.store import open_store
-
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format '{fmt}'", f"use one of: {', '.join(FORMATS)}")
     results_dir = state(ctx).results_dir()

@@ -11,9 +11,44 @@ import typer
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import check_output_file, write_output_atomic
+from aiot.host.cli import sweep_view
+from aiot.host.cli._output import (
+    err,
+    fmt_bytes,
+    fmt_ms,
+    fmt_pct,
+    message,
+    out,
+    print_json,
+    safe,
+    state,
+)
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
+from aiot.host.cli.profile_view import print_profiles
+from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail, shape_label
-from aiot.host.store.record_view import FLAT_COLUMNS, parity_line, stats_line, to_csv
+from aiot.host.engine.validity import emulated
+from aiot.host.scores.om_infer import om_infer, pair_runs
+from aiot.host.scores.vips import device_scores, select_tests, si
+from aiot.host.store import open_store
+from aiot.host.store.compare import (
+    BY,
+    by_value,
+    compare,
+    compare_by,
+    latency_board,
+    parse_check,
+    resolve_set,
+)
+from aiot.host.store.output_drift import ATOL, RTOL, output_drift
+from aiot.host.store.record_view import (
+    FLAT_COLUMNS,
+    nonfinite_text,
+    parity_line,
+    stats_line,
+    to_csv,
+)
+from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
 
 app = typer.Typer(no_args_is_help=True,
@@ -32,9 +67,6 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
             1 thread and its throughput (see :mod:`aiot.host.cli.sweep_view`).
     """
     from rich.table import Table
-
-    from aiot.host.cli import sweep_view
-    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, out, safe
 
     lead = [] if compact else ["id", "device", "model"]
     extra = ["speed-up", "inf/s"] if sweep else []
@@ -59,9 +91,6 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
 
 
 def _open(ctx):
-    from aiot.host.cli._output import state
-    from aiot.host.store import open_store
-
     return open_store(state(ctx).results_dir(), readonly=True)
 
 
@@ -75,8 +104,6 @@ def list_results(
     as_json: JsonOpt = False,
 ) -> None:
     """List stored records, oldest first (with --json: full records incl. stats and provenance)."""
-    from aiot.host.cli._output import print_json
-
     with _open(ctx) as store:
         records = store.query(kind=kind, status=status, sweep_id=sweep, limit=limit)
     if as_json:
@@ -90,10 +117,6 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
          as_json: JsonOpt = False) -> None:
     """Show one record with its statistics and provenance."""
     from rich.table import Table
-
-    from aiot.host.cli._output import out, print_json, safe
-    from aiot.host.cli.profile_view import print_profiles
-    from aiot.host.store.record_view import nonfinite_text
 
     with _open(ctx) as store:
         record = store.get(record_id)
@@ -145,8 +168,6 @@ _SHOWN = {"median_ms": "median (ms)", "p90_ms": "p90 (ms)", "load_ms": "load (ms
 
 def _shown(key: str, value) -> tuple[str, str]:
     """``("median (ms)", "1.234")`` for a record column; text columns as they are."""
-    from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct
-
     if key in ("created_at", "finished_at"):  # to the second, as created_at is stored
         return key, re.sub(r"(:\d\d)\.\d+", r"\1", str(value))
     if key not in _SHOWN:
@@ -181,8 +202,6 @@ def export(
     """
     from rich.markup import escape
 
-    from aiot.host.cli._output import message
-
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
@@ -205,9 +224,6 @@ def recover(ctx: typer.Context) -> None:
     The damaged store is kept beside the new one (aiot.sqlite.damaged-TIME), never deleted.
     """
     from rich.markup import escape
-
-    from aiot.host.cli._output import message, state
-    from aiot.host.store.recover import recover_store
 
     done = recover_store(state(ctx).results_dir())
     of = f" of {done.listed}" if done.listed is not None else ""
@@ -233,9 +249,6 @@ def outputs(
     Exits with code 1 when a device's output fingerprint differs beyond tolerance.
     """
     from rich.table import Table
-
-    from aiot.host.cli._output import message, out, print_json
-    from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 
     with _open(ctx) as store:
         drifts = output_drift(store.query(kind="latency", status="ok", sweep_id=sweep), reference)
@@ -266,8 +279,6 @@ def _could_not_compare(exc: AiotError) -> typer.Exit:
     compare" from "regressed" (1), so ``compare`` does not leave it to the root app."""
     from rich.markup import escape
 
-    from aiot.host.cli._output import err
-
     err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
     if exc.hint:
         err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
@@ -276,8 +287,6 @@ def _could_not_compare(exc: AiotError) -> typer.Exit:
 
 def _resolve_sets(ctx, names: list[str]):
     """The result sets ``names`` name; the store is opened only when one is not a file."""
-    from aiot.host.store.compare import resolve_set
-
     if all(Path(n).is_file() for n in names):
         return [resolve_set(n, None) for n in names]
     with _open(ctx) as store:
@@ -287,8 +296,6 @@ def _resolve_sets(ctx, names: list[str]):
 def _comparison_notes(row, records: dict) -> str:
     """The row's failures, reasons and INVALID sides (with why), ``records`` by id."""
     from rich.markup import escape
-
-    from aiot.host.cli.sweep_view import invalid_reasons
 
     notes = [f"[red]{escape(f)}[/]" for f in row.failures]
     if row.reason and row.status != "newly failing":
@@ -306,9 +313,6 @@ def _comparison_notes(row, records: dict) -> str:
 def _print_comparison(result, a, b) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from aiot.host.cli._output import fmt_ms, out
-    from aiot.host.engine.validity import emulated
 
     title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
              f"A {a.name} ({a.source}, {len(a.records)} runs)")
@@ -335,8 +339,6 @@ INCOMPLETE_EXIT = 3
 def _gate(result) -> None:
     """The verdict on stderr; exit code 1 when a row fails the gate, 3 when B is incomplete."""
     from rich.markup import escape
-
-    from aiot.host.cli._output import message
 
     for warning in result.warnings:
         message(f"[yellow]warning:[/] {escape(warning)}")
@@ -407,9 +409,6 @@ def compare_command(
     or no run of B could be compared with one of A (--allow-missing lets the
     first pass).
     """
-    from aiot.host.cli._output import print_json
-    from aiot.host.store.compare import compare, parse_check
-
     if by is not None:
         _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json,
                     allow_missing)
@@ -435,9 +434,6 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
     """``compare SET [SET] --by via``: the set's runs split on ``by``, A its baseline value
     (a gate, missing runs included, only with an explicit --fail-on)."""
     from dataclasses import replace
-
-    from aiot.host.cli._output import print_json
-    from aiot.host.store.compare import BY, by_value, compare_by, parse_check
 
     try:
         if by not in BY:
@@ -467,9 +463,6 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
 def _latency_board(records, fmt, limit):
     from rich.table import Table
 
-    from aiot.host.cli._output import fmt_bytes, fmt_ms
-    from aiot.host.store.compare import latency_board
-
     board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
                   "size", "id", title="fastest VALID run per device, model, format and threads")
@@ -485,8 +478,6 @@ def _latency_board(records, fmt, limit):
 def _vips_board(records, fmt, limit):
     """Devices by AIoTBench's VIPS, highest first (details: aiot score vips)."""
     from rich.table import Table
-
-    from aiot.host.scores.vips import device_scores, select_tests, si
 
     selection = select_tests([r for r in records if fmt is None or r.format == fmt])
     scores = sorted(device_scores(selection.tests, selection.not_run),
@@ -504,8 +495,6 @@ def _vips_board(records, fmt, limit):
 def _om_infer_board(records, fmt, limit):
     """Binarizations by BiBench's OM_infer over their FP32 tflite baselines, highest first."""
     from rich.table import Table
-
-    from aiot.host.scores.om_infer import om_infer, pair_runs
 
     scores = [s for s in om_infer(pair_runs(records)) if fmt is None or s.format == fmt]
     scores = sorted(scores, key=lambda s: -s.om_infer)[:limit]
@@ -536,8 +525,6 @@ def top(
     as_json: JsonOpt = False,
 ) -> None:
     """Leaderboards over the stored ok latency runs, best first."""
-    from aiot.host.cli._output import message, out, print_json
-
     if by not in BOARDS:
         raise UsageError(f"unknown leaderboard '{by}'", f"use --by {', '.join(BOARDS)}")
     if limit < 1:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from aiot.core.errors import UsageError
+from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
 from aiot.host.cli.robust_common import (
     EvalDataset,
@@ -19,6 +20,7 @@ from aiot.host.cli.robust_common import (
     make_target,
     suite_context,
 )
+from aiot.host.robust.record import run_recorded
 
 Attacks = Annotated[str, typer.Option(
     help="Comma-separated attacks or groups: fgsm, pgd, pgd-l2, cw, deepfool, autoattack, sinifgsm, spsa, "
@@ -101,18 +103,14 @@ def attack(
         require(one.modules)  # before converting or deploying anything
     result, record = _run(ctx, target, settings)
     if as_json:
-        from aiot.host.cli._output import print_json
-
         print_json({**result, "record": record.id})
         return
     _print(result, record)
 
 
 def _run(ctx, target, settings):
-    from aiot.host.cli._output import spinner
     from aiot.host.robust.attacks.suite import run_suite
     from aiot.host.robust.deployed import deployed_if_format
-    from aiot.host.robust.record import run_recorded
 
     with suite_context(ctx, target, settings.dataset) as (store, workspace), spinner("preparing the attack suite…") as status:
         def work(provenance: dict) -> dict:
@@ -136,8 +134,6 @@ def _label(role: str) -> str:
 def _print(result: dict, record) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from aiot.host.cli._output import out
 
     data = result["tables"][0]
     roles = [c[len("accuracy ("):-1] for c in data["columns"] if c.startswith("accuracy (")]

@@ -10,7 +10,17 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters.api import zoo_ref
+from aiot.converters.base import get_converter
+from aiot.core.errors import UsageError
+from aiot.host.cli._output import state
 from aiot.host.cli.options import parse_options
+from aiot.host.devices.resolve import resolve_name
+from aiot.host.engine.preflight import announce_weights
+from aiot.host.engine.weights import WeightsChoice, choose_weights
+from aiot.host.engine.workspace import Workspace
+from aiot.host.robust.target import Target
+from aiot.host.store.store import open_store
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
 Format = Annotated[str | None, typer.Option(
@@ -28,12 +38,6 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     ``dataset`` (:func:`aiot.host.engine.weights.choose_weights`); :func:`announce_target` says
     which, once every check has passed.
     """
-    from aiot.converters.api import zoo_ref
-    from aiot.converters.base import get_converter
-    from aiot.host.devices.resolve import resolve_name
-    from aiot.host.engine.weights import choose_weights
-    from aiot.host.robust.target import Target
-
     # The suites need an image classifier (data set, classes, corruptions): a zoo model,
     # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
     ref = zoo_ref(model, binarize)
@@ -48,9 +52,6 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
 def announce_target(target, dataset: str | None) -> None:
     """Say which weights the suite scores when they were picked for it, and warn when they
     are untrained (its clean accuracy is then chance level); after every check, before work."""
-    from aiot.host.engine.preflight import announce_weights
-    from aiot.host.engine.weights import WeightsChoice
-
     choice = WeightsChoice(target.weights, target.weights_origin or "given")
     announce_weights([(target.model, target.binarize, choice)], dataset)
 
@@ -64,8 +65,6 @@ def _labelled(dataset: str | None) -> str | None:
 
 def check_weights_file(path: Path | None, option: str, what: str = "weights") -> None:
     """A named state-dict file must exist, checked before any record or conversion starts."""
-    from aiot.core.errors import UsageError
-
     if path is not None and not Path(path).is_file():
         raise UsageError(f"{what} file {path} does not exist",
                          f"train one with `aiot train MODEL` or pass an existing {option} file")
@@ -75,10 +74,6 @@ def check_weights_file(path: Path | None, option: str, what: str = "weights") ->
 def suite_context(ctx, target=None, dataset: str | None = None) -> Iterator[tuple]:
     """``(store, workspace)`` for one suite run, closed afterwards; with ``target``, its
     weights are announced first (:func:`announce_target`)."""
-    from aiot.host.cli._output import state
-    from aiot.host.engine.workspace import Workspace
-    from aiot.host.store.store import open_store
-
     if target is not None:
         announce_target(target, dataset)
     results = state(ctx).results_dir()

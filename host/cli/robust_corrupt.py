@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
 from aiot.host.cli.robust_common import (
     EvalDataset,
@@ -17,6 +18,7 @@ from aiot.host.cli.robust_common import (
     make_target,
     suite_context,
 )
+from aiot.host.robust.record import run_recorded
 
 Corruptions = Annotated[str, typer.Option(
     help="ImageNet-C corruptions: all or a comma list (gaussian_noise,fog,...).")]
@@ -48,8 +50,6 @@ def _print_table(table: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from aiot.host.cli._output import out
-
     view = Table(*table["columns"], title=escape(table["title"]))
     for row in table["rows"]:
         view.add_row(*(escape(_fmt(v)) for v in row), style="bold" if row[0] == "mean" else None)
@@ -58,8 +58,6 @@ def _print_table(table: dict) -> None:
 
 def _print_result(result: dict, record_id: str) -> None:
     from rich.markup import escape
-
-    from aiot.host.cli._output import out
 
     for table in result["tables"]:
         _print_table(table)
@@ -101,11 +99,9 @@ def corrupt(
     model's input first, and every accuracy is top-1 agreement with the model's own clean
     prediction (summary keys *_agreement).
     """
-    from aiot.host.cli._output import print_json, spinner
     from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
     from aiot.host.robust.corrupt.sequences import check_frames
     from aiot.host.robust.corrupt.suite import CorruptConfig, compare_target, run_corrupt
-    from aiot.host.robust.record import run_recorded
 
     target = make_target(model, weights, binarize, fmt, device, opt, dataset)
     if compare_binarized:

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.core.errors import UsageError
+from aiot.host.cli._output import fmt_pct, message, out, print_json, spinner
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, Weights
 from aiot.host.cli.robust_common import (
     EvalDataset,
@@ -13,7 +15,11 @@ from aiot.host.cli.robust_common import (
     Format,
     Model,
     Seed,
+    make_target,
+    suite_context,
 )
+from aiot.host.devices.resolve import resolve_name
+from aiot.host.robust.record import run_recorded
 
 Devices = Annotated[list[str] | None, typer.Option(
     "--device", "-d", help="Device(s) for precision and platform: repeatable or a comma list "
@@ -29,9 +35,6 @@ def parse_devices(values: list[str] | None) -> list[str]:
     Raises:
         UsageError: an empty name (``--device ,``).
     """
-    from aiot.core.errors import UsageError
-    from aiot.host.devices.resolve import resolve_name
-
     if not values:
         return [resolve_name(None)]
     names = [part.strip() for value in values for part in value.split(",")]
@@ -42,7 +45,6 @@ def parse_devices(values: list[str] | None) -> list[str]:
 
 def _check_deployed(types: list[str], explicit: bool, fmt: str | None) -> None:
     """Precision and platform asked for by name need an artifact format."""
-    from aiot.core.errors import UsageError
     from aiot.host.robust.sysnoise import DEPLOYED
 
     asked = [t for t in types if t in DEPLOYED]
@@ -52,8 +54,6 @@ def _check_deployed(types: list[str], explicit: bool, fmt: str | None) -> None:
 
 
 def _cell(value, column: str) -> str:
-    from aiot.host.cli._output import fmt_pct
-
     if value is None:
         return "—"
     if column in ("accuracy", "flip rate", "changed px"):
@@ -69,8 +69,6 @@ def _print_table(table: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from aiot.host.cli._output import out
-
     view = Table(*table["columns"], title=escape(table["title"]), title_justify="left")
     for row in table["rows"]:
         status = row[table["columns"].index("status")] if "status" in table["columns"] else "ok"
@@ -82,8 +80,6 @@ def _print_table(table: dict) -> None:
 
 def _print_result(result: dict, record) -> None:
     from rich.markup import escape
-
-    from aiot.host.cli._output import fmt_pct, out
 
     for table in result["tables"]:
         _print_table(table)
@@ -124,11 +120,8 @@ def sysnoise(
     Labelled images are re-encoded as JPEG at a camera size; --dataset photos (unlabelled, for
     efficientnet_lite0) gives flip rate and top-1 agreement only.
     """
-    from aiot.host.cli._output import message, print_json, spinner
-    from aiot.host.cli.robust_common import make_target, suite_context
     from aiot.host.robust.data import eval_set
     from aiot.host.robust.deployed import deployed_if_format
-    from aiot.host.robust.record import run_recorded
     from aiot.host.robust.sysnoise import evaluate, parse_types
 
     chosen = parse_types(types)

@@ -11,8 +11,14 @@ from typing import Annotated
 
 import typer
 
+from aiot.converters import get_converter
 from aiot.core.errors import UsageError
+from aiot.host.cli._output import fmt_bytes, fmt_ms, message, out, print_json, spinner, state
 from aiot.host.cli.options import Algorithms, JsonOpt, OnlyDevice, OnlyModel, parse_algorithms
+from aiot.host.scores.inputs import read_om_infer_csv, read_vips_csv
+from aiot.host.scores.om_infer import DEFAULT_BASELINE, Matching, match_runs, om_infer
+from aiot.host.scores.vips import Selection, device_scores, select_tests, si
+from aiot.host.store import open_store
 from aiot.models.model_ref import record_name
 
 app = typer.Typer(no_args_is_help=True,
@@ -31,8 +37,6 @@ def _baseline_command(u) -> str:
 
 def _print_unpaired(unpaired) -> None:
     from rich.markup import escape
-
-    from aiot.host.cli._output import message
 
     if not unpaired:
         return
@@ -70,9 +74,6 @@ def _algorithm_name(name: str) -> str:
 
 def _csv_matching(path: Path, baseline: str | None, device: str | None, model: str | None):
     """The pairs of an OM_infer CSV file (filtered like stored runs) as a Matching."""
-    from aiot.host.scores.inputs import read_om_infer_csv
-    from aiot.host.scores.om_infer import Matching
-
     if baseline is not None:
         raise UsageError("--baseline applies to stored runs",
                          "a CSV row carries its own FP32 time and size")
@@ -104,9 +105,6 @@ def om_infer_command(
     algorithm,device,model,threads,fp32_ms,bin_ms,fp32_bytes,bin_bytes (optionally format).
     """
     from rich.table import Table
-
-    from aiot.host.cli._output import fmt_ms, out, print_json
-    from aiot.host.scores.om_infer import DEFAULT_BASELINE, om_infer
 
     if input_csv is not None:
         matching = _csv_matching(input_csv, baseline, device, model)
@@ -141,18 +139,11 @@ def om_infer_command(
 
 def _size(size: float) -> str:
     """Bytes as KiB/MiB; a CSV's sizes in another unit (a float) as given."""
-    from aiot.host.cli._output import fmt_bytes
-
     return fmt_bytes(size) if isinstance(size, int) else f"{size:g}"
 
 
 def _stored_matching(ctx: typer.Context, baseline: str, device: str | None, model: str | None):
     """The pairs of stored runs; an error naming what to measure when there are none."""
-    from aiot.converters import get_converter
-    from aiot.host.cli._output import state
-    from aiot.host.scores.om_infer import match_runs
-    from aiot.host.store import open_store
-
     get_converter(baseline)  # an unknown format fails with a did-you-mean hint
     with open_store(state(ctx).results_dir(), readonly=True) as store:
         records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
@@ -201,9 +192,6 @@ def vops_command(ctx: typer.Context, device: OnlyDevice = None, input_csv: Input
 
 def _aiotbench_score(ctx: typer.Context, metric: str, device: str | None, input_csv: Path | None,
                      threads: int | None, include_invalid: bool, as_json: bool) -> None:
-    from aiot.host.cli._output import message, print_json
-    from aiot.host.scores.vips import device_scores
-
     selection = (_csv_tests(input_csv, device, threads, include_invalid) if input_csv
                  else _stored_tests(ctx, device, threads, include_invalid))
     scores = sorted(device_scores(selection.tests, selection.not_run),
@@ -230,10 +218,6 @@ def _aiotbench_score(ctx: typer.Context, metric: str, device: str | None, input_
 
 
 def _csv_tests(path: Path, device: str | None, threads: int | None, include_invalid: bool):
-    from aiot.host.cli._output import message
-    from aiot.host.scores.inputs import read_vips_csv
-    from aiot.host.scores.vips import Selection
-
     if threads is not None or include_invalid:
         raise UsageError("--threads and --include-invalid apply to stored runs",
                          "a CSV row is one test as it stands")
@@ -249,10 +233,6 @@ def _csv_tests(path: Path, device: str | None, threads: int | None, include_inva
 
 def _stored_tests(ctx: typer.Context, device: str | None, threads: int | None,
                   include_invalid: bool):
-    from aiot.host.cli._output import state
-    from aiot.host.scores.vips import select_tests
-    from aiot.host.store import open_store
-
     with open_store(state(ctx).results_dir(), readonly=True) as store:
         records = store.query(kind="latency", device=device)
     records = [r for r in records if threads in (None, r.threads)]
@@ -279,9 +259,6 @@ def _escape(text: str) -> str:
 def _print_tests(metric: str, tests) -> None:
     from rich.table import Table
 
-    from aiot.host.cli._output import fmt_ms, out
-    from aiot.host.scores.vips import si
-
     columns = ["device", "implementation", "model", "accuracy", "ms / image", "stat"]
     if metric == "vops":
         columns += ["FLOPs (M)", "FLOPs from"]
@@ -299,9 +276,6 @@ def _print_tests(metric: str, tests) -> None:
 def _print_ranking(metric: str, scores) -> None:
     from rich.table import Table
 
-    from aiot.host.cli._output import out
-    from aiot.host.scores.vips import si
-
     formula = ("VIPS = sum_i accuracy_i / time_i" if metric == "vips"
                else "VOPS = sum_i accuracy_i * FLOPs_i / time_i")
     table = Table("rank", "device", "tests", metric.upper(), "not run",
@@ -318,8 +292,6 @@ def _print_not_run(scores) -> None:
 
 
 def _print_not_run_entries(entries) -> None:
-    from aiot.host.cli._output import message
-
     if entries:
         message(f"[yellow]not run:[/] {len(entries)} test(s) left out of the sums:")
     for n in entries:
@@ -346,8 +318,7 @@ def om_comp_command(
     """
     from rich.table import Table
 
-    from aiot.host.cli._output import out, print_json, spinner
-    from aiot.models import get_model_spec
+    from aiot.models import get_model_spec  # the zoo: torch
     from aiot.models.bibench import binarized_complexity
 
     algorithms = parse_algorithms(binarize)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from aiot.core import toolchains
+from aiot.host.cli._output import message, out, print_json, spinner
 from aiot.host.cli.options import JsonOpt
 
 app = typer.Typer(no_args_is_help=True,
@@ -16,9 +18,6 @@ app = typer.Typer(no_args_is_help=True,
 def list_toolchains(as_json: JsonOpt = False) -> None:
     """Known toolchains, their pinned requirements and whether they are installed."""
     from rich.table import Table
-
-    from aiot.core import toolchains
-    from aiot.host.cli._output import out, print_json
 
     rows = toolchains.listing()
     if as_json:
@@ -34,9 +33,6 @@ def list_toolchains(as_json: JsonOpt = False) -> None:
 @app.command("install")
 def install(name: Annotated[str, typer.Argument(help="Toolchain name (see aiot toolchains list).")]) -> None:
     """Create a toolchain's environment (downloads its packages; a no-op when installed)."""
-    from aiot.core import toolchains
-    from aiot.host.cli._output import message, spinner
-
     name = toolchains.check_name(name)
     with spinner(f"installing the {name} toolchain…") as status:
         marker = toolchains.install(name, progress=lambda step: status.update(f"{step}…"))
@@ -47,8 +43,5 @@ def install(name: Annotated[str, typer.Argument(help="Toolchain name (see aiot t
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Toolchain name.")]) -> None:
     """Delete a toolchain's environment."""
-    from aiot.core import toolchains
-    from aiot.host.cli._output import message
-
     name = toolchains.check_name(name)
     message(f"removed the {name} toolchain" if toolchains.remove(name) else f"{name} was not installed")

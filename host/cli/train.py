@@ -6,15 +6,17 @@ from typing import Annotated
 
 import typer
 
+from aiot.host.cli._output import err, message, out, print_json, progress_enabled, state
 from aiot.host.cli.options import JsonOpt
+from aiot.host.store import open_store
+from aiot.host.training.record import train_and_record
+from aiot.host.training.trainer import TrainConfig
 
 
 class TrainProgress:
     """A Rich bar per phase (train / eval) on stderr; plain lines without a terminal."""
 
     def __init__(self) -> None:
-        from aiot.host.cli._output import err, progress_enabled
-
         self._progress = None
         self._tasks: dict[str, int] = {}
         if progress_enabled():
@@ -66,11 +68,7 @@ def train(
     """Train a zoo model (Adam, cosine schedule) and store the weights and a train record."""
     from rich.markup import escape
 
-    from aiot.host.cli._output import message, out, print_json, state
-    from aiot.host.store import open_store
-    from aiot.host.training.record import train_and_record
-    from aiot.host.training.trainer import TrainConfig
-    from aiot.models import get_model_spec
+    from aiot.models import get_model_spec  # the zoo: torch
     from aiot.models.datasets import DATASETS
 
     spec = get_model_spec(model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from aiot.core.errors import failure_reason
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
 from aiot.host.training.trainer import train
@@ -20,8 +21,6 @@ def train_and_record(config, store: Store, progress: Callable[[str, int, int], N
     try:
         result = train(config, progress=progress, reuse=reuse)
     except BaseException as exc:
-        from aiot.core.errors import failure_reason
-
         reason = ("interrupted by user; the same command resumes from the last finished epoch"
                   if isinstance(exc, KeyboardInterrupt) else failure_reason(exc))
         store.finish(record.id, "failed", reason=reason)

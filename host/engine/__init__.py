@@ -1,7 +1,17 @@
 """The engine wing: what turns a request to measure into a stored, defensible record.
 
-Run requests and sweeps (runs, campaign), executing one run (executor), checks before a run
-(signature, input shapes, weights), the verdict after (validity, cooldown), provenance,
-dataset shards for accuracy, per-operator profiles, and the papers' procedures (AIoTBench,
-BiBench's hardware tables). It uses the device wing and the store; the CLI calls it.
+- What is asked: a run's values (``runs``: RunRequest, MeasureParams, sweep expansion), a
+  measurement's settings as one frozen SweepSpec (``spec``), ``--input-shape`` (``input_shapes``,
+  ``shape_guess``), and the checks before anything converts (``preflight``, ``signature``,
+  ``weights``, ``user_artifact``).
+- Running it: the device sessions of one invocation (``workspace``), one run end to end
+  (``executor``), a sweep over devices in parallel, resumable, and ``run_sweep`` (``campaign``),
+  dataset shards for on-device accuracy (``shards``), per-operator profiles (``profiles``).
+- Judging it: cool-down and device state (``cooldown``), VALID / INVALID (``validity``),
+  where a result came from (``provenance``).
+- The papers' procedures: AIoTBench (``aiotbench``), BiBench's hardware tables (``bibench_hw``,
+  ``bibench_paper``).
+
+It may import the device wing (devices, transports, app, native, lab), the store, training
+(cached weights), scores, and the lower layers (converters, models, core); never the CLI.
 """

@@ -1,4 +1,15 @@
-"""The embedded result store (SQLite, standard library)."""
+"""The store: run records in SQLite (standard library), and what is read back from them.
+
+``store`` (records written ``pending`` before a run, finished after; ``schema`` and its
+migrations; ``writer``: which process wrote a record), ``locks`` (cross-process locks on a
+campaign's devices and sweep), ``recover`` (records out of a damaged store), ``record_view``
+(CSV and ``results show`` lines), ``compare`` (regression gates and rankings) and
+``output_drift`` (do devices compute the same outputs?).
+
+It imports the lower layers (models, core) and, for ``record_view``, two small helpers of the
+engine (input-shape labels, the emulated-device test); the engine, the report and the CLI
+import it.
+"""
 
 from aiot.host.store.store import Push, RunRecord, Store, open_store
 

@@ -15,7 +15,7 @@ Its modules, each importing only those listed below it:
     serve       ``serve``: one loaded model answering batched predictions on stdin
     spec        ``RunSpec``: the run spec, one typed definition for host and agent
     wire        what the agent prints: ``emit`` (protocol lines), ``hello``
-    backends/   the runtimes, one module each, to the ``Backend`` protocol (``base.py``)
+    backends/   the runtimes, one module each, to the ``Backend`` protocol (``contract.py``)
     process, cpuload, telemetry, seccomp, signature, stats, protocol: the ground floor
 """
 

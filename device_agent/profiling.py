@@ -4,7 +4,7 @@ Run in its own agent process after the timed run (like ``memory``), so a profile
 never touch the timed samples. The model is loaded with profiling on where the runtime wants
 that at load time, warmed up, and then ``runs`` inferences are profiled.
 
-A backend that has a profiler is a ``ProfiledBackend`` (``backends/base.py``): ``PROFILER``
+A backend that has a profiler is a ``ProfiledBackend`` (``backends/contract.py``): ``PROFILER``
 (its name, as the output states it) and ``open_profiled(path, threads, input_shapes)``, a
 session with ``profile_start()`` and ``profile_stop() -> [{"name", "type", "us"}]``: one row
 per call of an operator in the profiled inferences, its time in microseconds. A backend
@@ -23,7 +23,6 @@ from __future__ import annotations
 import statistics
 
 from . import backends
-from .backends.base import ProfiledBackend
 from .process import pin
 from .signature import SpecError, prepare
 from .spec import RunSpec
@@ -85,7 +84,7 @@ def profile(spec: RunSpec) -> dict:
     backend = backends.load(spec.backend)
     answer = {"backend": backend.NAME, "runtime_version": backend.version(),
               "threads": spec.threads}
-    if not isinstance(backend, ProfiledBackend):
+    if backend.NO_PROFILER is not None:  # not a ProfiledBackend
         return {**answer, "available": False, "reason": backend.NO_PROFILER}
     pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)

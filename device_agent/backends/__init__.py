@@ -1,22 +1,22 @@
 """Runtime backends the agent can drive, imported lazily by name.
 
-Each backend module implements the :class:`~.base.Backend` protocol (``NAME``,
+Each backend module implements the :class:`~.contract.Backend` protocol (``NAME``,
 ``EXTENSIONS``, ``TOOLCHAIN``, ``NO_PROFILER``, ``version()``, ``installed_version()``,
-``open()``; with a profiler a :class:`~.base.ProfiledBackend`), and its sessions are
-:class:`~.base.SessionBase` subclasses (see ``base.py``). Only the backend that is used gets
+``open()``; with a profiler a :class:`~.contract.ProfiledBackend`), and its sessions are
+:class:`~.base.SessionBase` subclasses. Only the backend that is used gets
 imported, so a device needs just the runtime it runs.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from ..signature import SpecError
-from .base import Backend
 
-if TYPE_CHECKING:  # the spec module reads this package's registry
-    from ..spec import RunSpec
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the device
+if TYPE_CHECKING:
+    from ..spec import RunSpec  # reads this package's registry
+    from .contract import Backend
 
 # backend name -> module (relative to this package)
 MODULES = {

@@ -1,16 +1,9 @@
-"""The contract every runtime backend meets: a :class:`Backend` module whose ``open`` gives a
-:class:`SessionBase` session; with a per-operator profiler, a :class:`ProfiledBackend`.
-
-A backend is a module (PEP 544: a module may implement a protocol), imported only when it is
-used, so a device needs just the runtime it runs; ``version`` and ``open`` import that runtime,
-nothing at module level does. ``tests/unit/test_agent_backends.py`` checks every registered
-backend against these definitions.
-"""
+"""What every backend's sessions share (:class:`SessionBase`) and a helper for
+``installed_version``. The backend contract itself is in ``contract.py``."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Protocol, runtime_checkable
 
 from ..signature import resolve
 
@@ -80,64 +73,6 @@ class SessionBase(ABC):
         self.set_input(x)
         self.invoke()
         return self.output()
-
-
-@runtime_checkable
-class ProfiledSession(Protocol):
-    """A session opened by ``open_profiled``: the runs between the two calls are profiled."""
-
-    def profile_start(self) -> None: ...
-
-    def profile_stop(self) -> list[dict]:
-        """One row per call of an operator in the profiled runs: ``{"name", "type", "us"}``
-        (its time in microseconds; see ``profiling.py``)."""
-        ...
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What every backend module defines.
-
-    ``NAME`` is its key in ``backends.MODULES``; ``EXTENSIONS`` the artifact suffixes it
-    runs; ``TOOLCHAIN`` the host-side environment that has its runtime (None: aiot's own, see
-    ``aiot.core.toolchains``); ``NO_PROFILER`` why it has no per-operator profiler (None when
-    it is a :class:`ProfiledBackend`: ``profile`` answers with it, ``available: false``).
-    """
-
-    NAME: str
-    EXTENSIONS: tuple[str, ...]
-    TOOLCHAIN: str | None
-    NO_PROFILER: str | None
-
-    def version(self) -> str | None:
-        """The runtime's version if it imports here (the proof that it loads), else None."""
-        ...
-
-    def installed_version(self) -> str | None:
-        """The runtime's installed version from package metadata, nothing imported (importing
-        torch takes seconds on a phone): what ``hello`` reports."""
-        ...
-
-    def open(self, path: str, threads: int, input_shapes: dict | None = None) -> SessionBase:
-        """Load the artifact at ``path`` for ``threads`` CPU threads; ``input_shapes``
-        (``{input name: dims}``) fixes dynamic dims.
-
-        Raises:
-            SpecError: ``input_shapes`` names no input or does not fit the model.
-        """
-        ...
-
-
-@runtime_checkable
-class ProfiledBackend(Backend, Protocol):
-    """A backend whose runtime has a per-operator profiler (``profile``, see ``profiling.py``)."""
-
-    PROFILER: str  #: the profiler's name, as the ``profile`` answer states it
-
-    def open_profiled(self, path: str, threads: int,
-                      input_shapes: dict | None = None) -> ProfiledSession:
-        """As ``open``, with the runtime's profiler ready (some switch it on at load time)."""
-        ...
 
 
 def installed_from(distributions: tuple[str, ...]) -> str | None:

@@ -1,4 +1,4 @@
-"""Every registered backend implements the agent's ``Backend`` protocol (``backends/base.py``).
+"""Every registered backend implements the agent's ``Backend`` protocol (``backends/contract.py``).
 
 Checked from the modules alone: importing a backend module imports no runtime, so this runs
 wherever the agent does, with or without the runtimes installed."""
@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from aiot.device_agent import backends
-from aiot.device_agent.backends.base import Backend, ProfiledBackend, ProfiledSession, SessionBase
+from aiot.device_agent.backends.base import SessionBase
+from aiot.device_agent.backends.contract import Backend, ProfiledBackend, ProfiledSession
 
 RUNTIMES = ("onnxruntime", "ai_edge_litert", "torch", "executorch", "larq_compute_engine")
 

@@ -1,4 +1,12 @@
-"""aiot.converters: one module per artifact format behind the Converter protocol.
+"""aiot.converters: one module per artifact format, each a subclass of ``Converter``.
+
+Single-file formats are modules here (``onnx``, ``ort``, ``ptl``, ``tflite``, ``null``);
+multi-file ones are subpackages (``dabnn``, ``caffe2``, ``lce``, ``executorch``). Beside them
+the shared pipeline: ``base`` (the base class and registry), ``api`` (convert a model, check
+parity, write the sidecar), ``parity``/``sign_parity``, ``sidecar``, ``source`` and
+``factory_process`` (user code), ``graph`` (lowering to a layer list), ``matrix``
+(``--format all``), ``windows``. They import ``aiot.models``, ``aiot.core`` and the agent's
+protocol, never ``aiot.host``.
 
 Importing this package registers the built-in formats; it imports no toolchain (torch,
 onnx, litert-torch are imported inside ``export``), so ``aiot convert --list`` is instant.

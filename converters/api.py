@@ -14,7 +14,11 @@ from pathlib import Path
 
 import aiot
 from aiot.converters.base import get_converter, resolve_options
+from aiot.converters.graph import trace
+from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
+from aiot.converters.sign_parity import check_sign_parity
+from aiot.converters.source import input_facts, load_user_model, parity_inputs
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import (
     AccuracyMismatch,
@@ -26,6 +30,7 @@ from aiot.core.errors import (
 )
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
+from aiot.models.model_ref import ZOO, a_format, resolve_model
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -69,15 +74,13 @@ def build_source_model(model_name: str, weights: Path | None = None, binarize: s
 
 
 def _zoo_names() -> set[str]:
-    from aiot.models import model_specs
+    from aiot.models import model_specs  # the zoo: imports torch
 
     return {spec.name for spec in model_specs()}
 
 
 def zoo_ref(model_name: str, binarize: str | None):
     """The zoo reference ``model_name`` names; user files and code are refused here."""
-    from aiot.models.model_ref import ZOO, resolve_model
-
     ref = resolve_model(model_name, binarize)
     if ref.kind != ZOO:
         raise UsageError(f"{ref.name} is not a zoo model; this needs an image classifier of the "
@@ -102,8 +105,6 @@ class _Source:
         """Seeded parity inputs: the zoo's image-like noise, else dtype-aware noise."""
         if self.spec is not None:
             return self.spec.example_input(batch=count, seed=seed)
-        from aiot.converters.source import parity_inputs
-
         return parity_inputs(self.example, count, seed)
 
     def images(self, count: int):
@@ -113,8 +114,6 @@ class _Source:
 
 def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
     """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
-    from aiot.models.model_ref import ZOO
-
     if ref.kind == ZOO:
         spec, model = build_source_model(ref.name, weights, ref.binarize)
         weights = source_weights(spec, weights, ref.binarize)
@@ -124,7 +123,6 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
                         "weights_sha256": sha256_file(Path(weights)) if weights else None,
                         "random_init_seed": None if weights else RANDOM_INIT_SEED},
                        {**spec.input.to_dict(), "batch": 1, "dtype": "float32"}, spec, weights)
-    from aiot.converters.source import input_facts, load_user_model
     from aiot.models.spec import load_weights
 
     user = load_user_model(ref, input_shapes)
@@ -300,9 +298,6 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         UnknownName, UsageError, MissingDependency: bad input, before any work.
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
-    from aiot.converters.parity import check_parity
-    from aiot.models.model_ref import a_format, resolve_model
-
     started = time.perf_counter()
     ref = resolve_model(model_name, binarize)
     if ref.is_artifact:
@@ -396,9 +391,6 @@ def _binary_parity(converter, runner, artifact: Path, model, source, parity_samp
                    dataset_samples: int, tolerance: dict) -> dict:
     """Parity of a binarized artifact: sign agreement per binary layer decides (see
     :mod:`aiot.converters.sign_parity`); the logits' errors are reported, not judged."""
-    from aiot.converters.parity import check_parity
-    from aiot.converters.sign_parity import check_sign_parity
-
     noise, images = source.noise(parity_samples, seed=1), source.images(dataset_samples)
     report = check_parity(converter.name, runner, artifact, model, noise, atol=None, rtol=None,
                           dataset=images)
@@ -426,8 +418,6 @@ def _change_cost(trained, deployed, source, parity_samples: int, dataset_samples
     PyTorch model on the parity inputs (noise and real images), top-1 and logits."""
     import numpy as np
     import torch
-
-    from aiot.converters.parity import compare_outputs
 
     batches = [source.noise(parity_samples, seed=1)]
     images = source.images(dataset_samples)
@@ -471,8 +461,6 @@ def _has_residual_add(model) -> bool:
     import operator
 
     import torch
-
-    from aiot.converters.graph import trace
 
     try:
         graph = trace(model)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiot.core import toolchains
 from aiot.core.errors import UsageError
 from aiot.core.registry import Registry
 from aiot.models.model_ref import ARTIFACT, ModelRef, a_format
@@ -34,8 +35,6 @@ def modules_available(modules: dict[str, str], extra: str) -> Availability:
 
 def toolchain_available(name: str) -> Availability:
     """Availability of a format whose toolchain lives in an isolated environment."""
-    from aiot.core import toolchains
-
     if toolchains.installed(name) is None:
         return Availability(False, f"the {name} toolchain environment is not installed",
                             hint=f"run: aiot toolchains install {name}")
@@ -44,8 +43,6 @@ def toolchain_available(name: str) -> Availability:
 
 def toolchain_versions(name: str) -> dict[str, str]:
     """Versions recorded when toolchain ``name`` was installed (empty if it is not)."""
-    from aiot.core import toolchains
-
     return dict((toolchains.installed(name) or {}).get("versions", {}))
 
 
@@ -178,7 +175,7 @@ def _has_binary_layers(ref) -> bool | None:
         return True
     if ref.kind != "zoo":
         return None
-    from aiot.models import get_model_spec
+    from aiot.models import get_model_spec  # the zoo: imports torch
     from aiot.models.binary import BinaryConv2d
 
     return any(isinstance(m, BinaryConv2d) for m in get_model_spec(ref.name).build().modules())

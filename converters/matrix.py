@@ -16,7 +16,12 @@ import logging
 import time
 from pathlib import Path
 
+from aiot.converters.api import build_source_model, convert_model
+from aiot.converters.base import get_converter, user_converters
+from aiot.converters.sidecar import read_sidecar
+from aiot.converters.source import load_user_model
 from aiot.core.errors import AiotError, ConversionError, UsageError
+from aiot.models.model_ref import ZOO, a_format, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +45,6 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
                 options: dict[str, str] | None = None, progress=None,
                 binarize: str | None = None, input_shapes: dict | None = None) -> list[dict]:
     """One row per registered format (see the module docstring for the statuses)."""
-    from aiot.converters.api import build_source_model
-    from aiot.converters.base import user_converters
-    from aiot.converters.source import load_user_model
-    from aiot.core.errors import UsageError
-    from aiot.models.model_ref import ZOO, a_format, resolve_model
-
     # A bad name, file, factory or weights: fail before any row.
     ref = resolve_model(model_name, binarize)
     if ref.is_artifact:
@@ -64,9 +63,6 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
 def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
                 binarize: str | None = None, input_shapes: dict | None = None) -> dict:
     """One format's row: ok (with parity), unsupported, unavailable or failed, and why."""
-    from aiot.converters import get_converter
-    from aiot.converters.api import convert_model
-
     converter = get_converter(fmt)
     row = {"format": fmt, "runs_on": converter.backend or "reference executor (emit-only)",
            "status": None, "reason": None, "size_bytes": None, "max_abs": None, "max_rel": None,
@@ -91,8 +87,6 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
         log.debug("%s conversion crashed", fmt, exc_info=True)
         return {**row, "status": "failed", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
                 "seconds": time.perf_counter() - started}
-    from aiot.converters.sidecar import read_sidecar
-
     parity = res.parity or {}
     inconclusive = parity.get("inconclusive")  # passed, but as any constant output would
     return {**row, "status": "ok", "size_bytes": res.size_bytes, "artifact": str(res.artifact),

@@ -12,8 +12,12 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+import aiot.device_agent
+from aiot.core import toolchains
 from aiot.core.errors import AccuracyMismatch, ArtifactError
 from aiot.core.quiet import toolchain_output_to_log
+from aiot.core.toolchains import backend_toolchain
+from aiot.device_agent import agent, backends, protocol
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +93,6 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
     """
     import numpy as np
 
-    from aiot.core.toolchains import backend_toolchain
-    from aiot.device_agent import backends
-
     toolchain = backend_toolchain(backend_name)
     if toolchain is not None:
         return _run_in_toolchain(toolchain, backend_name, artifact, inputs)
@@ -121,9 +122,6 @@ def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs)
 
     import numpy as np
 
-    import aiot.device_agent
-    from aiot.core import toolchains
-
     agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="aiot-predict-") as tmp:
         spec = {"v": 1, "backend": backend_name, "artifact": str(Path(artifact).resolve()),
@@ -137,8 +135,6 @@ def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs)
 
 
 def _raise_agent_error(stdout: str, artifact: Path) -> None:
-    from aiot.device_agent import protocol
-
     for line in stdout.splitlines():
         msg = protocol.decode(line)
         if msg and msg["event"] == "error":
@@ -286,11 +282,6 @@ def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
     import io
     import json
     import tempfile
-
-    import aiot.device_agent
-    from aiot.core import toolchains
-    from aiot.core.toolchains import backend_toolchain
-    from aiot.device_agent import agent, protocol
 
     toolchain = backend_toolchain(backend_name)
     spec = {"v": 1, "backend": backend_name, "threads": 1, **spec}

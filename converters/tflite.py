@@ -131,7 +131,6 @@ class TfliteConverter(Converter):
 
 def _calibration_batches(spec, options: dict[str, str]):
     """Preprocessed train-split images (batch 1 each) that set int8 activation ranges."""
-    from aiot.core.errors import UsageError
     from aiot.models.datasets import load_dataset
 
     if spec is None:  # a user's model: no image data set is known to fit its input

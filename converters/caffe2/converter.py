@@ -28,6 +28,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.caffe2.proto import net_def
+from aiot.converters.caffe2.reference import load_net, run_net
+from aiot.converters.graph import lower
+from aiot.converters.sidecar import read_sidecar, sidecar_path
 from aiot.core.companions import PREDICT_SUFFIX, init_net_path
 from aiot.core.errors import ArtifactError, ConversionError
 from aiot.core.fileio import sha256_file, write_atomic
@@ -46,7 +50,7 @@ class Caffe2Converter(Converter):
     description = ("emit-only (legacy): Caffe2 NetDef init_net + predict_net (NCHW); no "
                    "installable runtime — verified by aiot's NumPy reference executor")
     atol = 1e-4
-    options: dict[str, tuple[str, str]] = {}  # noqa: RUF012 - the protocol's attribute; NCHW only
+    options: dict[str, tuple[str, str]] = {}  # noqa: RUF012 - the base class's attribute; NCHW only
 
     def availability(self) -> Availability:
         return modules_available({"google.protobuf": "protobuf"}, FORMAT)
@@ -60,8 +64,6 @@ class Caffe2Converter(Converter):
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         """Write the init net, then the predict net; on any failure neither file is left."""
-        from aiot.converters.graph import lower
-
         out_path, init_path = Path(out_path), init_net_path(out_path)
         try:
             graph = lower(model, example, FORMAT)
@@ -83,8 +85,6 @@ class Caffe2Converter(Converter):
         Raises:
             ArtifactError: a file is missing, corrupt, or not the init net the sidecar names.
         """
-        from aiot.converters.caffe2.reference import load_net, run_net
-
         init_path = init_net_path(artifact)
         _check_init_hash(Path(artifact), init_path)
         outputs = run_net(load_net(artifact, init_path), inputs)
@@ -93,8 +93,6 @@ class Caffe2Converter(Converter):
 
 def _check_init_hash(artifact: Path, init_path: Path) -> None:
     """When the artifact has a sidecar, its init net must be the one recorded there."""
-    from aiot.converters.sidecar import read_sidecar, sidecar_path
-
     if not sidecar_path(artifact).exists() or not init_path.exists():
         return  # during conversion there is no sidecar yet; a missing file is reported later
     expected = read_sidecar(artifact).get("converter", {}).get("init_net", {}).get("sha256")
@@ -109,8 +107,6 @@ def _verify_shapes(predict_path: Path, init_path: Path, graph, example) -> list[
     This is where a Caffe2 sizing rule that differs from PyTorch's (a ceil-mode pooling
     window starting in the tail padding) is caught, instead of at parity.
     """
-    from aiot.converters.caffe2.reference import load_net, run_net
-
     try:
         net = load_net(predict_path, init_path)
         blobs = run_net(net, example.detach().cpu().numpy(), keep_blobs=True)
@@ -135,8 +131,6 @@ class _Nets:
     """The two NetDefs under construction; blob names are the graph's layer names."""
 
     def __init__(self, model_name: str) -> None:
-        from aiot.converters.caffe2.proto import net_def
-
         self.init, self.predict = net_def(), net_def()
         self.init.name, self.predict.name = f"{model_name}_init", model_name
         self.blob: dict[str, str] = {}  # layer name -> blob name

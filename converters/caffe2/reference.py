@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.converters.caffe2.proto import parse_net
+from aiot.converters.windows import window_taps
 from aiot.core.errors import ArtifactError
 
 INPUT_BLOB = "data"
@@ -46,8 +48,6 @@ def read_net(path: Path, role: str):
         ArtifactError: the file is missing or not a NetDef.
     """
     from google.protobuf.message import DecodeError
-
-    from aiot.converters.caffe2.proto import parse_net
 
     try:
         return parse_net(Path(path).read_bytes())
@@ -204,8 +204,6 @@ def _geometry(x, args: dict):
 def _taps(x, args: dict, fill: float):
     """One ``(N, C, OH, OW)`` view of ``x`` (padded with ``fill``) per kernel position."""
     import numpy as np
-
-    from aiot.converters.windows import window_taps
 
     _order(args)
     kernel, stride, dilation, head, tail, out = _geometry(x, args)

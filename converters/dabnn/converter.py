@@ -59,6 +59,9 @@ from pathlib import Path
 
 from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
 from aiot.converters.dabnn.emit import FORMAT, emit
+from aiot.converters.dabnn.reference import load_model, run_model
+from aiot.converters.dabnn.schema import build_model
+from aiot.converters.graph import lower
 from aiot.core.errors import ArtifactError, ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -80,7 +83,7 @@ class DabnnConverter(Converter):
     # sign nudges) while any flipped binary activation moves logits far more.
     atol = 1e-3
     binary_native = True  # sign shifts and nudges make it binarize as PyTorch: parity on logits
-    options = {  # noqa: RUF012 - the protocol's attribute
+    options = {  # noqa: RUF012 - the base class's attribute
         "precision": ("bnn", "bnn (binarized models) | fp32 (daBNN's float form of a "
                              "full-precision model: BiBench's daBNN FP32 column)"),
     }
@@ -101,9 +104,6 @@ class DabnnConverter(Converter):
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         """Lower, emit, write atomically, then re-read and run the file once."""
-        from aiot.converters.dabnn.schema import build_model
-        from aiot.converters.graph import lower
-
         out_path = Path(out_path)
         graph = lower(model, example, FORMAT)
         dab, facts = emit(graph, options.get("precision", "bnn"))
@@ -125,8 +125,6 @@ class DabnnConverter(Converter):
         Raises:
             ArtifactError: the file is not a well-formed daBNN model.
         """
-        from aiot.converters.dabnn.reference import load_model
-
         loaded = load_model(Path(artifact))
         return {"inputs": [{"name": loaded.input.name, "shape": list(loaded.input.shape),
                             "dtype": "float32", "quantization": None}],
@@ -137,7 +135,7 @@ class DabnnConverter(Converter):
     def deployed_form(self, model, example):
         """``(model daBNN runs, facts or None)``: clamps that float layers read are dropped
         (see :mod:`aiot.converters.dabnn.form`); parity is then measured against it."""
-        from aiot.converters.dabnn.form import deployed_form
+        from aiot.converters.dabnn.form import deployed_form  # imports torch (bibench)
 
         return deployed_form(model, example)
 
@@ -147,8 +145,6 @@ class DabnnConverter(Converter):
         Raises:
             ArtifactError: the file is missing, truncated, corrupt or not runnable by daBNN.
         """
-        from aiot.converters.dabnn.reference import load_model, run_model
-
         return run_model(load_model(artifact), inputs)
 
 
@@ -162,8 +158,6 @@ class DabnnConverter(Converter):
         """What each BinConv2D of the file binarizes, NCHW, by PyTorch layer name, for
         ``inputs``: read from aiot's executor of this very ``.dab``."""
         import numpy as np
-
-        from aiot.converters.dabnn.reference import load_model, run_model
 
         loaded = load_model(artifact)
         sources = {layer.params["output"]: layer.params["input"]
@@ -182,8 +176,6 @@ class DabnnConverter(Converter):
 
 def _verify(path: Path, graph, example) -> None:
     """Re-read the file and run the example: the output must have PyTorch's size."""
-    from aiot.converters.dabnn.reference import load_model, run_model
-
     try:
         out = run_model(load_model(path), example.detach().cpu().numpy())
     except ArtifactError as exc:  # just written by this process: the emitter is at fault

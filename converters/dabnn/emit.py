@@ -11,6 +11,9 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from aiot.converters.dabnn.reference import in_place_hazards
+from aiot.converters.dabnn.schema import Input, Model, Tensor, pack_bits
+from aiot.converters.dabnn.schema import Layer as DabLayer
 from aiot.converters.graph import Layer, bn_scale_shift, pair
 from aiot.core.errors import ConversionError
 
@@ -34,9 +37,6 @@ def emit(graph, precision: str = "bnn"):
         ConversionError: (stage "lower") the model breaks a daBNN rule; the message names
             the layer.
     """
-    from aiot.converters.dabnn.reference import in_place_hazards
-    from aiot.converters.dabnn.schema import Model
-
     binary = any(layer.kind == "bconv" for layer in graph.layers)
     if precision == "fp32" and binary:
         raise ConversionError(FORMAT, "lower", "precision=fp32 writes a full-precision network, "
@@ -158,8 +158,6 @@ class _Emitter:
         """Add an initializer (float32, or bit-packed ±1 OHWC); return its name."""
         import numpy as np
 
-        from aiot.converters.dabnn.schema import Tensor, pack_bits
-
         name = self.unique(name)
         values = np.asarray(values)
         if bits:
@@ -172,11 +170,9 @@ class _Emitter:
 
     def add(self, kind: str, layer, params: dict, output: str | None = None) -> str:
         """Append a daBNN layer writing ``output`` (default: the graph layer's name)."""
-        from aiot.converters.dabnn.schema import Layer
-
         output = output or layer.name
         params["output"] = output
-        self.layers.append(Layer(kind, params, name=output))
+        self.layers.append(DabLayer(kind, params, name=output))
         if layer is not None and output == layer.name:
             self.dab[layer.name] = output
             self.hwc[output] = _hwc(layer.shape)
@@ -205,8 +201,6 @@ class _Emitter:
     # --- one method per layer kind --------------------------------------------------------
 
     def _input(self, layer) -> None:
-        from aiot.converters.dabnn.schema import Input
-
         if self.inputs or len(layer.shape) != 4:
             self.refuse(layer, "daBNN models take exactly one NCHW image input")
         _n, channels, height, width = layer.shape

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.converters.dabnn.schema import Model, Tensor, parse_model, unpack_bits
+from aiot.converters.windows import window_taps
 from aiot.core.errors import ArtifactError
 
 MODEL_VERSION = 2  # BNN_LATEST_MODEL_VERSION (common/macros.h); net.cpp refuses any other
@@ -281,8 +282,6 @@ def _im2col(x, kernel: int, stride: int, pad: int, fill: float):
     out_w = (width + 2 * pad - kernel) // stride + 1
     if out_h < 1 or out_w < 1 or kernel < 1:
         raise ValueError(f"window {kernel} does not fit a {height}x{width} map padded by {pad}")
-    from aiot.converters.windows import window_taps
-
     padded = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=fill)
     taps = window_taps(padded, (kernel, kernel), (stride, stride), (out_h, out_w), axes=(1, 2))
     return np.stack(taps, axis=3).reshape(n, out_h, out_w, -1)

@@ -21,6 +21,7 @@ from aiot.converters.base import (
     toolchain_available,
     toolchain_versions,
 )
+from aiot.core import toolchains
 from aiot.core.errors import UsageError
 from aiot.core.fileio import write_atomic
 
@@ -56,8 +57,6 @@ class ExecutorchConverter(Converter):
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         import torch
-
-        from aiot.core import toolchains
 
         with tempfile.TemporaryDirectory(prefix="aiot-et-") as tmp:
             program = Path(tmp) / "program.pt2"

@@ -25,7 +25,10 @@ from aiot.converters.base import (
     toolchain_available,
     toolchain_versions,
 )
-from aiot.converters.graph import bn_scale_shift
+from aiot.converters.graph import bn_scale_shift, lower
+from aiot.converters.parity import run_artifact_outputs
+from aiot.converters.tflite import tflite_ops
+from aiot.core import toolchains
 from aiot.core.errors import ConversionError
 from aiot.core.fileio import write_atomic
 
@@ -122,10 +125,6 @@ class LceConverter(Converter):
         return {"torch": version("torch"), **toolchain_versions(TOOLCHAIN)}
 
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
-        from aiot.converters.graph import lower
-        from aiot.converters.tflite import tflite_ops
-        from aiot.core import toolchains
-
         graph = lower(model, example, self.name)
         if not any(layer.kind == "bconv" for layer in graph.layers):  # before per-layer refusals
             raise ConversionError(self.name, "lower", "this model has no binary convolutions",
@@ -151,10 +150,6 @@ class LceConverter(Converter):
         """
         import numpy as np
         import torch
-
-        from aiot.converters.graph import lower
-        from aiot.converters.parity import run_artifact_outputs
-        from aiot.core import toolchains
 
         example = torch.from_numpy(np.ascontiguousarray(inputs[:1]))
         graph = lower(model, example, self.name)

@@ -194,7 +194,7 @@ def test_parity_failure_leaves_no_artifact(tmp_path, monkeypatch):
     def never_ok(*a, **k):
         raise AccuracyMismatch("onnx", {"max_abs": 1.0, "atol": 1e-4, "top1_agreement": 0.5})
 
-    monkeypatch.setattr("aiot.converters.parity.check_parity", never_ok)
+    monkeypatch.setattr("aiot.converters.api.check_parity", never_ok)
     with pytest.raises(AccuracyMismatch):
         api.convert_model("tiny_cnn", "onnx", tmp_path)
     assert list(tmp_path.iterdir()) == []

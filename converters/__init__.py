@@ -8,19 +8,10 @@ parity, write the sidecar), ``parity``/``sign_parity``, ``sidecar``, ``source`` 
 (``--format all``), ``windows``. They import ``aiot.models``, ``aiot.core`` and the agent's
 protocol, never ``aiot.host``.
 
-Importing this package registers the built-in formats; it imports no toolchain (torch,
+Importing this package registers the built-in formats (below); it imports no toolchain (torch,
 onnx, litert-torch are imported inside ``export``), so ``aiot convert --list`` is instant.
 """
 
-from aiot.converters import caffe2 as _caffe2  # noqa: F401 - registers "caffe2"
-from aiot.converters import dabnn as _dabnn  # noqa: F401 - registers "dabnn"
-from aiot.converters import executorch as _executorch  # noqa: F401 - registers "executorch"
-from aiot.converters import lce as _lce  # noqa: F401 - registers "lce"
-from aiot.converters import null as _null  # noqa: F401 - registers "null"
-from aiot.converters import onnx as _onnx  # noqa: F401 - registers "onnx"
-from aiot.converters import ort as _ort  # noqa: F401 - registers "ort"
-from aiot.converters import ptl as _ptl  # noqa: F401 - registers "ptl"
-from aiot.converters import tflite as _tflite  # noqa: F401 - registers "tflite"
 from aiot.converters.base import (
     CONVERTERS,
     Availability,
@@ -30,6 +21,23 @@ from aiot.converters.base import (
     get_converter,
     user_converters,
 )
+from aiot.converters.caffe2 import Caffe2Converter
+from aiot.converters.dabnn import DabnnConverter
+from aiot.converters.executorch import ExecutorchConverter
+from aiot.converters.lce import LceConverter
+from aiot.converters.null import NullConverter
+from aiot.converters.onnx import OnnxConverter
+from aiot.converters.ort import OrtConverter
+from aiot.converters.ptl import PtlConverter
+from aiot.converters.tflite import TfliteConverter
+
+# The built-in formats, in the order tables and ``--format all`` list them (here, not at
+# each module's import, so that one format's module importing another changes nothing).
+for _converter in (Caffe2Converter(), DabnnConverter(), ExecutorchConverter(), LceConverter(),
+                   NullConverter(), OnnxConverter(), OrtConverter(), PtlConverter(),
+                   TfliteConverter()):
+    CONVERTERS.add(_converter.name, _converter)
+del _converter
 
 __all__ = ["CONVERTERS", "Availability", "Converter", "check_format", "format_table", "get_converter",
            "user_converters"]

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 import aiot
-from aiot.converters.base import CONVERTERS, Availability, Converter
+from aiot.converters.base import Availability, Converter
 from aiot.core.errors import UsageError
 from aiot.core.fileio import write_atomic
 
@@ -60,6 +60,3 @@ def _sleep_ms(value: str) -> float:
         raise UsageError(f"sleep_ms must be a non-negative number of milliseconds, got '{value}'",
                          "e.g. --opt sleep_ms=5")
     return sleep
-
-
-CONVERTERS.add("null", NullConverter())

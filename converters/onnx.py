@@ -6,7 +6,7 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.core.companions import onnx_external_data
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
@@ -63,6 +63,3 @@ def _parse_opset(value: str) -> int:
     if not 11 <= opset <= 20:
         raise UsageError(f"opset must be an integer from 11 to 20, got '{value}'", "e.g. --opt opset=17")
     return opset
-
-
-CONVERTERS.add("onnx", OnnxConverter())

@@ -27,7 +27,7 @@ from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.converters.onnx import OnnxConverter
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
@@ -150,6 +150,3 @@ def _check_ort_file(path: Path) -> None:
     if head[4:8] != b"ORTM":
         path.unlink(missing_ok=True)
         raise ConversionError("ort", "verify", f"{path.name} is not an ORT-format file (identifier {head[4:8]!r})")
-
-
-CONVERTERS.add("ort", OrtConverter())

@@ -24,7 +24,7 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -152,6 +152,3 @@ def _maybe_optimize(traced, choice: str):
                                   "optimize_for_mobile needs", "use --opt optimize=auto or no") from None
         log.info("optimize_for_mobile skipped: this torch has no XNNPACK")
         return traced, False
-
-
-CONVERTERS.add("ptl", PtlConverter())

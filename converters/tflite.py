@@ -17,7 +17,7 @@ import logging
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -168,6 +168,3 @@ def _signature_input(path: Path) -> tuple[str, str]:
     signatures = Interpreter(model_path=str(path)).get_signature_list()
     key = next(iter(signatures))
     return key, signatures[key]["inputs"][0]
-
-
-CONVERTERS.add("tflite", TfliteConverter())

@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.converters.caffe2.proto import net_def
 from aiot.converters.caffe2.reference import load_net, run_net
 from aiot.converters.graph import lower
@@ -341,6 +341,3 @@ _EMITTERS = {
     "flatten": lambda nets, layer, shapes: nets.layer(
         layer, "Flatten", axis=layer.attrs["start_dim"] % len(shapes[layer.inputs[0]])),
 }
-
-
-CONVERTERS.add(FORMAT, Caffe2Converter())

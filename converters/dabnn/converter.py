@@ -57,7 +57,7 @@ import math
 from importlib.metadata import version
 from pathlib import Path
 
-from aiot.converters.base import CONVERTERS, Availability, Converter, modules_available
+from aiot.converters.base import Availability, Converter, modules_available
 from aiot.converters.dabnn.emit import FORMAT, emit
 from aiot.converters.dabnn.reference import load_model, run_model
 from aiot.converters.dabnn.schema import build_model
@@ -185,6 +185,3 @@ def _verify(path: Path, graph, example) -> None:
     if out.shape[1] != expected:
         raise ConversionError(FORMAT, "verify", f"the model gives {out.shape[1]} outputs, "
                               f"PyTorch {expected}", "please report it")
-
-
-CONVERTERS.add(FORMAT, DabnnConverter())

@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 from aiot.converters.base import (
-    CONVERTERS,
     Availability,
     Converter,
     toolchain_available,
@@ -77,6 +76,3 @@ class ExecutorchConverter(Converter):
             log.warning("%s: %d operator kinds stay on portable kernels: %s", out_path.name,
                         len(portable), ", ".join(portable))
         return {"ops": sorted(ops), "xnnpack_partitions": delegated, "portable_ops": portable}
-
-
-CONVERTERS.add("executorch", ExecutorchConverter())

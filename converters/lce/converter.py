@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 from aiot.converters.base import (
-    CONVERTERS,
     Availability,
     Converter,
     toolchain_available,
@@ -184,6 +183,3 @@ def _count_op(path: Path, custom: str) -> int:
     codes = [(model.OperatorCodes(i).CustomCode() or b"").decode() for i in range(model.OperatorCodesLength())]
     graph = model.Subgraphs(0)
     return sum(1 for i in range(graph.OperatorsLength()) if codes[graph.Operators(i).OpcodeIndex()] == custom)
-
-
-CONVERTERS.add("lce", LceConverter())

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from aiot.converters import caffe2  # registers "caffe2"
+from aiot.converters import caffe2
 from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.caffe2.converter import CAFFE_LEGACY_POOLING
 from aiot.converters.caffe2.proto import parse_net

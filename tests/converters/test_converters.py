@@ -152,6 +152,19 @@ def test_convert_list_says_what_keeps_ort_and_ptl_from_their_best():
     assert rows["tflite"]["limits"] is None
 
 
+def test_formats_are_converters_listed_in_a_fixed_order():
+    """Every format subclasses Converter and the table's order does not depend on which
+    format's module happens to import another (LCE reads TFLite's op list)."""
+    from aiot.converters import CONVERTERS, Converter
+
+    assert CONVERTERS.names() == ["caffe2", "dabnn", "executorch", "lce", "null", "onnx", "ort",
+                                  "ptl", "tflite"]
+    assert [r["name"] for r in format_table()] == [n for n in CONVERTERS.names() if n != "null"]
+    for conv in CONVERTERS:
+        assert isinstance(conv, Converter) and CONVERTERS.get(conv.name) is conv
+        assert conv.extension.startswith(".") and conv.description and conv.atol >= 0
+
+
 def test_tflite_ops_are_builtin(converted):
     ops = read_sidecar(converted[1]["tflite"].artifact)["converter"]["ops"]
     assert "CONV_2D" in ops and not any(op.startswith("CUSTOM") for op in ops)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiot.converters import dabnn  # registers "dabnn"
+from aiot.converters import dabnn
 from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.dabnn.emit import emit
 from aiot.converters.dabnn.reference import check_model, in_place_hazards

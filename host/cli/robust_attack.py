@@ -20,6 +20,11 @@ from aiot.host.cli.robust_common import (
     make_target,
     suite_context,
 )
+from aiot.host.robust.attacks.base import require
+from aiot.host.robust.attacks.catalog import select_attacks
+from aiot.host.robust.attacks.suite import AttackSettings, run_suite
+from aiot.host.robust.data import PHOTOS
+from aiot.host.robust.deployed import deployed_if_format
 from aiot.host.robust.record import run_recorded
 
 Attacks = Annotated[str, typer.Option(
@@ -86,11 +91,6 @@ def attack(
     as_json: JsonOpt = False,
 ) -> None:
     """White-box, transfer and black-box attacks; accuracy on the reference and the deployment."""
-    from aiot.host.robust.attacks.base import require
-    from aiot.host.robust.attacks.catalog import select_attacks
-    from aiot.host.robust.attacks.suite import AttackSettings
-    from aiot.host.robust.data import PHOTOS
-
     if dataset == PHOTOS:
         raise UsageError("the photos have no labels: attacks need them", "pass --dataset fashion-mnist or digits")
     target = make_target(model, weights, binarize, fmt, device, opt, dataset)
@@ -109,9 +109,6 @@ def attack(
 
 
 def _run(ctx, target, settings):
-    from aiot.host.robust.attacks.suite import run_suite
-    from aiot.host.robust.deployed import deployed_if_format
-
     with suite_context(ctx, target, settings.dataset) as (store, workspace), spinner("preparing the attack suite…") as status:
         def work(provenance: dict) -> dict:
             if target.fmt is not None:

@@ -19,6 +19,7 @@ from aiot.host.devices.resolve import resolve_name
 from aiot.host.engine.preflight import announce_weights
 from aiot.host.engine.weights import WeightsChoice, choose_weights
 from aiot.host.engine.workspace import Workspace
+from aiot.host.robust.data import PHOTOS
 from aiot.host.robust.target import Target
 from aiot.host.store.store import open_store
 
@@ -58,8 +59,6 @@ def announce_target(target, dataset: str | None) -> None:
 
 def _labelled(dataset: str | None) -> str | None:
     """The data set whose trainings apply: the unlabelled photos have none of their own."""
-    from aiot.host.robust.data import PHOTOS
-
     return None if dataset in (None, PHOTOS) else dataset
 
 

@@ -18,6 +18,9 @@ from aiot.host.cli.robust_common import (
     make_target,
     suite_context,
 )
+from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
+from aiot.host.robust.corrupt.sequences import check_frames
+from aiot.host.robust.corrupt.suite import CorruptConfig, compare_target, run_corrupt
 from aiot.host.robust.record import run_recorded
 
 Corruptions = Annotated[str, typer.Option(
@@ -99,10 +102,6 @@ def corrupt(
     model's input first, and every accuracy is top-1 agreement with the model's own clean
     prediction (summary keys *_agreement).
     """
-    from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
-    from aiot.host.robust.corrupt.sequences import check_frames
-    from aiot.host.robust.corrupt.suite import CorruptConfig, compare_target, run_corrupt
-
     target = make_target(model, weights, binarize, fmt, device, opt, dataset)
     if compare_binarized:
         from aiot.models.bibench import ALGORITHMS

@@ -19,7 +19,10 @@ from aiot.host.cli.robust_common import (
     suite_context,
 )
 from aiot.host.devices.resolve import resolve_name
+from aiot.host.robust.data import eval_set
+from aiot.host.robust.deployed import deployed_if_format
 from aiot.host.robust.record import run_recorded
+from aiot.host.robust.sysnoise import DEPLOYED, evaluate, parse_types
 
 Devices = Annotated[list[str] | None, typer.Option(
     "--device", "-d", help="Device(s) for precision and platform: repeatable or a comma list "
@@ -45,8 +48,6 @@ def parse_devices(values: list[str] | None) -> list[str]:
 
 def _check_deployed(types: list[str], explicit: bool, fmt: str | None) -> None:
     """Precision and platform asked for by name need an artifact format."""
-    from aiot.host.robust.sysnoise import DEPLOYED
-
     asked = [t for t in types if t in DEPLOYED]
     if explicit and asked and fmt is None:
         raise UsageError(f"--types {','.join(asked)} needs a deployed artifact",
@@ -120,10 +121,6 @@ def sysnoise(
     Labelled images are re-encoded as JPEG at a camera size; --dataset photos (unlabelled, for
     efficientnet_lite0) gives flip rate and top-1 agreement only.
     """
-    from aiot.host.robust.data import eval_set
-    from aiot.host.robust.deployed import deployed_if_format
-    from aiot.host.robust.sysnoise import evaluate, parse_types
-
     chosen = parse_types(types)
     devices = parse_devices(device)
     _check_deployed(chosen, types is not None, fmt)

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.host.devices.deploy import push
 from aiot.core.errors import DeviceCommandError, UsageError
+from aiot.host.devices.deploy import push
 from aiot.host.transports.base import Transport
 
 log = logging.getLogger(__name__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aiot.core.registry import Registry
 from aiot.host.native.base import NativeAdapter
 from aiot.host.native.caffe2 import SpeedBenchmarkAdapter
 from aiot.host.native.dabnn import BenchmarkSingleModelAdapter
@@ -10,7 +11,6 @@ from aiot.host.native.lce import LceBenchmarkModelAdapter
 from aiot.host.native.onnxruntime import PerfTestAdapter
 from aiot.host.native.tflite import BenchmarkModelAdapter
 from aiot.host.native.torch_mobile import SpeedBenchmarkTorchAdapter
-from aiot.core.registry import Registry
 
 TOOLS: Registry[NativeAdapter] = Registry("native tool")
 TOOLS.add("benchmark_model", BenchmarkModelAdapter(), aliases=("tflite_benchmark_model",))

@@ -15,6 +15,7 @@ toolchain, so ``aiot --help`` stays instant and the main environment stays small
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -123,15 +124,12 @@ def python(name: str) -> Path | None:
 def backend_toolchain(backend: str) -> str | None:
     """The toolchain that holds agent backend ``backend``'s runtime when aiot's own Python
     cannot import it (LCE: NumPy < 2), else None."""
-    import importlib
-
     if backend not in backends.MODULES:
         return None
     module = importlib.import_module(backends.MODULES[backend], backends.__name__)
-    toolchain = getattr(module, "TOOLCHAIN", None)
-    if toolchain is None or module.version() is not None:
+    if module.TOOLCHAIN is None or module.version() is not None:
         return None
-    return toolchain
+    return module.TOOLCHAIN
 
 
 def runtime_python(backend: str) -> Path | None:
@@ -222,8 +220,8 @@ def run_script(name: str, script: Path, args: list[str], timeout: float = 900) -
         ToolchainError: not installed, timed out, or the script failed (its last error
             line is the message; the full output goes to the debug log).
     """
-    # -P: the script's own folder must not shadow packages (aiot's converters/executorch.py
-    # would otherwise be imported as the toolchain's ``executorch``).
+    # -P: the script's own folder must not shadow packages: its siblings (a format's
+    # ``converter.py``, ``__init__.py``) would otherwise be importable as top-level modules.
     return run_python(name, ["-P", str(script), *args], timeout=timeout, what=script.name)
 
 

@@ -35,7 +35,8 @@ LIMITS = {
     "loose_host_modules": 10,
     "modules_over_600_lines": 0,
     "functions_over_12_params": 0,
-    "in_function_aiot_imports": 250,
+    # Issue 30 asked for ≤ 250 (from 915); it reached 84, and the limit holds the gain.
+    "in_function_aiot_imports": 100,
 }
 
 

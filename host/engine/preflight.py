@@ -35,7 +35,6 @@ from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoi
 from aiot.host.lab.session import LabSession
 from aiot.host.native import get_adapter, resolve_binary
 from aiot.host.store import open_store
-from aiot.models.datasets.load import canonical_name
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
 
@@ -95,6 +94,9 @@ def check_data_options(weights: Path | None, dataset: str | None, limit: int | N
         raise UsageError(f"--limit must be at least 1, got {limit}")
     if dataset is None:
         return None
+    # The data sets pull NumPy: loaded when a run names one, so `aiot run --help` stays light.
+    from aiot.models.datasets.load import canonical_name
+
     try:
         return canonical_name(dataset)
     except DatasetError as exc:  # a missing folder is the user's input to fix

@@ -18,6 +18,7 @@ from aiot.core.errors import AccuracyMismatch, ArtifactError
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
 from aiot.device_agent import agent, backends, protocol
+from aiot.device_agent.spec import RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +125,8 @@ def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs)
 
     agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="aiot-predict-") as tmp:
-        spec = {"v": 1, "backend": backend_name, "artifact": str(Path(artifact).resolve()),
-                "inputs": str(Path(tmp) / "x.npy"), "outputs": str(Path(tmp) / "y.npy"), "threads": 1}
+        spec = RunSpec(backend=backend_name, artifact=str(Path(artifact).resolve()), threads=1,
+                       inputs=str(Path(tmp) / "x.npy"), outputs=str(Path(tmp) / "y.npy")).to_wire()
         np.save(spec["inputs"], np.ascontiguousarray(inputs, dtype=np.float32))
         (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         stdout = toolchains.run_module(toolchain, "device_agent", ["predict", str(Path(tmp) / "spec.json")],

@@ -22,6 +22,7 @@ from aiot.converters import get_converter
 from aiot.converters.api import convert_model
 from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import UsageError
+from aiot.device_agent.spec import RunSpec
 from aiot.host.devices.deploy import push_file
 from aiot.host.engine.executor import _artifact_provenance
 from aiot.host.robust.target import Target
@@ -76,7 +77,7 @@ class DeployedPredictor:
         return None if self._serving is None else self._serving.compute_ms
 
     def _spec(self) -> dict:
-        return {"v": 1, "backend": self.backend, "artifact": self.remote, "threads": self.target.threads}
+        return RunSpec(backend=self.backend, artifact=self.remote, threads=self.target.threads).to_wire()
 
     def _start_session(self):
         try:
@@ -111,7 +112,8 @@ class DeployedPredictor:
         np.save(local_in, x)
         remote_in = push_file(self.session.transport, local_in).remote
         remote_out = remote_in[: -len(".npy")] + ".out.npy"
-        spec = {**self._spec(), "inputs": remote_in, "outputs": remote_out}
+        spec = RunSpec(backend=self.backend, artifact=self.remote, threads=self.target.threads,
+                       inputs=remote_in, outputs=remote_out).to_wire()
         self.session.predict(spec, timeout=600)
         local_out = self._stage / "outputs.npy"
         self.session.transport.pull(remote_out, local_out)

@@ -9,29 +9,32 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
 from aiot.core.errors import UsageError
+from aiot.device_agent.spec import RunSpec
 from aiot.models.model_ref import model_label
 from aiot.host.store.store import RunRecord
 
 
 RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
 MAX_RUNS = 10_000_000  # iteration counts above this are typos (and overflow the store's integers)
+_AGENT_DEFAULTS = {spec_field.name: spec_field.default for spec_field in fields(RunSpec)}
 
 
 @dataclass(frozen=True)
 class MeasureParams:
     """Timing knobs, TFLite ``benchmark_model`` semantics (see the device agent)."""
 
-    warmup_runs: int = 1
-    warmup_min_s: float = 0.5
-    min_runs: int = 50
-    min_s: float = 1.0
-    max_s: float = 150.0
-    seed: int = 0
+    # The timing defaults are the agent's own (one definition: device_agent/spec.py).
+    warmup_runs: int = _AGENT_DEFAULTS["warmup_runs"]
+    warmup_min_s: float = _AGENT_DEFAULTS["warmup_min_s"]
+    min_runs: int = _AGENT_DEFAULTS["min_runs"]
+    min_s: float = _AGENT_DEFAULTS["min_s"]
+    max_s: float = _AGENT_DEFAULTS["max_s"]
+    seed: int = _AGENT_DEFAULTS["seed"]
     timeout_s: float | None = None  # None: max_s + warm-up + RUN_SLACK_S for load and accuracy
     target_cv: float | None = None  # repeat until the robust CV is at most this (None: off)
     max_runs: int | None = None  # cap on timed iterations (with target_cv: the give-up point)

@@ -9,17 +9,19 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pkgutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from aiot.host.cli.app import COMMANDS, app
+import aiot.host.cli
+from aiot.host.cli.app import app
 
 # `aiot` imports a command's module when the command first runs; the suite imports them all up
 # front, so that no module's first import happens under a test's monkeypatch (and keeps it).
-for _module in dict.fromkeys(module for module, _ in COMMANDS.values()):
-    importlib.import_module(f"aiot.host.cli.{_module}")
+for _module in pkgutil.iter_modules(aiot.host.cli.__path__):
+    importlib.import_module(f"aiot.host.cli.{_module.name}")
 
 
 @pytest.fixture(scope="session")

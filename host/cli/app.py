@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import signal
 import threading
-from collections.abc import MutableMapping
 from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-import typer.main
-from typer.core import TyperCommand, TyperGroup
 
 from aiot import __version__
 from aiot.core import notices
@@ -20,8 +16,7 @@ from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
 from aiot.core.quiet import silence_runtime_teardown
 from aiot.host.cli._output import AppState, err, message, notice, safe
-
-Command = TyperCommand | TyperGroup  # what Typer builds for a command or a group
+from aiot.host.cli.lazy import Command, LazyGroup, Table
 
 
 class Terminated(KeyboardInterrupt):
@@ -54,9 +49,8 @@ def _sigterm_as_interrupt():
 # Every command and group of the root, in the order `aiot --help` lists them: its name, the
 # module under aiot.host.cli that defines it, and the first paragraph of its help. The root lists
 # them from here and imports a module only when one of its commands runs (or its own help is
-# asked for), so `aiot --help` does not import the whole engine.
-# tests/cli/test_cli_lazy.py checks this table against the real commands.
-COMMANDS: dict[str, tuple[str, str]] = {
+# asked for), so `aiot --help` does not import the whole engine (see aiot.host.cli.lazy).
+COMMANDS: Table = {
     "convert": ("convert", "Convert a model into an artifact, check parity with PyTorch and "
                            "write a sidecar."),
     "push": ("measure", "Convert (if needed) and push an artifact and the device agent to a "
@@ -94,49 +88,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 ALIASES: dict[str, str] = {"bench": "paper"}
 
 
-def load_commands(module_name: str, root: typer.Typer | None = None) -> dict[str, Command]:
-    """The Click commands one CLI module defines, built as Typer builds them for ``root``: a
-    module with ``register(app)`` adds its commands itself, a group module is added by the name(s)
-    the table gives its ``app``."""
-    root = root or app
-    module = importlib.import_module(f"aiot.host.cli.{module_name}")
-    holder = typer.Typer(rich_markup_mode=root.rich_markup_mode,
-                         pretty_exceptions_short=root.pretty_exceptions_short)
-    if hasattr(module, "register"):
-        module.register(holder)
-    else:
-        for name, (owner, _) in COMMANDS.items():
-            if owner == module_name:
-                holder.add_typer(module.app, name=name)
-    return dict(typer.main.get_group(holder).commands)
-
-
-class _LazyCommands(MutableMapping):
-    """The root's commands: the names from :data:`COMMANDS`, each module imported on first use."""
-
-    def __init__(self, commands: dict[str, Command]):
-        self._loaded = dict(commands)
-
-    def __getitem__(self, name: str) -> Command:
-        if name not in self._loaded and name in COMMANDS:
-            self._loaded.update(load_commands(COMMANDS[name][0]))
-        return self._loaded[name]
-
-    def __setitem__(self, name: str, command: Command) -> None:
-        self._loaded[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        del self._loaded[name]
-
-    def __iter__(self):
-        yield from COMMANDS
-        yield from (name for name in self._loaded if name not in COMMANDS)
-
-    def __len__(self) -> int:
-        return len(COMMANDS) + sum(name not in COMMANDS for name in self._loaded)
-
-
-class AiotGroup(TyperGroup):
+class AiotGroup(LazyGroup):
     """The root group. Lists its commands from :data:`COMMANDS` and imports a command's
     module only when it is used.
 
@@ -145,40 +97,15 @@ class AiotGroup(TyperGroup):
     more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM (handled as
     Ctrl-C) into 143."""
 
-    def __init__(self, **attrs):
-        super().__init__(**attrs)
-        self.commands = _LazyCommands(self.commands)
-        self._summaries = False
-
-    def list_commands(self, ctx) -> list[str]:
-        return list(self.commands)
+    TABLE = COMMANDS
 
     def get_command(self, ctx, cmd_name: str) -> Command | None:
-        if self._summaries and cmd_name in COMMANDS:
-            # Listing (the root's help, completing a command's name): the table says enough.
-            return TyperCommand(cmd_name, help=COMMANDS[cmd_name][1])
         return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
 
     def resolve_command(self, ctx, args):
         if args and args[0] in ALIASES and not ctx.resilient_parsing:
             message(f"note: `aiot {args[0]}` is now `aiot {ALIASES[args[0]]}`")
         return super().resolve_command(ctx, args)
-
-    @contextmanager
-    def _listing(self):
-        self._summaries = True
-        try:
-            yield
-        finally:
-            self._summaries = False
-
-    def format_help(self, ctx, formatter) -> None:
-        with self._listing():
-            return super().format_help(ctx, formatter)
-
-    def shell_complete(self, ctx, incomplete: str):
-        with self._listing():
-            return super().shell_complete(ctx, incomplete)
 
     def invoke(self, ctx):
         with _sigterm_as_interrupt():

@@ -102,7 +102,11 @@ def onnx2tf_status() -> str | None:
 def candidates(model: str, artifacts: dict[str, Path], work: Path) -> tuple[dict, dict]:
     """``({name: session}, {name: why skipped})`` for one model; ``artifacts``: format → path
     of the converted artifacts (ort, onnx, ptl, tflite)."""
-    from aiot.device_agent.backends import litert_backend, onnxruntime_backend, pytorch_mobile_backend
+    from aiot.device_agent.backends import (
+        litert_backend,
+        onnxruntime_backend,
+        pytorch_mobile_backend,
+    )
 
     sessions, skipped = {}, {}
     if "ort" in artifacts and "onnx" in artifacts:

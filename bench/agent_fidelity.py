@@ -55,9 +55,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from aiot.converters.api import convert_model
+    from aiot.core.paths import cache_dir
     from aiot.host.devices.agent_client import AgentSession
     from aiot.host.devices.deploy import push_file
-    from aiot.core.paths import cache_dir
     from aiot.host.transports.local import LocalTransport
 
     conv = convert_model(args.model, "tflite", cache_dir() / "bench-artifacts")

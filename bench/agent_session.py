@@ -44,9 +44,9 @@ MODES = ("session", "one-shot")
 
 def open_predictors(names: dict[str, str], model: str, home: Path) -> dict:
     """``{(kind, mode): predictor}``: one workspace per device, shared by its two modes."""
+    from aiot.host.engine.workspace import Workspace
     from aiot.host.robust.deployed import open_deployed
     from aiot.host.robust.target import Target
-    from aiot.host.engine.workspace import Workspace
 
     predictors = {}
     for kind, name in names.items():

@@ -62,8 +62,8 @@ def apk_sizes() -> dict:
 def agent_starts(repeats: int) -> dict[str, list[float]]:
     """Seconds to a hello through the app and from the shell (one-shot agents both), and to
     open a --via app session."""
-    from aiot.host.devices.agent_client import AgentSession
     from aiot.host.app.session import AppAgentSession
+    from aiot.host.devices.agent_client import AgentSession
     from aiot.host.devices.resolve import open_transport
 
     seconds: dict[str, list[float]] = {"app hello": [], "shell hello": [], "app session open": []}

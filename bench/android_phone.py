@@ -53,9 +53,9 @@ def setup_costs(phone: str) -> list[dict]:
 
 def runtime_sizes(sets: list[str]) -> list[dict]:
     """Archive and tree size of the runtime for each ``--with`` set (built if not cached)."""
+    from aiot.core.paths import cache_dir
     from aiot.host.devices.android_runtime import archive_runtime
     from aiot.host.emulator.arm64 import ensure_userland
-    from aiot.core.paths import cache_dir
 
     rows = []
     for name in sets:

@@ -64,8 +64,8 @@ def train_all(limit: int, epochs: int) -> dict[str | None, dict]:
 def _test_split():
     import torch
 
-    from aiot.models.datasets import load_dataset
     from aiot.models import get_model_spec
+    from aiot.models.datasets import load_dataset
 
     x, y = load_dataset("fashion-mnist", get_model_spec(MODEL).input, "test")
     return torch.from_numpy(x), torch.from_numpy(y)

@@ -158,8 +158,8 @@ def random_file(path: Path, size: int) -> str:
 
 def transfer_round(transport, scratch: Path, size: int) -> tuple[float, float]:
     """One push and one pull of fresh random content; returns (push MB/s, pull MB/s)."""
-    from aiot.host.devices.deploy import push_file
     from aiot.core.fileio import sha256_file
+    from aiot.host.devices.deploy import push_file
 
     src, dst = scratch / "payload.bin", scratch / "pulled.bin"
     digest = random_file(src, size)  # new content: a new blob, so push_file cannot skip it

@@ -57,8 +57,8 @@ def stored_run_key(record) -> str:
 
 def stop_emulators(*names: str) -> None:
     """Stop these emulators where they still run (a test's clean-up)."""
-    from aiot.host.emulator import manager
     from aiot.core.errors import AiotError
+    from aiot.host.emulator import manager
 
     for name in names:
         try:

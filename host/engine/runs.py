@@ -15,9 +15,8 @@ from typing import Protocol
 
 from aiot.core.errors import UsageError
 from aiot.device_agent.spec import RunSpec
-from aiot.models.model_ref import model_label
 from aiot.host.store.store import RunRecord
-
+from aiot.models.model_ref import model_label
 
 RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
 MAX_RUNS = 10_000_000  # iteration counts above this are typos (and overflow the store's integers)

@@ -23,8 +23,8 @@ def prepare_shard(model: str, dataset: str, limit: int | None, seed: int,
         Paths of ``x.npy`` and ``y.npy``; the folder name hashes model input spec and dataset
         selection, so a change of either makes a new shard.
     """
-    from aiot.models.datasets import dataset_fingerprint, load_dataset
     from aiot.models import get_model_spec
+    from aiot.models.datasets import dataset_fingerprint, load_dataset
 
     spec = get_model_spec(model)
     key = json.dumps({"input": spec.input.to_dict(),

@@ -51,8 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.core.errors import UsageError
-from aiot.models.model_ref import model_label
 from aiot.host.store.store import RunRecord, Store
+from aiot.models.model_ref import model_label
 
 KEY_FIELDS = ("device", "model", "format", "threads", "native", "delegate", "binarize", "cluster",
               "via")

@@ -12,8 +12,8 @@ import logging
 
 import numpy as np
 
-from aiot.models.datasets.base import DATASETS, DatasetInfo, RawDataset, readonly
 from aiot.core.errors import MissingDependency
+from aiot.models.datasets.base import DATASETS, DatasetInfo, RawDataset, readonly
 
 log = logging.getLogger(__name__)
 

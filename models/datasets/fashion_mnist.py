@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aiot.models.datasets.base import DATASETS, DatasetInfo, RawDataset, readonly
 from aiot.core.errors import DatasetError
+from aiot.models.datasets.base import DATASETS, DatasetInfo, RawDataset, readonly
 
 log = logging.getLogger(__name__)
 

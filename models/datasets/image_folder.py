@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aiot.models.datasets.base import FOLDER_PREFIX, RawDataset
 from aiot.core.errors import DatasetError, MissingDependency
+from aiot.models.datasets.base import FOLDER_PREFIX, RawDataset
 from aiot.models.datasets.preprocess import resize_images
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,12 @@ import numpy as np
 
 from aiot.core.errors import UsageError
 from aiot.models.datasets.base import DATASETS, FOLDER_PREFIX, RawDataset, check_split
-from aiot.models.datasets.image_folder import folder_listing_digest, load_folder, resolve_root, scan_folder
+from aiot.models.datasets.image_folder import (
+    folder_listing_digest,
+    load_folder,
+    resolve_root,
+    scan_folder,
+)
 from aiot.models.datasets.preprocess import preprocess
 
 if TYPE_CHECKING:  # aiot.models imports torch; keep this package light

@@ -115,7 +115,6 @@ def test_a_phones_apk_carries_its_runtimes_loader(phone, apk, tmp_path):
 
     from aiot.host.app.build import build_for_runtime, manifest_facts, verify_signature
     from aiot.host.app.seccomp import patch_syscalls
-
     from tests.unit.test_app_seccomp import SVC, elf, movz
 
     loader = tmp_path / "ld.so"

@@ -1,6 +1,5 @@
 """``aiot convert MODEL --format all``: one row per format, failures as rows."""
 
-import json
 
 import pytest
 

@@ -46,8 +46,8 @@ def cli_app():
 
 
 def test_a_binarized_model_has_one_name_everywhere():
-    from aiot.host.store.compare import Row
     from aiot.host.engine.runs import RunRequest
+    from aiot.host.store.compare import Row
 
     request = RunRequest("local", "resnet18", "lce", 2, binarize="bnn")
     assert request.label() == "resnet18_bnn · lce · 2t @ local"

@@ -12,8 +12,7 @@ def test_models_list_shows_counts_and_reference_flops(cli):
 
 
 def test_models_list_works_without_an_optional_model_package(cli, monkeypatch, tmp_path):
-    from aiot.models import model_facts
-    from aiot.models import get_model_spec
+    from aiot.models import get_model_spec, model_facts
 
     monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)  # import fails
     monkeypatch.setattr(model_facts, "_cache_file", lambda: tmp_path / "counts.json")  # none cached

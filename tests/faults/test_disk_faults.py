@@ -265,8 +265,8 @@ def tight_device(small_disk, monkeypatch, tmp_path):
 
 @pytest.mark.fault("devices setup does not check free space first")
 def test_devices_setup_checks_space_first(fault, tight_device, tmp_path):
-    from aiot.host.devices.setup import setup_device
     from aiot.core.errors import DeviceStorageError
+    from aiot.host.devices.setup import setup_device
 
     disk, transport = tight_device
     with pytest.raises(DeviceStorageError, match=r"need.*\(ENOSPC\): nothing was sent"):
@@ -276,8 +276,8 @@ def test_devices_setup_checks_space_first(fault, tight_device, tmp_path):
 
 @pytest.mark.fault("devices setup leaves the device full after a failed unpack")
 def test_failed_unpack_is_cleaned(fault, tight_device, tmp_path, monkeypatch):
-    from aiot.host.devices import setup as device_setup
     from aiot.core.errors import DeviceStorageError
+    from aiot.host.devices import setup as device_setup
 
     disk, transport = tight_device
     monkeypatch.setattr(device_setup, "require_space", lambda *a, **k: None)  # as before the check

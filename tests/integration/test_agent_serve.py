@@ -14,14 +14,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from aiot.core.errors import AgentError, CommandTimeout
 from aiot.host.devices import inventory
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import AgentError, CommandTimeout
+from aiot.host.engine.workspace import Workspace
 from aiot.host.robust import deployed
 from aiot.host.robust.deployed import open_deployed
 from aiot.host.robust.predictor import TorchPredictor
 from aiot.host.robust.target import Target, reference_model
-from aiot.host.engine.workspace import Workspace
 from tests.helpers import process_gone
 
 torch = pytest.importorskip("torch")

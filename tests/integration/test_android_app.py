@@ -188,8 +188,8 @@ def _pid_alive(pid: int) -> bool:
 def test_am_instrument_child_ends_with_the_host_or_force_stop(cli, app_env):
     """The agent an instrumentation started dies when the host stops waiting (its adb stream
     closes) and on ``am force-stop``: no orphan keeps measuring."""
-    from aiot.host.app.instrument import StatusParser, encode_spec, force_stop, instrument_argv
     from aiot.core.errors import CommandTimeout
+    from aiot.host.app.instrument import StatusParser, encode_spec, force_stop, instrument_argv
 
     need_tools(*TOOLS)
     cli.json("emulator", "start", "adb", "--profile", "android", "--name", "stop-phone")

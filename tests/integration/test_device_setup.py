@@ -58,8 +58,8 @@ def test_setup_installs_runtimes_and_the_board_then_measures(cli, bare_board):
 
 
 def test_setup_refuses_phones_that_are_not_aarch64(cli):
-    from aiot.host.devices.setup import setup_device
     from aiot.core.errors import AiotError
+    from aiot.host.devices.setup import setup_device
     from aiot.host.transports.base import ShellResult
 
     class X86Phone:  # an x86_64 Android emulator image, as `uname -m` reports it

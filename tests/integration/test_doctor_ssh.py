@@ -2,10 +2,7 @@
 
 from dataclasses import replace
 
-import pytest
-
-from aiot.host.devices import doctor
-from aiot.host.devices import inventory
+from aiot.host.devices import doctor, inventory
 from aiot.host.devices.doctor import diagnose
 from aiot.host.emulator.ssh import free_port
 from aiot.host.transports.ssh import SshTransport

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from aiot.host.devices import inventory
-from aiot.host.devices.resolve import open_transport
 from aiot.host.devices.pull import outputs_dir
+from aiot.host.devices.resolve import open_transport
 
 NAMES = ["profile.json", "a b.csv", "it's $(touch pwned);.log", "..dots"]
 REFUSED = "line\nbreak.txt"  # legal on the device, but control characters never reach the results

@@ -1,15 +1,15 @@
 """SshTransport against a real OpenSSH sshd (the emulated SSH device), and the CLI on top."""
 
 import hashlib
-import time
 import subprocess
+import time
 from dataclasses import replace
 
 import pytest
 
+from aiot.core.errors import TransportError
 from aiot.host.devices.deploy import push_file
 from aiot.host.emulator.ssh import start_sshd
-from aiot.core.errors import TransportError
 from aiot.host.transports.ssh import SshTransport
 
 FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from aiot.host.devices.deploy import push_file
 from aiot.core.errors import TransportError
+from aiot.host.devices.deploy import push_file
 from aiot.host.transports.adb import AdbTransport
 from aiot.host.transports.local import LocalTransport
 from aiot.host.transports.ssh import SshTransport

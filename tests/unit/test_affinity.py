@@ -1,7 +1,7 @@
 import pytest
 
-from aiot.host.devices.affinity import cluster_cpus, cpu_mask, max_threads
 from aiot.core.errors import UsageError
+from aiot.host.devices.affinity import cluster_cpus, cpu_mask, max_threads
 from aiot.host.devices.probe import parse_clusters
 
 PHONE = {"cores": 8, "clusters": parse_clusters(

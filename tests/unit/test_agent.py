@@ -4,12 +4,12 @@ import json
 
 import pytest
 
+from aiot.core.errors import AgentError
 from aiot.device_agent import agent as agent_mod
 from aiot.device_agent import cli
 from aiot.device_agent.spec import RunSpec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import AgentError
 from aiot.host.transports.local import LocalTransport
 
 torch = pytest.importorskip("torch")

@@ -11,12 +11,12 @@ import time
 import numpy as np
 import pytest
 
+from aiot.core.errors import AgentError, CommandTimeout, TransportError
 from aiot.device_agent import AGENT_VERSION, cli, protocol
 from aiot.device_agent import serve as serve_mod
 from aiot.device_agent.spec import RunSpec
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import AgentError, CommandTimeout, TransportError
 from aiot.host.transports import Stream
 from aiot.host.transports.local import LocalTransport
 from tests.helpers import process_gone

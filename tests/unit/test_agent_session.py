@@ -10,13 +10,13 @@ import time
 
 import pytest
 
+from aiot.core.errors import AgentError, CommandTimeout, is_transient
 from aiot.device_agent import protocol
 from aiot.device_agent.session import _how_it_ended
 from aiot.device_agent.telemetry import telemetry_text
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.agent_stream import AgentSessionLost
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import AgentError, CommandTimeout, is_transient
 from aiot.host.devices.telemetry import TELEMETRY_SCRIPT, parse_telemetry, read_telemetry
 from aiot.host.transports.base import StreamUnsupported
 from aiot.host.transports.local import LocalTransport

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aiot.core.errors import DeviceCommandError
 from aiot.host.devices.android_runtime import (
     RUNTIME_NAME,
     archive_runtime,
@@ -15,7 +16,6 @@ from aiot.host.devices.android_runtime import (
     runtime_root,
 )
 from aiot.host.devices.deploy import push_file
-from aiot.core.errors import DeviceCommandError
 from aiot.host.transports.local import LocalTransport
 
 

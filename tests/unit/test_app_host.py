@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from aiot.core.errors import UsageError
 from aiot.host.app.instrument import (
     StatusParser,
     decode_spec,
@@ -13,7 +14,6 @@ from aiot.host.app.instrument import (
     unescape,
 )
 from aiot.host.store.compare import compare, compare_by
-from aiot.core.errors import UsageError
 from tests.unit.test_compare import rec
 
 AM_OUTPUT = """\

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.devices import android_runtime as rt
 from aiot.host.app import runtime as app_runtime
 from aiot.host.app.instrument import AppError
+from aiot.host.devices import android_runtime as rt
 from aiot.host.emulator import android_apps
 
 TREE = "0123456789abcdef"

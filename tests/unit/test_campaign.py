@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from aiot.host.engine import campaign
-from aiot.host.engine import executor
+from aiot.host.engine import campaign, executor
 from aiot.host.engine.campaign import CampaignPolicy, SweepPlan, plan_sweep, run_campaign, run_key
 from aiot.host.engine.runs import expand_sweep
 from aiot.host.store import open_store

@@ -4,11 +4,18 @@ import json
 
 import pytest
 
-from aiot.device_agent.stats import summarize_ms
-from aiot.host.store.compare import (Check, compare, latency_board, load_export, parse_check,
-                               representatives, resolve_set)
 from aiot.core.errors import UsageError
+from aiot.device_agent.stats import summarize_ms
 from aiot.host.store import RunRecord, open_store
+from aiot.host.store.compare import (
+    Check,
+    compare,
+    latency_board,
+    load_export,
+    parse_check,
+    representatives,
+    resolve_set,
+)
 
 _ids = iter(range(10_000))
 SHA = "ab" * 32

@@ -1,5 +1,7 @@
 import pytest
 
+from aiot.core.errors import UsageError
+from aiot.host.devices.telemetry import Telemetry
 from aiot.host.engine.cooldown import (
     NO_TELEMETRY,
     Baseline,
@@ -8,8 +10,6 @@ from aiot.host.engine.cooldown import (
     device_state_changes,
     wait_for_cooldown,
 )
-from aiot.core.errors import UsageError
-from aiot.host.devices.telemetry import Telemetry
 
 BIG, PRIME = 2419200, 2841600
 

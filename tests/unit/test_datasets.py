@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from aiot.core.errors import AiotError, DatasetError, MissingDependency, UnknownName, UsageError
 from aiot.models.datasets import (
     DATASETS,
     RawDataset,
@@ -19,7 +20,6 @@ from aiot.models.datasets import (
     preprocess,
     select_subset,
 )
-from aiot.core.errors import AiotError, DatasetError, MissingDependency, UnknownName, UsageError
 
 # The package exports the function `preprocess`, which shadows the submodule attribute.
 pre = importlib.import_module("aiot.models.datasets.preprocess")

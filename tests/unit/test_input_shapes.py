@@ -17,9 +17,9 @@ from aiot.host.engine.input_shapes import (
     shape_detail,
     shape_label,
 )
-from aiot.models.model_ref import resolve_model
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.shape_guess import propose
+from aiot.models.model_ref import resolve_model
 
 
 def test_the_four_forms_parse():

@@ -1,9 +1,9 @@
 import pytest
 
-from aiot.host.devices import inventory
-from aiot.host.devices.resolve import open_transport, resolve_name
 from aiot.core.errors import UnknownName, UsageError
+from aiot.host.devices import inventory
 from aiot.host.devices.inventory import DeviceEntry, InventoryError
+from aiot.host.devices.resolve import open_transport, resolve_name
 
 PI = DeviceEntry(name="pi4", transport="ssh", host="10.0.0.7", port=2222, user="pi", workdir="/home/pi/aiot",
                  labels={"soc": "BCM2711"})

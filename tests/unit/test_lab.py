@@ -8,12 +8,11 @@ import hashlib
 import pytest
 
 import aiot
+from aiot.core.errors import CommandTimeout, is_transient
 from aiot.device_agent.protocol import PROTOCOL_VERSION
-from aiot.core.errors import CommandTimeout
 from aiot.host.lab.node import device_resources, node_labels
 from aiot.host.lab.runner import DeviceRunner, ShipmentError
 from aiot.host.lab.session import LabNode, NodeLost, RemoteFailure
-from aiot.core.errors import is_transient
 
 
 def test_each_device_is_a_resource_of_capacity_one_and_local_is_never_shared():

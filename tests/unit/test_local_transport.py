@@ -1,7 +1,7 @@
 import pytest
 
-from aiot.host.devices.deploy import agent_hash, deploy_agent, push_file
 from aiot.core.errors import TransportError
+from aiot.host.devices.deploy import agent_hash, deploy_agent, push_file
 from aiot.host.transports import Transport
 from aiot.host.transports.local import LocalTransport
 

@@ -1,8 +1,16 @@
 import pytest
 
 from aiot.host.devices.probe import (
-    detect_soc, kernel_celsius, parse_clusters, parse_cpuinfo, parse_getprop, parse_meminfo, parse_os_release,
-    parse_power_supplies, parse_probe, parse_thermal,
+    detect_soc,
+    kernel_celsius,
+    parse_clusters,
+    parse_cpuinfo,
+    parse_getprop,
+    parse_meminfo,
+    parse_os_release,
+    parse_power_supplies,
+    parse_probe,
+    parse_thermal,
 )
 
 ARM_CPUINFO = """processor\t: 0

@@ -5,11 +5,11 @@ import sys
 import numpy as np
 import pytest
 
-from aiot.models.datasets import preprocess
 from aiot.core.errors import MissingDependency, UnknownName, UsageError
 from aiot.host.robust import data
 from aiot.host.robust.data import EvalSet, eval_set, model_input, photo_set
 from aiot.models import get_model_spec
+from aiot.models.datasets import preprocess
 
 LITE0 = get_model_spec("efficientnet_lite0")  # 224 px RGB, (x - 127) / 128: no package needed
 

@@ -1,8 +1,8 @@
 import pytest
 
+from aiot.core.errors import UsageError
 from aiot.host.cli.demo import thread_counts
 from aiot.host.cli.options import parse_threads, split_list
-from aiot.core.errors import UsageError
 from aiot.host.engine.runs import MeasureParams, expand_sweep
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiot.host.cli._output import out
 from aiot.host.cli.results import print_run_table
-from aiot.host.store.store import RunRecord
 from aiot.host.cli.sweep_view import device_cell, sort_key, speedups, status_cell, throughput
+from aiot.host.store.store import RunRecord
 
 EMULATED = {"device": {"labels": {"emulated": "adb"}}}
 

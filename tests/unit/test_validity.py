@@ -43,8 +43,8 @@ def test_emulated_devices_are_recognised_by_label_or_property():
 
 import pytest  # noqa: E402
 
-from aiot.device_agent import cpuload  # noqa: E402
 from aiot.core.errors import UsageError  # noqa: E402
+from aiot.device_agent import cpuload  # noqa: E402
 from aiot.host.engine.validity import ValidityPolicy, short_reasons, threads_warning  # noqa: E402
 
 DEFAULTS = ValidityPolicy()  # what a user gets: the suite's AIOT_VALIDITY turns some off

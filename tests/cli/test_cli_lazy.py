@@ -33,19 +33,25 @@ def test_the_table_names_every_command_with_its_own_help(table):
             assert not command.hidden, name
 
 
-def test_the_root_help_imports_no_command_module():
+def _help_in_a_fresh_process(args: list[str], prefixes: tuple[str, ...]) -> tuple[str, str]:
+    """``aiot ARGS`` (a help screen) in a fresh interpreter: its stdout, and the line listing
+    the loaded modules that start with one of ``prefixes``."""
     code = (
         "import sys\n"
         "from aiot.host.cli.app import app\n"
         "try:\n"
-        "    app(['--help'], prog_name='aiot')\n"
+        f"    app({args!r}, prog_name='aiot')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('aiot.host.', 'torch', 'numpy'))))\n"
+        f"print('LOADED', sorted(m for m in sys.modules if m.startswith({prefixes!r})))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Commands" in done.stdout and "sweep" in done.stdout
-    loaded = done.stdout.strip().splitlines()[-1]
+    return done.stdout, done.stdout.strip().splitlines()[-1]
+
+
+def test_the_root_help_imports_no_command_module():
+    stdout, loaded = _help_in_a_fresh_process(["--help"], ("aiot.host.", "torch", "numpy"))
+    assert "Commands" in stdout and "sweep" in stdout
     for module, _ in COMMANDS.values():
         assert f"'aiot.host.cli.{module}'" not in loaded
     for heavy in ("'aiot.host.engine", "'torch'", "'numpy'"):
@@ -59,17 +65,7 @@ def test_a_command_is_found_and_runs_through_the_table(cli):
 
 
 def test_the_robust_help_imports_no_suite(cli):
-    code = (
-        "import sys\n"
-        "from aiot.host.cli.app import app\n"
-        "try:\n"
-        "    app(['robust', '--help'], prog_name='aiot')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('aiot.host.', 'numpy'))))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "sysnoise" in done.stdout and "attack" in done.stdout
-    loaded = done.stdout.strip().splitlines()[-1]
+    stdout, loaded = _help_in_a_fresh_process(["robust", "--help"], ("aiot.host.", "numpy"))
+    assert "sysnoise" in stdout and "attack" in stdout
     assert "robust_" not in loaded and "'numpy'" not in loaded, loaded
     assert "robust attack [OPTIONS]" in cli("robust", "attack", "--help").stdout

@@ -213,3 +213,37 @@ def test_hostile_checkpoint_is_not_resumed(fault, tmp_path, caplog):
     assert result.epochs_run == 1 and not checkpoint.exists()
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert "holds pickled Python objects" in warned and "weights_only" not in warned, warned
+
+
+@pytest.mark.fault("a .pt2 whose graph calls an os function")
+def test_pt2_graph_calling_os_is_refused(cli, fault, plain_pt2, tmp_path):
+    """The graph itself (JSON, not pickled) names its call targets by path; a node calling
+    ``torch.os.mkdir`` is refused when the program is loaded, never called."""
+    marker = tmp_path / "ran"
+    node = {"target": "torch.os.mkdir", "name": "evil", "metadata": {}, "outputs": [],
+            "inputs": [{"name": "path", "arg": {"as_string": str(marker)}, "kind": 1}]}
+
+    def edit(name: str, data: bytes) -> bytes:
+        if name != "models/model.json":
+            return data
+        program = json.loads(data)
+        program["verifiers"] = []
+        program["graph_module"]["graph"]["nodes"].insert(0, node)
+        return json.dumps(program).encode()
+
+    path = _rewrite(plain_pt2, tmp_path / "evil.pt2", edit)
+    _refused(cli("models", "info", str(path), code=2), marker, "evil.pt2")
+
+
+@pytest.mark.fault("a .ptl whose pickles name Python functions")
+def test_ptl_with_python_globals_is_refused(cli, fault, tmp_path):
+    """TorchScript's own loader resolves no Python names: the file is refused, nothing runs."""
+    marker = tmp_path / "ran"
+    plain = tmp_path / "plain.ptl"
+    torch.jit.script(torch.nn.Linear(2, 2))._save_for_lite_interpreter(str(plain))
+    evil = pickle.dumps(Evil(marker), protocol=2)
+    path = _rewrite(plain, tmp_path / "evil.ptl",
+                    lambda name, data: evil if name in ("data.pkl", "constants.pkl") else data)
+    cli("models", "info", str(plain), "--input-shape", "input=1x2")  # the plain one loads
+    result = cli("models", "info", str(path), "--input-shape", "input=1x2", code=2)
+    _refused(result, marker, "evil.ptl", "cannot load")

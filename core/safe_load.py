@@ -62,8 +62,9 @@ def load_tensors(source: str | os.PathLike[str] | bytes, label: str, hint: str =
             warnings.simplefilter("ignore")
             return torch.load(target, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise UnpicklingRefused(f"{label} holds pickled Python objects ({refusal_reason(exc)}), which "
-                                "aiot never unpickles: loading them could run code", hint) from None
+        raise UnpicklingRefused(f"{label} holds pickled data other than plain tensors "
+                                f"({refusal_reason(exc)}), which aiot never loads: it could run code",
+                                hint) from None
 
 
 def refusal_reason(exc: BaseException) -> str:

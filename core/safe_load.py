@@ -40,7 +40,8 @@ class UnpicklingRefused(UsageError):
     """A file holds pickled objects that are not plain tensors, or code; aiot will not load it."""
 
 
-def load_tensors(source: str | os.PathLike[str] | bytes, label: str, hint: str = STATE_DICT_HINT) -> Any:
+def load_tensors(source: str | os.PathLike[str] | bytes, label: str,
+                 hint: str = STATE_DICT_HINT) -> Any:
     """``torch.load`` of ``source`` (a path or the file's bytes) with the weights-only unpickler.
 
     Args:
@@ -137,7 +138,8 @@ def _unpickled_members(reader, names: list[str], label: str, pt2) -> set[str]:
     present = set(names)
     configs, raw, pickled = set(), set(), set()
     prefix, suffix = pt2.MODELS_FILENAME_FORMAT.split("{}")
-    for model in (m[len(prefix):-len(suffix)] for m in names if m.startswith(prefix) and m.endswith(suffix)):
+    programs = [m[len(prefix):-len(suffix)] for m in names if m.startswith(prefix) and m.endswith(suffix)]
+    for model in programs:
         pickled |= {pt2.SAMPLE_INPUTS_FILENAME_FORMAT.format(model), f"{pt2.WEIGHTS_DIR}{model}.pt",
                     f"{pt2.CONSTANTS_DIR}{model}.pt"}
         for folder, config in ((pt2.WEIGHTS_DIR, pt2.WEIGHTS_CONFIG_FILENAME_FORMAT.format(model)),

@@ -13,6 +13,11 @@ quoted when the factory fails; ``-v`` shows all of it).
 The built pickle is kept per reference and source hash for the life of the process, so a
 sweep that converts one factory to several formats starts one child, and an edited file is
 built again.
+
+This is the one full unpickle in aiot (everything else is weights-only, see
+:mod:`aiot.core.safe_load`), and it trusts nothing the user did not ask to run: the bytes are
+written by the child into a private temporary folder from the code the user named, whose
+classes aiot then traces and calls in its own process anyway; no file from elsewhere is read.
 """
 
 from __future__ import annotations

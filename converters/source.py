@@ -3,7 +3,8 @@
 A factory (``file.py:factory`` or ``package.module:factory``) returns an ``nn.Module`` or
 ``(module, example_inputs)``; it runs in a child process (:mod:`.factory_process`), so its
 exits, crashes, prints and hangs never end aiot. A ``torch.export`` program file brings its
-example inputs with it. Either way the converters get the same ``(model, example)`` pair a zoo model gives them.
+example inputs with it, and is loaded without unpickling anything but tensors
+(:mod:`aiot.core.safe_load`). Either way the converters get the same ``(model, example)`` pair a zoo model gives them.
 Whatever the user's code raises becomes one line naming the reference, never a traceback.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from aiot.converters.factory_process import build_in_child, first_line
 from aiot.core.errors import UsageError
+from aiot.core.safe_load import UnpicklingRefused, load_program
 from aiot.models.model_ref import CODE, PROGRAM, ModelRef
 
 
@@ -50,10 +52,10 @@ def load_user_model(ref: ModelRef, input_shapes: dict[str, list[int]] | None = N
 
 
 def _load_program(ref: ModelRef):
-    import torch
-
     try:
-        program = torch.export.load(str(ref.path))
+        program = load_program(ref.path, ref.name)
+    except UnpicklingRefused:
+        raise
     except Exception as exc:  # noqa: BLE001 - a damaged or foreign archive
         raise UsageError(f"{ref.name} is not a loadable torch.export program: "
                          f"{type(exc).__name__}: {first_line(exc)}",

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from aiot.core.errors import ArtifactError
+from aiot.core.safe_load import UnpicklingRefused, load_tensors
 from aiot.models.complexity import Complexity, count_complexity
 
 log = logging.getLogger(__name__)
@@ -256,13 +257,17 @@ def load_weights(model: nn.Module, path: str | os.PathLike[str], name: str = "mo
     Raises:
         ArtifactError: missing file, unreadable/corrupt file, not a state dict, or keys and
             shapes that do not match the model. The message names the file.
+        UnpicklingRefused: the file holds pickled objects other than tensors (never loaded).
     """
     file = Path(path)
     if not file.is_file():
         raise ArtifactError(f"weights file '{file}' for {name} not found")
     try:
-        # weights_only: a state dict is plain tensors; never unpickle arbitrary objects.
-        state = torch.load(file, map_location="cpu", weights_only=True)
+        # weights-only (aiot.core.safe_load): a state dict is plain tensors, and a file that
+        # holds anything else is refused in one line, never unpickled.
+        state = load_tensors(file, f"weights file '{file}' for {name}")
+    except UnpicklingRefused:
+        raise
     except Exception as exc:  # torch raises several types for truncated/foreign files
         raise ArtifactError(
             f"weights file '{file}' for {name} is unreadable: {type(exc).__name__}: "

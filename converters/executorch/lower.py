@@ -6,17 +6,24 @@ the ``torch.export`` (same torch version on both sides) and hands over the saved
 this script imports nothing from aiot. It prints one JSON line: the operators left in the
 lowered graph (``executorch_call_delegate`` for each XNNPACK partition, ``aten`` ops run by
 the portable kernels) and the versions that shaped the file.
+
+The program is aiot's own save of a module it already loaded safely (a user's ``.pt2`` goes
+through ``aiot.core.safe_load`` first); still, every ``torch.load`` here is weights-only
+(torch's own switch), so ``torch.export.load``'s fallback to an unsafe load cannot run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 
 
 def main(argv: list[str]) -> int:
     program_path, out_path, delegate = argv
+    os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
     from importlib.metadata import version
 
     import torch

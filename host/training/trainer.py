@@ -34,6 +34,7 @@ from typing import Any
 from aiot.core.errors import UsageError
 from aiot.core.fileio import sha256_file, write_atomic, write_text_atomic
 from aiot.core.paths import weights_dir as default_weights_dir
+from aiot.core.safe_load import UnpicklingRefused, load_tensors
 
 log = logging.getLogger(__name__)
 
@@ -402,7 +403,7 @@ class _Resumable:
         if not path.is_file():
             return []
         try:
-            payload = torch.load(path, map_location="cpu", weights_only=True)
+            payload = load_tensors(path, f"checkpoint {path.name}")
             if payload.get("v") != CHECKPOINT_VERSION or payload.get("key") != key:
                 return []
             self.model.load_state_dict(payload["model"])
@@ -412,7 +413,9 @@ class _Resumable:
             self.order.set_state(payload["order"])
             torch.set_rng_state(payload["rng"])
         except Exception as exc:  # noqa: BLE001 - a bad checkpoint only costs a restart
-            log.warning("ignoring unreadable checkpoint %s (%s); training from the start", path, exc)
+            # A refused one says what it holds, in aiot's words (not torch's unsafe-load advice).
+            why = exc.message if isinstance(exc, UnpicklingRefused) else exc
+            log.warning("ignoring unreadable checkpoint %s (%s); training from the start", path, why)
             return []
         history = [dict(h) for h in payload["history"]]
         log.info("resuming from %s after epoch %d", path, len(history))

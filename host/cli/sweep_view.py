@@ -13,7 +13,7 @@ from rich.markup import escape
 from aiot.core.untrusted import visible
 from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import INVALID, emulated, short_reasons
-from aiot.host.store.identity import configuration, format_label, key_fields, latency_ms, sort_key
+from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
 from aiot.host.store.store import RunRecord, open_store
 
 __all__ = ["device_cell", "format_cell", "invalid_reasons", "latency_ms", "parity_notes", "sort_key", "speedups",
@@ -33,9 +33,10 @@ def speedups(records: list[RunRecord]) -> dict[str, float | None]:
 
 
 def format_cell(record: RunRecord) -> str:
-    """The format with its converter options (``tflite[quant=int8]``): an int8 run and the
-    float one are two rows that say so."""
-    return format_label(key_fields(record))
+    """The format with what changes how it runs (``tflite[quant=int8]+nnapi
+    (benchmark_model) @big``; ``via`` is the device cell's): an int8 run and the float one
+    are two rows that say so."""
+    return variant(record, via=False)
 
 
 def throughput(record: RunRecord) -> float | None:

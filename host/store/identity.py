@@ -170,14 +170,15 @@ def shapes_label(fields: dict) -> str | None:
     return " ".join(f"{name}={_dims(dims)}" for name, dims in shapes) if shapes else None
 
 
-def variant(run_or_fields) -> str:
+def variant(run_or_fields, via: bool = True) -> str:
     """How a model runs, for a table with device, model, shape and threads in their own
-    columns: ``tflite[quant=int8]+nnapi (benchmark_model) @big via app``."""
+    columns: ``tflite[quant=int8]+nnapi (benchmark_model) @big via app`` (``via=False``:
+    for a table whose device column says it)."""
     f = _fields(run_or_fields)
     text = format_label(f) + (f"+{f['delegate']}" if f.get("delegate") else "")
     text += f" ({f['native']})" if f.get("native") else ""
     text += f" @{f['cluster']}" if f.get("cluster") else ""
-    return text + (f" via {f['via']}" if f.get("via") else "")
+    return text + (f" via {f['via']}" if via and f.get("via") else "")
 
 
 def label(run_or_fields) -> str:

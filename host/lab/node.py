@@ -231,5 +231,5 @@ def _session_members(sid: int) -> list[int]:
     return pids
 
 
-__all__ = ["DEVICE_RESOURCE", "NodeState", "check_port", "device_resources", "kill_session", "load_nodes", "node_labels",
-           "ray_available", "start_node", "stop_nodes"]
+__all__ = ["DEVICE_RESOURCE", "NodeState", "check_port", "device_resources", "kill_session", "load_nodes",
+           "node_labels", "ray_available", "start_node", "stop_nodes"]

@@ -41,8 +41,8 @@ def check_head(address: str, token: Path | None = None, driver: bool = False) ->
         UsageError: this host has no token.
     """
     host, port = split_address(address)
-    found = security.find_token(token)  # the user's own input first: a wrong file needs no network
     probe(host, port)
+    found = security.find_token(token)
     security.use_token_here(found)
     if driver:
         # Read once, when Ray is imported (below).

@@ -334,6 +334,6 @@ def _check_private(path: Path) -> None:
         path.chmod(0o600)
 
 
-__all__ = ["TOKEN_ENV", "TOKEN_MAX_BYTES", "auth_env", "bind_shim", "check_bind", "create_token", "find_token", "import_token",
-           "is_wildcard", "keep_token", "keep_loopback", "lab_state_dir", "node_env", "read_token", "token_path",
-           "use_token_here"]
+__all__ = ["TOKEN_ENV", "TOKEN_MAX_BYTES", "auth_env", "bind_shim", "check_bind", "create_token", "find_token",
+           "import_token", "is_wildcard", "keep_token", "keep_loopback", "lab_state_dir", "node_env", "read_token",
+           "token_path", "use_token_here"]

@@ -8,7 +8,8 @@ raylets. ``aiot lab start --head`` writes the token into aiot's own state
 and points Ray at it with ``RAY_AUTH_TOKEN_PATH`` (Ray reads ``RAY_AUTH_TOKEN`` first, so
 aiot removes that from the nodes' environment). Other hosts get a copy of that file
 (``lab join --token FILE`` keeps it in their state); ``AIOT_LAB_TOKEN_FILE`` names one for a
-single command.
+single command. A token file is a small regular file: anything else (a FIFO, ``/dev/zero``,
+a folder, a file over 4 KiB) is refused by name before a byte of it is read (:func:`read_token`).
 
 **The address.** Ray 2.x has no option to bind its GCS, raylet and workers' gRPC servers to an
 address: they listen on every interface, and ``ray start --node-ip-address 127.0.0.1`` is
@@ -313,7 +314,7 @@ def _file_kind(mode: int) -> str | None:
                        (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return kind
-    return "not a regular file"
+    return "a special file"
 
 
 def _write_private(path: Path, token: str) -> None:

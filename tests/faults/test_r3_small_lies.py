@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.util
 import io
 import json
 import os
@@ -35,6 +36,9 @@ from aiot.host.transports.local import LocalTransport
 from tests.faults.conftest import count_records
 
 ESC, BEL, CSI, DEL = "\x1b", "\x07", "\x9b", "\x7f"
+
+#: The lab's cases need Ray (aiot[lab]); skipped before they start, so no case reads as broken.
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the lab needs aiot[lab] (Ray)")
 
 #: Environment variables that would hand a lab command another token than the one tested.
 _TOKEN_VARS = ("AIOT_LAB_TOKEN_FILE", "AIOT_LAB", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
@@ -128,25 +132,25 @@ def _refused_token(ran: Ran, named: str, why: str) -> None:
     assert not (_lab_state() / "auth_token").exists()  # nothing was kept as this host's token
 
 
+@needs_ray
 @pytest.mark.fault("a lab token file that is no token file")
 def test_dev_zero_as_token_is_refused_at_once(fault, head_port):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     ran = run_aiot("lab", "join", f"127.0.0.1:{head_port}", "--token", "/dev/zero", **BOUNDED)
     _refused_token(ran, "lab token file /dev/zero", "is a character device, not a token file")
 
 
+@needs_ray
 @pytest.mark.fault("a lab token file that is no token file")
 def test_a_fifo_nobody_writes_to_as_token_is_refused_at_once(fault, tmp_path, head_port):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     fifo = tmp_path / "token.fifo"
     os.mkfifo(fifo)  # reading it would wait for a writer forever
     ran = run_aiot("lab", "status", "--address", f"127.0.0.1:{head_port}", "--token", str(fifo), **BOUNDED)
     _refused_token(ran, f"lab token file {fifo}", "is a FIFO (named pipe), not a token file")
 
 
+@needs_ray
 @pytest.mark.fault("a lab token file that is no token file")
 def test_a_huge_sparse_file_as_token_is_refused_without_reading_it(fault, tmp_path, head_port):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     huge = tmp_path / "lab-token"
     with huge.open("wb") as fh:  # 2 GiB that take no disk: a token file must not be read whole
         fh.truncate(2 * 1024 ** 3)
@@ -154,9 +158,9 @@ def test_a_huge_sparse_file_as_token_is_refused_without_reading_it(fault, tmp_pa
     _refused_token(ran, f"lab token file {huge}", "holds 2.0 GiB, more than a token file's 4.0 KiB")
 
 
+@needs_ray
 @pytest.mark.fault("a lab token file that is no token file")
 def test_a_folder_in_aiot_lab_token_file_is_refused_by_name(fault, tmp_path, head_port):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     ran = run_aiot("lab", "status", "--address", f"127.0.0.1:{head_port}",
                    AIOT_LAB_TOKEN_FILE=str(tmp_path), **BOUNDED)
     _refused_token(ran, f"AIOT_LAB_TOKEN_FILE={tmp_path}", "is a folder, not a token file")
@@ -182,9 +186,9 @@ def _busy_port_refused(ran: Ran, port: int) -> None:
     assert "--port" in ran.stderr and "aiot lab stop" in ran.stderr  # what to do instead
 
 
+@needs_ray
 @pytest.mark.fault("a lab head on a port already in use")
 def test_a_head_on_a_port_another_program_listens_on_names_the_port(fault):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     with socket.socket() as other:  # another program, as a user would meet it
         other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         other.bind(("127.0.0.1", 0))
@@ -198,10 +202,10 @@ def test_a_head_on_a_port_another_program_listens_on_names_the_port(fault):
     assert not list(_lab_state().glob("node-*.json"))  # no node recorded as started
 
 
+@needs_ray
 @pytest.mark.slow
 @pytest.mark.fault("a lab head on a port already in use")
 def test_a_second_lab_head_on_the_first_ones_port_names_the_port(fault, tmp_path):
-    pytest.importorskip("ray", reason="the lab needs aiot[lab] (Ray)")
     port = _closed_port()
     first = {"AIOT_STATE_DIR": str(tmp_path / "first-state"), "HOME": str(tmp_path / "first-home")}
     started = run_aiot("lab", "start", "--head", "--port", str(port), timeout=180, **first)
@@ -260,8 +264,8 @@ def hostile_adb_server(monkeypatch):
 
 
 @pytest.mark.fault("terminal escapes in inventory labels and phone serials → devices list")
+@pytest.mark.skipif(importlib.util.find_spec("adbutils") is None, reason="adb support (adbutils) is not installed")
 def test_devices_list_writes_out_escapes_from_the_inventory_and_adb(fault, hostile_adb_server):
-    pytest.importorskip("adbutils")
     inventory = Path(os.environ["AIOT_INVENTORY"])
     labels = "\n".join(f'{key} = "{value}"' for key, value in HOSTILE_LABELS.items())
     inventory.write_text(f'[devices.board]\ntransport = "ssh"\nhost = "127.0.0.1"\nport = {_closed_port()}\n'

@@ -10,7 +10,7 @@ demo: setup
 # AIOT_REQUIRE_TOOLCHAINS: bootstrap installed them, so a missing one fails instead of skipping.
 test: setup
 	.venv/bin/python scripts/lint_imports.py
-	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q
+	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q --durations=25
 
 bench: setup
 	.venv/bin/python bench/cli_startup.py

@@ -1,13 +1,19 @@
-"""The fault cases of tests/faults as tables, one per round: case, tried, held, records lost.
+"""The fault cases of tests/faults as tables, one per round: case, tried, held / partly /
+broken, tests passed, records lost.
 
 Runs the fault layer with pytest (each test is one case of bad input, a hostile device,
 concurrent use, a full disk, users' code ...; see tests/faults/conftest.py), then prints one
-table per round and writes ``bench/out/faults.json``. Round 1 is the first reliability round's
-cases (the files in :data:`ROUND_1`); round 2 every case added since (issue 28: an open lab
-port, full disks, users' code in aiot's process, NaN outputs, multi-file models, what still
-lied). Exit status 1 unless every case held with no record lost.
+table per round and writes ``bench/out/faults.json``. A case is the tests that share one
+``@pytest.mark.fault("case")`` name (its variants): ``held`` when all of them passed,
+``partly`` when some did, ``broken`` when none did.
 
-Usage: ``python bench/faults.py [-k EXPR] [--round 1|2]``
+Round 1 is the first reliability round's cases (the files in :data:`ROUND_1`); round 3 the
+files ``test_r3_*.py`` (issue 35: hostile model files and devices, bytes that crash a
+parser, device output that pins a core, signals and locks, small lies); round 2 every other
+file (issue 28: an open lab port, full disks, users' code in aiot's process, NaN outputs,
+multi-file models, what still lied). Exit status 1 unless every case held with no record lost.
+
+Usage: ``python bench/faults.py [-k EXPR] [--round 1|2|3]``
 """
 
 from __future__ import annotations
@@ -27,14 +33,16 @@ from _common import print_table, write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "tests" / "faults"
 
-#: The first round's case files; every other file of tests/faults is round 2.
+#: The first round's case files; ``test_r3_*.py`` are round 3, every other file round 2.
 ROUND_1 = ("test_hostile_device.py", "test_input_faults.py", "test_ssh_faults.py",
            "test_store_faults.py", "test_usability_faults.py")
+ROUNDS = (1, 2, 3)
 
 
 def round_of(test: str) -> int:
-    """1 or 2: the round of a test by its file (a pytest node id)."""
-    return 1 if test.split("::")[0].rsplit("/", 1)[-1] in ROUND_1 else 2
+    """1, 2 or 3: the round of a test by its file (a pytest node id or a file name)."""
+    name = test.split("::")[0].rsplit("/", 1)[-1]
+    return 1 if name in ROUND_1 else 3 if name.startswith("test_r3_") else 2
 
 
 def run_cases(select: str | None, only_round: int | None = None) -> tuple[list[dict], float]:
@@ -56,51 +64,70 @@ def run_cases(select: str | None, only_round: int | None = None) -> tuple[list[d
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", dest="select", help="only the cases whose test matches (pytest -k)")
-    parser.add_argument("--round", type=int, choices=(1, 2), help="only this round's cases")
+    parser.add_argument("--round", type=int, choices=ROUNDS, help="only this round's cases")
     args = parser.parse_args()
     cases, wall = run_cases(args.select, args.round)
     if not cases:
         print("no fault case ran", file=sys.stderr)
         return 1
     rounds = {}
-    for number in (1, 2):
+    for number in ROUNDS:
         mine = [c for c in cases if round_of(c["test"]) == number]
         if not mine:
             continue
         by_case = group(mine)
-        rows = [[c["case"], c["tried"], "held" if c["held"] else "BROKEN", c["records_lost"],
-                 f"{c['seconds']:.1f}"] for c in by_case]
+        rows = [[c["case"], c["tried"], c["outcome"] if c["held"] else c["outcome"].upper(),
+                 f"{c['passed']}/{len(c['tests'])}", c["records_lost"], f"{c['seconds']:.1f}"]
+                for c in by_case]
         print(f"\nround {number}")
-        print_table(["case", "tried", "held", "records lost", "s"], rows)
-        held = sum(c["held"] for c in by_case)
-        lost = sum(c["records_lost"] for c in by_case)
-        print(f"round {number}: {len(by_case)} cases ({len(mine)} tests): {held} held, "
-              f"{len(by_case) - held} broken, {lost} records lost")
-        rounds[number] = {"cases": by_case, "held": held, "broken": len(by_case) - held,
-                          "records_lost": lost, "tests": len(mine)}
-    held = sum(r["held"] for r in rounds.values())
-    broken = sum(r["broken"] for r in rounds.values())
-    lost = sum(r["records_lost"] for r in rounds.values())
-    print(f"\nall rounds: {held + broken} cases ({len(cases)} tests): {held} held, {broken} broken, "
-          f"{lost} records lost, {wall:.0f} s")
+        print_table(["case", "tried", "outcome", "tests passed", "records lost", "s"], rows)
+        rounds[number] = {"cases": by_case, **tally(by_case), "tests": len(mine)}
+        print(f"round {number}: {summary(rounds[number])}")
+    total = {key: sum(r[key] for r in rounds.values()) for key in ("held", "partly", "broken", "records_lost",
+                                                                   "tests")}
+    print(f"\nall rounds: {summary(total)}, {wall:.0f} s")
     write_json("faults", {"rounds": {str(k): v for k, v in rounds.items()}, "tests": cases,
-                          "held": held, "broken": broken, "records_lost": lost,
-                          "wall_s": round(wall, 1)})
-    return 0 if broken == 0 and lost == 0 else 1
+                          "held": total["held"], "partly": total["partly"], "broken": total["broken"],
+                          "records_lost": total["records_lost"], "wall_s": round(wall, 1)})
+    return 0 if total["partly"] == 0 and total["broken"] == 0 and total["records_lost"] == 0 else 1
 
 
 def group(cases: list[dict]) -> list[dict]:
-    """One row per case (its tests are its variants: tried adds up, held only if all held)."""
+    """One row per case (its tests are its variants: tried and records lost add up; held only
+    if all held, ``outcome`` held / partly / broken by how many of them passed)."""
     rows: dict[str, dict] = {}
     for case in cases:
-        row = rows.setdefault(case["case"], {"case": case["case"], "tried": 0, "held": True,
+        row = rows.setdefault(case["case"], {"case": case["case"], "tried": 0, "held": True, "passed": 0,
                                              "records_lost": 0, "seconds": 0.0, "tests": []})
         row["tried"] += case["tried"]
         row["held"] = row["held"] and case["held"]
+        row["passed"] += bool(case["held"])
         row["records_lost"] += case["records_lost"]
         row["seconds"] += case["seconds"]
         row["tests"].append(case["test"])
+    for row in rows.values():
+        row["outcome"] = outcome(row["passed"], len(row["tests"]))
     return list(rows.values())
+
+
+def outcome(passed: int, tests: int) -> str:
+    """``held`` (every test of the case passed), ``partly`` (some did) or ``broken`` (none)."""
+    return "held" if passed == tests else "partly" if passed else "broken"
+
+
+def tally(by_case: list[dict]) -> dict:
+    """How many cases held, partly held and broke, and the records they lost."""
+    return {"held": sum(c["outcome"] == "held" for c in by_case),
+            "partly": sum(c["outcome"] == "partly" for c in by_case),
+            "broken": sum(c["outcome"] == "broken" for c in by_case),
+            "records_lost": sum(c["records_lost"] for c in by_case)}
+
+
+def summary(counts: dict) -> str:
+    """``12 cases (20 tests): 10 held, 1 partly, 1 broken, 0 records lost``."""
+    cases = counts["held"] + counts["partly"] + counts["broken"]
+    return (f"{cases} cases ({counts['tests']} tests): {counts['held']} held, {counts['partly']} partly, "
+            f"{counts['broken']} broken, {counts['records_lost']} records lost")
 
 
 if __name__ == "__main__":

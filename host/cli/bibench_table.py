@@ -6,7 +6,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from aiot.host.cli._output import out
+from aiot.core.untrusted import visible
+from aiot.host.cli._output import out, safe
 from aiot.host.engine.bibench_hw import COLUMNS, column
 
 
@@ -17,14 +18,14 @@ def print_grid(result: dict) -> None:
         rows = [r for r in result["rows"] if r["device"] == device]
         out.print(_device_table(device, facts, rows))
         for line in _reasons(rows):
-            out.print(f"  [yellow]{escape(line)}[/]")
+            out.print(f"  [yellow]{safe(line)}[/]")
     out.print(_score_table(result))
     out.print(f"paper: {escape(result['paper']['source'])}")
 
 
 def _device_table(device: str, facts: dict, rows: list[dict]) -> Table:
     hardware = facts.get("paper_hardware")
-    title = f"BiBench hardware inference (ms) · {device}"
+    title = f"BiBench hardware inference (ms) · {visible(device)}"
     if facts.get("emulated"):
         title += " · EMULATED: timings say nothing about real hardware"
     if hardware:
@@ -68,7 +69,7 @@ def _score_table(result: dict) -> Table:
                   "OM_infer", "paper (Table 3)", title="OM_infer per device (from the stored runs)")
     for score in result["om_infer"]:
         paper = result["paper"]["table3"].get(score["algorithm"])
-        table.add_row(score["device"], score["algorithm"], score["format"], score["baseline"],
+        table.add_row(safe(score["device"]), score["algorithm"], score["format"], score["baseline"],
                       str(score["pairs"]), f"{score['speedup']:.2f}×", f"{score['compression']:.2f}×",
                       f"{score['om_infer']:.2f}",
                       f"{paper['speedup']:.2f}× / {paper['compression']:.2f}× / {paper['om_infer']:.2f}"

@@ -46,20 +46,21 @@ def _rows() -> list[dict]:
 @app.command("list")
 def list_devices(as_json: JsonOpt = False) -> None:
     """List devices: local, the inventory, and phones the adb server sees, with their state."""
-    from rich.markup import escape
     from rich.table import Table
 
     rows = _rows()
-    if as_json:
+    if as_json:  # JSON escapes control characters itself; the values stay as they are
         print_json(rows)
         return
     table = Table("device", "transport", "state", "address", "labels", "workdir")
     colour = {"online": "green", "unauthorized": "yellow", "offline": "yellow"}
+    # Every cell is the inventory's or a device's text (adb lists what phones call themselves):
+    # no escape sequence in a label or serial may act on the terminal.
     for r in rows:
-        state = f"[{colour.get(r['state'], 'red')}]{r['state']}[/]"
+        state = f"[{colour.get(r['state'], 'red')}]{safe(r['state'])}[/]"
         labels = ", ".join(f"{k}={v}" for k, v in r["labels"].items())
-        table.add_row(escape(r["name"]), r["transport"], state, escape(r["address"]), escape(labels),
-                      escape(r["workdir"]))
+        table.add_row(safe(r["name"]), safe(r["transport"]), state, safe(r["address"]), safe(labels),
+                      safe(r["workdir"]))
     out.print(table)
 
 
@@ -87,14 +88,14 @@ def add(
     )
     inventory.add(entry, replace=replace)
     hint = f"; next: aiot devices trust {name}" if transport == "ssh" else ""
-    message(f"added {name} ({transport}) to {inventory.inventory_path()}{hint}")
+    message(f"added {safe(name)} ({safe(transport)}) to {inventory.inventory_path()}{hint}")
 
 
 @app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="Inventory name.")]) -> None:
     """Remove a device from the inventory (its files on the device stay)."""
     inventory.remove(name)
-    message(f"removed {name}")
+    message(f"removed {safe(name)}")
 
 
 @app.command("trust")
@@ -224,7 +225,8 @@ def doctor(
                     "checks": [{**dataclasses.asdict(c), "status": c.status} for c in checks]})
     else:
         out.print(render_checks(name, checks))
-        message(f"{name}: {len(failed)} of {len(checks)} checks failed" if failed else f"{name}: all checks passed")
+        message(f"{safe(name)}: {len(failed)} of {len(checks)} checks failed" if failed
+                else f"{safe(name)}: all checks passed")
     if failed:
         raise typer.Exit(1)
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import message, out, print_json, spinner
+from aiot.host.cli._output import message, out, print_json, safe, spinner
 from aiot.host.cli.options import JsonOpt
 from aiot.host.lab.node import load_nodes, start_node, stop_nodes
 from aiot.host.lab.security import token_path
@@ -59,7 +59,7 @@ def _started(state, as_json: bool) -> None:
         return
     devices = ", ".join(state.devices) or "no devices (add some with aiot devices add, then restart the node)"
     role = "head" if state.head else "node"
-    message(f"lab {role} at {state.address} serves: {devices}")
+    message(f"lab {role} at {safe(state.address)} serves: {safe(devices)}")
     if state.head:
         message(f"the lab's token is {token_path()} (keep it secret): copy it to each other host, then "
                 f"aiot lab join {state.address} --token FILE; sweeps: aiot sweep --lab {state.address} …")
@@ -88,10 +88,10 @@ def status(
         print_json(rows)
         return
     table = Table("node", "host", "aiot", "device", "state")
-    for r in rows:
+    for r in rows:  # names, versions and devices as each node said them: no escape sequence acts
         colour = {"online": "green", "busy": "yellow"}.get(r["state"], "red")
-        aiot = r["aiot"] + (" [red](differs)[/]" if r["refused"] else "")
-        table.add_row(r["node"], r["host"] or "?", aiot, r["device"] or "—",
+        aiot = safe(r["aiot"]) + (" [red](differs)[/]" if r["refused"] else "")
+        table.add_row(safe(r["node"]), safe(r["host"] or "?"), aiot, safe(r["device"] or "—"),
                       f"[{colour}]{r['state']}[/]" if r["state"] else ("alive" if r["alive"] else "[red]dead[/]"))
     out.print(table)
 

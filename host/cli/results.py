@@ -200,8 +200,6 @@ def export(
     --out replaces an existing file atomically; the result store itself, folders, links
     and special files (devices, FIFOs) are refused.
     """
-    from rich.markup import escape
-
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
@@ -214,7 +212,7 @@ def export(
         typer.echo(text, nl=False)
     else:
         write_output_atomic(out_file, text)
-        message(escape(f"wrote {len(records)} records to {out_file}"))
+        message(safe(f"wrote {len(records)} records to {out_file}"))
 
 
 @app.command("recover")
@@ -261,7 +259,8 @@ def outputs(
                       caption=f"tolerance |Δ| ≤ {ATOL:g} + {RTOL:g}·|ref|")
         for d in drifts:
             colour = "green" if d.verdict == "match" else "red"
-            table.add_row(d.model or "—", d.format or "—", str(d.threads or "—"), d.device, d.reference_device, f"{d.max_abs:.3g}",
+            table.add_row(safe(d.model or "—"), safe(d.format or "—"), str(d.threads or "—"), safe(d.device),
+                          safe(d.reference_device), f"{d.max_abs:.3g}",
                           f"{d.l2_rel:.3g}", f"[{colour}]{d.verdict}[/]")
         out.print(table)
     if any(d.verdict != "match" for d in drifts):
@@ -277,11 +276,9 @@ LEGEND = ("+ slower  - faster  ~ within noise  ! newly failing  * fixed  . faili
 def _could_not_compare(exc: AiotError) -> typer.Exit:
     """An aiot error as the usual one line, but exit code 2: a CI gate must tell "could not
     compare" from "regressed" (1), so ``compare`` does not leave it to the root app."""
-    from rich.markup import escape
-
-    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+    err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False)
     if exc.hint:
-        err.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
+        err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False)
     return typer.Exit(2)
 
 
@@ -295,29 +292,26 @@ def _resolve_sets(ctx, names: list[str]):
 
 def _comparison_notes(row, records: dict) -> str:
     """The row's failures, reasons and INVALID sides (with why), ``records`` by id."""
-    from rich.markup import escape
-
-    notes = [f"[red]{escape(f)}[/]" for f in row.failures]
+    notes = [f"[red]{safe(f)}[/]" for f in row.failures]
     if row.reason and row.status != "newly failing":
-        notes.append(escape(row.reason))
+        notes.append(safe(row.reason))
     if row.stat == "mean":
         notes.append("means (no medians)")
     for side in row.invalid:
         found = records.get(row.a_id if side == "A" else row.b_id)
         why = invalid_reasons(found) if found is not None else ""
-        notes.append(f"[yellow]{side} INVALID[/]{escape(': ' + why) if why else ''}")
-    notes += [f"[dim]{escape(d)}[/]" for d in row.environment]
+        notes.append(f"[yellow]{side} INVALID[/]{safe(': ' + why) if why else ''}")
+    notes += [f"[dim]{safe(d)}[/]" for d in row.environment]
     return "; ".join(notes)
 
 
 def _print_comparison(result, a, b) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
              f"A {a.name} ({a.source}, {len(a.records)} runs)")
     table = Table("", "status", "run", "A ms", "B ms", "change", "A", "B", "notes",
-                  title=escape(title), caption=LEGEND)
+                  title=safe(title), caption=LEGEND)
     records = {r.id: r for r in [*a.records, *b.records]}
     # Every table says which timings are this host's, not the device's.
     on_host = {r.device for r in records.values() if emulated((r.provenance or {}).get("device") or {})}
@@ -325,7 +319,7 @@ def _print_comparison(result, a, b) -> None:
         latency = row.metrics.get(row.stat or "median") or {}
         change = latency.get("change")
         label = row.label() + (" (emulated)" if row.key.get("device") in on_host else "")
-        table.add_row(escape(row.marker), row.status, escape(label), fmt_ms(latency.get("a")),
+        table.add_row(safe(row.marker), row.status, safe(label), fmt_ms(latency.get("a")),
                       fmt_ms(latency.get("b")), "—" if change is None else f"{change:+.1%}",
                       (row.a_id or "—")[:8], (row.b_id or "—")[:8], _comparison_notes(row, records))
     out.print(table)
@@ -338,28 +332,26 @@ INCOMPLETE_EXIT = 3
 
 def _gate(result) -> None:
     """The verdict on stderr; exit code 1 when a row fails the gate, 3 when B is incomplete."""
-    from rich.markup import escape
-
     for warning in result.warnings:
-        message(f"[yellow]warning:[/] {escape(warning)}")
+        message(f"[yellow]warning:[/] {safe(warning)}")
     checks = ", ".join(str(c) for c in result.checks)
     failing = result.failing
     if not failing and result.incomplete:
-        message(f"[bold red]gate failed[/] ({escape(checks)}): B is incomplete, "
-                f"{escape(result.incomplete)}")
+        message(f"[bold red]gate failed[/] ({safe(checks)}): B is incomplete, "
+                f"{safe(result.incomplete)}")
         for row in result.missing[:20]:
-            message(f"  {escape(row.label())} (A {(row.a_id or '')[:8]}): only in A")
+            message(f"  {safe(row.label())} (A {(row.a_id or '')[:8]}): only in A")
         message("[dim]hint:[/] rerun the missing runs into B, or pass --allow-missing "
                 "to gate on the runs both sets have")
         raise typer.Exit(INCOMPLETE_EXIT)
     if not failing:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
-        message(f"[green]gate passed[/] ({escape(checks)}): {escape(counts)}")
+        message(f"[green]gate passed[/] ({safe(checks)}): {safe(counts)}")
         return
-    message(f"[bold red]gate failed[/] ({escape(checks)}): {len(failing)} run(s)")
+    message(f"[bold red]gate failed[/] ({safe(checks)}): {len(failing)} run(s)")
     for row in failing:
         why = "; ".join(row.failures)
-        message(f"  {escape(row.label())} (B {(row.b_id or '')[:8]}): {escape(why)}")
+        message(f"  {safe(row.label())} (B {(row.b_id or '')[:8]}): {safe(why)}")
     raise typer.Exit(1)
 
 
@@ -470,7 +462,7 @@ def _latency_board(records, fmt, limit):
         model = model_label(s.model, s.binarize)
         stat = "" if s.stat == "median" else f" ({s.stat})"
         table.add_row(str(s.rank), safe(s.device or "—"), safe(model or "—"), safe(s.variant),
-                      str(s.threads or "—"), s.native or "agent", fmt_ms(s.latency_ms) + stat,
+                      str(s.threads or "—"), safe(s.native or "agent"), fmt_ms(s.latency_ms) + stat,
                       fmt_ms(s.p90_ms), fmt_bytes(s.size_bytes), s.record_id[:8])
     return [s.to_dict() for s in board], table
 
@@ -487,7 +479,7 @@ def _vips_board(records, fmt, limit):
                   title="devices by VIPS = Σ accuracy / mean s per image",
                   caption="sums: compare devices over the same tests")
     for rank, s in enumerate(scores, start=1):
-        table.add_row(str(rank), s.device, f"{s.vips:.2f}", si(s.vops), str(s.tests),
+        table.add_row(str(rank), safe(s.device), f"{s.vips:.2f}", si(s.vops), str(s.tests),
                       str(len(s.not_run)))
     return [{"rank": i, **s.to_dict()} for i, s in enumerate(scores, start=1)], table
 
@@ -501,8 +493,8 @@ def _om_infer_board(records, fmt, limit):
     table = Table("#", "algorithm", "format", "pairs", "speedup", "compression", "OM_infer",
                   "devices", title="binarizations by OM_infer (baseline: tflite)")
     for rank, s in enumerate(scores, start=1):
-        table.add_row(str(rank), s.algorithm, s.format, str(s.pairs), f"{s.speedup:.2f}x",
-                      f"{s.compression:.2f}x", f"{s.om_infer:.2f}", ", ".join(s.devices))
+        table.add_row(str(rank), safe(s.algorithm), safe(s.format), str(s.pairs), f"{s.speedup:.2f}x",
+                      f"{s.compression:.2f}x", f"{s.om_infer:.2f}", safe(", ".join(s.devices)))
     return [{"rank": i, **s.to_dict()} for i, s in enumerate(scores, start=1)], table
 
 

@@ -12,6 +12,7 @@ Every node listens on its ``--bind`` address only and requires the lab's token
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -96,6 +97,7 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
     ray_available()
     base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}  # before check_head sets a driver's variables
     if head:
+        check_port(bind, port)  # one line naming the port, not Ray's "Last connection error: None"
         secret = security.create_token()
     else:  # one line within seconds, rather than Ray's minutes, for no head or a wrong token
         reach.check_head(address, token)
@@ -116,9 +118,43 @@ def start_node(head: bool, address: str | None = None, port: int = DEFAULT_PORT,
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
     state = NodeState(proc.pid, address or f"{_host_for_address(bind)}:{port}", head, devices, str(log_path))
-    _wait_ready(proc, log_path)
+    try:
+        _wait_ready(proc, log_path)
+    except AiotError:
+        if head:  # taken meanwhile (another head started at the same moment): say so, not Ray's words
+            check_port(bind, port)
+        raise
     (folder / f"node-{proc.pid}.json").write_text(json.dumps(asdict(state)) + "\n")
     return state
+
+
+def check_port(bind: str, port: int) -> None:
+    """Nothing, if a head could listen on ``bind:port`` (a test bind, released at once).
+
+    Raises:
+        UsageError: the port is in use (another lab head, or another program), ``bind`` is no
+            address of this host, or the port needs privileges this account has not.
+    """
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as trial:
+        # As servers do (Ray's included): a closed connection's TIME_WAIT does not hold the
+        # port, a listening socket does.
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind((bind, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise UsageError(f"port {port} on {_host_for_address(bind)} is already in use: another lab "
+                                 "head or another program listens there",
+                                 f"start the head on another port (aiot lab start --head --port N), or stop "
+                                 f"what listens on {port} (a lab head of this host: aiot lab stop)") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise UsageError(f"--bind {bind} is not an address of this host",
+                                 "give one of this host's addresses (ip addr), or 127.0.0.1") from None
+            if exc.errno == errno.EACCES:
+                raise UsageError(f"port {port} needs privileges this account has not",
+                                 "use a port above 1023, e.g. --port 6380") from None
+            raise
 
 
 def _host_for_address(bind: str) -> str:
@@ -195,5 +231,5 @@ def _session_members(sid: int) -> list[int]:
     return pids
 
 
-__all__ = ["DEVICE_RESOURCE", "NodeState", "device_resources", "kill_session", "load_nodes", "node_labels",
-           "ray_available", "start_node", "stop_nodes"]
+__all__ = ["DEVICE_RESOURCE", "NodeState", "check_port", "device_resources", "kill_session", "load_nodes",
+           "node_labels", "ray_available", "start_node", "stop_nodes"]

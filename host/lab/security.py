@@ -8,7 +8,8 @@ raylets. ``aiot lab start --head`` writes the token into aiot's own state
 and points Ray at it with ``RAY_AUTH_TOKEN_PATH`` (Ray reads ``RAY_AUTH_TOKEN`` first, so
 aiot removes that from the nodes' environment). Other hosts get a copy of that file
 (``lab join --token FILE`` keeps it in their state); ``AIOT_LAB_TOKEN_FILE`` names one for a
-single command.
+single command. A token file is a small regular file: anything else (a FIFO, ``/dev/zero``,
+a folder, a file over 4 KiB) is refused by name before a byte of it is read (:func:`read_token`).
 
 **The address.** Ray 2.x has no option to bind its GCS, raylet and workers' gRPC servers to an
 address: they listen on every interface, and ``ray start --node-ip-address 127.0.0.1`` is
@@ -27,14 +28,22 @@ import ipaddress
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.paths import cache_dir, state_dir
+from aiot.core.units import size_text
 
 TOKEN_ENV = "AIOT_LAB_TOKEN_FILE"
 TOKEN_NAME = "auth_token"
+#: A token file's most bytes: aiot's token is 64 hex characters and a newline, so anything
+#: bigger (a log, an image, /dev/zero) is not a token and is never read whole.
+TOKEN_MAX_BYTES = 4096
+#: What a token file is, for the hints of every refusal.
+_TOKEN_HINT = ("a lab token is a small text file: copy lab/auth_token from the head's aiot state to "
+               "this host and pass --token FILE")
 #: Environment variables of Ray that would pick another token or another mode than aiot's.
 _RAY_AUTH_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
 
@@ -109,7 +118,7 @@ def create_token() -> Path:
     """The head's token: kept if this host has one already (joined hosts' copies stay valid),
     else a new random one, written 0600."""
     path = token_path()
-    if _read(path):
+    if read_token(path):
         _check_private(path)
         return path
     _write_private(path, secrets.token_hex(32))
@@ -124,7 +133,7 @@ def keep_token(given: Path | None) -> Path:
 
 def import_token(source: Path) -> Path:
     """Keep a copy of the token file ``source`` (from the head) in this host's state."""
-    token = _read(source)
+    token = read_token(source)
     if not token:
         raise UsageError(f"lab token file {source} is missing or empty",
                          "copy it from the head host: <its aiot state>/lab/auth_token")
@@ -137,22 +146,23 @@ def find_token(given: Path | None = None) -> Path:
     ``$AIOT_LAB_TOKEN_FILE``, else this host's state.
 
     Raises:
-        UsageError: there is none (or ``given`` is empty), saying how to bring it from the head.
+        UsageError: there is none (or ``given`` is empty, or no token file: see
+            :func:`read_token`), saying how to bring it from the head.
     """
     if given is not None:
         given = Path(given).expanduser()
-        if not _read(given):
+        if not read_token(given):
             raise UsageError(f"lab token file {given} is missing or empty",
                              "copy it from the head host: lab/auth_token in its aiot state")
         return given
     env = os.environ.get(TOKEN_ENV, "").strip()
     if env:
         path = Path(env).expanduser()
-        if not _read(path):
+        if not read_token(path, f"{TOKEN_ENV}={env}"):
             raise UsageError(f"{TOKEN_ENV}={env} is missing or empty", "point it at a copy of the head's token")
         return path
     path = token_path()
-    if not _read(path):
+    if not read_token(path):
         raise UsageError("this host has no lab token: the lab refuses hosts without it",
                          f"copy the head's token file (lab/{TOKEN_NAME} in its aiot state) to this host "
                          f"and pass --token FILE, or set {TOKEN_ENV}=FILE")
@@ -256,11 +266,55 @@ def bind_shim() -> Path:
     return target
 
 
-def _read(path: Path) -> str:
+def read_token(path: Path, named: str | None = None) -> str:
+    """The token in ``path``, stripped; ``""`` when the file does not exist or is empty.
+
+    Only a small regular file is read, and never more than :data:`TOKEN_MAX_BYTES` + 1 bytes
+    of it: a FIFO, a device (``/dev/zero``), a folder or a huge file is refused at once, with
+    no open that blocks and no read that fills memory. ``named`` is how errors name the
+    file (default ``lab token file PATH``).
+
+    Raises:
+        UsageError: the file is no token file (not a regular file, too big, unreadable, not text).
+    """
+    named = named or f"lab token file {path}"
     try:
-        return path.read_text().strip()
-    except (OSError, UnicodeDecodeError):
+        kind = _file_kind(os.stat(path).st_mode)
+    except FileNotFoundError:
         return ""
+    except OSError as exc:
+        raise UsageError(f"{named} cannot be read ({exc.strerror})", _TOKEN_HINT) from None
+    if kind is None:  # opened without blocking, and checked again: it may have been swapped
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise UsageError(f"{named} cannot be read ({exc.strerror})", _TOKEN_HINT) from None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            kind = _file_kind(info.st_mode)
+            data = fh.read(TOKEN_MAX_BYTES + 1) if kind is None and info.st_size <= TOKEN_MAX_BYTES else b""
+            size = max(info.st_size, len(data))
+    if kind is not None:
+        raise UsageError(f"{named} is {kind}, not a token file", _TOKEN_HINT)
+    if size > TOKEN_MAX_BYTES:
+        raise UsageError(f"{named} holds {size_text(size)}, more than a token file's "
+                         f"{size_text(TOKEN_MAX_BYTES)}", _TOKEN_HINT)
+    try:
+        return data.decode().strip()
+    except UnicodeDecodeError:
+        raise UsageError(f"{named} is not text, so no token file", _TOKEN_HINT) from None
+
+
+def _file_kind(mode: int) -> str | None:
+    """What a file that is not a regular one is (``a FIFO``), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def _write_private(path: Path, token: str) -> None:
@@ -281,5 +335,6 @@ def _check_private(path: Path) -> None:
         path.chmod(0o600)
 
 
-__all__ = ["TOKEN_ENV", "auth_env", "bind_shim", "check_bind", "create_token", "find_token", "import_token",
-           "is_wildcard", "keep_token", "keep_loopback", "lab_state_dir", "node_env", "token_path", "use_token_here"]
+__all__ = ["TOKEN_ENV", "TOKEN_MAX_BYTES", "auth_env", "bind_shim", "check_bind", "create_token", "find_token",
+           "import_token", "is_wildcard", "keep_token", "keep_loopback", "lab_state_dir", "node_env", "read_token",
+           "token_path", "use_token_here"]

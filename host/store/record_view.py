@@ -3,7 +3,8 @@
 The CSV has one flat column per fact a spreadsheet filters or plots by (latency statistics,
 input shape, runtime and version, SoC and CPU, via, delegate, emulated, the validity
 reasons); the JSON blobs of statistics and provenance stay as the last two columns for
-whatever the flat ones leave out. Text a spreadsheet would run as a formula is escaped.
+whatever the flat ones leave out. Text a spreadsheet would run as a formula, and control
+characters, are neutralised (:func:`aiot.core.untrusted.csv_cell`); the store keeps them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 import json
 from typing import TYPE_CHECKING
 
+from aiot.core.untrusted import csv_cell
 from aiot.host.engine.input_shapes import shape_label
 from aiot.host.engine.validity import emulated
 
@@ -29,9 +31,6 @@ CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_s
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
              "emulated", "validity", "validity_reasons", "parity", "quant", "binarize",
              "cluster", "weights")
-
-#: A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def input_shape(record: RunRecord) -> str | None:
@@ -68,31 +67,20 @@ def csv_extras(record: RunRecord) -> dict:
     }
 
 
-def cell(value):
-    """A text cell that a spreadsheet would run as a formula gets a leading apostrophe;
-    numbers stay numbers (a negative one is data, not a formula)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
 def to_csv(records) -> str:
     """One row per record: :data:`FLAT_COLUMNS`, :data:`CSV_EXTRA`, then the JSON blobs."""
     buf = io.StringIO()
     fields = [*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance"]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    # With "\n" line ends, csv does not quote a lone "\r", which readers take for a line end:
-    # a row holding one has its text quoted.
-    quoting = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writeheader()
     for r in records:
         row = {k: getattr(r, k) for k in FLAT_COLUMNS}
         row.update(csv_extras(r))
         row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
         row["provenance"] = json.dumps(r.provenance, sort_keys=True)
-        row = {k: cell(v) for k, v in row.items()}
-        has_cr = any(isinstance(v, str) and "\r" in v for v in row.values())
-        (quoting if has_cr else writer).writerow(row)
+        # A device's text may hold formulas and control bytes (ESC, a lone "\r" that readers
+        # take for a line end): each cell as aiot.core.untrusted writes CSV text.
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()
 
 

@@ -18,7 +18,8 @@ BiBench algorithm (``spec["binarize"]``, any format); its *baseline* is the newe
 of the same device, model, thread count, delegate, cluster, ``via`` and input shapes with no
 ``binarize``, the baseline format (``tflite`` by default) and full precision (no converter
 option, or only ones set to ``fp32``: an ``--opt quant=int8`` run is no FP32 baseline). Which
-tool timed it (the agent or a native benchmark) does not matter. T is the record's latency
+tool timed the baseline (the agent or a native benchmark) does not matter; a binarized model
+timed by both is two binarized runs, two pairs. T is the record's latency
 (:func:`aiot.host.store.identity.latency`: its median, or the mean of ``result["stats_ms"]``
 when the runner printed a mean only, as most native benchmark tools do); S is the artifact's
 size in bytes.

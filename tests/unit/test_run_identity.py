@@ -66,7 +66,7 @@ def partition(groups) -> set[frozenset[str]]:
     return {frozenset(g) for g in groups}
 
 
-def by_key(records, ids) -> set[frozenset[str]]:
+def by_key(ids) -> set[frozenset[str]]:
     """The newest record per key: each of the eight stands alone."""
     return partition({i} for i in ids.values())
 
@@ -110,7 +110,7 @@ def test_the_sweep_table_keeps_four_configurations(runs):
 def test_the_report_plots_and_first_screen_keep_every_configuration(runs):
     records, ids = runs
     report = build(records, source="results")
-    assert partition({r.id} for r in report.plotted_runs()) == by_key(records, ids)
+    assert partition({r.id} for r in report.plotted_runs()) == by_key(ids)
     rows = best_rows(report)
     assert len(rows) == 4  # one row per configuration: int8 does not vanish into float
     best = {r["id"] for r in rows}
@@ -123,7 +123,6 @@ def test_the_report_plots_and_first_screen_keep_every_configuration(runs):
 
 def test_compare_pairs_each_key_with_itself_only(runs, tmp_path):
     records, ids = runs
-    again = []
     with open_store(tmp_path / "again") as store:  # the same runs measured again
         for variant in VARIANTS:
             for threads in (1, 2):
@@ -142,7 +141,7 @@ def test_compare_pairs_each_key_with_itself_only(runs, tmp_path):
 def test_the_leaderboard_ranks_every_key(runs):
     records, ids = runs
     board = latency_board(records)
-    assert partition({s.record_id} for s in board) == by_key(records, ids)
+    assert partition({s.record_id} for s in board) == by_key(ids)
     assert board[0].record_id == ids["int8", 2] and board[0].variant == "tflite[quant=int8]"
 
 

@@ -117,7 +117,7 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
     if ref.kind == ZOO:
         spec, model = build_source_model(ref.name, weights, ref.binarize)
         weights = source_weights(spec, weights, ref.binarize)
-        return _Source(model_label(spec.name, ref.binarize), model, spec.example_input(batch=1, seed=0),
+        return _Source(artifact_stem(spec.name, ref.binarize), model, spec.example_input(batch=1, seed=0),
                        {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
                         "weights": str(weights) if weights else None,
                         "weights_sha256": sha256_file(Path(weights)) if weights else None,
@@ -135,7 +135,7 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
         user.model.eval()
     stem = (ref.module or ref.path.stem if ref.factory else Path(ref.name).stem)
     label = f"{stem}.{ref.factory}" if ref.factory else stem
-    label = model_label(f"{label}-{ref.sha256[:8]}" if ref.sha256 else label, ref.binarize)
+    label = artifact_stem(f"{label}-{ref.sha256[:8]}" if ref.sha256 else label, ref.binarize)
     return _Source(label, user.model, user.example,
                    {**ref.source(), "model": ref.name,
                     "binarize": getattr(user.model, "binarized_with", ref.binarize),
@@ -182,8 +182,9 @@ def state_sha256(model) -> str:
     return digest.hexdigest()
 
 
-def model_label(model_name: str, binarize: str | None) -> str:
-    """``resnet18`` or, binarized, ``resnet18.bnn``: how artifacts and records name the model."""
+def artifact_stem(model_name: str, binarize: str | None) -> str:
+    """``resnet18`` or, binarized, ``resnet18.bnn``: how artifact files name the model (a
+    run's label is :func:`aiot.models.model_ref.model_label`'s ``resnet18_bnn``)."""
     if not binarize:
         return model_name
     from aiot.models.bibench import get_algorithm

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from aiot.host.cli._output import fmt_ms, out, safe
 from aiot.host.engine.profiles import TOP_N, profile_of, summary, top_ops
+from aiot.host.store.identity import label
 
 NAME_WIDTH = 56  # long node names (a detector's fused nodes) are cut in the middle
 
@@ -17,13 +18,6 @@ def _short(name: str, width: int = NAME_WIDTH) -> str:
     return name[:half] + "…" + name[-(width - 1 - half):]
 
 
-def _label(record) -> str:
-    spec = record.spec or {}
-    model = f"{record.model}.{spec['binarize']}" if spec.get("binarize") else record.model
-    native = f" ({spec['native']})" if spec.get("native") else ""
-    return f"{model} · {record.format}{native} · {record.threads}t @ {record.device}"
-
-
 def print_profiles(records, top: int = TOP_N) -> None:
     """For each profiled record: a line naming the profiler, then its ``top`` slowest ops
     (or, where the runtime has no profiler, the line saying so)."""
@@ -31,7 +25,7 @@ def print_profiles(records, top: int = TOP_N) -> None:
         profile = profile_of(record)
         if profile is None:
             continue
-        out.print(f"\n[bold]slowest operators[/], {safe(_label(record))}: {safe(summary(profile))}")
+        out.print(f"\n[bold]slowest operators[/], {safe(label(record))}: {safe(summary(profile))}")
         ops = top_ops(profile, top)
         if not ops:
             continue

@@ -84,7 +84,7 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
         if sweep:
             gain, rate = gains.get(r.id), sweep_view.throughput(r)
             extra = ["—" if gain is None else f"{gain:.2f}×", "—" if rate is None else f"{rate:,.1f}"]
-        table.add_row(*cells, safe(r.format or "—"), safe(shape_label(r)), str(r.threads or "—"),
+        table.add_row(*cells, safe(sweep_view.format_cell(r)), safe(shape_label(r)), str(r.threads or "—"),
                       fmt_ms(r.median_ms), fmt_ms(r.p90_ms), *extra, fmt_ms(r.load_ms),
                       fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), sweep_view.status_cell(r))
     out.print(table)
@@ -457,11 +457,11 @@ def _latency_board(records, fmt, limit):
 
     board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
-                  "size", "id", title="fastest VALID run per device, model, format and threads")
+                  "size", "id", title="fastest VALID run per configuration and threads")
     for s in board:
         model = model_label(s.model, s.binarize)
         stat = "" if s.stat == "median" else f" ({s.stat})"
-        table.add_row(str(s.rank), safe(s.device or "—"), safe(model or "—"), safe(s.format or "—"),
+        table.add_row(str(s.rank), safe(s.device or "—"), safe(model or "—"), safe(s.variant),
                       str(s.threads or "—"), safe(s.native or "agent"), fmt_ms(s.latency_ms) + stat,
                       fmt_ms(s.p90_ms), fmt_bytes(s.size_bytes), s.record_id[:8])
     return [s.to_dict() for s in board], table
@@ -505,7 +505,8 @@ BOARDS = {"latency": _latency_board, "vips": _vips_board, "om-infer": _om_infer_
 def top(
     ctx: typer.Context,
     by: Annotated[str, typer.Option(
-        "--by", help="latency: the fastest VALID run per device, model, format and threads; "
+        "--by", help="latency: the fastest VALID run per configuration (device, model, "
+                     "format, options, runner, via ...) and threads; "
                      "vips: devices by AIoTBench's VIPS; om-infer: binarizations by BiBench's "
                      "OM_infer.")] = "latency",
     device: OnlyDevice = None,

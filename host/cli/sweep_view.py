@@ -8,51 +8,35 @@ but INVALID run says why in its row, an emulated device says so.
 
 from __future__ import annotations
 
-import json
-
 from rich.markup import escape
 
 from aiot.core.untrusted import visible
 from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import INVALID, emulated, short_reasons
+from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
 from aiot.host.store.store import RunRecord, open_store
 
-
-def config_key(record: RunRecord) -> tuple:
-    """What a run measures apart from its thread count: its speed-up's baseline is the run
-    with the same key at 1 thread."""
-    spec = record.spec or {}
-    return (record.device or "", record.model or "", spec.get("binarize") or "",
-            record.format or "", spec.get("native") or "", spec.get("delegate") or "",
-            spec.get("cluster") or "", spec.get("via") or "",
-            json.dumps(spec.get("input_shapes"), sort_keys=True),
-            json.dumps(spec.get("options"), sort_keys=True))
-
-
-def sort_key(record: RunRecord) -> tuple:
-    """Device, model, format, threads (then the rest of the configuration), for tables."""
-    key = config_key(record)
-    return (key[0], key[1], key[2], key[3], record.threads or 0, key[4:])
-
-
-def latency_ms(record: RunRecord) -> float | None:
-    """The run's median, else its mean (most native tools print a mean only)."""
-    if record.status != "ok":
-        return None
-    if record.median_ms is not None:
-        return record.median_ms
-    return ((record.result or {}).get("stats_ms") or {}).get("mean")
+__all__ = ["device_cell", "format_cell", "invalid_reasons", "latency_ms", "parity_notes", "sort_key", "speedups",
+           "status_cell", "stored_records", "sweep_records", "throughput"]
 
 
 def speedups(records: list[RunRecord]) -> dict[str, float | None]:
-    """Per record id: the 1-thread latency of its configuration over its own, or None
+    """Per record id: the 1-thread latency of its configuration
+    (:func:`aiot.host.store.identity.configuration`) over its own, or None
     where either is missing (no 1-thread run, or a failed one)."""
-    base = {config_key(r): latency_ms(r) for r in records if r.threads == 1 and latency_ms(r)}
+    base = {configuration(r): latency_ms(r) for r in records if r.threads == 1 and latency_ms(r)}
     out: dict[str, float | None] = {}
     for r in records:
-        mine, one = latency_ms(r), base.get(config_key(r))
+        mine, one = latency_ms(r), base.get(configuration(r))
         out[r.id] = one / mine if mine and one else None
     return out
+
+
+def format_cell(record: RunRecord) -> str:
+    """The format with what changes how it runs (``tflite[quant=int8]+nnapi
+    (benchmark_model) @big``; ``via`` is the device cell's): an int8 run and the float one
+    are two rows that say so."""
+    return variant(record, via=False)
 
 
 def throughput(record: RunRecord) -> float | None:

@@ -36,6 +36,7 @@ from aiot.host.engine.bibench_paper import paper_hardware, paper_ms, source
 from aiot.host.engine.runs import MeasureParams, RunRequest
 from aiot.host.engine.validity import emulated
 from aiot.host.scores.om_infer import match_runs, om_infer
+from aiot.host.store import identity
 
 #: The grid's networks per size, in the paper's row order (VGG-Small is CIFAR-size in both).
 SIZES = {"imagenet": ("resnet18", "resnet34", "vgg_small"),
@@ -156,23 +157,6 @@ def plan(devices: list[str], size: str, threads: list[int] | None, params: Measu
     return cells, skips
 
 
-def column_of(record) -> str:
-    """The grid column a stored record belongs to."""
-    spec = record.spec or {}
-    for column in COLUMNS:
-        if (record.format == column.format and spec.get("binarize") == column.binarize
-                and (spec.get("options") or None) == (dict(column.options) if column.options else None)):
-            return column.key
-    raise KeyError(record.id)
-
-
-def latency_ms(record) -> float | None:
-    """The record's median, else the mean a native tool printed; None unless ok."""
-    if record is None or record.status != "ok":
-        return None
-    return record.median_ms or ((record.result or {}).get("stats_ms") or {}).get("mean")
-
-
 def grid(cells: list[Cell], records, infos: dict[str, dict]) -> list[dict]:
     """The table's rows, one per (device, threads, model), in the paper's order.
 
@@ -183,7 +167,7 @@ def grid(cells: list[Cell], records, infos: dict[str, dict]) -> list[dict]:
     """
     newest = {}
     for record in records:  # oldest first: retries and resumed runs replace older ones
-        newest[(record.device, record.threads, record.model, column_of(record))] = record
+        newest[identity.key(record)] = record
     speedups = _speedups(list(newest.values()))
     rows: dict[tuple, dict] = {}
     for cell in cells:
@@ -192,8 +176,8 @@ def grid(cells: list[Cell], records, infos: dict[str, dict]) -> list[dict]:
         row = rows.setdefault(key, {"device": cell.device, "threads": cell.threads,
                                     "model": cell.model, "arch": ARCH[cell.model],
                                     "paper_hardware": hardware, "cells": {}})
-        record = newest.get((*key, cell.column))
-        entry = {"ms": latency_ms(record), "speedup": None, "reason": cell.absent,
+        record = newest.get(identity.key(cell.request)) if cell.request else None
+        entry = {"ms": identity.latency_ms(record), "speedup": None, "reason": cell.absent,
                  "status": "absent" if cell.absent else (record.status if record else "missing"),
                  "record_id": record.id if record else None, "size_bytes": None}
         if record is not None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
 from aiot.host.engine.runs import NullListener, RunListener, RunRequest
 from aiot.host.engine.workspace import Workspace
+from aiot.host.store.identity import request_key
 from aiot.host.store.locks import campaign_locks
 from aiot.host.store.store import RunRecord, Store, open_store
 
@@ -80,13 +81,13 @@ class CampaignPolicy:
 
 
 def run_key(request: RunRequest) -> str:
-    """A stable id of what one run measures (device, model, format, threads, options)."""
-    return _digest(request.to_spec())[:16]
+    """A stable id of one run's whole request (:func:`aiot.host.store.identity.request_key`)."""
+    return request_key(request.to_spec())
 
 
 def record_key(record: RunRecord) -> str:
     """:func:`run_key` of the run a stored record measured (its spec is the request's)."""
-    return _digest(record.spec)[:16]
+    return request_key(record.spec)
 
 
 def _digest(payload) -> str:

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from aiot.core.errors import UsageError
 from aiot.device_agent.spec import RunSpec
+from aiot.host.store import identity
 from aiot.host.store.store import RunRecord
-from aiot.models.model_ref import model_label
 
 RUN_SLACK_S = 300.0  # loading a big model and an accuracy pass on a slow phone fit in this
 MAX_RUNS = 10_000_000  # iteration counts above this are typos (and overflow the store's integers)
@@ -108,12 +108,8 @@ class RunRequest:
     via: str = "shell"
 
     def label(self) -> str:
-        runner = f" · {self.native}" if self.native else ""
-        model = model_label(self.model, self.binarize)
-        cluster = f" on {self.cluster}" if self.cluster else ""
-        fmt = self.format + (f"[{','.join(f'{k}={v}' for k, v in self.options)}]" if self.options else "")
-        via = " via app" if self.via != "shell" else ""
-        return f"{model} · {fmt}{runner} · {self.threads}t{cluster}{via} @ {self.device}"
+        """The run's label, as every table names its records (:mod:`aiot.host.store.identity`)."""
+        return identity.label(self)
 
     def to_spec(self) -> dict:
         spec = asdict(self)

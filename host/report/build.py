@@ -4,9 +4,9 @@ Nothing here draws or writes files: :mod:`aiot.host.report.plots` and
 :mod:`aiot.host.report.html` render what :func:`build` returns. Tables keep raw values (CSV
 gets numbers); the writers format them by each column's ``kind``.
 
-Plots use the newest ok record per configuration (device, model, format, delegate, native
-tool, cluster, threads), as ``aiot score`` does; tables list every record, and INVALID runs
-are kept and flagged, never dropped.
+Plots and the first screen use the newest ok record per key (a configuration at one thread
+count, :mod:`aiot.host.store.identity`: an int8, a ``--via app`` and a float run of one model
+are three); tables list every record, and INVALID runs are kept and flagged, never dropped.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report import robust, summary
 from aiot.host.report.page import Column, Section, Table
 from aiot.host.scores.om_infer import match_runs, om_infer
-from aiot.models.model_ref import model_label
+from aiot.host.store import identity
 
 LATENCY, TRAIN = "latency", "train"
 
@@ -56,32 +56,20 @@ class Run:
     input_shape: str | None = None  # "1x3x224x224", or "a=1x4 b=1x4" for several inputs
     emulated: bool = False  # measured on one of aiot's emulated devices: not a phone's time
     profile: dict | None = None  # per-operator times (run --profile), see aiot.host.engine.profiles
+    # From aiot.host.store.identity, resolved once per record (every table and plot reads these):
+    key: identity.Key | None = None  # what a re-measurement of the same thing shares
+    model_label: str = "—"  # the model as --model names it (resnet18_bnn)
+    variant: str = "—"  # how it runs: tflite[quant=int8]+nnapi (benchmark_model) @big via app
+    latency_ms: float | None = None  # the median, or the mean a native tool printed
 
     @property
     def invalid(self) -> bool:
         return self.validity == INVALID
 
     @property
-    def latency_ms(self) -> float | None:
-        """The median, or the mean for native tools that print a mean only."""
-        return self.median_ms if self.median_ms is not None else self.mean_ms
-
-    @property
-    def model_label(self) -> str:
-        return model_label(self.model, self.binarize)
-
-    @property
-    def variant(self) -> str:
-        """The format with what changes how it runs: ``tflite+nnapi (benchmark_model) @big``."""
-        label = self.format + (f"+{self.delegate}" if self.delegate else "")
-        label += f" ({self.native})" if self.native else ""
-        return label + (f" @{self.cluster}" if self.cluster else "")
-
-    @property
-    def config(self) -> tuple:
-        """What a re-measurement of the same thing shares (the newest one is plotted); runs
-        at another input shape are another thing, never merged with these."""
-        return (self.device, self.model_label, self.variant, self.input_shape, self.threads)
+    def configuration(self) -> identity.Configuration | None:
+        """The key less its thread count: one line of a plot, one row of the first screen."""
+        return self.key.configuration if self.key else None
 
 
 @dataclass(frozen=True)
@@ -138,14 +126,14 @@ class Report:
         return [r for r in self.runs if r.invalid]
 
     def plotted_runs(self) -> list[Run]:
-        """Per configuration the newest ok run with a latency, a VALID one where there is one
+        """Per key the newest ok run with a latency, a VALID one where there is one
         (an INVALID run is plotted, marked, only when nothing better exists)."""
         newest: dict[tuple, Run] = {}
         for run in sorted(self.runs, key=lambda r: r.created_at):
             if run.status == "ok" and run.latency_ms is not None:
-                if run.invalid and run.config in newest and not newest[run.config].invalid:
+                if run.invalid and run.key in newest and not newest[run.key].invalid:
                     continue
-                newest[run.config] = run
+                newest[run.key] = run
         return sorted(newest.values(), key=_run_order)
 
     def sections(self) -> list[Section]:
@@ -164,7 +152,7 @@ def _empty(section: Section) -> bool:
 
 def _run_order(run: Run) -> tuple:
     return (run.device, run.model_label, run.input_shape or "", run.variant, run.threads or 0,
-            run.created_at)
+            str(run.configuration), run.created_at)
 
 
 def input_shape(record) -> str | None:
@@ -178,6 +166,7 @@ def _run(record) -> Run:
     spec, result, prov = record.spec or {}, record.result or {}, record.provenance or {}
     runtime = prov.get("runtime") or {}
     validity = result.get("validity") or {}
+    key = identity.key(record)
     return Run(
         id=record.id, device=record.device or "—", model=record.model or "—",
         format=record.format or "—", threads=record.threads, status=record.status,
@@ -191,6 +180,8 @@ def _run(record) -> Run:
         cluster=spec.get("cluster"), input_shape=input_shape(record),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
+        key=key, model_label=key.configuration.model_label or "—", variant=identity.variant(record),
+        latency_ms=identity.latency_ms(record),
     )
 
 

@@ -2,8 +2,10 @@
 model compared on one device (the paper's framework comparison); and the slowest operators
 of profiled runs.
 
-Every number comes from :meth:`Report.plotted_runs`: per configuration the newest ok run,
-a VALID one where there is one. Runs at different input shapes are different rows.
+Every number comes from :meth:`Report.plotted_runs`: per key the newest ok run, a VALID one
+where there is one. A row is one configuration (:mod:`aiot.host.store.identity`): runs at
+other input shapes, with other converter options (int8) or started otherwise (``via app``) are
+other rows, never merged into the newest.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def best_rows(report) -> list[dict]:
     rows = []
     for (model, shape, _device_name), runs in sorted(_groups(report.plotted_runs()).items(),
                                                      key=lambda kv: tuple(x or "" for x in kv[0])):
-        by_variant: dict[str, list] = defaultdict(list)
+        by_configuration: dict[tuple, list] = defaultdict(list)
         for run in runs:
-            by_variant[run.variant].append(run)
-        bests = sorted((_best(v) for v in by_variant.values()), key=lambda r: r.latency_ms)
+            by_configuration[run.configuration].append(run)
+        bests = sorted((_best(v) for v in by_configuration.values()), key=lambda r: r.latency_ms)
         fastest = bests[0].latency_ms
         for run in bests:
             rows.append({
@@ -85,28 +87,28 @@ def format_rows(report) -> tuple[list[dict], list[int]]:
     rows, all_threads = [], set()
     for (model, shape, _), runs in sorted(_groups(report.plotted_runs()).items(),
                                           key=lambda kv: tuple(x or "" for x in kv[0])):
-        variants = sorted({r.variant for r in runs})
-        if len(variants) < 2:
+        configs = sorted({r.configuration for r in runs}, key=str)  # one per variant shown
+        if len(configs) < 2:
             continue
         threads = sorted({r.threads for r in runs if r.threads})
         all_threads.update(threads)
-        per = {(r.variant, r.threads): r for r in runs}
-        fastest_at = {t: min((per[v, t] for v in variants if (v, t) in per),
-                             key=lambda r: r.latency_ms).variant
-                      for t in threads if sum((v, t) in per for v in variants) > 1}
-        bests = {v: _best([r for r in runs if r.variant == v]) for v in variants}
+        per = {(r.configuration, r.threads): r for r in runs}
+        fastest_at = {t: min((per[c, t] for c in configs if (c, t) in per),
+                             key=lambda r: r.latency_ms).configuration
+                      for t in threads if sum((c, t) in per for c in configs) > 1}
+        bests = {c: _best([r for r in runs if r.configuration == c]) for c in configs}
         top = min(bests.values(), key=lambda r: r.latency_ms)
-        for variant in sorted(variants, key=lambda v: bests[v].latency_ms):
-            best = bests[variant]
+        for config in sorted(configs, key=lambda c: bests[c].latency_ms):
+            best = bests[config]
             row = {"device": _device(best), "model": model, "input_shape": shape,
-                   "variant": variant, "runtime": best.runtime, "best_ms": best.latency_ms,
+                   "variant": best.variant, "runtime": best.runtime, "best_ms": best.latency_ms,
                    "best_threads": best.threads, "vs_fastest": best.latency_ms / top.latency_ms,
                    "fastest": FASTEST if best is top else None,
-                   "fastest_at": ", ".join(f"{t}t" for t, v in fastest_at.items() if v == variant)
+                   "fastest_at": ", ".join(f"{t}t" for t, c in fastest_at.items() if c == config)
                    or None,
-                   "validity": "INVALID" if any(r.invalid for r in runs if r.variant == variant)
+                   "validity": "INVALID" if any(r.invalid for r in runs if r.configuration == config)
                    else None}
-            row.update({f"t{t}": per[variant, t].latency_ms for t in threads if (variant, t) in per})
+            row.update({f"t{t}": per[config, t].latency_ms for t in threads if (config, t) in per})
             rows.append(row)
     return rows, sorted(all_threads)
 

@@ -12,17 +12,25 @@ deployed model::
 with E the mean over the measured (device, threads, architecture) pairs. The paper's
 Table 3 reports BNN 5.45x / 15.62x / 11.70 and ReActNet 4.89x / 15.52x / 11.51.
 
-Here a *binarized run* is an ok ``latency`` record whose spec names a BiBench algorithm
-(``spec["binarize"]``, any format); its *baseline* is the newest ok record of the same
-device, model and thread count with no ``binarize`` and the baseline format (``tflite`` by
-default). T is the record's median latency, or the mean of ``result["stats_ms"]`` when the
-runner printed a mean only (most native benchmark tools); S is the artifact's size in bytes.
+Here a *binarized run* is the newest ok ``latency`` record of a key
+(:func:`aiot.host.store.identity.key`, the key every view groups by) whose spec names a
+BiBench algorithm (``spec["binarize"]``, any format); its *baseline* is the newest ok record
+of the same device, model, thread count, delegate, cluster, ``via`` and input shapes with no
+``binarize``, the baseline format (``tflite`` by default) and full precision (no converter
+option, or only ones set to ``fp32``: an ``--opt quant=int8`` run is no FP32 baseline). Which
+tool timed the baseline (the agent or a native benchmark) does not matter; a binarized model
+timed by both is two binarized runs, two pairs. T is the record's latency
+(:func:`aiot.host.store.identity.latency`: its median, or the mean of ``result["stats_ms"]``
+when the runner printed a mean only, as most native benchmark tools do); S is the artifact's
+size in bytes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+
+from aiot.host.store import identity
 
 #: The FP32 format binarized runs are compared with unless told otherwise.
 DEFAULT_BASELINE = "tflite"
@@ -111,14 +119,6 @@ class Matching:
                 "unpaired": [u.to_dict() for u in self.unpaired]}
 
 
-def algorithm_of(record) -> str | None:
-    """The BiBench algorithm a run's model was binarized with; None for full precision.
-
-    Records written before the ``binarize`` field existed lack the key: full precision.
-    """
-    return (record.spec or {}).get("binarize") or None
-
-
 def mean_ms(record) -> float | None:
     """The mean latency of ``record``'s stored statistics, if it has one."""
     stats = (record.result or {}).get("stats_ms") or {}
@@ -131,39 +131,53 @@ def _positive(value) -> bool:
 
 
 def _usable(record) -> bool:
-    """An ok latency run with a positive size and a positive median or mean."""
-    return (record.kind == "latency" and record.status == "ok" and _positive(record.size_bytes)
-            and (_positive(record.median_ms) or _positive(mean_ms(record))))
+    """An ok latency run with a positive size and a positive latency (a ratio needs both)."""
+    return (record.kind == "latency" and _positive(record.size_bytes)
+            and _positive(identity.latency_ms(record)))
 
 
 def _latencies(fp, binarized) -> tuple[float, float, str]:
     """(baseline ms, binarized ms, stat): the same statistic on both sides where possible.
 
-    A median is robust to the odd slow iteration, so it is preferred; when either run has
-    none (a native tool that prints a mean only), both sides use their means, since a median
-    over a mean would bias the ratio. Only when that is impossible either are mixed.
+    Each side's latency is :func:`aiot.host.store.identity.latency` (a median, preferred: it
+    is robust to the odd slow iteration). When one side has a median and the other a mean
+    only (a native tool), both sides use their means, since a median over a mean would bias
+    the ratio; only when that is impossible either are mixed.
     """
-    if _positive(fp.median_ms) and _positive(binarized.median_ms):
-        return fp.median_ms, binarized.median_ms, "median"
+    fp_latency, bin_latency = identity.latency(fp), identity.latency(binarized)
+    if fp_latency.stat == bin_latency.stat:
+        return fp_latency.ms, bin_latency.ms, fp_latency.stat
     fp_mean, bin_mean = mean_ms(fp), mean_ms(binarized)
     if _positive(fp_mean) and _positive(bin_mean):
         return fp_mean, bin_mean, "mean"
-    fp_stat = "median" if _positive(fp.median_ms) else "mean"
-    bin_stat = "median" if _positive(binarized.median_ms) else "mean"
-    fp_ms = fp.median_ms if fp_stat == "median" else fp_mean
-    bin_ms = binarized.median_ms if bin_stat == "median" else bin_mean
-    return fp_ms, bin_ms, f"{fp_stat}/{bin_stat}"
+    return fp_latency.ms, bin_latency.ms, f"{fp_latency.stat}/{bin_latency.stat}"
+
+
+def _time(record) -> tuple:
+    return (record.created_at or "", record.finished_at or "")
 
 
 def _newest(records) -> dict[tuple, object]:
-    """The newest usable record per (device, model, format, threads, algorithm)."""
+    """The newest usable record per key (:func:`aiot.host.store.identity.key`)."""
     newest: dict[tuple, object] = {}
     # A stable sort keeps the store's insertion order among records of the same second.
-    for record in sorted(records, key=lambda r: (r.created_at or "", r.finished_at or "")):
+    for record in sorted(records, key=_time):
         if _usable(record):
-            key = (record.device, record.model, record.format, record.threads, algorithm_of(record))
-            newest[key] = record
+            newest[identity.key(record)] = record
     return newest
+
+
+def _place(key: identity.Key) -> tuple:
+    """What a binarized run shares with its baseline: its key less the format, algorithm,
+    converter options and the tool that timed it."""
+    c = key.configuration
+    return (c.device, c.model, key.threads, c.delegate, c.cluster, c.via, c.input_shapes)
+
+
+def full_precision(configuration: identity.Configuration) -> bool:
+    """No binarization and no converter option but ``fp32`` ones (``quant=fp32``,
+    daBNN's ``precision=fp32``): an FP32 model."""
+    return configuration.binarize is None and all(v == "fp32" for _, v in configuration.options or ())
 
 
 def match_runs(records, baseline: str = DEFAULT_BASELINE) -> Matching:
@@ -171,8 +185,8 @@ def match_runs(records, baseline: str = DEFAULT_BASELINE) -> Matching:
 
     Args:
         records: run records in any order; only ok ``latency`` records with a size and a
-            latency are considered, and of several with the same (device, model, format,
-            threads, algorithm) only the newest (by ``created_at``, then ``finished_at``).
+            latency are considered, and of several with the same key only the newest (by
+            ``created_at``, then ``finished_at``).
         baseline: the format of the full-precision runs to compare with.
 
     Returns:
@@ -180,11 +194,17 @@ def match_runs(records, baseline: str = DEFAULT_BASELINE) -> Matching:
         runs that have no baseline, in the same order.
     """
     newest = _newest(records)
+    baselines = {}
+    for key, record in sorted(newest.items(), key=lambda item: _time(item[1])):
+        if key.configuration.format == baseline and full_precision(key.configuration):
+            baselines[_place(key)] = record  # the newest of an agent's and a tool's run
     pairs, unpaired = [], []
-    for (device, model, fmt, threads, algorithm), record in newest.items():
+    for key, record in newest.items():
+        algorithm, fmt = key.configuration.binarize, key.configuration.format
         if algorithm is None:
             continue
-        fp = newest.get((device, model, baseline, threads, None))
+        device, model, threads = key.configuration.device, key.configuration.model, key.threads
+        fp = baselines.get(_place(key))
         if fp is None:
             unpaired.append(Unpaired(device, model, threads, algorithm, fmt, baseline, record.id))
             continue

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
+from aiot.host.store import identity
+
 #: AIoTBench's short model codes (its Table VI) and the zoo models they name.
 MODEL_CODES = {"re": "resnet50", "in": "inception_v3", "de": "densenet121", "sq": "squeezenet",
                "mo": "mobilenet_v2", "mn": "mnasnet"}
@@ -199,13 +201,16 @@ def zoo_flops_m(model: str) -> tuple[float, str] | None:
 
 
 def implementation_of(record) -> str:
-    """A stored run's implementation: its format, plus ``+delegate`` (``tflite+nnapi``).
+    """A stored run's implementation: its format with its converter options, plus
+    ``+delegate`` (``tflite+nnapi``, ``tflite[quant=int8]``: an int8 model is another test
+    than the float one, never replaced by it).
 
     The native tool is not part of it: ``tflite`` timed by the agent or by
     ``benchmark_model`` is the same TFLite CPU implementation.
     """
-    delegate = (record.spec or {}).get("delegate")
-    return f"{record.format}+{delegate}" if delegate else record.format
+    fields = identity.key_fields(record)
+    delegate = fields["delegate"]
+    return identity.format_label(fields) + (f"+{delegate}" if delegate else "")
 
 
 def time_of(record) -> tuple[float, str] | None:

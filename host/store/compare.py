@@ -10,10 +10,12 @@ The pure logic behind ``aiot results compare`` and ``aiot results top``.
 
 Only ``latency`` records count; pending ones are ignored.
 
-**Matching.** Two records measure the same thing when their keys agree: device, model,
-format, threads, native tool, delegate, binarize algorithm, CPU cluster and how the agent was
-started on an Android device (``via``: shell or app) (the run spec less
-its timing params, weights, binary path and dataset). Within a set the newest ok record of a
+**Matching.** Two records measure the same thing when their keys agree
+(:func:`aiot.host.store.identity.key`, the one every view groups by): device, model,
+binarize algorithm, format, native tool, delegate, CPU cluster, how the agent was started on
+an Android device (``via``: shell or app), the requested input shapes, the converter options
+(``--opt quant=int8``) and threads (the run spec less its timing params, weights, binary path
+and dataset). Within a set the newest ok record of a
 key stands for it, else its newest failed or skipped one (a skipped run counts as failed).
 Runs left unmatched are paired across devices when exactly one on each side shares the rest
 of the key; such a pair is shown as not comparable rather than as two "only in" rows.
@@ -51,11 +53,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.core.errors import UsageError
+from aiot.host.store import identity
+from aiot.host.store.identity import KEY_FIELDS
 from aiot.host.store.store import RunRecord, Store
-from aiot.models.model_ref import model_label
-
-KEY_FIELDS = ("device", "model", "format", "threads", "native", "delegate", "binarize", "cluster",
-              "via")
 #: What ``--by`` may split one set on: the field, its baseline value (A) and the other (B).
 BY = {"via": ("via", "shell", "app")}
 METRICS = ("median", "p90", "mean", "load", "size", "accuracy")
@@ -213,14 +213,9 @@ def parse_check(text: str) -> Check:
 # -- comparing ---------------------------------------------------------------------------------
 
 def run_key(record: RunRecord, fields: tuple[str, ...] = KEY_FIELDS) -> tuple:
-    """What a record measures (see :data:`KEY_FIELDS`), from its columns and spec."""
-    spec = record.spec or {}
-
-    def value(name: str):
-        column = getattr(record, name, None)  # device, model, format, threads are columns too
-        return column if column is not None else spec.get(name)
-
-    return tuple(value(name) for name in fields)
+    """A record's key (:func:`aiot.host.store.identity.key`), as the values of ``fields``."""
+    named = identity.key_fields(record)
+    return tuple(named[name] for name in fields)
 
 
 def _stats(record: RunRecord) -> dict:
@@ -315,14 +310,8 @@ class Row:
         return MARKERS[self.status]
 
     def label(self) -> str:
-        """``model.binarize · format · native · delegate · Nt on cluster @ device``."""
-        k = self.key
-        model = str(model_label(k["model"], k.get("binarize")))
-        runner = "".join(f" · {k[f]}" for f in ("native", "delegate") if k.get(f))
-        threads = f" · {k['threads']}t" if k.get("threads") is not None else ""
-        cluster = f" on {k['cluster']}" if k.get("cluster") else ""
-        via = f" via {k['via']}" if k.get("via") else ""
-        return f"{model} · {k['format']}{runner}{threads}{cluster}{via} @ {k['device']}"
+        """The key's run label (:func:`aiot.host.store.identity.label`)."""
+        return identity.label(self.key)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "marker": self.marker, "label": self.label()}
@@ -509,7 +498,7 @@ def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check],
 def by_value(record: RunRecord, by: str) -> str:
     """The value of ``--by`` field ``by`` a record has (a shell run's spec leaves ``via`` out)."""
     field, base, _ = BY[by]
-    return (record.spec or {}).get(field) or base
+    return identity.key_fields(record)[field] or base
 
 
 def compare_by(records: list[RunRecord], by: str, checks: list[Check],
@@ -534,7 +523,7 @@ def compare_by(records: list[RunRecord], by: str, checks: list[Check],
 
 @dataclass(frozen=True)
 class Standing:
-    """One place of the latency leaderboard: the best run of its configuration."""
+    """One place of the latency leaderboard: the best run of its key."""
 
     rank: int
     record_id: str
@@ -548,32 +537,30 @@ class Standing:
     latency_ms: float
     p90_ms: float | None
     size_bytes: int | None
+    variant: str = ""  # how it ran: tflite[quant=int8]+nnapi (benchmark_model) @big via app
+    label: str = ""  # the run's one label (aiot.host.store.identity.label)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _latency(record: RunRecord) -> tuple[str, float] | None:
-    if record.median_ms is not None:
-        return "median", record.median_ms
-    mean = _stats(record).get("mean")
-    return ("mean", mean) if mean is not None else None
-
-
 def latency_board(records: list[RunRecord]) -> list[Standing]:
-    """The fastest ok VALID run per (device, model, binarize, format, threads), fastest first.
+    """The fastest ok VALID run per key (:func:`aiot.host.store.identity.key`), fastest first.
 
-    The runner (agent or native tool) is not part of the configuration: the faster one wins.
+    A key is the configuration every view groups by: an int8 run, a ``--via app`` run and a
+    native tool's run of the same model are places of their own, never hidden behind a
+    faster configuration's.
     """
     best: dict[tuple, tuple[float, str, RunRecord]] = {}
     for r in records:
-        latency = _latency(r) if r.kind == "latency" and r.status == "ok" else None
+        latency = identity.latency(r) if r.kind == "latency" else None
         if latency is None or r.validity != "VALID":
             continue
-        key = (r.device, r.model, (r.spec or {}).get("binarize"), r.format, r.threads)
-        if key not in best or latency[1] < best[key][0]:
-            best[key] = (latency[1], latency[0], r)
+        key = identity.key(r)
+        if key not in best or latency.ms < best[key][0]:
+            best[key] = (latency.ms, latency.stat, r)
     ranked = sorted(best.values(), key=lambda item: item[0])
     return [Standing(rank, r.id, r.device, r.model, (r.spec or {}).get("binarize"), r.format,
-                     r.threads, (r.spec or {}).get("native"), stat, ms, r.p90_ms, r.size_bytes)
+                     r.threads, (r.spec or {}).get("native"), stat, ms, r.p90_ms, r.size_bytes,
+                     identity.variant(r), identity.label(r))
             for rank, (ms, stat, r) in enumerate(ranked, start=1)]

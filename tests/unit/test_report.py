@@ -25,15 +25,15 @@ def _state(temp: float | None, khz: int | None) -> dict:
 
 def add(store, *, device="pi4", fmt="tflite", threads=1, median=10.0, status="ok", reason=None,
         accuracy=None, binarize=None, invalid=(), load=5.0, size=4000, kind="latency",
-        model="resnet18", temp=None, khz=None, result=None, sweep="s1"):
-    """One finished record as the executor stores it."""
+        model="resnet18", temp=None, khz=None, result=None, sweep="s1", shapes=None):
+    """One finished record as the executor stores it (``shapes``: its --input-shape)."""
     info = {"pi4": PI, "pixel": PIXEL}.get(device, {"name": device})
     prov = {"aiot_version": "0.1.0", "git": {"id": "ab" * 20, "dirty": False},
             "host": {"hostname": "ws", "platform": "Linux"}, "device": info,
             "runtime": {"backend": "litert", "version": "2.3.0"}, "toolchain": {"torch": "2.13.0"},
             "device_state": _state(temp, khz)}
     spec = {"device": device, "model": model, "format": fmt, "threads": threads,
-            "binarize": binarize}
+            "binarize": binarize, **({"input_shapes": shapes} if shapes else {})}
     rec = store.begin(kind, spec, prov, sweep_id=sweep, device=device, model=model, format=fmt,
                       threads=threads)
     if status != "ok":

@@ -76,9 +76,9 @@ def test_runs_at_different_input_shapes_are_never_merged(tmp_path):
     def fill(store):
         for threads in (1, 2):
             add(store, fmt="onnx", threads=threads, median=4.0 * threads,
-                result=result(4.0 * threads, (1, 3, 320, 320)))
+                result=result(4.0 * threads, (1, 3, 320, 320)), shapes={"x": [1, 3, 320, 320]})
             add(store, fmt="onnx", threads=threads, median=9.0 * threads,
-                result=result(9.0 * threads, (1, 3, 640, 640)))
+                result=result(9.0 * threads, (1, 3, 640, 640)), shapes={"x": [1, 3, 640, 640]})
 
     report = report_of(tmp_path, fill)
     assert len(report.plotted_runs()) == 4  # newest per config: the shape is part of it

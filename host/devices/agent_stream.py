@@ -15,13 +15,19 @@ from collections.abc import Callable
 
 from aiot.core.errors import AgentError, AiotError, CommandTimeout, TransportError
 from aiot.device_agent import protocol
+from aiot.host.devices.agent_messages import DeviceMessageError, read_message
 from aiot.host.transports.base import Stream
+from aiot.host.transports.stream import LineTooLong
 
 log = logging.getLogger(__name__)
 ProgressCallback = Callable[[str, int, int], None]
 #: Seconds an agent may take to start: importing its runtime and loading the model, for
 #: ``serve`` (torch under qemu takes ~45 s to import).
 READY_TIMEOUT_S = 240.0
+#: Characters of a log line (not a protocol message) kept in the debug log.
+LOG_LINE_CHARS = 2000
+#: The events that answer a request, each exactly once.
+ANSWER_EVENTS = frozenset(protocol.ANSWERS.values()) | {"predictions"}
 
 
 def agent_error(device: str, msg: dict) -> AgentError:
@@ -49,6 +55,7 @@ class AgentStream:
     def __init__(self, stream: Stream, device: str, ready_timeout: float = READY_TIMEOUT_S) -> None:
         self._stream, self.device = stream, device
         self._next_id = 0
+        self._answered: set[int] = set()  # requests that got their answer: no second one
         self._ended: str | None = None  # why the agent cannot answer any more
         self.info = self._await(("ready",), None, ready_timeout, "starting")
 
@@ -115,17 +122,25 @@ class AgentStream:
                     f"while {doing}; it was stopped",
                     "check that the device is not overloaded",
                 ) from None
+            except LineTooLong as exc:
+                self._end(exc.message)
+                raise
             if line is None:
                 raise self._died(doing)
             try:
-                msg = protocol.decode(line)
-            except protocol.ProtocolError as exc:
-                self._end(str(exc))
-                raise AgentError(
-                    f"{self.device}: {exc}", "host and agent versions differ; re-run to redeploy"
-                ) from None
+                msg = read_message(line, self.device)
+            except AgentError as exc:  # not a message, or not a valid one: the agent is done
+                self._end(exc.message)
+                raise
             if msg is None:
-                log.debug("agent on %s: %s", self.device, line)
+                log.debug("agent on %s: %s", self.device, line[:LOG_LINE_CHARS])
+            elif msg["event"] in ANSWER_EVENTS and msg.get("id") in self._answered:
+                self._end(f"a second {msg['event']} for request {msg['id']}")
+                raise DeviceMessageError(
+                    f"the device sent two {msg['event']} events for request "
+                    f"{msg['id']}; neither is believed",
+                    f"the agent on {self.device} or its runtime misbehaves; "
+                    f"run aiot devices doctor {self.device}")
             elif (
                 request_id is not None
                 and msg.get("id") != request_id
@@ -142,6 +157,8 @@ class AgentStream:
                     self._end(f"{msg.get('type')}: {msg.get('message')}")
                 raise agent_error(self.device, msg)
             elif msg["event"] in events:
+                if request_id is not None:
+                    self._answered.add(request_id)
                 return {k: v for k, v in msg.items() if k not in ("v", "event", "id")}
             else:
                 log.debug("agent on %s: unexpected %s while %s", self.device, msg["event"], doing)

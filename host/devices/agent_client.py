@@ -19,13 +19,18 @@ import time
 from pathlib import Path
 
 from aiot.core.errors import AgentError, DeviceCommandError, NoAgentPython
-from aiot.host.devices.agent_messages import check_answer, invalid, read_message
+from aiot.host.devices.agent_messages import (
+    DeviceMessageError,
+    check_answer,
+    invalid,
+    read_message,
+)
 from aiot.host.devices.agent_stream import (
+    LOG_LINE_CHARS,
     READY_TIMEOUT_S,
     AgentSessionLost,
     AgentStream,
     ControlSession,
-    LOG_LINE_CHARS,
     ProgressCallback,
     agent_error,
 )
@@ -229,7 +234,12 @@ class AgentSession:
                 raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, "
                                  f"expected {expected}")
             answer = {k: v for k, v in msg.items() if k not in ("v", "event")}
-        check_answer(expected, answer, spec, self.transport.name)
+        try:
+            check_answer(expected, answer, spec, self.transport.name)
+        except DeviceMessageError:
+            if control is not None:  # what else it sends is not believed either: a fresh one
+                control.close()
+            raise
         return answer
 
 

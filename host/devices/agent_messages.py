@@ -59,7 +59,8 @@ def read_message(line: str, device: str) -> dict | None:
         return None
     event = msg["event"]
     try:
-        checked = _fields(msg, {"v": "int", "event": "str", **protocol.FIELDS[event]}, "", 0)
+        envelope = {"v": "int", "event": "str", "id?": "int"}  # id: the request answered
+        checked = _fields(msg, {**envelope, **protocol.FIELDS[event]}, "", 0)
         if event == "result":
             check_stats(checked)
     except _Invalid as exc:

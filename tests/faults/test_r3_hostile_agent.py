@@ -6,7 +6,8 @@ by a wrapper: the real agent runs, and its stdout goes through ``_agent_rewriter
 process in a real pipe) before the local transport reads it, so the rewritten lines travel
 the real path (transport framing → protocol → checks → executor → store → CLI). Both ways
 the host runs an agent are covered: the long-lived ``session`` (default) and one process per
-command (``AIOT_AGENT_SESSION=0``).
+command (``AIOT_AGENT_SESSION=0``); the endless lines and a forged answer also go through an
+emulated SSH board (a real sshd on loopback whose inventory names the wrapper as its Python).
 
 Every case asserts what must hold: the run is recorded failed (never ok or VALID) with a
 one-line reason naming what the device sent, the CLI exits 1 without a traceback and with
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from aiot.host.emulator.ssh import SSHD
 from aiot.host.transports.local import LocalTransport
 from tests.faults.conftest import count_records
 
@@ -32,29 +34,60 @@ RUN = ("run", "-m", "tiny_cnn", "-f", "onnx", "--min-runs", "3", "--min-s", "0",
 OUTPUT_CAP = 20_000
 
 
+def _wrapper(folder: Path, python: str, mode: str) -> str:
+    """A script that runs ``python`` with its arguments, its stdout rewritten by ``mode``."""
+    wrapper = folder / f"hostile-python-{mode}"
+    wrapper.write_text(f'#!/bin/sh\n"{python}" "$@" | "{sys.executable}" "{REWRITER}" {mode}\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return str(wrapper)
+
+
 @pytest.fixture
 def hostile_agent(monkeypatch, tmp_path):
     """``use(mode, session=True)``: the local device's agent output rewritten by ``mode``."""
     real_python = LocalTransport.python
 
     def use(mode: str, session: bool = True) -> None:
-        def python(self, backend=None):
-            wrapper = tmp_path / f"hostile-python-{mode}"
-            wrapper.write_text(f'#!/bin/sh\n"{real_python(self, backend)}" "$@" | '
-                               f'"{sys.executable}" "{REWRITER}" {mode}\n')
-            wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-            return str(wrapper)
-
-        monkeypatch.setattr(LocalTransport, "python", python)
+        monkeypatch.setattr(LocalTransport, "python", lambda self, backend=None: _wrapper(
+            tmp_path, real_python(self, backend), mode))
         monkeypatch.setenv("AIOT_AGENT_SESSION", "1" if session else "0")
 
     return use
 
 
-def _failed_run(cli, fault, *fragments: str) -> dict:
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """A real sshd on loopback (an emulated SSH board); its inventory entry."""
+    if not Path(SSHD).exists():
+        pytest.skip("OpenSSH server is not installed")
+    from aiot.host.emulator.ssh import start_sshd
+
+    proc, _, entry = start_sshd("board", tmp_path_factory.mktemp("emu-ssh"))
+    yield entry
+    proc.terminate()
+    proc.wait(5)
+
+
+@pytest.fixture
+def hostile_board(board, monkeypatch, tmp_path):
+    """``use(mode, session=True)``: the SSH board in the inventory, its Python the wrapper."""
+    from dataclasses import replace
+
+    from aiot.host.devices import inventory
+
+    def use(mode: str, session: bool = True) -> None:
+        devices = inventory.load()
+        devices[board.name] = replace(board, python=_wrapper(tmp_path, board.python, mode))
+        inventory.save(devices)
+        monkeypatch.setenv("AIOT_AGENT_SESSION", "1" if session else "0")
+
+    return use
+
+
+def _failed_run(cli, fault, *fragments: str, device: str = "local") -> dict:
     """Run once; the record must be failed with a one-line reason holding ``fragments``."""
     before = count_records()
-    result = cli(*RUN, code=1)
+    result = cli(*RUN, "-d", device, code=1)
     assert "Traceback" not in result.output, result.output[:3000]
     assert len(result.output) < OUTPUT_CAP, result.output[:3000]
     [record] = __import__("json").loads(result.stdout)
@@ -162,3 +195,16 @@ def test_endless_line_fails_in_bounded_time(cli, hostile_agent, fault, mode, ses
     start = time.monotonic()
     _failed_run(cli, fault, "the device sent a line longer than 64 MiB")
     assert time.monotonic() - start < 60
+
+
+@pytest.mark.fault("SSH device sends an 80 MB line or a second result")
+@pytest.mark.parametrize("mode, says", [("line-80mb", "the device sent a line longer than 64 MiB"),
+                                        ("second-result", "")])
+@pytest.mark.parametrize("session", [True, False], ids=["session", "one-shot"])
+def test_hostile_agent_over_ssh(cli, hostile_board, fault, mode, says, session):
+    hostile_board(mode, session=session)
+    start = time.monotonic()
+    record = _failed_run(cli, fault, says, device="board")
+    assert time.monotonic() - start < 60
+    if mode == "second-result":
+        assert ("two result events" if session else "2 answers") in record["reason"]

@@ -75,6 +75,7 @@ def test_nan_is_no_json_number_unless_the_caller_checks_numbers():
     ({"samples_ns": [1, -5, 3]}, "samples_ns[1] is -5, not > 0"),
     ({"backend": None}, "backend is null"),
     ({"stats_ms": {"median": 1.0}}, "stats_ms.count is missing"),
+    ({"id": [3]}, "id is a list of 1, not a number"),
 ])
 def test_types_and_ranges_of_a_result(changes, says):
     assert says in _refused(_line(**_result(**changes)))

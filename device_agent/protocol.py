@@ -182,10 +182,17 @@ LIST_CAP = 20_000_000
 #: Nesting depth of a message (objects and lists in each other).
 DEPTH_CAP = 32
 
+_QUANT = {"scale": "num", "zero_point": "int"}
+#: One input or output of a model, as ``signature.entry`` writes it.
+_TENSOR = {"name": "str", "shape": ["int"], "dtype": "str", "quantization?": _QUANT}
+_FINGERPRINT = {"size": "count", "l2": "ms0", "head": "list",
+                "nonfinite?": {"nan": "count", "inf": "count", "-inf": "count"}}
 _STATS_MS = {
     "count": "pos", "min": "ms", "max": "ms", "mean": "ms", "median": "ms", "p90": "ms",
     "std?": "ms0", "q1?": "ms", "q3?": "ms", "iqr?": "ms0", "p99?": "ms", "cv?": "ms0",
-    "mad?": "ms0", "robust_cv?": "ms0", "trimmed_mean?": "ms", "outliers?": "dict",
+    "mad?": "ms0", "robust_cv?": "ms0", "trimmed_mean?": "ms",
+    "outliers?": {"count": "count", "low?": "count", "high?": "count", "fences?": ["num"],
+                  "indices?": ["count"]},
     "median_ci?": {"level": "frac", "low": "ms", "high": "ms", "ranks?": ["pos"]},
 }
 FIELDS = {
@@ -194,8 +201,10 @@ FIELDS = {
     "progress": {"phase": "str", "done": "count", "total": "count"},
     "result": {
         "backend": "str", "runtime_version?": "str", "api?": "str", "threads?": "pos",
-        "cpus?": ["count"], "input_shape?": "list", "load_ms": "ms0",
-        "first_inference_ms?": "ms0", "output?": "dict", "inputs?": "list", "outputs?": "list",
+        "cpus?": ["count"], "input_shape?": ["int"], "load_ms": "ms0",
+        "first_inference_ms?": "ms0", "output?": _FINGERPRINT,
+        "inputs?": [{**_TENSOR, "sha256?": "str", "source?": "str"}],
+        "outputs?": [{**_TENSOR, "fingerprint?": _FINGERPRINT}],
         "warmup?": {"count": "count", "seconds": "ms0"}, "samples_ns?": ["pos"],
         "stats_ms": _STATS_MS,
         "stability?": {"target_cv?": "ms0", "cv?": "ms0", "cv_metric?": "str", "stable?": "bool",
@@ -204,21 +213,26 @@ FIELDS = {
                   "own_cpus?": "ms0", "other_cpus?": "num", "loadavg?": ["ms0"]},
         "measure_start_unix_s?": "num", "measure_end_unix_s?": "num",
         "accuracy?": {"correct": "count", "total": "count", "top1": "frac"},
-        "peak_rss_kb?": "count",
+        "peak_rss_kb?": "count", "sigsys_skipped?": "count",
     },
     "predicted": {"n": "count", "output_shape": ["count"], "runtime_version?": "str",
-                  "outputs?": "list"},
+                  "outputs?": [{"name": "str", "shape": ["count"], "dtype": "str"}]},
     "memory": {"backend": "str", "runtime_version?": "str", "threads?": "pos", "runs": "pos",
                "rss_before_load_kb?": "count", "rss_after_load_kb?": "count",
                "peak_rss_kb": "count"},
     "ready": {"agent_version?": "str", "backend?": "str", "runtime_version?": "str",
+              "input_shape?": ["int"], "input_dtype?": "str",
               "threads?": "pos", "pid?": "count", "isolation?": "str"},
     "predictions": {"id?": "int", "shape": ["count"], "dtype": "str", "data": "blob",
                     "compute_ms?": "ms0"},
     "telemetry": {"id?": "int", "text": "blob", "unix_s?": "num"},
-    "signature": {"backend": "str", "runtime_version?": "str", "inputs": "list", "outputs": "list"},
-    "profile": {"backend": "str", "runtime_version?": "str", "available": "bool",
-                "total_ms?": "ms0", "ops?": "list", "by_type?": "list", "reason?": "str"},
+    "signature": {"backend": "str", "runtime_version?": "str", "inputs": [_TENSOR],
+                  "outputs": [_TENSOR]},
+    "profile": {"backend": "str", "runtime_version?": "str", "threads?": "pos",
+                "available": "bool", "total_ms?": "ms0", "reason?": "str",
+                "ops?": [{"name": "str", "type?": "str", "ms": "ms0", "calls?": "ms0",
+                          "pct?": "ms0"}],
+                "by_type?": [{"type": "str", "ms": "ms0", "count?": "count", "pct?": "ms0"}]},
     "error": {"type": "str", "message": "str", "id?": "int"},
 }
 #: The event that answers each command: exactly one per request.

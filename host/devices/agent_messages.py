@@ -80,41 +80,60 @@ def invalid(device: str, event: str, what: str) -> DeviceMessageError:
 
 def check_answer(event: str, fields: dict, spec: dict, device: str) -> None:
     """An answer must be about what was asked: the request's backend (which is its format's
-    runtime) and thread count.
+    runtime), thread count and pinned CPUs.
 
     Raises:
-        DeviceMessageError: the answer names another backend or thread count.
+        DeviceMessageError: the answer names another backend, thread count or CPUs.
     """
-    for key in ("backend", "threads"):
-        if key in protocol.FIELDS.get(event, {}) or f"{key}?" in protocol.FIELDS.get(event, {}):
-            asked, said = spec.get(key), fields.get(key)
-            if asked is not None and said is not None and said != asked:
-                raise invalid(device, event, f"{key} is {_shown(said)}, the request asked for "
-                                             f"{_shown(asked)}")
+    schema = protocol.FIELDS.get(event, {})
+    for key in ("backend", "threads", "cpus"):
+        if key not in schema and f"{key}?" not in schema:
+            continue
+        asked, said = spec.get(key), fields.get(key)
+        if key == "cpus":  # the kernel may narrow a pinning (a cpuset), never widen or invent it
+            wrong = said is not None and (asked is None or not set(said) <= set(asked))
+        else:
+            wrong = asked is not None and said is not None and said != asked
+        if wrong:
+            raise invalid(device, event, f"{key} is {_shown(said)}, the request asked for "
+                                         f"{_shown(asked) if asked is not None else 'none'}")
 
 
 def check_stats(result: dict) -> None:
-    """``stats_ms`` must be ordered (min ≤ median ≤ p90 ≤ max, min ≤ mean ≤ max) and, where
-    the result carries ``samples_ns``, agree with them: their count, and min, max, mean,
-    median and percentiles recomputed from them."""
+    """``stats_ms`` must be ordered (min ≤ median ≤ p90 ≤ max, min ≤ mean ≤ max, the
+    median inside its confidence interval) and, where the result carries ``samples_ns``,
+    agree with them: their count, and min, max, mean, median, percentiles and the interval's
+    bounds recomputed from them."""
     stats, samples = result["stats_ms"], result.get("samples_ns")
-    order = [("min", "median"), ("median", "p90"), ("p90", "max"), ("min", "mean"), ("mean", "max")]
+    ci = stats.get("median_ci") or {}
+    known = {**stats, **{f"median_ci.{k}": v for k, v in ci.items()}}
+    order = [("min", "median"), ("median", "p90"), ("p90", "max"), ("min", "mean"),
+             ("mean", "max"), ("median_ci.low", "median"), ("median", "median_ci.high")]
     for low, high in order:
-        if stats[low] > stats[high] * (1 + STATS_RTOL):
-            raise _Invalid(f"stats_ms.{low} ({stats[low]:g}) is above stats_ms.{high} "
-                           f"({stats[high]:g})")
+        if low in known and high in known and known[low] > known[high] * (1 + STATS_RTOL):
+            raise _Invalid(f"stats_ms.{low} ({known[low]:g}) is above stats_ms.{high} "
+                           f"({known[high]:g})")
     if samples is None:
         return
     if stats["count"] != len(samples):
         raise _Invalid(f"stats_ms.count is {stats['count']} but samples_ns holds {len(samples)}")
+    for key, value in _from_samples(samples, ci.get("ranks") or ()).items():
+        sent = known.get(key)
+        if sent is not None and not math.isclose(sent, value, rel_tol=STATS_RTOL, abs_tol=1e-9):
+            raise _Invalid(f"stats_ms.{key} is {sent:g} but its samples_ns give {value:g}")
+
+
+def _from_samples(samples: list[int], ranks) -> dict:
+    """The statistics the agent derives from ``samples`` (ns), in ms, as ``stats.summarize_ms``
+    does; ``median_ci.low``/``high`` at the 1-based ``ranks`` the agent sent."""
     values = sorted(s / 1e6 for s in samples)
     found = {"min": values[0], "max": values[-1], "mean": math.fsum(values) / len(values)}
     for key, q in (("median", 50), ("p90", 90), ("p99", 99), ("q1", 25), ("q3", 75)):
         found[key] = percentile(values, q)
-    for key, value in found.items():
-        sent = stats.get(key)
-        if sent is not None and not math.isclose(sent, value, rel_tol=STATS_RTOL, abs_tol=1e-9):
-            raise _Invalid(f"stats_ms.{key} is {sent:g} but its samples_ns give {value:g}")
+    for key, rank in zip(("low", "high"), ranks):
+        if rank <= len(values):
+            found[f"median_ci.{key}"] = values[rank - 1]
+    return found
 
 
 def check_columns(columns: dict) -> str | None:
@@ -242,5 +261,7 @@ def _shown(value) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (dict, list)):
-        return f"a{'n object' if isinstance(value, dict) else ' list'} of {len(value)}"
+        text = repr(value) if len(value) <= 8 else ""
+        return text if 0 < len(text) <= 40 else \
+            f"a{'n object' if isinstance(value, dict) else ' list'} of {len(value)}"
     return protocol.excerpt(value, 40) if isinstance(value, str) else repr(value)[:40]

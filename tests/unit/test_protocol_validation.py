@@ -63,19 +63,20 @@ def test_nan_is_no_json_number_unless_the_caller_checks_numbers():
         protocol.decode(line)
     assert protocol.decode(line, nonfinite=True)["done"] != protocol.decode(line, nonfinite=True)["done"]
     # Anywhere in a message, a field the schema leaves open included.
-    deep = _line(**_result(output={"head": [1.0, 7.25]})).replace("7.25", "-Infinity")
-    assert "output.head[1] is -Infinity" in _refused(deep)
+    deep = _line(**_result(extra={"head": [1.0, 7.25]})).replace("7.25", "-Infinity")
+    assert "extra.head[1] is -Infinity" in _refused(deep)
 
 
 @pytest.mark.parametrize("changes, says", [
     ({"load_ms": -12.0}, "load_ms is -12, not >= 0"),
     ({"accuracy": {"correct": 75, "total": 10, "top1": 7.5}}, "accuracy.top1 is 7.5, not in [0, 1]"),
     ({"threads": "one"}, "threads is 'one', not a number"),
-    ({"stats_ms": ["fast"]}, "stats_ms is a list of 1, not an object"),
+    ({"stats_ms": ["fast"]}, "stats_ms is ['fast'], not an object"),
     ({"samples_ns": [1, -5, 3]}, "samples_ns[1] is -5, not > 0"),
     ({"backend": None}, "backend is null"),
     ({"stats_ms": {"median": 1.0}}, "stats_ms.count is missing"),
-    ({"id": [3]}, "id is a list of 1, not a number"),
+    ({"id": [3]}, "id is [3], not a number"),
+    ({"threads": list(range(99))}, "threads is a list of 99, not a number"),
 ])
 def test_types_and_ranges_of_a_result(changes, says):
     assert says in _refused(_line(**_result(**changes)))
@@ -107,7 +108,7 @@ def test_lists_and_nesting_are_capped(monkeypatch):
     monkeypatch.setattr(protocol, "LIST_CAP", 10)
     assert "samples_ns holds 20 items, more than 10" in _refused(_line(**_result()))
     monkeypatch.undo()
-    assert "nested more than" in _refused(_line(**_result(output={"a": json.loads("[" * 40 + "]" * 40)})))
+    assert "nested more than" in _refused(_line(**_result(extra={"a": json.loads("[" * 40 + "]" * 40)})))
     with pytest.raises(AgentError, match="malformed protocol line") as info:  # no RecursionError
         read_message(protocol.PREFIX + "[" * 100_000, "dev")
     assert "versions differ" not in info.value.one_line()
@@ -212,3 +213,21 @@ def test_a_stream_reports_a_long_line_to_every_later_read(monkeypatch):
     for _ in range(2):
         with pytest.raises(LineTooLong):
             stream.read_line(1)
+
+
+def test_what_reports_read_has_its_shape_checked():
+    stats = summarize_ms(SAMPLES)
+    assert "median_ci.low (5) is above stats_ms.median" in _refused(_line(**_result(
+        stats_ms={**stats, "median_ci": {**stats["median_ci"], "low": 5.0}})))
+    assert "stats_ms.median_ci.high is 2.02 but its samples_ns give" in _refused(_line(**_result(
+        stats_ms={**stats, "median_ci": {**stats["median_ci"], "high": 2.02}})))
+    assert "outliers.count is 'x', not a number" in _refused(_line(**_result(
+        stats_ms={**stats, "outliers": {"count": "x"}})))
+    assert "inputs[0] is 1, not an object" in _refused(_line(**_result(inputs=[1, "a"])))
+    assert "outputs[0].name is 5, not text" in _refused(_line(**_result(
+        outputs=[{"name": 5, "shape": [1], "dtype": "float32"}])))
+    with pytest.raises(DeviceMessageError, match="cpus is \\[1, 2\\], the request asked for \\[0\\]"):
+        check_answer("result", {"backend": "onnxruntime", "cpus": [1, 2]}, {"cpus": [0]}, "dev")
+    with pytest.raises(DeviceMessageError, match="cpus is \\[1\\], the request asked for none"):
+        check_answer("result", {"cpus": [1]}, {"backend": "onnxruntime"}, "dev")
+    check_answer("result", {"cpus": [2]}, {"cpus": [2, 3]}, "dev")  # a cpuset narrowed it

@@ -125,8 +125,14 @@ def check_stats(result: dict) -> None:
 
 def _from_samples(samples: list[int], ranks) -> dict:
     """The statistics the agent derives from ``samples`` (ns), in ms, as ``stats.summarize_ms``
-    does; ``median_ci.low``/``high`` at the 1-based ``ranks`` the agent sent."""
-    values = sorted(s / 1e6 for s in samples)
+    does; ``median_ci.low``/``high`` at the 1-based ``ranks`` the agent sent. Sorted with
+    NumPy: a long run's million samples take ~0.1 s here, not seconds."""
+    import numpy as np
+
+    try:
+        values = (np.sort(np.asarray(samples, dtype=np.int64)) / 1e6).tolist()
+    except OverflowError:
+        raise _Invalid("samples_ns holds a sample above 2^63 ns") from None
     found = {"min": values[0], "max": values[-1], "mean": math.fsum(values) / len(values)}
     for key, q in (("median", 50), ("p90", 90), ("p99", 99), ("q1", 25), ("q3", 75)):
         found[key] = percentile(values, q)
@@ -208,7 +214,7 @@ def _items(value: list, kind, path: str, depth: int) -> list:
     (a run's samples are many)."""
     if len(value) > protocol.LIST_CAP:
         raise _Invalid(f"{path} holds {len(value)} items, more than {protocol.LIST_CAP}")
-    if kind in ("pos", "count") and all(type(v) is int for v in value) and \
+    if kind in ("pos", "count") and set(map(type, value)) <= {int} and \
             (not value or min(value) >= (1 if kind == "pos" else 0)):
         return value  # the common case, checked at C speed
     out = []

@@ -76,6 +76,7 @@ def test_nan_is_no_json_number_unless_the_caller_checks_numbers():
     ({"backend": None}, "backend is null"),
     ({"stats_ms": {"median": 1.0}}, "stats_ms.count is missing"),
     ({"id": [3]}, "id is [3], not a number"),
+    ({"samples_ns": [2**70] * 20}, "samples_ns holds a sample above 2^63 ns"),
     ({"threads": list(range(99))}, "threads is a list of 99, not a number"),
 ])
 def test_types_and_ranges_of_a_result(changes, says):

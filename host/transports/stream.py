@@ -3,7 +3,9 @@
 A transport starts the command and feeds what it prints into a :class:`LineStream` from a
 reader thread (``_on_stdout``, ``_on_stderr``, ``_on_end``); the caller sends lines and reads
 stdout lines with a timeout. The reader drains stderr all along, so a chatty runtime can
-never fill a pipe or an SSH window and stall the command.
+never fill a pipe or an SSH window and stall the command. Every transport splits a device's
+output into lines with :class:`LineFramer` (here, and in their one-shot ``shell``): linear
+time, and a line past ``AIOT_MAX_LINE_MB`` (64) fails the command in one line.
 
 Commands run through ``exec`` and report their PID first on stderr (:func:`reporting_pid`),
 so a transport whose device does not kill a command when its connection closes (sshd) can

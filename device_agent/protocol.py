@@ -166,8 +166,9 @@ def _first(exc: BaseException) -> str:
 # a device is untrusted, and a number it makes up must never become a stored measurement.
 # ``FIELDS[event]`` maps a field to its kind; a field whose name ends in ``?`` may be missing
 # or null, and fields not named here are allowed (later agents add fields) but capped like any
-# other string or list. A kind is one of the names below, a dict (a nested object with its own
-# fields) or a one-element list (a list whose items are all of that kind).
+# other string or list; ``*`` names the kind of every field not named (a map's values). A kind
+# is one of the names below, a dict (a nested object with its own fields) or a one-element
+# list (a list whose items are all of that kind).
 #
 #   str    text, at most STR_CAP characters kept (longer text is cut, and says so)
 #   blob   text bounded only by the line limit (base64 data, telemetry sections)
@@ -196,8 +197,8 @@ _STATS_MS = {
     "median_ci?": {"level": "frac", "low": "ms", "high": "ms", "ranks?": ["pos"]},
 }
 FIELDS = {
-    "hello": {"agent_version": "str", "python?": "str", "platform?": "str", "machine?": "str",
-              "runtimes?": "dict", "runtime?": "str"},
+    "hello": {"agent_version": "str", "python": "str", "platform": "str", "machine": "str",
+              "runtimes": {"*?": "str"}, "runtime?": "str", "sigsys_skipped?": "count"},
     "progress": {"phase": "str", "done": "count", "total": "count"},
     "result": {
         "backend": "str", "runtime_version?": "str", "api?": "str", "threads?": "pos",

@@ -167,13 +167,16 @@ def _fields(msg: dict, schema: dict, path: str, depth: int) -> dict:
         optional = key.endswith("?")
         named[key.rstrip("?")] = (kind, optional)
     for key, (kind, optional) in named.items():
-        if msg.get(key) is None and not optional:
+        if key != "*" and msg.get(key) is None and not optional:
             raise _Invalid(f"{path}{key} is {'missing' if key not in msg else 'null'}")
     out = {}
+    other = named.pop("*", ("any", True))  # the kind of every field not named (a map's values)
     for key, value in msg.items():
         if not isinstance(key, str) or len(key) > 100:
             raise _Invalid(f"{path or 'the message'} has a field named {_shown(key)}")
-        kind, _ = named.get(key, ("any", True))
+        kind, optional = named.get(key, other)
+        if value is None and not optional:
+            raise _Invalid(f"{path}{key} is null")
         out[key] = None if value is None else _check(value, kind, f"{path}{key}", depth + 1)
     return out
 

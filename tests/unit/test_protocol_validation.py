@@ -232,3 +232,12 @@ def test_what_reports_read_has_its_shape_checked():
     with pytest.raises(DeviceMessageError, match="cpus is \\[1\\], the request asked for none"):
         check_answer("result", {"cpus": [1]}, {"backend": "onnxruntime"}, "dev")
     check_answer("result", {"cpus": [2]}, {"cpus": [2, 3]}, "dev")  # a cpuset narrowed it
+
+
+def test_a_hello_names_its_python_and_runtime_versions_as_text():
+    hello = {"agent_version": "0.7.0", "python": "3.11.2", "platform": "Linux", "machine": "x86_64",
+             "runtimes": {"onnxruntime": "1.20.1", "litert": None}}
+    assert read_message(_line("hello", **hello), "dev")["runtimes"]["litert"] is None
+    assert "runtimes.onnxruntime is 5, not text" in _refused(
+        _line("hello", **{**hello, "runtimes": {"onnxruntime": 5}}))
+    assert "python is missing" in _refused(_line("hello", **{k: v for k, v in hello.items() if k != "python"}))

@@ -73,9 +73,17 @@ def read_message(line: str, device: str) -> dict | None:
 
 def invalid(device: str, event: str, what: str) -> DeviceMessageError:
     """The error for a ``event`` message from ``device`` that broke the protocol (``what``)."""
-    return DeviceMessageError(f"the device sent an invalid {event}: {what}",
-                              f"the agent on {device} or its runtime misbehaves; "
-                              f"run aiot devices doctor {device}")
+    return DeviceMessageError(f"the device sent an invalid {event}: {what}", _hint(device))
+
+
+def answered_twice(device: str, event: str, request_id: int) -> DeviceMessageError:
+    """The error for a second ``event`` answering a request that had its answer."""
+    return DeviceMessageError(f"the device sent two {event} events for request {request_id}; "
+                              f"neither is believed", _hint(device))
+
+
+def _hint(device: str) -> str:
+    return f"the agent on {device} or its runtime misbehaves; run aiot devices doctor {device}"
 
 
 def check_answer(event: str, fields: dict, spec: dict, device: str) -> None:

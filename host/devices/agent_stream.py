@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from aiot.core.errors import AgentError, AiotError, CommandTimeout, TransportError
 from aiot.device_agent import protocol
-from aiot.host.devices.agent_messages import DeviceMessageError, read_message
+from aiot.host.devices.agent_messages import answered_twice, read_message
 from aiot.host.transports.base import Stream
 from aiot.host.transports.stream import LineTooLong
 
@@ -109,39 +109,22 @@ class AgentStream:
         on_progress: ProgressCallback | None = None,
     ) -> dict:
         """Read lines until one of ``events`` answers ``request_id``; raise on its ``error``,
-        on the end of the agent's output or after ``timeout`` seconds in all."""
+        on the end of the agent's output or after ``timeout`` seconds in all.
+
+        Every message is checked first (:func:`~aiot.host.devices.agent_messages.read_message`),
+        and a second answer to a request that had one ends the agent: it is seen at the next
+        read, which for a run is the telemetry reading after it, so the run fails with it.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                line = self._stream.read_line(left)
-            except CommandTimeout:
-                self._end(f"no answer within {timeout:g} s while {doing}")
-                raise CommandTimeout(
-                    f"agent on {self.device} timed out: no answer within {timeout:g} s "
-                    f"while {doing}; it was stopped",
-                    "check that the device is not overloaded",
-                ) from None
-            except LineTooLong as exc:
-                self._end(exc.message)
-                raise
-            if line is None:
-                raise self._died(doing)
-            try:
-                msg = read_message(line, self.device)
-            except AgentError as exc:  # not a message, or not a valid one: the agent is done
-                self._end(exc.message)
-                raise
+            msg = self._next_message(left, timeout, doing)
             if msg is None:
-                log.debug("agent on %s: %s", self.device, line[:LOG_LINE_CHARS])
-            elif msg["event"] in ANSWER_EVENTS and msg.get("id") in self._answered:
+                continue
+            if msg["event"] in ANSWER_EVENTS and msg.get("id") in self._answered:
                 self._end(f"a second {msg['event']} for request {msg['id']}")
-                raise DeviceMessageError(
-                    f"the device sent two {msg['event']} events for request "
-                    f"{msg['id']}; neither is believed",
-                    f"the agent on {self.device} or its runtime misbehaves; "
-                    f"run aiot devices doctor {self.device}")
-            elif (
+                raise answered_twice(self.device, msg["event"], msg["id"])
+            if (
                 request_id is not None
                 and msg.get("id") != request_id
                 and (msg["event"] in events or msg["event"] in ("error", "progress"))
@@ -162,6 +145,33 @@ class AgentStream:
                 return {k: v for k, v in msg.items() if k not in ("v", "event", "id")}
             else:
                 log.debug("agent on %s: unexpected %s while %s", self.device, msg["event"], doing)
+
+    def _next_message(self, left: float | None, timeout: float | None, doing: str) -> dict | None:
+        """The next checked message (None for a log line or a dropped progress event); raise
+        when the agent is silent past ``left`` seconds, sent a line past the limit, ended, or
+        sent something that is no valid message (each ends the agent)."""
+        try:
+            line = self._stream.read_line(left)
+        except CommandTimeout:
+            self._end(f"no answer within {timeout:g} s while {doing}")
+            raise CommandTimeout(
+                f"agent on {self.device} timed out: no answer within {timeout:g} s "
+                f"while {doing}; it was stopped",
+                "check that the device is not overloaded",
+            ) from None
+        except LineTooLong as exc:
+            self._end(exc.message)
+            raise
+        if line is None:
+            raise self._died(doing)
+        try:
+            msg = read_message(line, self.device)
+        except AgentError as exc:  # not a message, or not a valid one: the agent is done
+            self._end(exc.message)
+            raise
+        if msg is None:
+            log.debug("agent on %s: %s", self.device, line[:LOG_LINE_CHARS])
+        return msg
 
     def _died(self, doing: str) -> AgentError:
         """The agent's stdout ended: say how, in one line, with its last stderr line."""

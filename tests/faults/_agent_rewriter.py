@@ -82,6 +82,7 @@ MODES = {
     "wrong-types": _set("stats_ms.median", "12"),
     "wrong-types-stats": _set("stats_ms", ["fast"]),
     "odd-progress": _odd_progress,
+    "version-2": _set("v", 2),
     "malformed": _raw(b'@@AIOT {"v": 1, "event": "result", "stats_ms": {oops\n'),
     "line-80mb": _long(b"x", 80 * MB),
     "cr-only": _long(b"measuring 42%\r", 80 * MB, end=b""),

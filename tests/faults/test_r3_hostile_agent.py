@@ -187,6 +187,13 @@ def test_malformed_line_is_named_not_blamed_on_versions(cli, hostile_agent, faul
     assert "versions differ" not in record["reason"]
 
 
+@pytest.mark.fault("device speaks another protocol version")
+def test_only_a_real_version_mismatch_blames_versions(cli, hostile_agent, fault):
+    hostile_agent("version-2")
+    record = _failed_run(cli, fault, "agent speaks protocol 2, host expects 1", "versions differ")
+    assert "malformed" not in record["reason"]
+
+
 @pytest.mark.fault("device sends an 80 MB line")
 @pytest.mark.parametrize("mode", ["line-80mb", "cr-only"])
 @pytest.mark.parametrize("session", [True, False], ids=["session", "one-shot"])

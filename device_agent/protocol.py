@@ -98,11 +98,38 @@ def encode(event: str, **fields) -> str:
 
 
 class ProtocolError(ValueError):
-    """A line carried the prefix but was not a valid message of a known version."""
+    """A line carried the prefix but was not a valid message of a known version.
+
+    Attributes:
+        version_mismatch: the message was well formed but of another protocol version (the
+            host and the agent it talks to differ); False for bytes that are no message at all.
+    """
+
+    def __init__(self, message: str, version_mismatch: bool = False) -> None:
+        super().__init__(message)
+        self.version_mismatch = version_mismatch
 
 
-def decode(line: str) -> dict | None:
+#: How much of a malformed line an error quotes.
+EXCERPT_CHARS = 80
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` shortened to ``limit`` characters for a one-line message (repr-escaped)."""
+    shown = repr(text[:limit])
+    return shown + (f" … ({len(text)} characters)" if len(text) > limit else "")
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def decode(line: str, nonfinite: bool = False) -> dict | None:
     """The message on ``line``, or None for human log text.
+
+    ``NaN`` and ``Infinity`` are refused (Python's ``json`` accepts them; JSON and ``encode``
+    do not), as is nesting too deep for the parser. ``nonfinite=True`` reads them as floats
+    instead, for a caller that checks every number itself and names the field that held one.
 
     Raises:
         ProtocolError: the line has the prefix but bad JSON, an unknown version or event.
@@ -110,13 +137,105 @@ def decode(line: str) -> dict | None:
     line = line.rstrip("\r\n")
     if not line.startswith(PREFIX):
         return None
+    body = line[len(PREFIX):]
     try:
-        msg = json.loads(line[len(PREFIX):])
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"malformed agent message: {exc}") from None
-    if not isinstance(msg, dict) or msg.get("v") != PROTOCOL_VERSION:
-        raise ProtocolError(f"agent speaks protocol {msg.get('v') if isinstance(msg, dict) else '?'}, "
-                            f"host expects {PROTOCOL_VERSION}")
+        msg = json.loads(body, parse_constant=float if nonfinite else _no_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise ProtocolError(f"the device sent a malformed protocol line ({_first(exc)}): "
+                            f"{excerpt(body)}") from None
+    if not isinstance(msg, dict):
+        raise ProtocolError(f"the device sent a malformed protocol line (not a JSON object): "
+                            f"{excerpt(body)}")
+    version = msg.get("v")
+    if version != PROTOCOL_VERSION:
+        shown = excerpt(version, 20) if isinstance(version, str) else repr(version)[:20]
+        raise ProtocolError(f"agent speaks protocol {shown}, host expects {PROTOCOL_VERSION}",
+                            version_mismatch=True)
     if msg.get("event") not in EVENTS:
-        raise ProtocolError(f"unknown agent event {msg.get('event')!r}")
+        raise ProtocolError(f"the device sent an unknown event {excerpt(str(msg.get('event')), 40)}")
     return msg
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+
+
+# -- what each event carries -------------------------------------------------------------------
+#
+# The host checks every message it reads against this (``aiot.host.devices.agent_messages``):
+# a device is untrusted, and a number it makes up must never become a stored measurement.
+# ``FIELDS[event]`` maps a field to its kind; a field whose name ends in ``?`` may be missing
+# or null, and fields not named here are allowed (later agents add fields) but capped like any
+# other string or list; ``*`` names the kind of every field not named (a map's values). A kind
+# is one of the names below, a dict (a nested object with its own fields) or a one-element
+# list (a list whose items are all of that kind).
+#
+#   str    text, at most STR_CAP characters kept (longer text is cut, and says so)
+#   blob   text bounded only by the line limit (base64 data, telemetry sections)
+#   int    an integer (not a bool);  count  an integer >= 0;  pos  an integer > 0
+#   num    a finite number;  ms  a finite number > 0 (a latency);  ms0  a finite number >= 0
+#   frac   a finite number in [0, 1];  bool;  dict  any object;  list  any list;  any
+
+#: Characters of a ``str`` field kept; longer text is cut with a note saying so.
+STR_CAP = 2048
+#: Items of a list kept before a message is refused (a run's samples included).
+LIST_CAP = 20_000_000
+#: Nesting depth of a message (objects and lists in each other).
+DEPTH_CAP = 32
+
+_QUANT = {"scale": "num", "zero_point": "int"}
+#: One input or output of a model, as ``signature.entry`` writes it.
+_TENSOR = {"name": "str", "shape": ["int"], "dtype": "str", "quantization?": _QUANT}
+_FINGERPRINT = {"size": "count", "l2": "ms0", "head": "list",
+                "nonfinite?": {"nan": "count", "inf": "count", "-inf": "count"}}
+_STATS_MS = {
+    "count": "pos", "min": "ms", "max": "ms", "mean": "ms", "median": "ms", "p90": "ms",
+    "std?": "ms0", "q1?": "ms", "q3?": "ms", "iqr?": "ms0", "p99?": "ms", "cv?": "ms0",
+    "mad?": "ms0", "robust_cv?": "ms0", "trimmed_mean?": "ms",
+    "outliers?": {"count": "count", "low?": "count", "high?": "count", "fences?": ["num"],
+                  "indices?": ["count"]},
+    "median_ci?": {"level": "frac", "low": "ms", "high": "ms", "ranks?": ["pos"]},
+}
+FIELDS = {
+    "hello": {"agent_version": "str", "python": "str", "platform": "str", "machine": "str",
+              "runtimes": {"*?": "str"}, "runtime?": "str", "sigsys_skipped?": "count"},
+    "progress": {"phase": "str", "done": "count", "total": "count"},
+    "result": {
+        "backend": "str", "runtime_version?": "str", "api?": "str", "threads?": "pos",
+        "cpus?": ["count"], "input_shape?": ["int"], "load_ms": "ms0",
+        "first_inference_ms?": "ms0", "output?": _FINGERPRINT,
+        "inputs?": [{**_TENSOR, "sha256?": "str", "source?": "str"}],
+        "outputs?": [{**_TENSOR, "fingerprint?": _FINGERPRINT}],
+        "warmup?": {"count": "count", "seconds": "ms0"}, "samples_ns?": ["pos"],
+        "stats_ms": _STATS_MS,
+        "stability?": {"target_cv?": "ms0", "cv?": "ms0", "cv_metric?": "str", "stable?": "bool",
+                       "stopped_by?": "str"},
+        "load?": {"online_cpus?": "pos", "seconds?": "ms0", "busy_cpus?": "ms0",
+                  "own_cpus?": "ms0", "other_cpus?": "num", "loadavg?": ["ms0"]},
+        "measure_start_unix_s?": "num", "measure_end_unix_s?": "num",
+        "accuracy?": {"correct": "count", "total": "count", "top1": "frac"},
+        "peak_rss_kb?": "count", "sigsys_skipped?": "count",
+    },
+    "predicted": {"n": "count", "output_shape": ["count"], "runtime_version?": "str",
+                  "outputs?": [{"name": "str", "shape": ["count"], "dtype": "str"}]},
+    "memory": {"backend": "str", "runtime_version?": "str", "threads?": "pos", "runs": "pos",
+               "rss_before_load_kb?": "count", "rss_after_load_kb?": "count",
+               "peak_rss_kb": "count"},
+    "ready": {"agent_version?": "str", "backend?": "str", "runtime_version?": "str",
+              "input_shape?": ["int"], "input_dtype?": "str",
+              "threads?": "pos", "pid?": "count", "isolation?": "str"},
+    "predictions": {"id?": "int", "shape": ["count"], "dtype": "str", "data": "blob",
+                    "compute_ms?": "ms0"},
+    "telemetry": {"id?": "int", "text": "blob", "unix_s?": "num"},
+    "signature": {"backend": "str", "runtime_version?": "str", "inputs": [_TENSOR],
+                  "outputs": [_TENSOR]},
+    "profile": {"backend": "str", "runtime_version?": "str", "threads?": "pos",
+                "available": "bool", "total_ms?": "ms0", "reason?": "str",
+                "ops?": [{"name": "str", "type?": "str", "ms": "ms0", "calls?": "ms0",
+                          "pct?": "ms0"}],
+                "by_type?": [{"type": "str", "ms": "ms0", "count?": "count", "pct?": "ms0"}]},
+    "error": {"type": "str", "message": "str", "id?": "int"},
+}
+#: The event that answers each command: exactly one per request.
+ANSWERS = {"run": "result", "predict": "predicted", "memory": "memory", "inspect": "signature",
+           "profile": "profile", "hello": "hello", "telemetry": "telemetry"}

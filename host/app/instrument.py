@@ -19,6 +19,7 @@ from pathlib import Path
 from aiot.core.errors import AiotError
 from aiot.host.app.build import COMPONENT, PACKAGE
 from aiot.host.devices.deploy import push_file
+from aiot.host.transports.stream import LineFramer
 
 KEY_LINE, KEY_MORE = "aiot", "aiot_more"
 _STATUS, _STATUS_CODE = "INSTRUMENTATION_STATUS: ", "INSTRUMENTATION_STATUS_CODE: "
@@ -88,7 +89,9 @@ class StatusParser:
         self.failure: str | None = None
         self.other: list[str] = []
         self._status: dict[str, str] = {}
-        self._pending = ""
+        # The agent line being relayed in chunks: a list (joining on each chunk was
+        # quadratic) held to the transports' line limit.
+        self._pending = LineFramer("app", "the agent")
         self._last: tuple[dict, str] | None = None  # where a continuation line goes
 
     def feed(self, line: str) -> None:
@@ -120,10 +123,9 @@ class StatusParser:
         status, self._status, self._last = self._status, {}, None
         if KEY_LINE not in status:
             return
-        self._pending += status[KEY_LINE]
+        self._pending.feed(status[KEY_LINE].replace("\n", " ").encode())
         if status.get(KEY_MORE) != "1":
-            line, self._pending = self._pending, ""
-            self.on_line(line)
+            self.on_line(self._pending.flush() or "")
 
     def outcome(self) -> dict:
         """How the agent ended, from the result bundle (stderr and detail unescaped)."""

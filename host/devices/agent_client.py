@@ -19,8 +19,14 @@ import time
 from pathlib import Path
 
 from aiot.core.errors import AgentError, DeviceCommandError, NoAgentPython
-from aiot.device_agent import protocol
+from aiot.host.devices.agent_messages import (
+    DeviceMessageError,
+    check_answer,
+    invalid,
+    read_message,
+)
 from aiot.host.devices.agent_stream import (
+    LOG_LINE_CHARS,
     READY_TIMEOUT_S,
     AgentSessionLost,
     AgentStream,
@@ -83,20 +89,18 @@ class AgentSession:
 
     def _invoke(self, args: list[str], timeout: float | None,
                 on_progress: ProgressCallback | None, backend: str | None = None) -> dict:
-        """Run the agent, return its final ``result``/``hello`` message."""
+        """Run the agent, return its final ``result``/``hello`` message (checked: see
+        :mod:`aiot.host.devices.agent_messages`)."""
         messages: list[dict] = []
         human: list[str] = []
 
         def on_line(line: str) -> None:
-            try:
-                msg = protocol.decode(line)
-            except protocol.ProtocolError as exc:
-                raise AgentError(f"{self.transport.name}: {exc}",
-                                 "host and agent versions differ; re-run to redeploy") from None
+            msg = read_message(line, self.transport.name)  # raising stops the command
             if msg is None:
-                human.append(line)
-            elif msg["event"] == "progress" and on_progress:
-                on_progress(msg["phase"], msg["done"], msg["total"])
+                human.append(line[:LOG_LINE_CHARS])
+            elif msg["event"] == "progress":
+                if on_progress:
+                    on_progress(msg["phase"], msg["done"], msg["total"])
             else:
                 messages.append(msg)
 
@@ -105,6 +109,11 @@ class AgentSession:
         for line in human:
             log.debug("agent: %s", line)
         final = messages[-1] if messages else None
+        answers = [m["event"] for m in messages if m["event"] != "error"]
+        if len(answers) > 1:
+            raise invalid(self.transport.name, answers[-1],
+                          f"{len(answers)} answers ({', '.join(answers[:5])}) to one request; "
+                          f"none is believed")
         if final and final["event"] == "error":
             raise agent_error(self.transport.name, final)
         if final is None:
@@ -217,13 +226,21 @@ class AgentSession:
                  on_progress: ProgressCallback | None) -> dict:
         control = self.control(spec.get("backend"))
         if control is not None:
-            return control.command(command, expected, spec, timeout, on_progress)
-        remote = self._push_spec(command, spec)
-        msg = self._invoke([command, remote], timeout, on_progress, backend=spec.get("backend"))
-        if msg["event"] != expected:
-            raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, "
-                             f"expected {expected}")
-        return {k: v for k, v in msg.items() if k not in ("v", "event")}
+            answer = control.command(command, expected, spec, timeout, on_progress)
+        else:
+            remote = self._push_spec(command, spec)
+            msg = self._invoke([command, remote], timeout, on_progress, backend=spec.get("backend"))
+            if msg["event"] != expected:
+                raise AgentError(f"agent on {self.transport.name} answered {msg['event']!r}, "
+                                 f"expected {expected}")
+            answer = {k: v for k, v in msg.items() if k not in ("v", "event")}
+        try:
+            check_answer(expected, answer, spec, self.transport.name)
+        except DeviceMessageError:
+            if control is not None:  # what else it sends is not believed either: a fresh one
+                control.close()
+            raise
+        return answer
 
 
 class ServeSession(AgentStream):
@@ -257,6 +274,13 @@ class ServeSession(AgentStream):
         request_id = self._request("predict", shape=list(x.shape), dtype="float32",
                                    data=base64.b64encode(x.tobytes()).decode("ascii"))
         msg = self._await(("predictions",), request_id, timeout, f"answering request {request_id}")
+        try:
+            out = np.frombuffer(base64.b64decode(msg["data"], validate=True),
+                                np.dtype(msg["dtype"]).newbyteorder("<"))
+            out = out.reshape(msg["shape"]).astype(np.float32)
+        except (ValueError, TypeError) as exc:  # binascii.Error is a ValueError
+            self._end("its predictions could not be read")
+            raise invalid(self.device, "predictions", f"{msg['dtype'][:40]!r} data of shape "
+                          f"{msg['shape']}: {exc}") from None
         self.compute_ms += msg.get("compute_ms") or 0.0
-        out = np.frombuffer(base64.b64decode(msg["data"]), np.dtype(msg["dtype"]).newbyteorder("<"))
-        return out.reshape(msg["shape"]).astype(np.float32)
+        return out

@@ -15,13 +15,19 @@ from collections.abc import Callable
 
 from aiot.core.errors import AgentError, AiotError, CommandTimeout, TransportError
 from aiot.device_agent import protocol
+from aiot.host.devices.agent_messages import answered_twice, read_message
 from aiot.host.transports.base import Stream
+from aiot.host.transports.stream import LineTooLong
 
 log = logging.getLogger(__name__)
 ProgressCallback = Callable[[str, int, int], None]
 #: Seconds an agent may take to start: importing its runtime and loading the model, for
 #: ``serve`` (torch under qemu takes ~45 s to import).
 READY_TIMEOUT_S = 240.0
+#: Characters of a log line (not a protocol message) kept in the debug log.
+LOG_LINE_CHARS = 2000
+#: The events that answer a request, each exactly once.
+ANSWER_EVENTS = frozenset(protocol.ANSWERS.values()) | {"predictions"}
 
 
 def agent_error(device: str, msg: dict) -> AgentError:
@@ -49,6 +55,7 @@ class AgentStream:
     def __init__(self, stream: Stream, device: str, ready_timeout: float = READY_TIMEOUT_S) -> None:
         self._stream, self.device = stream, device
         self._next_id = 0
+        self._answered: set[int] = set()  # requests that got their answer: no second one
         self._ended: str | None = None  # why the agent cannot answer any more
         self.info = self._await(("ready",), None, ready_timeout, "starting")
 
@@ -102,31 +109,22 @@ class AgentStream:
         on_progress: ProgressCallback | None = None,
     ) -> dict:
         """Read lines until one of ``events`` answers ``request_id``; raise on its ``error``,
-        on the end of the agent's output or after ``timeout`` seconds in all."""
+        on the end of the agent's output or after ``timeout`` seconds in all.
+
+        Every message is checked first (:func:`~aiot.host.devices.agent_messages.read_message`),
+        and a second answer to a request that had one ends the agent: it is seen at the next
+        read, which for a run is the telemetry reading after it, so the run fails with it.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                line = self._stream.read_line(left)
-            except CommandTimeout:
-                self._end(f"no answer within {timeout:g} s while {doing}")
-                raise CommandTimeout(
-                    f"agent on {self.device} timed out: no answer within {timeout:g} s "
-                    f"while {doing}; it was stopped",
-                    "check that the device is not overloaded",
-                ) from None
-            if line is None:
-                raise self._died(doing)
-            try:
-                msg = protocol.decode(line)
-            except protocol.ProtocolError as exc:
-                self._end(str(exc))
-                raise AgentError(
-                    f"{self.device}: {exc}", "host and agent versions differ; re-run to redeploy"
-                ) from None
+            msg = self._next_message(left, timeout, doing)
             if msg is None:
-                log.debug("agent on %s: %s", self.device, line)
-            elif (
+                continue
+            if msg["event"] in ANSWER_EVENTS and msg.get("id") in self._answered:
+                self._end(f"a second {msg['event']} for request {msg['id']}")
+                raise answered_twice(self.device, msg["event"], msg["id"])
+            if (
                 request_id is not None
                 and msg.get("id") != request_id
                 and (msg["event"] in events or msg["event"] in ("error", "progress"))
@@ -142,9 +140,38 @@ class AgentStream:
                     self._end(f"{msg.get('type')}: {msg.get('message')}")
                 raise agent_error(self.device, msg)
             elif msg["event"] in events:
+                if request_id is not None:
+                    self._answered.add(request_id)
                 return {k: v for k, v in msg.items() if k not in ("v", "event", "id")}
             else:
                 log.debug("agent on %s: unexpected %s while %s", self.device, msg["event"], doing)
+
+    def _next_message(self, left: float | None, timeout: float | None, doing: str) -> dict | None:
+        """The next checked message (None for a log line or a dropped progress event); raise
+        when the agent is silent past ``left`` seconds, sent a line past the limit, ended, or
+        sent something that is no valid message (each ends the agent)."""
+        try:
+            line = self._stream.read_line(left)
+        except CommandTimeout:
+            self._end(f"no answer within {timeout:g} s while {doing}")
+            raise CommandTimeout(
+                f"agent on {self.device} timed out: no answer within {timeout:g} s "
+                f"while {doing}; it was stopped",
+                "check that the device is not overloaded",
+            ) from None
+        except LineTooLong as exc:
+            self._end(exc.message)
+            raise
+        if line is None:
+            raise self._died(doing)
+        try:
+            msg = read_message(line, self.device)
+        except AgentError as exc:  # not a message, or not a valid one: the agent is done
+            self._end(exc.message)
+            raise
+        if msg is None:
+            log.debug("agent on %s: %s", self.device, line[:LOG_LINE_CHARS])
+        return msg
 
     def _died(self, doing: str) -> AgentError:
         """The agent's stdout ended: say how, in one line, with its last stderr line."""

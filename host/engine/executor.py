@@ -15,6 +15,7 @@ from aiot.core.paths import cache_dir
 from aiot.device_agent.spec import RunSpec
 from aiot.host import native
 from aiot.host.devices.affinity import cluster_cpus, cpu_mask
+from aiot.host.devices.agent_messages import check_columns
 from aiot.host.devices.deploy import Pushed, push_beside, push_file, run_with_intact_blobs
 from aiot.host.devices.telemetry import read_telemetry
 from aiot.host.engine.cooldown import (
@@ -313,6 +314,11 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
         store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance,
                      result={"error": error})
     else:
+        if (wrong := check_columns(columns)) is not None:  # a native tool's output too
+            store.finish(record.id, "failed", reason=f"{request.device}: {wrong}",
+                         provenance=provenance, result={"error": {"type": "DeviceMessageError",
+                                                                  "transient": False}})
+            return store.get(record.id)
         verdict = _verdict(request, columns["result"], provenance)
         columns["result"]["validity"] = verdict
         store.finish(record.id, "ok", provenance=provenance, validity=verdict["verdict"], **columns)

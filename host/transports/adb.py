@@ -22,13 +22,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
+from aiot.core.errors import AiotError, CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
 from aiot.host.devices.entry import DeviceEntry
 from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
 from aiot.host.transports.quoting import build_command
-from aiot.host.transports.stream import LineStream, reporting_pid
+from aiot.host.transports.stream import LineFramer, LineStream, reporting_pid
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0
@@ -201,13 +201,15 @@ class AdbTransport:
             try:
                 conn.send_command(service)
                 conn.check_okay()
-                reader = _ShellReader(conn.conn, deadline, on_line)
+                reader = _ShellReader(conn.conn, deadline, on_line, LineFramer(self.name, argv[0]))
                 code, out, err = reader.read_v2() if v2 else reader.read_v1()
             finally:
                 conn.close()  # on a timeout this makes the device kill the command
         except _Deadline:
             raise CommandTimeout(f"command on {self.name} timed out after {timeout:g} s: {argv[0]}",
                                  "raise --timeout or check that the device is not overloaded") from None
+        except AiotError:  # a line past the limit, or one the caller's reader refused
+            raise
         except Exception as exc:  # noqa: BLE001 - adbutils, socket and protocol errors alike
             raise self._lost(exc, "command") from None
         return ShellResult(command, code, out, err, time.perf_counter() - start)
@@ -357,9 +359,10 @@ class _Deadline(Exception):
 class _ShellReader:
     """Reads a shell stream from the adb server socket, honouring a deadline."""
 
-    def __init__(self, sock: socket.socket, deadline: float | None, on_line: LineCallback | None) -> None:
+    def __init__(self, sock: socket.socket, deadline: float | None, on_line: LineCallback | None,
+                 framer: LineFramer | None = None) -> None:
         self.sock, self.deadline, self.on_line = sock, deadline, on_line
-        self._partial = b""
+        self._framer = framer or LineFramer("adb", "shell")
 
     def _recv(self, n: int) -> bytes:
         """Up to ``n`` bytes; b"" at end of stream."""
@@ -388,15 +391,12 @@ class _ShellReader:
     def _lines(self, chunk: bytes) -> None:
         if self.on_line is None:
             return
-        self._partial += chunk
-        *lines, self._partial = self._partial.split(b"\n")
-        for line in lines:
-            self.on_line(line.decode(errors="replace"))
+        for line in self._framer.feed(chunk):
+            self.on_line(line)
 
     def _flush(self) -> None:
-        if self.on_line and self._partial:
-            self.on_line(self._partial.decode(errors="replace"))
-            self._partial = b""
+        if self.on_line and (rest := self._framer.flush()) is not None:
+            self.on_line(rest)
 
     def read_v2(self) -> tuple[int, str, str]:
         out, err = [], []

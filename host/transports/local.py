@@ -18,7 +18,7 @@ from aiot.core.toolchains import runtime_python
 from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
-from aiot.host.transports.stream import LineStream
+from aiot.host.transports.stream import LineFramer, LineStream
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
@@ -132,7 +132,7 @@ class LocalTransport:
         except OSError as exc:
             raise TransportError(f"cannot start /bin/sh on {self.name}: {exc}") from None
         try:
-            stdout, stderr = self._communicate(proc, timeout, on_line)
+            stdout, stderr = self._communicate(proc, timeout, on_line, self.name, argv[0])
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
@@ -147,7 +147,7 @@ class LocalTransport:
         return ShellResult(command, proc.returncode, stdout, stderr, time.perf_counter() - start)
 
     @staticmethod
-    def _communicate(proc, timeout, on_line) -> tuple[str, str]:
+    def _communicate(proc, timeout, on_line, name: str = "local", program: str = "sh") -> tuple[str, str]:
         if on_line is None:
             return proc.communicate(timeout=timeout)
         # Stream stdout line by line; stderr is drained by a thread so neither pipe fills up,
@@ -164,11 +164,18 @@ class LocalTransport:
         watchdog = threading.Timer(timeout, on_deadline) if timeout else None
         if watchdog:
             watchdog.start()
+        framer = LineFramer(name, program)
         try:
             out_lines = []
-            for line in proc.stdout:
-                out_lines.append(line)
-                on_line(line.rstrip("\n"))
+            # Raw reads, framed by the same code as every transport: a line past the limit
+            # raises before it is kept (a text-mode readline would hold all of it).
+            while chunk := os.read(proc.stdout.fileno(), 65536):
+                for line in framer.feed(chunk):
+                    out_lines.append(line)
+                    on_line(line)
+            if (rest := framer.flush()) is not None:
+                out_lines.append(rest)
+                on_line(rest)
             proc.wait()
         finally:
             if watchdog:
@@ -176,7 +183,7 @@ class LocalTransport:
         drain.join()
         if expired.is_set():
             raise subprocess.TimeoutExpired(proc.args, timeout)
-        return "".join(out_lines), "".join(err_chunks)
+        return "".join(line + "\n" for line in out_lines), "".join(err_chunks)
 
     def open_stream(self, argv: Sequence[str], *, cwd: str | None = None,
                     env: Mapping[str, str] | None = None) -> _LocalStream:

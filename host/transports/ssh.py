@@ -25,7 +25,7 @@ from aiot.host.devices.entry import DeviceEntry, config_dir
 from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
 from aiot.host.transports.quoting import build_command
-from aiot.host.transports.stream import PID_MARKER, LineStream, reporting_pid
+from aiot.host.transports.stream import PID_MARKER, LineFramer, LineStream, reporting_pid
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15
@@ -211,17 +211,20 @@ class SshTransport:
     def _drain(self, channel, timeout, on_line, program) -> tuple[str, str]:
         """Read stdout (line by line to ``on_line``) and stderr until the command exits."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        out, err, partial = [], [], b""
+        out, err, framer = [], [], LineFramer(self.name, program)
         while True:
             select.select([channel], [], [], 0.05)
             while channel.recv_ready():
                 chunk = channel.recv(65536)
                 out.append(chunk)
                 if on_line:
-                    partial += chunk
-                    *lines, partial = partial.split(b"\n")
-                    for line in lines:
-                        on_line(line.decode(errors="replace"))
+                    try:
+                        for line in framer.feed(chunk):
+                            on_line(line)
+                    except Exception:  # a line past the limit, or one its reader refused
+                        channel.close()
+                        self._kill_remote(_reported_pid(b"".join(err)))
+                        raise
             while channel.recv_stderr_ready():
                 err.append(channel.recv_stderr(65536))
             if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
@@ -233,8 +236,8 @@ class SshTransport:
                 self._kill_remote(_reported_pid(b"".join(err)))
                 raise CommandTimeout(f"command on {self.name} timed out after {timeout:g} s: {program}",
                                      "raise --timeout or check that the device is not overloaded")
-        if on_line and partial:
-            on_line(partial.decode(errors="replace"))
+        if on_line and (rest := framer.flush()) is not None:
+            on_line(rest)
         return b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace")
 
     def _mkdirs(self, sftp, folder: str) -> None:

@@ -3,7 +3,9 @@
 A transport starts the command and feeds what it prints into a :class:`LineStream` from a
 reader thread (``_on_stdout``, ``_on_stderr``, ``_on_end``); the caller sends lines and reads
 stdout lines with a timeout. The reader drains stderr all along, so a chatty runtime can
-never fill a pipe or an SSH window and stall the command.
+never fill a pipe or an SSH window and stall the command. Every transport splits a device's
+output into lines with :class:`LineFramer` (here, and in their one-shot ``shell``): linear
+time, and a line past ``AIOT_MAX_LINE_MB`` (64) fails the command in one line.
 
 Commands run through ``exec`` and report their PID first on stderr (:func:`reporting_pid`),
 so a transport whose device does not kill a command when its connection closes (sshd) can
@@ -12,6 +14,7 @@ kill exactly that process.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 
@@ -23,6 +26,85 @@ CLOSE_GRACE_S = 3.0
 #: Seconds to wait for a killed command's end to be reported before releasing the stream.
 KILL_WAIT_S = 5.0
 STDERR_KEEP = 64 * 1024  # bytes of stderr kept for error messages (the tail)
+
+
+#: The longest line a device may print, in MiB (``AIOT_MAX_LINE_MB`` changes it). The longest
+#: legitimate line is a ``result`` with every sample of a long run: ~7 bytes a sample, so a
+#: 150 s run of a 20 µs model (7.5 M samples) is ~50 MiB; a ``predictions`` line of a 256-row
+#: batch of 1000 float32 outputs is 1.3 MiB of base64.
+MAX_LINE_MB = 64
+MAX_LINE_ENV = "AIOT_MAX_LINE_MB"
+
+
+def max_line_bytes() -> int:
+    """The line length limit in bytes: ``AIOT_MAX_LINE_MB`` (a positive number), else
+    ``MAX_LINE_MB``."""
+    try:
+        mb = float(os.environ.get(MAX_LINE_ENV) or MAX_LINE_MB)
+    except ValueError:
+        mb = MAX_LINE_MB
+    return int((mb if mb > 0 else MAX_LINE_MB) * 1024 * 1024)
+
+
+class LineTooLong(TransportError):
+    """A device printed a line longer than the limit: it is not kept, and the command that
+    printed it is stopped (retrying would print it again)."""
+
+    transient = False
+
+    def __init__(self, device: str, program: str, limit: int) -> None:
+        mb = limit / 1024 / 1024
+        super().__init__(f"the device sent a line longer than {mb:g} MiB (from "
+                         f"{os.path.basename(program)} on {device}); it was stopped",
+                         f"a runtime printing without newlines, or a device gone wrong; "
+                         f"{MAX_LINE_ENV}=N raises the limit")
+
+
+class LineFramer:
+    """Splits a device's output into lines in time linear in its size, so a long line (or a
+    runtime printing ``\\r`` progress without a newline) costs no more than its bytes: the
+    partial line is a list of chunks, and only each new chunk is searched for a newline. A
+    line longer than the limit raises :class:`LineTooLong` as soon as it passes it.
+    """
+
+    def __init__(self, device: str, program: str, limit: int | None = None) -> None:
+        self.device, self.program = device, program
+        self.limit = max_line_bytes() if limit is None else limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The lines ``chunk`` completes (without newline or a trailing ``\\r``).
+
+        Raises:
+            LineTooLong: the line being read is longer than the limit (nothing of it is kept).
+        """
+        lines = []
+        start = 0
+        while (cut := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:cut])
+            lines.append(self._take())
+            start = cut + 1
+        if start < len(chunk):
+            self._add(chunk[start:])
+        return lines
+
+    def flush(self) -> str | None:
+        """The unterminated rest at the end of the output, or None."""
+        return self._take() if self._parts else None
+
+    def _add(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._size > self.limit:
+            self._parts, self._size = [], 0
+            raise LineTooLong(self.device, self.program, self.limit)
+        if piece:
+            self._parts.append(piece)
+
+    def _take(self) -> str:
+        raw = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        self._parts, self._size = [], 0
+        return raw.decode(errors="replace").rstrip("\r")
 
 
 def reporting_pid(command: str) -> str:
@@ -47,8 +129,9 @@ class LineStream:
         self.device, self.program = device, program
         self.exit_code: int | None = None
         self.pid: int | None = None
-        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._partial = b""
+        self._lines: queue.SimpleQueue[str | LineTooLong | None] = queue.SimpleQueue()
+        self._framer = LineFramer(device, program)
+        self._overflow = False  # a line passed the limit: the rest of stdout is dropped
         self._err = bytearray()
         self._awaiting_pid = pid_on_stderr
         self._pid_known = threading.Event()
@@ -59,10 +142,15 @@ class LineStream:
     # -- fed by the reader thread ----------------------------------------------------------
 
     def _on_stdout(self, chunk: bytes) -> None:
-        self._partial += chunk
-        *lines, self._partial = self._partial.split(b"\n")
+        if self._overflow:
+            return  # drained so the command never blocks, but nothing more is kept
+        try:
+            lines = self._framer.feed(chunk)
+        except LineTooLong as exc:
+            self._overflow = True
+            lines = [exc]  # the reader raises it; ending the stream is the caller's
         for line in lines:
-            self._lines.put(line.decode(errors="replace").rstrip("\r"))
+            self._lines.put(line)
 
     def _on_stderr(self, chunk: bytes) -> None:
         self._err += chunk
@@ -76,13 +164,14 @@ class LineStream:
         del self._err[:-STDERR_KEEP]
 
     def _on_end(self, exit_code: int | None) -> None:
-        if self._partial:
-            self._lines.put(self._partial.decode(errors="replace"))
-            self._partial = b""
+        rest = None if self._overflow else self._framer.flush()
+        if rest is not None:
+            self._lines.put(rest)
         self.exit_code = exit_code
         self._pid_known.set()
         self._ended.set()
-        self._lines.put(None)
+        if not self._overflow:  # else the LineTooLong queued stays the last word
+            self._lines.put(None)
 
     # -- the Stream interface --------------------------------------------------------------
 
@@ -114,14 +203,17 @@ class LineStream:
 
         Raises:
             CommandTimeout: no line within ``timeout`` seconds (the command keeps running).
+            LineTooLong: the command printed a line past the limit (every later read too).
         """
         try:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
             raise CommandTimeout(f"{self.program} on {self.device} printed nothing for {timeout:g} s",
                                  "check that the device is not overloaded") from None
-        if line is None:
-            self._lines.put(None)  # every later read sees the end too
+        if line is None or isinstance(line, LineTooLong):
+            self._lines.put(line)  # every later read sees the end too
+        if isinstance(line, LineTooLong):
+            raise line
         return line
 
     def stderr(self) -> str:

@@ -11,10 +11,12 @@
   failure) is retried with exponential backoff on a fresh connection; after
   ``retries`` attempts the device is declared lost, its remaining runs are recorded as
   ``skipped: device lost …`` and the other devices carry on. Resuming redoes them.
-* **Cancel.** Ctrl-C (or SIGTERM) stops starting new runs, closes the devices' agent sessions
+* **Cancel.** Ctrl-C (or SIGTERM, or SIGHUP) stops starting new runs, closes the devices' agent sessions
   (which ends the runs in flight) and marks what was still pending as failed: the store stays
   consistent. Pending records of a campaign that was killed outright (SIGKILL, a crash) are
-  marked failed by the next campaign, once their process is certainly gone.
+  marked failed by the next campaign, once their process is certainly gone. A store that
+  fails under a device's worker (full, locked past the wait, damaged) stops every worker from
+  starting another run; the runs in flight finish and are written if the store lets them.
 * **Exclusive.** A campaign locks its devices and its sweep id across processes
   (:mod:`aiot.host.store.locks`): a second campaign on a busy device is refused at once.
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aiot.core.errors import StoreError
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
 from aiot.host.engine.runs import NullListener, RunListener, RunRequest
 from aiot.host.engine.workspace import Workspace
@@ -166,6 +169,7 @@ class _Shared:
     listener: RunListener
     policy: CampaignPolicy
     cancel: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)  # start no further run
     cancel_reason: str = "interrupted by user"
     workspaces: dict[str, Workspace] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)
@@ -220,7 +224,7 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
                for device, runs in by_device.items()]
     try:
         _wait_all(futures)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see aiot.host.cli.app.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (see aiot.host.cli.app.Terminated)
         _cancel(shared, getattr(exc, "reason", "interrupted by user"))
         wait(futures, timeout=30)
         with open_store(results_dir) as store:
@@ -262,13 +266,16 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
     try:
         with open_store(shared.results_dir) as store:
             for index, request in runs:
-                if shared.cancel.is_set():
+                if shared.cancel.is_set() or shared.stop.is_set():
                     return
                 if run_key(request) in shared.plan.done:
                     continue
                 record = _one_run(shared, store, workspace, index, request)
                 if record is not None:
                     results[index] = record
+    except StoreError:  # the store takes no record: the other devices start no more runs
+        shared.stop.set()
+        raise
     finally:
         workspace.close()
 

@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 
 _sleep = time.sleep  # the backoff's wait (tests replace it)
 
+#: At most this long a cancelled campaign waits for a store another process holds locked
+#: before keeping its failed records beside it (a service manager's SIGKILL comes soon).
+_CLEANUP_WAIT_S = 10.0
+
 #: Thread counts up to this run everywhere (BiBench's 1, 2, 4, 8); above it only on devices
 #: with at least that many cores (BiBench's 16 threads on Apple M1).
 ALWAYS_RUN_THREADS = 8
@@ -228,6 +232,7 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
         _cancel(shared, getattr(exc, "reason", "interrupted by user"))
         wait(futures, timeout=30)
         with open_store(results_dir) as store:
+            store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
             store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
         raise
     finally:

@@ -24,6 +24,10 @@ _RECOVER_HINT = ("run: aiot results recover (copies every readable record into a
                  "and keeps the damaged one beside it)")
 
 
+class StoreDamaged(StoreError):
+    """The store's file is damaged, truncated or replaced: ``aiot results recover``."""
+
+
 def is_sqlite(path: Path) -> bool:
     """Whether ``path`` starts as an SQLite database does."""
     try:
@@ -39,7 +43,7 @@ def is_damage(exc: sqlite3.DatabaseError) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
-def damaged(path: Path, detail: str, written: int = 0) -> StoreError:
+def damaged(path: Path, detail: str, written: int = 0) -> StoreDamaged:
     """The one-line failure of a damaged store, with how to get its records back.
 
     Args:
@@ -50,11 +54,11 @@ def damaged(path: Path, detail: str, written: int = 0) -> StoreError:
     if len(detail) > 100:
         detail = detail[:97] + "..."
     if not written:
-        return StoreError(f"result store {path} is damaged ({detail}); nothing was written to it",
+        return StoreDamaged(f"result store {path} is damaged ({detail}); nothing was written to it",
                           _RECOVER_HINT)
-    return StoreError(
-        f"result store {path} was damaged by something other than aiot ({detail}) after this "
-        f"aiot process had stored {_records(written)} in it; this sweep stopped writing to it",
+    return StoreDamaged(
+        f"result store {path} is damaged ({detail}): something other than aiot damaged it after "
+        f"this aiot process had stored {_records(written)} in it; nothing more is written to it",
         _RECOVER_HINT)
 
 
@@ -84,20 +88,20 @@ class FileWatch:
         return found.st_ino, found.st_size
 
     def check(self, written: int) -> None:
-        """Raise the damage :class:`StoreError` if the file shrank or is another file now."""
+        """Raise :class:`StoreDamaged` if the file shrank or is another file now."""
         inode, size = self._stat()
         if inode is None or inode != self.inode:
-            raise StoreError(
+            raise StoreDamaged(
                 f"result store {self.path} was moved, deleted or replaced by something other "
-                f"than aiot while this aiot process had stored {_records(written)} in it; this "
-                "sweep stopped writing to it",
+                f"than aiot while this aiot process had stored {_records(written)} in it; aiot "
+                "writes nothing more to it",
                 "see whether another program (a sync tool, a cleanup job, a restore) touched "
                 "the results folder; aiot results recover salvages a damaged store")
         if size < self.size:
-            raise StoreError(
+            raise StoreDamaged(
                 f"result store {self.path} was truncated by something other than aiot (now "
                 f"{size} bytes, {self.size} before) after this aiot process had stored "
-                f"{_records(written)} in it; this sweep stopped writing to it", _RECOVER_HINT)
+                f"{_records(written)} in it; aiot writes nothing more to it", _RECOVER_HINT)
 
     def seen(self) -> None:
         """Note the file as it is after our own write (a checkpoint may have grown it)."""

@@ -35,7 +35,14 @@ from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mo
 from aiot.core.errors import StoreError
 from aiot.core.fileio import new_file_mode
 from aiot.host.store import busy, unstored
-from aiot.host.store.damage import FileWatch, check_integrity, damaged, is_damage, is_sqlite
+from aiot.host.store.damage import (
+    FileWatch,
+    StoreDamaged,
+    check_integrity,
+    damaged,
+    is_damage,
+    is_sqlite,
+)
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
 
@@ -154,9 +161,9 @@ class Store:
             version = current_version(self._conn)
         except sqlite3.DatabaseError as exc:
             if is_damage(exc) and "not a database" not in str(exc):
-                raise damaged(self.path, str(exc)) from None
+                raise damaged(self.path, str(exc), self.written()) from None
             raise _open_failure(self.path, exc, self.readonly) from None
-        check_integrity(self._conn, self.path)
+        check_integrity(self._conn, self.path, self.written())
         _refuse_newer(self.path, version)
         if version < SCHEMA_VERSION and self.readonly:
             raise StoreError(f"result store {self.path} has schema v{version} and this aiot "
@@ -281,12 +288,25 @@ class Store:
             raise ValueError(f"unknown record columns {sorted(unknown)}")
         try:
             self._close_record(record_id, sets)
-        except busy.StoreBusy as exc:
-            raise self._keep(record_id, sets, exc) from None
+        except (busy.StoreBusy, StoreDamaged) as exc:
+            later = ("aiot results recover" if isinstance(exc, StoreDamaged) else
+                     "the next aiot run or sweep")
+            raise unstored.kept_error(self.path, record_id, sets, exc, later) from None
         except StoreError as exc:
-            if disk_errno(exc) not in (errno.ENOSPC, errno.EDQUOT):
+            code = disk_errno(exc)
+            if code not in (errno.ENOSPC, errno.EDQUOT):
                 raise
-            raise self._fail_small(record_id, status, reason, exc) from None
+            # The result did not fit: close the record as failed, saying why (a small write,
+            # which often still fits), else leave a mark for the next command to do so.
+            try:
+                self._close_record(record_id, unstored.failed_columns(
+                    status, reason, code, self.path.parent, stored_now()), only_pending=True)
+            except StoreError:
+                unstored.mark(self.path, record_id, status, code)
+                raise StoreError(f"{exc.message}; run {record_id[:8]} stays pending until the "
+                                 "next aiot run or sweep marks it failed", exc.hint) from None
+            raise StoreError(f"{exc.message}; run {record_id[:8]} is recorded as failed",
+                             exc.hint) from None
 
     def _close_record(self, record_id: str, sets: dict, only_pending: bool = False) -> int:
         """UPDATE one record's columns in one transaction; returns the rows changed."""
@@ -295,44 +315,24 @@ class Store:
             return conn.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in sets)} WHERE {where}",
                                 [*sets.values(), record_id]).rowcount
 
-    def _keep(self, record_id: str, sets: dict, exc: busy.StoreBusy) -> StoreError:
-        """A finished record the locked store did not take, kept beside it; the error says where."""
-        try:
-            kept = unstored.keep(self.path, record_id, sets)
-        except OSError as why:
-            return StoreError(f"{exc.message}; the finished run {record_id[:8]} could not be kept "
-                              f"either ({why.strerror or why}) and is lost", exc.hint)
-        return busy.StoreBusy(f"{exc.message}; the finished run {record_id[:8]} is kept in {kept} "
-                              "and written into the store by the next aiot run or sweep", exc.hint)
-
-    def _fail_small(self, record_id: str, status: str, reason: str | None,
-                    exc: StoreError) -> StoreError:
-        """A record whose result did not fit on the full disk: closed as failed with the
-        cause (a small write, which often still fits), else left for the next campaign."""
-        if status != "failed" or not reason:
-            what = "measured, but its result could not be stored" if status == "ok" else "not stored"
-            reason = f"{what}: {DISK_ERRNOS[disk_errno(exc)]} in {self.path.parent}"
-        try:
-            self._close_record(record_id, {"status": "failed", "reason": reason,
-                                           "finished_at": stored_now()}, only_pending=True)
-        except StoreError:
-            unstored.mark(self.path, record_id, status, disk_errno(exc))
-            return StoreError(f"{exc.message}; run {record_id[:8]} stays pending until the next "
-                              "aiot run or sweep marks it failed", exc.hint)
-        return StoreError(f"{exc.message}; run {record_id[:8]} is recorded as failed", exc.hint)
-
     def fail_pending(self, reason: str, sweep_id: str | None = None) -> int:
-        """Mark pending records (of one sweep, or all) as failed; returns how many."""
+        """Mark pending records (of one sweep, or all) as failed; returns how many. On a
+        store locked past the wait, each is kept as failed beside it instead (see ``unstored``)."""
         where, args = "status = 'pending'", []
         if sweep_id:
             where += " AND sweep_id = ?"
             args.append(sweep_id)
-        with self._transaction() as conn:
-            cur = conn.execute(
-                f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE {where}",
-                [reason, stored_now(), *args],
-            )
-        return cur.rowcount
+        try:
+            with self._transaction() as conn:
+                return conn.execute(
+                    f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE {where}",
+                    [reason, stored_now(), *args]).rowcount
+        except busy.StoreBusy:
+            ids = [row[0] for row in self._read(f"SELECT id FROM runs WHERE {where}", args)]
+            for record_id in ids:  # a lock blocks writers only: the ids still read
+                unstored.keep(self.path, record_id, {"status": "failed", "reason": reason,
+                                                     "finished_at": stored_now()})
+            return len(ids)
 
     def reap_stale(self) -> int:
         """Mark failed the pending records whose writing process is certainly gone (killed,

@@ -4,7 +4,8 @@ A run that finished while another process held the store's write lock past aiot'
 (:mod:`aiot.host.store.busy`) is not thrown away: what closes its record (status, result,
 summary columns) goes to ``<results dir>/unstored/<record id>.json``. The next aiot command
 that writes the store (a run, a sweep, ``aiot results recover``) closes the record with it
-while the record is still pending, then removes the file.
+while the record is still pending, then removes the file. A run that finished after its
+store was damaged under it is kept the same way, for ``aiot results recover``.
 
 On a disk too full for even that, an empty file whose name says what happened
 (``<record id>.<status>.ENOSPC``: a name needs no data block) lets the next command close
@@ -19,6 +20,7 @@ import logging
 from pathlib import Path
 
 from aiot.core.diskfull import DISK_ERRNOS
+from aiot.core.errors import StoreError
 from aiot.core.fileio import write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,29 @@ def keep(store_path: Path, record_id: str, columns: dict) -> Path:
     return target
 
 
+def kept_error(store_path: Path, record_id: str, columns: dict, exc: StoreError,
+               later: str) -> StoreError:
+    """The failure of a finished record that the store did not take (locked past the wait,
+    damaged): kept beside it (the error says where, and that ``later`` stores it), or lost if
+    even that cannot be written."""
+    try:
+        target = keep(store_path, record_id, columns)
+    except OSError as why:
+        return StoreError(f"{exc.message}; the finished run {record_id[:8]} could not be kept "
+                          f"either ({why.strerror or why}) and is lost", exc.hint)
+    return type(exc)(f"{exc.message}; the finished run {record_id[:8]} is kept in {target} "
+                     f"and written into the store by {later}", exc.hint)
+
+
+def failed_columns(status: str, reason: str | None, code: int, where: Path, when: str) -> dict:
+    """The columns that close a record as failed because its result (finished as
+    ``status``, with ``reason``) did not fit on the disk (``code``: ENOSPC or EDQUOT)."""
+    if status != "failed" or not reason:
+        what = "measured, but its result could not be stored" if status == "ok" else "not stored"
+        reason = f"{what}: {DISK_ERRNOS[code]} in {where}"
+    return {"status": "failed", "reason": reason, "finished_at": when}
+
+
 def mark(store_path: Path, record_id: str, status: str, code: int) -> bool:
     """Leave an empty file saying that ``record_id`` (finished as ``status``) could not be
     stored for want of space (``code``: ENOSPC or EDQUOT); False when even that failed."""
@@ -60,9 +85,7 @@ def _marked(path: Path, when: str) -> tuple[Path, str, dict] | None:
     code = getattr(errno, name, None)
     if code not in DISK_ERRNOS:
         return None
-    what = "measured, but its result could not be stored" if status == "ok" else "not stored"
-    reason = f"{what}: {DISK_ERRNOS[code]} in {path.parent.parent}"
-    return path, record_id, {"status": "failed", "reason": reason, "finished_at": when}
+    return path, record_id, failed_columns(status, None, code, path.parent.parent, when)
 
 
 def kept(store_path: Path, when: str = "") -> list[tuple[Path, str, dict]]:

@@ -195,11 +195,11 @@ def test_a_store_disk_filling_mid_sweep_leaves_no_pending_record(cli, fault, sma
 
 # -- the store file truncated under a running sweep ----------------------------------------------
 
-def _surviving(intact: Path, pages: int) -> set[str]:
+def _surviving(intact: Path, pages: int, logged: frozenset = frozenset()) -> set[str]:
     """Ids of the records whose leaf page and overflow pages all lie in the first ``pages``
-    pages, from SQLite's own page map (``dbstat``) of the intact file: what a truncation to
-    that many pages cannot have destroyed."""
-    conn = sqlite3.connect(f"file:{intact}?mode=ro", uri=True)
+    pages or in the log (``logged``), from SQLite's own page map (``dbstat``) of the intact
+    store: what a truncation to that many pages cannot have destroyed."""
+    conn = sqlite3.connect(intact)
     try:
         stats = conn.execute("SELECT path, pageno, pagetype, ncell FROM dbstat WHERE name = 'runs'").fetchall()
         ids = [row[0] for row in conn.execute("SELECT id FROM runs ORDER BY rowid")]
@@ -212,7 +212,7 @@ def _surviving(intact: Path, pages: int) -> set[str]:
         for cell in range(cells):
             record = next(rowids)
             chain = [p for where, p in overflow if where.startswith(f"{path}{cell:03x}+")]
-            if all(p <= pages for p in (page, *chain)):
+            if all(p <= pages or p in logged for p in (page, *chain)):
                 survivors.add(record)
     assert next(rowids, None) is None
     return survivors
@@ -221,7 +221,7 @@ def _surviving(intact: Path, pages: int) -> set[str]:
 @pytest.mark.fault("store truncated under a running sweep")
 def test_a_store_truncated_under_a_sweep_is_named_at_the_next_write(cli, fault, tmp_path):
     _seed(30)
-    proc = _start(*_sweep("1,2,3,4", 1.5))
+    proc = _start(*_sweep("1,2,3,4", 3))
     _wait_for(proc, pending=1, ok=31)
     intact = tmp_path / "intact.sqlite"
     shutil.copy(_store(), intact)  # the seeded records: checkpointed, in the file
@@ -235,10 +235,15 @@ def test_a_store_truncated_under_a_sweep_is_named_at_the_next_write(cli, fault, 
     assert "nothing was written" not in err
     written = int(re.search(r"had stored (\d+) records? in it", said).group(1))
     assert written >= 2, err  # the ok run and the one in flight, at least
+    kept = sorted((_results() / "unstored").glob("*.json"))  # the run in flight, finished
+    assert len(kept) <= 1 and ("is kept in" in said) == bool(kept), err
     survivors = _surviving(intact, size // 2 // 4096)
     cli("results", "recover")
-    recovered = {row[0] for row in _rows()}
+    rows = _rows()
+    recovered = {row[0] for row in rows}
     assert survivors <= recovered, (len(survivors), len(recovered))
+    for path in kept:  # recover wrote the run that finished after the damage into the new store
+        assert (path.stem, "ok", None) in rows and not path.exists(), rows
     fault.records_lost(len(survivors), len(survivors & recovered))
 
 
@@ -257,4 +262,34 @@ def test_recover_gets_back_every_record_whose_pages_survive(cli, fault, tmp_path
     assert survivors <= recovered, (len(survivors), len(recovered))
     assert recovered <= set(ids)  # nothing made up
     assert f"recovered {len(recovered)}" in result.stderr
+    fault.records_lost(len(survivors), len(survivors & recovered))
+
+
+@pytest.mark.fault("truncated store with its log recovered")
+def test_recover_reads_the_pages_in_the_log_of_a_truncated_store(cli, fault, tmp_path, monkeypatch):
+    """A sweep killed with records still in the log (``-wal``), then the file truncated: the
+    records whose pages are in the log or the file's first part come back."""
+    from aiot.host.store import open_store
+
+    ids = _seed(20)
+    store = open_store(_results())  # held open: what it writes stays in the log
+    try:
+        ids += [store.begin("latency", {"i": i}, {"pad": "q" * 900 * i}).id for i in range(12)]
+        crashed, intact = tmp_path / "crashed", tmp_path / "intact"
+        for folder in (crashed, intact):  # the files as a SIGKILL would leave them
+            folder.mkdir()
+            for tail in ("", "-wal"):
+                shutil.copy(_store().with_name(_store().name + tail), folder / f"aiot.sqlite{tail}")
+    finally:
+        store.close()
+    log = (crashed / "aiot.sqlite-wal").read_bytes()
+    logged = frozenset(int.from_bytes(log[at:at + 4], "big") for at in range(32, len(log) - 4119, 4120))
+    pages = (crashed / "aiot.sqlite").stat().st_size // 4096 // 2
+    os.truncate(crashed / "aiot.sqlite", pages * 4096)
+    survivors = _surviving(intact / "aiot.sqlite", pages, logged)
+    assert 0 < len(survivors) < len(ids)
+    monkeypatch.setenv("AIOT_RESULTS_DIR", str(crashed))
+    cli("results", "recover")
+    recovered = {row[0] for row in _rows()}
+    assert survivors <= recovered <= set(ids), (len(survivors), len(recovered))
     fault.records_lost(len(survivors), len(survivors & recovered))

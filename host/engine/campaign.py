@@ -176,6 +176,7 @@ class _Shared:
     stop: threading.Event = field(default_factory=threading.Event)  # start no further run
     cancel_reason: str = "interrupted by user"
     workspaces: dict[str, Workspace] = field(default_factory=dict)
+    stores: list[Store] = field(default_factory=list)  # the workers' (a cancel shortens their waits)
     lost: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -253,7 +254,9 @@ def _cancel(shared: _Shared, reason: str) -> None:
     shared.cancel_reason = reason
     shared.cancel.set()
     with shared.lock:
-        workspaces = list(shared.workspaces.values())
+        workspaces, stores = list(shared.workspaces.values()), list(shared.stores)
+    for store in stores:  # a write waiting for a locked store gives up soon: the user said stop
+        store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
     for workspace in workspaces:  # ends the agents of runs in flight, and opens no new one
         try:
             getattr(workspace, "cancel", workspace.close)()
@@ -270,6 +273,8 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
         shared.workspaces[device] = workspace
     try:
         with open_store(shared.results_dir) as store:
+            with shared.lock:
+                shared.stores.append(store)
             for index, request in runs:
                 if shared.cancel.is_set() or shared.stop.is_set():
                     return

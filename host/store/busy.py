@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from aiot.core import notices
 from aiot.core.errors import StoreError, UsageError
 
 #: How long a write waits for a busy store when ``AIOT_STORE_WAIT_S`` does not say.
 DEFAULT_WAIT_S = 300.0
 WAIT_VARIABLE = "AIOT_STORE_WAIT_S"
+
+#: How long one try to take a busy store's write lock waits inside SQLite (a writable
+#: connection's timeout); :func:`begin` tries again until the store's wait runs out, so
+#: Ctrl-C and the "store is busy" notice come within about this long.
+LOCK_TRY_S = 1.0
 
 #: The byte of a WAL store's ``-shm`` file whose lock is SQLite's write lock (WAL_WRITE_LOCK:
 #: the first of the lock bytes at offset 120 of the shared-memory file).
@@ -51,6 +60,31 @@ def is_busy(exc: BaseException) -> bool:
     """Whether an SQLite failure is the lock of another connection (SQLITE_BUSY/LOCKED)."""
     text = str(exc)
     return "database is locked" in text or "database table is locked" in text or "busy" in text
+
+
+def begin(conn: sqlite3.Connection, path: Path, limit_s: Callable[[], float]) -> None:
+    """Take the store's write lock (BEGIN IMMEDIATE). While another process holds it, wait:
+    say so once, naming the holder when it can be told, for at most ``limit_s()`` seconds
+    (asked again at each try: a cancelled sweep shortens the wait of the writes in flight).
+
+    Raises:
+        StoreBusy: the lock was still held when the wait ran out.
+    """
+    started = None
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            limit = limit_s()
+            if started is None:  # the first try already waited LOCK_TRY_S
+                started = time.monotonic() - LOCK_TRY_S
+                if limit > LOCK_TRY_S:
+                    notices.say(waiting_notice(path, lock_holder(path), limit))
+            if time.monotonic() - started >= limit:
+                raise busy_error(path, lock_holder(path), limit) from None
 
 
 def lock_holder(path: Path) -> str | None:

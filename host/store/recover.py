@@ -18,7 +18,7 @@ import logging
 import os
 import sqlite3
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +40,7 @@ class Recovery:
     listed: int | None  # records the damaged store counted (None: it could not count them)
     pushes: int  # ``aiot push`` entries copied
     kept_as: Path  # where the damaged store now lies
+    kept_runs: int = 0  # finished runs kept beside the store (see unstored) written into it
 
 
 def _problem(conn: sqlite3.Connection) -> str | None:
@@ -121,8 +122,7 @@ def recover_store(results_dir: Path) -> Recovery:
     pushes += _unseen(pushes, found_pushes, "id")
     done = _replace(path, runs, pushes, listed)
     with Store(path) as store:
-        store.store_kept()
-    return done
+        return replace(done, kept_runs=store.store_kept())
 
 
 def _schema_columns() -> dict[str, list[str]]:

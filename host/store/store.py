@@ -20,7 +20,6 @@ import os
 import sqlite3
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +29,6 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import quote
 
-from aiot.core import notices
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
 from aiot.core.fileio import new_file_mode
@@ -50,11 +48,6 @@ log = logging.getLogger(__name__)
 
 DB_NAME = "aiot.sqlite"
 STATUSES = ("pending", "ok", "failed", "skipped")
-
-#: How long one try to take a busy store's write lock waits inside SQLite; aiot tries again
-#: until the store's wait (:func:`aiot.host.store.busy.wait_s`) runs out, so Ctrl-C and the
-#: "store is busy" notice come within about this long.
-_LOCK_TRY_S = 1.0
 
 #: Records this process began in each store (by path): what damage found under a running
 #: sweep may have cost, said in its message.
@@ -177,7 +170,7 @@ class Store:
     @contextmanager
     def _errors(self) -> Iterator[None]:
         """SQLite failures as one-line StoreErrors (damage found mid-use, a full disk or
-        read-only mount named as such; a lock held too long: see :meth:`_begin`)."""
+        read-only mount named as such; a lock held too long: see :func:`busy.begin`)."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
@@ -195,7 +188,7 @@ class Store:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._errors():
-            self._begin()
+            busy.begin(self._conn, self.path, lambda: self.wait_s)
             try:
                 if hasattr(self, "_file"):  # not while opening (a migration)
                     self._file.check(self.written())
@@ -209,30 +202,6 @@ class Store:
             self._conn.execute("COMMIT")
             if hasattr(self, "_file"):
                 self._file.seen()
-
-    def _begin(self) -> None:
-        """Take the write lock (BEGIN IMMEDIATE). While another process holds it, wait: say
-        so once, naming the holder when it can be told, for at most :attr:`wait_s` seconds.
-
-        Raises:
-            StoreBusy: the lock was still held when the wait ran out.
-        """
-        deadline = None
-        while True:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if not busy.is_busy(exc):
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + max(self.wait_s - _LOCK_TRY_S, 0)
-                    if now < deadline:
-                        notices.say(busy.waiting_notice(self.path, busy.lock_holder(self.path),
-                                                        self.wait_s))
-                if now >= deadline:
-                    raise busy.busy_error(self.path, busy.lock_holder(self.path), self.wait_s) from None
 
     def written(self) -> int:
         """Records this process has begun in this store (all its connections)."""
@@ -323,12 +292,16 @@ class Store:
             where += " AND sweep_id = ?"
             args.append(sweep_id)
         try:
+            self.store_kept()  # a run kept while the store was locked is finished, not failed
             with self._transaction() as conn:
                 return conn.execute(
                     f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE {where}",
                     [reason, stored_now(), *args]).rowcount
         except busy.StoreBusy:
-            ids = [row[0] for row in self._read(f"SELECT id FROM runs WHERE {where}", args)]
+            kept = {record_id for _path, record_id, columns in unstored.kept(self.path)
+                    if columns.get("status") == "ok"}  # a measurement; a failure takes ``reason``
+            ids = [row[0] for row in self._read(f"SELECT id FROM runs WHERE {where}", args)
+                   if row[0] not in kept]
             for record_id in ids:  # a lock blocks writers only: the ids still read
                 unstored.keep(self.path, record_id, {"status": "failed", "reason": reason,
                                                      "finished_at": stored_now()})
@@ -483,7 +456,7 @@ def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     """A connection to the store; read-only ones never write (no journal-mode change, no
     -wal/-shm made where the folder cannot take them)."""
     if not readonly:
-        return sqlite3.connect(path, timeout=_LOCK_TRY_S, isolation_level=None)
+        return sqlite3.connect(path, timeout=busy.LOCK_TRY_S, isolation_level=None)
     uri = f"file:{quote(str(path.absolute()))}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
     try:

@@ -166,6 +166,29 @@ def test_a_store_locked_past_the_wait_keeps_the_measurement(cli, fault):
     fault.records_lost(1, count_records())
 
 
+@pytest.mark.fault("sweep terminated while the store is locked")
+def test_a_sweep_terminated_on_a_locked_store_keeps_its_failed_run(cli, fault):
+    proc = _start(*_sweep("1", 30))
+    _wait_for(proc)
+    (run_id,) = [i for i, status, _why in _rows() if status == "pending"]
+    holder = _hold_lock(60)
+    try:
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        holder.kill()
+        holder.communicate(timeout=30)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    assert took < 30, took  # the cleanup gave up on the lock within seconds
+    assert (_results() / "unstored" / f"{run_id}.json").is_file()
+    cli(*_sweep("1", 0))  # the next sweep stores what the terminated one kept
+    rows = [row for row in _rows() if row[0] == run_id]
+    assert rows == [(run_id, "failed", "terminated (SIGTERM)")], rows
+    fault.records_lost(2, count_records())
+
+
 # -- the store's disk fills mid-sweep ------------------------------------------------------------
 
 @pytest.mark.fault("store disk full mid-sweep")

@@ -42,7 +42,7 @@ _ENDING = {signal.SIGTERM: Terminated, **({signal.SIGHUP: HungUp} if hasattr(sig
 def _sigterm_as_interrupt():
     """Raise :class:`Terminated` (SIGTERM) or :class:`HungUp` (SIGHUP) in the main thread on the
     first such signal; later ones are ignored so that the clean-up it starts can finish
-    (SIGKILL still ends the process)."""
+    (SIGKILL still ends the process). A hangup that was ignored (``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -52,11 +52,14 @@ def _sigterm_as_interrupt():
             "%s again: still cleaning up (SIGKILL ends aiot now)", signal.Signals(signum).name)
 
     def handler(signum, frame):
-        for ending in _ENDING:
+        for ending in previous:
             signal.signal(ending, still_cleaning)
         raise _ENDING[signum]()
 
-    previous = {signum: signal.signal(signum, handler) for signum in _ENDING}
+    # A hangup ignored when aiot started stays ignored: `nohup aiot sweep ...` outlives its
+    # terminal, as nohup promises.
+    previous = {signum: signal.signal(signum, handler) for signum in _ENDING
+                if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         yield
     finally:

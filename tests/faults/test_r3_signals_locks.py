@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import count_records, one_line_error
+from tests.faults.conftest import count_records
 from tests.faults.test_disk_faults import small_disk  # noqa: F401 - a fixture used below
 
 
@@ -107,6 +107,19 @@ def test_a_hung_up_sweep_marks_its_run_failed(fault):
     fault.records_lost(before, count_records())
 
 
+@pytest.mark.fault("nohup sweep hung up (SIGHUP ignored)")
+def test_a_nohup_sweep_outlives_its_terminal(fault):
+    proc = subprocess.Popen([sys.executable, "-m", "aiot", *_sweep("1", 2)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    _wait_for(proc)
+    proc.send_signal(signal.SIGHUP)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert [status for _id, status, _why in _rows()] == ["ok"]
+    fault.records_lost(1, count_records())
+
+
 # -- another process holding the store's write lock ---------------------------------------------
 
 _HOLDER = """
@@ -158,6 +171,7 @@ def test_a_store_locked_past_the_wait_keeps_the_measurement(cli, fault):
     assert "space" not in err, err  # a lock is not a full disk
     kept = _results() / "unstored" / f"{run_id}.json"
     assert kept.is_file() and f"keptin{kept}" in "".join(err.split()), err
+    holder.kill()  # the lock is free again
     holder.communicate(timeout=30)
     cli(*_sweep("1", 2))  # the same sweep again: the kept run is stored, not measured again
     rows = _rows("SELECT id, status, median_ms FROM runs")
@@ -168,7 +182,7 @@ def test_a_store_locked_past_the_wait_keeps_the_measurement(cli, fault):
 
 @pytest.mark.fault("sweep terminated while the store is locked")
 def test_a_sweep_terminated_on_a_locked_store_keeps_its_failed_run(cli, fault):
-    proc = _start(*_sweep("1", 30))
+    proc = _start(*_sweep("1", 30), AIOT_STORE_WAIT_S="3")
     _wait_for(proc)
     (run_id,) = [i for i, status, _why in _rows() if status == "pending"]
     holder = _hold_lock(60)
@@ -181,7 +195,7 @@ def test_a_sweep_terminated_on_a_locked_store_keeps_its_failed_run(cli, fault):
         holder.kill()
         holder.communicate(timeout=30)
     assert proc.returncode == 143 and "Traceback" not in err, err
-    assert took < 30, took  # the cleanup gave up on the lock within seconds
+    assert took < 20, took  # the clean-up gave up on the lock within seconds
     assert (_results() / "unstored" / f"{run_id}.json").is_file()
     cli(*_sweep("1", 0))  # the next sweep stores what the terminated one kept
     rows = [row for row in _rows() if row[0] == run_id]

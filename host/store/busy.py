@@ -58,8 +58,7 @@ def wait_s() -> float:
 
 def is_busy(exc: BaseException) -> bool:
     """Whether an SQLite failure is the lock of another connection (SQLITE_BUSY/LOCKED)."""
-    text = str(exc)
-    return "database is locked" in text or "database table is locked" in text or "busy" in text
+    return "database is locked" in str(exc) or "database table is locked" in str(exc)
 
 
 def begin(conn: sqlite3.Connection, path: Path, limit_s: Callable[[], float]) -> None:

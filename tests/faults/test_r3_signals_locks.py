@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import count_records
+from tests.faults.conftest import count_records, one_line_error
 from tests.faults.test_disk_faults import small_disk  # noqa: F401 - a fixture used below
 
 
@@ -201,6 +201,14 @@ def test_a_sweep_terminated_on_a_locked_store_keeps_its_failed_run(cli, fault):
     rows = [row for row in _rows() if row[0] == run_id]
     assert rows == [(run_id, "failed", "terminated (SIGTERM)")], rows
     fault.records_lost(2, count_records())
+
+
+@pytest.mark.fault("store wait set to nonsense")
+@pytest.mark.parametrize("value", ["soon", "-1", "inf", "nan"])
+def test_a_nonsense_store_wait_is_one_line(cli, fault, monkeypatch, value):
+    monkeypatch.setenv("AIOT_STORE_WAIT_S", value)
+    result = cli("results", "list", code=2)
+    one_line_error(result, "AIOT_STORE_WAIT_S", code=2)
 
 
 # -- the store's disk fills mid-sweep ------------------------------------------------------------

@@ -24,26 +24,47 @@ class Terminated(KeyboardInterrupt):
     marks its unfinished records failed instead of leaving them pending."""
 
     reason = "terminated (SIGTERM)"
+    exit_code = 128 + signal.SIGTERM
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal or SSH session that ran aiot closed), handled as SIGTERM."""
+
+    reason = "hangup (SIGHUP)"
+    exit_code = 128 + signal.SIGHUP
+
+
+#: The signals that end a command as Ctrl-C does, each with the interrupt it raises.
+_ENDING = {signal.SIGTERM: Terminated, **({signal.SIGHUP: HungUp} if hasattr(signal, "SIGHUP") else {})}
 
 
 @contextmanager
 def _sigterm_as_interrupt():
-    """Raise :class:`Terminated` in the main thread on the first SIGTERM; later ones are
-    ignored so that the clean-up it starts can finish (SIGKILL still ends the process)."""
+    """Raise :class:`Terminated` (SIGTERM) or :class:`HungUp` (SIGHUP) in the main thread on the
+    first such signal; later ones are ignored so that the clean-up it starts can finish
+    (SIGKILL still ends the process). A hangup that was ignored (``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def handler(signum, frame):
-        signal.signal(signal.SIGTERM, lambda *_: logging.getLogger(__name__).warning(
-            "SIGTERM again: still cleaning up (SIGKILL ends aiot now)"))
-        raise Terminated()
+    def still_cleaning(signum, frame):
+        logging.getLogger(__name__).warning(
+            "%s again: still cleaning up (SIGKILL ends aiot now)", signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    def handler(signum, frame):
+        for ending in previous:
+            signal.signal(ending, still_cleaning)
+        raise _ENDING[signum]()
+
+    # A hangup ignored when aiot started stays ignored: `nohup aiot sweep ...` outlives its
+    # terminal, as nohup promises.
+    previous = {signum: signal.signal(signum, handler) for signum in _ENDING
+                if signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, action in previous.items():
+            signal.signal(signum, action)
 
 
 # Every command and group of the root, in the order `aiot --help` lists them: its name, the
@@ -94,8 +115,8 @@ class AiotGroup(LazyGroup):
 
     Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
     failure); a write that found the disk full or read-only (wherever it was not caught with
-    more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM (handled as
-    Ctrl-C) into 143."""
+    more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM and SIGHUP (handled as
+    Ctrl-C) into 143 and 129."""
 
     TABLE = COMMANDS
 
@@ -127,8 +148,11 @@ class AiotGroup(LazyGroup):
                 err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
-            err.print("interrupted; finished records were kept, unfinished ones marked failed")
-            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
+            try:  # after a hangup the terminal may be gone: the records are marked already
+                err.print("interrupted; finished records were kept, unfinished ones marked failed")
+            except OSError:
+                pass
+            raise typer.Exit(getattr(exc, "exit_code", 130)) from None
 
 
 app = typer.Typer(

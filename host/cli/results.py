@@ -224,9 +224,13 @@ def recover(ctx: typer.Context) -> None:
     from rich.markup import escape
 
     done = recover_store(state(ctx).results_dir())
-    of = f" of {done.listed}" if done.listed is not None else ""
+    # The count SQLite still gives (an index, read to its first damaged page) can fall short
+    # of what the pages gave back: then it says nothing.
+    of = f" of {done.listed}" if done.listed is not None and done.listed >= done.recovered else ""
+    kept = (f"; {done.kept_runs} runs that finished after the damage were stored in it too"
+            if done.kept_runs else "")
     message(escape(f"recovered {done.recovered}{of} records and {done.pushes} pushes into a new "
-                   f"store; the damaged one is kept as {done.kept_as}"))
+                   f"store; the damaged one is kept as {done.kept_as}{kept}"))
 
 
 def _store_files(store: Path) -> list[Path]:

@@ -11,10 +11,12 @@
   failure) is retried with exponential backoff on a fresh connection; after
   ``retries`` attempts the device is declared lost, its remaining runs are recorded as
   ``skipped: device lost …`` and the other devices carry on. Resuming redoes them.
-* **Cancel.** Ctrl-C (or SIGTERM) stops starting new runs, closes the devices' agent sessions
+* **Cancel.** Ctrl-C (or SIGTERM, or SIGHUP) stops starting new runs, closes the devices' agent sessions
   (which ends the runs in flight) and marks what was still pending as failed: the store stays
   consistent. Pending records of a campaign that was killed outright (SIGKILL, a crash) are
-  marked failed by the next campaign, once their process is certainly gone.
+  marked failed by the next campaign, once their process is certainly gone. A store that
+  fails under a device's worker (full, locked past the wait, damaged) stops every worker from
+  starting another run; the runs in flight finish and are written if the store lets them.
 * **Exclusive.** A campaign locks its devices and its sweep id across processes
   (:mod:`aiot.host.store.locks`): a second campaign on a busy device is refused at once.
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aiot.core.errors import StoreError
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
 from aiot.host.engine.runs import NullListener, RunListener, RunRequest
 from aiot.host.engine.workspace import Workspace
@@ -43,6 +46,10 @@ from aiot.host.store.store import RunRecord, Store, open_store
 log = logging.getLogger(__name__)
 
 _sleep = time.sleep  # the backoff's wait (tests replace it)
+
+#: At most this long a cancelled campaign waits for a store another process holds locked
+#: before keeping its failed records beside it (a service manager's SIGKILL comes soon).
+_CLEANUP_WAIT_S = 10.0
 
 #: Thread counts up to this run everywhere (BiBench's 1, 2, 4, 8); above it only on devices
 #: with at least that many cores (BiBench's 16 threads on Apple M1).
@@ -167,8 +174,10 @@ class _Shared:
     listener: RunListener
     policy: CampaignPolicy
     cancel: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)  # start no further run
     cancel_reason: str = "interrupted by user"
     workspaces: dict[str, Workspace] = field(default_factory=dict)
+    stores: list[Store] = field(default_factory=list)  # the workers' (a cancel shortens their waits)
     lost: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -221,10 +230,11 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
                for device, runs in by_device.items()]
     try:
         _wait_all(futures)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see aiot.host.cli.app.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (see aiot.host.cli.app.Terminated)
         _cancel(shared, getattr(exc, "reason", "interrupted by user"))
         wait(futures, timeout=30)
         with open_store(results_dir) as store:
+            store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
             store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
         raise
     finally:
@@ -245,7 +255,9 @@ def _cancel(shared: _Shared, reason: str) -> None:
     shared.cancel_reason = reason
     shared.cancel.set()
     with shared.lock:
-        workspaces = list(shared.workspaces.values())
+        workspaces, stores = list(shared.workspaces.values()), list(shared.stores)
+    for store in stores:  # a write waiting for a locked store gives up soon: the user said stop
+        store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
     for workspace in workspaces:  # ends the agents of runs in flight, and opens no new one
         try:
             getattr(workspace, "cancel", workspace.close)()
@@ -262,14 +274,19 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
         shared.workspaces[device] = workspace
     try:
         with open_store(shared.results_dir) as store:
+            with shared.lock:
+                shared.stores.append(store)
             for index, request in runs:
-                if shared.cancel.is_set():
+                if shared.cancel.is_set() or shared.stop.is_set():
                     return
                 if run_key(request) in shared.plan.done:
                     continue
                 record = _one_run(shared, store, workspace, index, request)
                 if record is not None:
                     results[index] = record
+    except StoreError:  # the store takes no record: the other devices start no more runs
+        shared.stop.set()
+        raise
     finally:
         workspace.close()
 

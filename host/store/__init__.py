@@ -1,8 +1,10 @@
 """The store: run records in SQLite (standard library), and what is read back from them.
 
 ``store`` (records written ``pending`` before a run, finished after; ``schema`` and its
-migrations; ``writer``: which process wrote a record), ``locks`` (cross-process locks on a
-campaign's devices and sweep), ``recover`` (records out of a damaged store), ``record_view``
+migrations; ``writer``: which process wrote a record; ``busy``: waiting for a store another
+process holds locked; ``unstored``: finished runs kept until the store takes them; ``damage``:
+a damaged or truncated store named truly), ``locks`` (cross-process locks on a campaign's
+devices and sweep), ``recover`` and ``pages`` (records out of a damaged store), ``record_view``
 (CSV and ``results show`` lines), ``compare`` (regression gates and rankings) and
 ``output_drift`` (do devices compute the same outputs?).
 

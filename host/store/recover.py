@@ -1,22 +1,33 @@
 """Getting the records out of a damaged store (``aiot results recover``).
 
 SQLite's own ``.recover`` is not in every sqlite3 build (and it fails on WAL databases in
-some), so aiot salvages with the standard library: it lists record ids along every access
-path it has (the table, the id index), each read up to its first damaged page, copies every
-record it can still read into a new store, then moves the damaged store aside (kept, never
-deleted) and puts the new one in its place.
+some), so aiot salvages with the standard library, two ways: through SQLite, listing record
+ids along every access path it has (the table, the id index), each read up to its first
+damaged page; and from the file's pages themselves (:mod:`aiot.host.store.pages`), which
+finds the records on leaf pages that SQLite can no longer reach (below a lost interior page
+of a truncated file). It copies every record it got into a new store, then moves the damaged
+store aside (kept, never deleted) and puts the new one in its place. Finished runs kept
+beside the store when it could not take them (:mod:`aiot.host.store.unstored`) are written
+into the new one.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sqlite3
-from dataclasses import dataclass
+import struct
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from aiot.core.errors import StoreError, UsageError
-from aiot.host.store.store import DB_NAME, Store
+from aiot.host.store import pages
+from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION
+from aiot.host.store.store import DB_NAME, STATUSES, Store
+
+log = logging.getLogger(__name__)
 
 _COMPANIONS = ("-wal", "-shm")
 
@@ -29,6 +40,7 @@ class Recovery:
     listed: int | None  # records the damaged store counted (None: it could not count them)
     pushes: int  # ``aiot push`` entries copied
     kept_as: Path  # where the damaged store now lies
+    kept_runs: int = 0  # finished runs kept beside the store (see unstored) written into it
 
 
 def _problem(conn: sqlite3.Connection) -> str | None:
@@ -105,7 +117,92 @@ def recover_store(results_dir: Path) -> Recovery:
         listed = next(iter(_partial(src, "SELECT COUNT(*) FROM runs")), [None])[0]
     finally:
         src.close()
-    return _replace(path, runs, pushes, listed)
+    found_runs, found_pushes = _from_pages(path)
+    runs += _unseen(runs, found_runs, "id")
+    pushes += _unseen(pushes, found_pushes, "id")
+    done = _replace(path, runs, pushes, listed)
+    with Store(path) as store:
+        return replace(done, kept_runs=store.store_kept())
+
+
+def _schema_columns() -> dict[str, list[str]]:
+    """The columns of ``runs`` and ``pushes`` in this aiot's schema, in their stored order."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for version in range(SCHEMA_VERSION):
+            MIGRATIONS[version](conn)
+        return {table: [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+                for table in ("runs", "pushes")}
+    finally:
+        conn.close()
+
+
+def _from_pages(path: Path) -> tuple[list[dict], list[dict]]:
+    """The runs and pushes on the file's table leaf pages, told apart by their shape; a row
+    on a page that is free (left over from before a page split) comes after a live copy."""
+    try:
+        found, usable = pages.read_pages(path)
+    except (OSError, pages.Unreadable) as exc:
+        log.info("cannot read %s page by page: %s", path, exc)
+        return [], []
+    columns = _schema_columns()
+    free = _free_pages(found)
+    runs, pushes = [], []
+    for number, rowid, values in pages.table_rows(found, usable):
+        rank = number not in free
+        run = _as_run(values, columns["runs"])
+        if run is not None:
+            runs.append((rank, run))
+        elif len(values) == len(columns["pushes"]) and values[0] is None and isinstance(values[1], str):
+            pushes.append((rank, dict(zip(columns["pushes"], [rowid, *values[1:]], strict=True))))
+    return _best(runs), _best(pushes)
+
+
+def _as_run(values: list, names: list[str]) -> dict | None:
+    """``values`` as a run record when they look like one (an id, a known status, whole
+    JSON), else None. Rows written before a later migration have fewer columns."""
+    if not 20 <= len(values) <= len(names):
+        return None
+    row = dict(zip(names, values + [None] * (len(names) - len(values)), strict=True))
+    if not (isinstance(row["id"], str) and len(row["id"]) == 32 and row["status"] in STATUSES):
+        return None
+    try:
+        for key in ("spec_json", "provenance_json", "result_json", "writer_json"):
+            if row[key] is not None:
+                json.loads(row[key])
+    except (TypeError, ValueError):
+        return None
+    return row
+
+
+def _best(found: list[tuple[bool, dict]]) -> list[dict]:
+    """One row per id: a live page's before a free one's, a finished record before a
+    pending copy of it, a later finish before an earlier one."""
+    best: dict = {}
+    for rank, row in found:
+        key = (rank, row.get("status") not in (None, "pending"), str(row.get("finished_at") or ""))
+        if row["id"] not in best or key > best[row["id"]][0]:
+            best[row["id"]] = (key, row)
+    return [row for _key, row in best.values()]
+
+
+def _free_pages(found: dict[int, bytes]) -> set[int]:
+    """The pages on the file's free list (as far as its trunk pages are there)."""
+    free: set[int] = set()
+    trunk = struct.unpack(">I", found[1][32:36])[0] if 1 in found else 0
+    while trunk and trunk in found and trunk not in free:
+        free.add(trunk)
+        page = found[trunk]
+        count = min(struct.unpack(">I", page[4:8])[0], (len(page) - 8) // 4)
+        free.update(struct.unpack(f">{count}I", page[8:8 + 4 * count]))
+        trunk = struct.unpack(">I", page[:4])[0]
+    return free
+
+
+def _unseen(rows: list[dict], found: list[dict], key: str) -> list[dict]:
+    """The rows of ``found`` whose ``key`` SQLite did not read already."""
+    known = {row[key] for row in rows}
+    return [row for row in found if row[key] not in known]
 
 
 def _replace(path: Path, runs: list[dict], pushes: list[dict], listed: int | None) -> Recovery:

@@ -3,6 +3,9 @@
 The store lives in ``<results dir>/aiot.sqlite``. Every write is one transaction, so an
 interrupted sweep leaves rows that are either pending (then marked failed on Ctrl-C or
 SIGTERM, or by the next campaign once their process is gone) or complete, never half-written.
+A write waits (bounded, saying so) for a store another process holds locked, and a finished
+run that still cannot be written is kept beside the store (:mod:`aiot.host.store.unstored`);
+a store truncated or replaced under a running sweep is named so at the next write.
 
 A new store appears whole (built beside it, then linked into place), so no process ever sees
 a half-made one; an empty or damaged store file is refused rather than written into.
@@ -16,6 +19,7 @@ import logging
 import os
 import sqlite3
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +32,15 @@ from urllib.parse import quote
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
 from aiot.core.fileio import new_file_mode
+from aiot.host.store import busy, unstored
+from aiot.host.store.damage import (
+    FileWatch,
+    StoreDamaged,
+    check_integrity,
+    damaged,
+    is_damage,
+    is_sqlite,
+)
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
 
@@ -35,6 +48,11 @@ log = logging.getLogger(__name__)
 
 DB_NAME = "aiot.sqlite"
 STATUSES = ("pending", "ok", "failed", "skipped")
+
+#: Records this process began in each store (by path): what damage found under a running
+#: sweep may have cost, said in its message.
+_WRITTEN: dict[str, int] = {}
+_WRITTEN_LOCK = threading.Lock()
 
 
 def utc_now(timespec: str = "seconds") -> str:
@@ -111,6 +129,7 @@ class Store:
     def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
         self.readonly = readonly
+        self.wait_s = busy.wait_s()
         if not path.exists():
             _create(path)
         _refuse_empty(path)
@@ -126,6 +145,7 @@ class Store:
         except BaseException:
             self._conn.close()
             raise
+        self._file = FileWatch(path)
 
     def _open(self) -> None:
         try:
@@ -133,10 +153,10 @@ class Store:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             version = current_version(self._conn)
         except sqlite3.DatabaseError as exc:
-            if _is_damage(exc) and "not a database" not in str(exc):
-                raise _damaged(self.path, str(exc)) from None
+            if is_damage(exc) and "not a database" not in str(exc):
+                raise damaged(self.path, str(exc), self.written()) from None
             raise _open_failure(self.path, exc, self.readonly) from None
-        _check_integrity(self._conn, self.path)
+        check_integrity(self._conn, self.path, self.written())
         _refuse_newer(self.path, version)
         if version < SCHEMA_VERSION and self.readonly:
             raise StoreError(f"result store {self.path} has schema v{version} and this aiot "
@@ -149,13 +169,15 @@ class Store:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """SQLite failures as one-line StoreErrors (damage found mid-use, a lock held too
-        long, a full disk or read-only mount named as such)."""
+        """SQLite failures as one-line StoreErrors (damage found mid-use, a full disk or
+        read-only mount named as such; a lock held too long: see :func:`busy.begin`)."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            if _is_damage(exc):
-                raise _damaged(self.path, str(exc)) from None
+            if is_damage(exc):
+                raise damaged(self.path, str(exc), self.written()) from None
+            if busy.is_busy(exc):
+                raise busy.busy_error(self.path, busy.lock_holder(self.path), self.wait_s) from None
             code = store_errno(exc, self.path)
             if code is not None:
                 raise StoreError(f"result store {self.path}: cannot write: {DISK_ERRNOS[code]}",
@@ -166,8 +188,10 @@ class Store:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._errors():
-            self._conn.execute("BEGIN IMMEDIATE")
+            busy.begin(self._conn, self.path, lambda: self.wait_s)
             try:
+                if hasattr(self, "_file"):  # not while opening (a migration)
+                    self._file.check(self.written())
                 yield self._conn
             except BaseException:
                 try:
@@ -176,6 +200,13 @@ class Store:
                     log.debug("rollback failed", exc_info=True)
                 raise
             self._conn.execute("COMMIT")
+            if hasattr(self, "_file"):
+                self._file.seen()
+
+    def written(self) -> int:
+        """Records this process has begun in this store (all its connections)."""
+        with _WRITTEN_LOCK:
+            return _WRITTEN.get(str(self.path), 0)
 
     def _read(self, sql: str, args=()) -> list[sqlite3.Row]:
         with self._errors():
@@ -207,6 +238,8 @@ class Store:
                 f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                 [values[c] for c in columns],
             )
+        with _WRITTEN_LOCK:
+            _WRITTEN[str(self.path)] = _WRITTEN.get(str(self.path), 0) + 1
         return record
 
     def finish(self, record_id: str, status: str, reason: str | None = None,
@@ -222,29 +255,64 @@ class Store:
         unknown = set(sets) - set(_COLUMNS)
         if unknown:
             raise ValueError(f"unknown record columns {sorted(unknown)}")
+        try:
+            self._close_record(record_id, sets)
+        except (busy.StoreBusy, StoreDamaged) as exc:
+            later = ("aiot results recover" if isinstance(exc, StoreDamaged) else
+                     "the next aiot run or sweep")
+            raise unstored.kept_error(self.path, record_id, sets, exc, later) from None
+        except StoreError as exc:
+            code = disk_errno(exc)
+            if code not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # The result did not fit: close the record as failed, saying why (a small write,
+            # which often still fits), else leave a mark for the next command to do so.
+            try:
+                self._close_record(record_id, unstored.failed_columns(
+                    status, reason, code, self.path.parent, stored_now()), only_pending=True)
+            except StoreError:
+                unstored.mark(self.path, record_id, status, code)
+                raise StoreError(f"{exc.message}; run {record_id[:8]} stays pending until the "
+                                 "next aiot run or sweep marks it failed", exc.hint) from None
+            raise StoreError(f"{exc.message}; run {record_id[:8]} is recorded as failed",
+                             exc.hint) from None
+
+    def _close_record(self, record_id: str, sets: dict, only_pending: bool = False) -> int:
+        """UPDATE one record's columns in one transaction; returns the rows changed."""
+        where = "id = ? AND status = 'pending'" if only_pending else "id = ?"
         with self._transaction() as conn:
-            conn.execute(
-                f"UPDATE runs SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
-                [*sets.values(), record_id],
-            )
+            return conn.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in sets)} WHERE {where}",
+                                [*sets.values(), record_id]).rowcount
 
     def fail_pending(self, reason: str, sweep_id: str | None = None) -> int:
-        """Mark pending records (of one sweep, or all) as failed; returns how many."""
+        """Mark pending records (of one sweep, or all) as failed; returns how many. On a
+        store locked past the wait, each is kept as failed beside it instead (see ``unstored``)."""
         where, args = "status = 'pending'", []
         if sweep_id:
             where += " AND sweep_id = ?"
             args.append(sweep_id)
-        with self._transaction() as conn:
-            cur = conn.execute(
-                f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE {where}",
-                [reason, stored_now(), *args],
-            )
-        return cur.rowcount
+        try:
+            self.store_kept()  # a run kept while the store was locked is finished, not failed
+            with self._transaction() as conn:
+                return conn.execute(
+                    f"UPDATE runs SET status = 'failed', reason = ?, finished_at = ? WHERE {where}",
+                    [reason, stored_now(), *args]).rowcount
+        except busy.StoreBusy:
+            kept = {record_id for _path, record_id, columns in unstored.kept(self.path)
+                    if columns.get("status") == "ok"}  # a measurement; a failure takes ``reason``
+            ids = [row[0] for row in self._read(f"SELECT id FROM runs WHERE {where}", args)
+                   if row[0] not in kept]
+            for record_id in ids:  # a lock blocks writers only: the ids still read
+                unstored.keep(self.path, record_id, {"status": "failed", "reason": reason,
+                                                     "finished_at": stored_now()})
+            return len(ids)
 
     def reap_stale(self) -> int:
         """Mark failed the pending records whose writing process is certainly gone (killed,
         crashed, rebooted away); returns how many. Records of live processes, of other hosts
-        and of older aiot versions (writer unknown) stay pending."""
+        and of older aiot versions (writer unknown) stay pending. Finished runs kept beside
+        the store (:mod:`aiot.host.store.unstored`) are written first."""
+        self.store_kept()
         rows = self._read("SELECT id, writer_json FROM runs "
                           "WHERE status = 'pending' AND writer_json IS NOT NULL")
         by_writer: dict[str, list[str]] = {}
@@ -266,6 +334,21 @@ class Store:
         if reaped:
             log.info("marked %d pending records of ended processes as failed", reaped)
         return reaped
+
+    def store_kept(self) -> int:
+        """Write the finished runs kept beside the store into their still-pending records;
+        returns how many."""
+        stored = 0
+        for path, record_id, columns in unstored.kept(self.path, stored_now()):
+            if set(columns) - set(_COLUMNS):
+                log.warning("ignoring kept record %s: unknown columns", path)
+                continue
+            stored += self._close_record(record_id, columns, only_pending=True)
+            if self._read("SELECT 1 FROM runs WHERE id = ? AND status != 'pending'", (record_id,)):
+                path.unlink(missing_ok=True)  # closed now (or already): no longer needed
+        if stored:
+            log.info("stored %d finished runs kept beside %s", stored, self.path)
+        return stored
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -369,15 +452,11 @@ def _disk_hint(code: int) -> str:
             "the store is intact; free some space on its disk and retry")
 
 
-#: The first bytes of every SQLite database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     """A connection to the store; read-only ones never write (no journal-mode change, no
     -wal/-shm made where the folder cannot take them)."""
     if not readonly:
-        return sqlite3.connect(path, timeout=30, isolation_level=None)
+        return sqlite3.connect(path, timeout=busy.LOCK_TRY_S, isolation_level=None)
     uri = f"file:{quote(str(path.absolute()))}?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
     try:
@@ -404,25 +483,17 @@ def _open_failure(path: Path, exc: sqlite3.Error, readonly: bool) -> StoreError:
     """Why the store at ``path`` did not open: a full disk or read-only mount named as such
     (a healthy SQLite file is never called "not a store"), else "not an aiot result store"."""
     code = store_errno(exc, path)
-    if code is None and not readonly and _is_sqlite(path):
+    if code is None and not readonly and is_sqlite(path):
         code = errno.ENOSPC if (free_bytes(path.parent) or 0) < 64 * 1024 else None
     if code is not None:
         doing = "read" if readonly else "opened for writing"
         return StoreError(f"result store {path} cannot be {doing}: {DISK_ERRNOS[code]}",
                           _disk_hint(code))
-    if _is_sqlite(path):
+    if is_sqlite(path):
         return StoreError(f"cannot open result store {path}: {exc}",
                           "check the folder's free space and permissions, then retry")
     return StoreError(f"{path} is not an aiot result store ({exc})",
                       "point --results-dir elsewhere or move the file away")
-
-
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
 
 
 # -- creating, checking and migrating -------------------------------------------------------------
@@ -473,33 +544,6 @@ def _refuse_empty(path: Path) -> None:
         raise StoreError(
             f"result store {path} is empty (0 bytes): not a store aiot made, someone truncated it",
             f"restore it from a backup, or move it away (mv {path} {path}.empty) to start a new store")
-
-
-def _is_damage(exc: sqlite3.DatabaseError) -> bool:
-    text = str(exc)
-    return "malformed" in text or "not a database" in text or "corrupt" in text
-
-
-def _damaged(path: Path, detail: str) -> StoreError:
-    """The one-line refusal of a damaged store, with how to get its records back."""
-    lines = [line.strip() for line in detail.splitlines() if line.strip() and "***" not in line]
-    detail = lines[0] if lines else "quick_check failed"
-    if len(detail) > 100:
-        detail = detail[:97] + "..."
-    return StoreError(
-        f"result store {path} is damaged ({detail}); nothing was written to it",
-        "run: aiot results recover (copies every readable record into a new store and keeps "
-        "the damaged one beside it)")
-
-
-def _check_integrity(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a store whose pages are damaged (``PRAGMA quick_check``: ~10 ms for 2000 runs)."""
-    try:
-        rows = conn.execute("PRAGMA quick_check").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise _damaged(path, str(exc)) from None
-    if [tuple(r) for r in rows] != [("ok",)]:
-        raise _damaged(path, str(rows[0][0]) if rows else "quick_check found problems")
 
 
 def _refuse_newer(path: Path, version: int) -> None:

@@ -1,5 +1,8 @@
 """aiot.models: the PyTorch model zoo (architectures written from the papers; only EfficientNet-Lite0 brings weights, its packaged ImageNet ones).
 
+Binarizers (BiBench) live in :mod:`aiot.models.bibench`, quantizers (RobustMQ's DoReFa, PACT,
+LSQ) in :mod:`aiot.models.quant`.
+
 Usage::
 
     from aiot.models import get_model_spec

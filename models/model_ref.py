@@ -3,7 +3,9 @@
 Every command that takes ``--model`` accepts the same references:
 
 - a zoo name (``resnet18``), or ``<zoo>_<algorithm>`` for a binarized zoo model
-  (``resnet18_bnn``, ``vgg_small_reactnet``: BiBench's naming);
+  (``resnet18_bnn``, ``vgg_small_reactnet``: BiBench's naming), or ``<zoo>_<method><bits>``
+  for a quantized one (``resnet18_lsq4``, ``tiny_cnn_dorefa8``: RobustMQ's methods), which
+  only the commands that pass ``quantized_ok`` accept so far (training, description);
 - an artifact file of a format aiot knows (``.tflite`` incl. LCE and quantized, ``.onnx``,
   ``.ort``, ``.pte``, ``.ptl``, ``.dab``, a Caffe2 ``predict_net.pb`` with its ``init_net.pb``
   beside it): its format comes from the file's bytes, it is measured as it is (no conversion,
@@ -46,6 +48,7 @@ class ModelRef:
         name: how records and artifacts name it: the zoo name, the file name, or
             ``file.py:factory`` / ``module:factory``.
         binarize: the BiBench algorithm of a ``<zoo>_<algorithm>`` reference (else None).
+        quantize: the RobustMQ ``method:bits`` of a ``<zoo>_<method><bits>`` reference.
         path: the file (artifact, ``.pt2`` or ``.py``) on this host; None for zoo names and
             importable modules. Never recorded.
         module: the importable module of a ``module:factory`` reference.
@@ -62,6 +65,7 @@ class ModelRef:
     factory: str | None = None
     format: str | None = None
     sha256: str | None = None
+    quantize: str | None = None
 
     @property
     def is_artifact(self) -> bool:
@@ -76,6 +80,8 @@ class ModelRef:
         """``name`` with a short hash for files (``net.tflite@1a2b3c4d``), with its algorithm
         for a binarized zoo model (``resnet18_bnn``)."""
         if self.kind == ZOO:
+            if self.quantize:
+                return f"{self.name}_{self.quantize.replace(':', '')}"
             return f"{self.name}_{self.binarize}" if self.binarize else self.name
         return f"{self.name}@{self.sha256[:8]}" if self.sha256 else self.name
 
@@ -88,6 +94,8 @@ class ModelRef:
             found["format"] = self.format
         if self.binarize:
             found["binarize"] = self.binarize
+        if self.quantize:
+            found["quantize"] = self.quantize
         return found
 
 
@@ -125,22 +133,32 @@ def _names_file(text: str) -> bool:
         return False
 
 
-def resolve_model(text: str, binarize: str | None = None) -> ModelRef:
+def resolve_model(text: str, binarize: str | None = None, quantize: str | None = None,
+                  quantized_ok: bool = False) -> ModelRef:
     """Resolve what the user typed after ``--model``.
 
     Args:
         binarize: ``--binarize``; it may not contradict a ``<zoo>_<algorithm>`` name and makes
             no sense for an artifact file.
+        quantize: ``--quantize METHOD:BITS``; likewise for ``<zoo>_<method><bits>`` names.
+        quantized_ok: the caller handles quantized models; for the others a quantized
+            reference is a UsageError (they would otherwise run the float model under its name).
 
     Raises:
         UnknownName: neither a file nor a zoo name (close zoo names in the hint).
-        UsageError: a file that is missing, of an unknown kind, or a malformed code reference.
+        UsageError: a file that is missing, of an unknown kind, or a malformed code reference;
+            a bit-width RobustMQ lacks; both binarized and quantized.
     """
     text = (text or "").strip()
     if not text:
         raise UsageError("no model given", "name a zoo model, an artifact file or file.py:factory")
     ref = _code_reference(text) or _file_reference(text) or _zoo_reference(text)
-    return _with_binarize(ref, binarize)
+    ref = _with_quantize(_with_binarize(ref, binarize), quantize)
+    if ref.quantize and not quantized_ok:
+        raise UsageError(f"{ref.label()} is a quantized model, which this command does not run yet",
+                         "aiot train --quantize trains it and aiot models info describes it; "
+                         "deploying quantized models is not there yet")
+    return ref
 
 
 def _with_binarize(ref: ModelRef, binarize: str | None) -> ModelRef:
@@ -155,7 +173,28 @@ def _with_binarize(ref: ModelRef, binarize: str | None) -> ModelRef:
     if ref.binarize and ref.binarize != algorithm:
         raise UsageError(f"model {ref.name}_{ref.binarize} is already binarized with "
                          f"{ref.binarize}, not {algorithm}", "drop --binarize or the suffix")
+    if ref.quantize:
+        raise UsageError(f"model {ref.label()} is quantized; --binarize {binarize} cannot apply",
+                         "binarize (1 bit) or quantize (2-8 bits), not both")
     return ModelRef(**{**ref.__dict__, "binarize": algorithm})
+
+
+def _with_quantize(ref: ModelRef, quantize: str | None) -> ModelRef:
+    if not quantize:
+        return ref
+    from aiot.models.quant.methods import parse_quantize
+
+    option = parse_quantize(quantize).option
+    if ref.kind == ARTIFACT:
+        raise UsageError(f"--quantize {quantize} cannot apply to the artifact file {ref.name}",
+                         "quantize the PyTorch model before exporting it, or drop --quantize")
+    if ref.binarize:
+        raise UsageError(f"model {ref.label()} is binarized; --quantize {quantize} cannot apply",
+                         "binarize (1 bit) or quantize (2-8 bits), not both")
+    if ref.quantize and ref.quantize != option:
+        raise UsageError(f"model {ref.label()} is already quantized with {ref.quantize}, not "
+                         f"{option}", "drop --quantize or the suffix")
+    return ModelRef(**{**ref.__dict__, "quantize": option})
 
 
 def _code_reference(text: str) -> ModelRef | None:
@@ -199,6 +238,7 @@ def _file_reference(text: str) -> ModelRef | None:
 def _zoo_reference(text: str) -> ModelRef:
     from aiot.models import get_model_spec
     from aiot.models.bibench import ALGORITHMS
+    from aiot.models.quant.methods import split_suffix
 
     try:
         return ModelRef(ZOO, get_model_spec(text).name)
@@ -208,6 +248,12 @@ def _zoo_reference(text: str) -> ModelRef:
             try:
                 return ModelRef(ZOO, get_model_spec(base).name,
                                 binarize=ALGORITHMS.canonical(suffix))
+            except UnknownName:
+                pass
+        chosen = split_suffix(suffix) if base else None  # resnet18_lsq3: say the widths
+        if chosen:
+            try:
+                return ModelRef(ZOO, get_model_spec(base).name, quantize=chosen.option)
             except UnknownName:
                 pass
         raise UnknownName("model", text, _zoo_names()) from unknown

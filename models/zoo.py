@@ -1,4 +1,5 @@
-"""The model zoo: every architecture of AIoTBench and BiBench's hardware track, in three sizes.
+"""The model zoo: every architecture of AIoTBench, BiBench's hardware track and RobustMQ, in three
+sizes.
 
 Naming:
 
@@ -21,7 +22,8 @@ Aliases such as ``mobilenetv2``, ``inception-v3``, ``vggsmall`` or ``resnet-18``
 (case-insensitive), for every variant (``resnet-18-cifar``, ``mobilenetv2_mnist``).
 
 ``paper`` names the paper whose setting an entry reproduces: the six AIoTBench ImageNet
-models; BiBench's ImageNet ResNet-18/34 and CIFAR ResNet-18/34 and VGG-Small; ``"aiot"``
+models; BiBench's ImageNet ResNet-18/34 and CIFAR ResNet-18/34 and VGG-Small; RobustMQ's
+RegNetX-600MF (its other three architectures are here already); ``"aiot"``
 for our own adaptations (all other small variants and the tiny CNN).
 """
 
@@ -52,6 +54,7 @@ from aiot.models.preprocessing import (
     FASHION_MNIST_STD,
     aiotbench_input,
 )
+from aiot.models.regnet import regnetx_600mf
 from aiot.models.resnet import resnet
 from aiot.models.spec import InputSpec, ModelSpec
 from aiot.models.squeezenet import squeezenet
@@ -78,7 +81,8 @@ class _Family:
     cifar_paper: str = "aiot"
 
 
-# AIoTBench reference FLOPs (= MACs, millions) from its Table II.
+# AIoTBench reference FLOPs (= MACs, millions) from its Table II; RegNetX-600MF's from its name
+# (Radosavovic et al. 2020).
 _FAMILIES = (
     _Family("resnet50", partial(resnet, 50), "ResNet-50", "AIoTBench", 3800.0, ("resnet-50", "resnet_50")),
     _Family("inception_v3", inception_v3, "Inception-v3", "AIoTBench", 5000.0,
@@ -95,6 +99,8 @@ _FAMILIES = (
             ("resnet-18", "resnet_18"), cifar_paper="BiBench"),
     _Family("resnet34", partial(resnet, 34), "ResNet-34", "BiBench", None,
             ("resnet-34", "resnet_34"), cifar_paper="BiBench"),
+    _Family("regnetx_600mf", regnetx_600mf, "RegNetX-600MF", "RobustMQ", 600.0,
+            ("regnetx600mf", "regnetx-600mf", "regnet_x_600mf", "regnetx")),
 )  # fmt: skip
 
 

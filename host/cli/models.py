@@ -44,7 +44,7 @@ def _facts_with_progress(names: list[str]) -> dict:
 
 @app.command("list")
 def list_models(
-    paper: Annotated[str | None, typer.Option(help="Only models of one paper (AIoTBench, BiBench, aiot).")] = None,
+    paper: Annotated[str | None, typer.Option(help="Only models of one paper (AIoTBench, BiBench, RobustMQ, aiot).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List zoo models with input spec, parameters and MACs next to the papers' reference FLOPs."""
@@ -70,30 +70,38 @@ def list_models(
 
 
 def _forms(name: str) -> dict:
-    """The model's default format and its ``<zoo>_<algorithm>`` names with theirs."""
+    """The model's default format, its ``<zoo>_<algorithm>`` names with theirs, and its
+    ``<zoo>_<method><bits>`` names (trained and described; not deployed yet)."""
     from aiot.models.bibench import ALGORITHMS
+    from aiot.models.quant.methods import BITS, METHODS
 
     return {"default_format": default_format(resolve_model(name)),
             "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
-                          for a in ALGORITHMS.names()}}
+                          for a in ALGORITHMS.names()},
+            "quantized": [f"{name}_{m}{b}" for m in METHODS.names() for b in BITS]}
 
 
 def _forms_note() -> str:
-    """How to name a binarized zoo model, your own files and code (under the table)."""
+    """How to name a binarized or quantized zoo model, your own files and code (under the
+    table)."""
     from aiot.models.bibench import ALGORITHMS
+    from aiot.models.quant.methods import BITS, METHODS
 
     names = ALGORITHMS.names()
     lce = [a for a in names if default_format(resolve_model(f"tiny_vgg_{a}")) ==
            DEFAULT_BINARY_FORMAT]
     return (f"Binarized: <model>_<algorithm>, algorithm one of {', '.join(names)} (e.g. "
             f"resnet18_bnn); default format {DEFAULT_BINARY_FORMAT} for {', '.join(lce)}, else "
-            "tflite.\nYour own model: --model FILE (.tflite, .onnx, .ort, .pte, .ptl, .dab, "
+            "tflite.\nQuantized: <model>_<method><bits>, method one of "
+            f"{', '.join(METHODS.names())}, bits {', '.join(map(str, BITS))} (e.g. resnet18_lsq4; "
+            "aiot train --quantize lsq:4); not deployable yet.\nYour own model: --model FILE (.tflite, .onnx, .ort, .pte, .ptl, .dab, "
             "predict_net.pb, .pt2) or --model file.py:factory.")
 
 
 @app.command("info")
 def info(model: Annotated[str, typer.Argument(
-             help="Zoo model (resnet18, resnet18_bnn), an artifact file or file.py:factory.")],
+             help="Zoo model (resnet18, resnet18_bnn, resnet18_lsq4), an artifact file or "
+                  "file.py:factory.")],
          binarize: Annotated[str | None, typer.Option(
              help="Also show this BiBench algorithm's binarized model: which layers, "
                   "deployability on LCE and daBNN, r_c and r_s.")] = None,
@@ -107,7 +115,7 @@ def info(model: Annotated[str, typer.Argument(
 
     from aiot.models import get_model_spec  # the zoo: torch
 
-    ref = resolve_model(model, binarize)
+    ref = resolve_model(model, binarize, quantized_ok=True)
     if ref.kind != ZOO_KIND:
         _user_model_info(ref, flat_shapes(parse_shape_args(input_shape)), as_json)
         return
@@ -116,6 +124,8 @@ def info(model: Annotated[str, typer.Argument(
     row = _describe(spec, _facts_with_progress([spec.name])[spec.name])
     if binarized:
         row["binarized"] = binarized
+    if ref.quantize:
+        row["quantized"] = _quantized_facts(spec, ref.quantize)
     if as_json:
         print_json(row)
         return
@@ -134,6 +144,8 @@ def info(model: Annotated[str, typer.Argument(
     ]
     if binarized:
         rows += _binarized_rows(binarized)
+    if ref.quantize:
+        rows += _quantized_rows(row["quantized"])
     for key, value in rows:
         table.add_row(key, str(value))
     out.print(table)
@@ -167,6 +179,28 @@ def _binarized_facts(spec, algorithm: str) -> dict:
             "dabnn_deployed_form": _dabnn_form(spec, model, algo.name),
             "r_c": complexity.r_c, "r_s": complexity.r_s,
             "storage_bytes": complexity.storage_bytes}
+
+
+def _quantized_facts(spec, option: str) -> dict:
+    """What quantizing ``spec`` with ``option`` (``lsq:4``) gives: method, layers kept in float."""
+    from aiot.models.quant import build_quantized, parse_quantize, quantized_layers
+    from aiot.models.quant.methods import METHODS
+
+    chosen = parse_quantize(option)
+    model = build_quantized(spec, chosen)
+    layers = quantized_layers(model)
+    return {**METHODS.get(chosen.method).to_dict(), "bits": chosen.bits,
+            "quantized_layers": [name for name, _ in layers],
+            "quantizer_params": sum(layer.quantizer_params() for _, layer in layers)}
+
+
+def _quantized_rows(facts: dict) -> list[tuple[str, str]]:
+    layers = facts["quantized_layers"]
+    shown = ", ".join(layers[:4]) + (f", … ({len(layers)} in all)" if len(layers) > 4 else "")
+    return [("quantized with", f"{facts['title']} ({facts['paper']}), {facts['bits']} bits"),
+            ("weights / activations", f"{facts['weights']} / {facts['activations']}"),
+            ("quantized layers", f"{shown} (first and last stay full precision; "
+                                 f"{facts['quantizer_params']} learned step/clip values)")]
 
 
 def _binarized_rows(facts: dict) -> list[tuple[str, str]]:

@@ -33,6 +33,9 @@ Binarize = Annotated[str | None, typer.Option(
     help="Binarize the model with a BiBench algorithm (bnn, xnor, dorefa, bireal, xnorpp, "
          "reactnet, recu, fda) first; --weights are then the binarized model's "
          "(aiot train --binarize ALG).")]
+Quantize = Annotated[str | None, typer.Option(
+    help="Quantize the model with a RobustMQ method at a bit-width, METHOD:BITS: dorefa, pact or "
+         "lsq at 2, 4, 6 or 8 bits (e.g. lsq:4); first and last layers stay full precision.")]
 Algorithms = Annotated[str | None, typer.Option(
     "--binarize", "-b", help="Algorithm, comma list or all.", show_default="all eight")]
 Opt = Annotated[list[str] | None, typer.Option(

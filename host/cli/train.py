@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from aiot.host.cli._output import err, message, out, print_json, progress_enabled, state
-from aiot.host.cli.options import JsonOpt
+from aiot.host.cli.options import JsonOpt, Quantize
 from aiot.host.store import open_store
 from aiot.host.training.record import train_and_record
 from aiot.host.training.trainer import TrainConfig
@@ -59,8 +59,9 @@ def train(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     binarize: Annotated[str | None, typer.Option(
         help="Binarize with a BiBench algorithm: bnn, xnor, dorefa, bireal, xnorpp, reactnet, recu, fda.")] = None,
+    quantize: Quantize = None,
     from_scratch: Annotated[bool, typer.Option(
-        "--from-scratch", help="Binarized models: start from random weights instead of fine-tuning "
+        "--from-scratch", help="Binarized and quantized models: start from random weights instead of fine-tuning "
                                "the full-precision model trained with the same recipe.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Retrain even if cached weights exist.")] = False,
     as_json: JsonOpt = False,
@@ -76,13 +77,9 @@ def train(
         DATASETS.get(dataset)
     config = TrainConfig(model=spec.name, dataset=dataset, epochs=epochs, batch_size=batch_size,
                          lr=lr, seed=seed, limit=limit, binarize=binarize,
-                         init="scratch" if from_scratch else "fp")
+                         init="scratch" if from_scratch else "fp", quantize=quantize)
     config.validate()
-    label = spec.name
-    if binarize:
-        from aiot.models.bibench import get_algorithm
-
-        label = f"{spec.name} binarized with {get_algorithm(binarize).title}"
+    label, ref = _names(spec.name, binarize, config.quantization())
     message(f"training {label} on {dataset} for {epochs} epoch(s)…")
     with open_store(state(ctx).results_dir()) as store, TrainProgress() as progress:
         result, record = train_and_record(config, store, progress=progress, reuse=not fresh)
@@ -90,15 +87,25 @@ def train(
         print_json(record.to_dict())
         return
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
-    ref = spec.name
+    use = (f"  run, sweep and robust use them by default (the newest training): aiot run "
+           f"--model {escape(ref)} --dataset {escape(dataset)}")
+    if quantize:  # deploying and attacking quantized models are later parts of issue 38
+        use = f"  {escape(ref)}: aiot models info {escape(ref)} (runs and robustness suites: not yet)"
+    out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
+              f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n{use}")
+
+
+def _names(model: str, binarize: str | None, quantization) -> tuple[str, str]:
+    """What the user reads (``tiny_cnn quantized with LSQ 4-bit``) and what ``--model`` takes
+    (``tiny_cnn_lsq4``) for the model being trained."""
     if binarize:
         from aiot.models.bibench import get_algorithm
 
-        ref = f"{spec.name}_{get_algorithm(binarize).name}"
-    out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
-              f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n"
-              f"  run, sweep and robust use them by default (the newest training): aiot run "
-              f"--model {escape(ref)} --dataset {escape(dataset)}")
+        algorithm = get_algorithm(binarize)
+        return f"{model} binarized with {algorithm.title}", f"{model}_{algorithm.name}"
+    if quantization:
+        return f"{model} quantized with {quantization.title()}", f"{model}_{quantization.suffix}"
+    return model, model
 
 
 def register(app: typer.Typer) -> None:

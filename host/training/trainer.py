@@ -7,10 +7,12 @@ torch's optimiser. Files are written to a temporary name and renamed into place,
 before their summary, so an interrupted run (Ctrl-C, crash, full disk) never leaves a file
 that a later run would trust.
 
-Binarized training follows BiBench's pipeline: the full-precision model is trained first
+Binarized and quantized training follow BiBench's and RobustMQ's pipeline: the full-precision model is trained first
 with the same recipe (or reused from the cache), binarized with the chosen algorithm
-(:func:`aiot.models.bibench.binarize`) and fine-tuned; each binarized layer's schedule
-(ReCU's tau, FDA's Fourier terms) is advanced before every epoch.
+(:func:`aiot.models.bibench.binarize`) or quantized with a method at a bit-width
+(:func:`aiot.models.quant.quantize`, ``--quantize lsq:4``), and fine-tuned
+(quantization-aware training); each binarized layer's schedule (ReCU's tau, FDA's Fourier
+terms) is advanced before every epoch.
 
 Every finished epoch is checkpointed (model, optimizer, schedule, data-order RNG, history)
 beside the weights; a run that was interrupted resumes from its last checkpoint when the same
@@ -73,8 +75,9 @@ class TrainConfig:
         threads: torch intra-op threads while training (None: torch's default). Not part of
             :meth:`key`, since it does not change what is learned.
         binarize: a BiBench algorithm (``bnn``, ``reactnet``, …) or None for full precision.
-        init: for binarized models, ``fp`` (fine-tune the full-precision model trained with
-            the same recipe, BiBench's pipeline) or ``scratch``.
+        init: for binarized and quantized models, ``fp`` (fine-tune the full-precision model
+            trained with the same recipe, BiBench's and RobustMQ's pipeline) or ``scratch``.
+        quantize: a RobustMQ quantization ``METHOD:BITS`` (``lsq:4``, ``dorefa:8``) or None.
     """
 
     model: str
@@ -89,6 +92,7 @@ class TrainConfig:
     threads: int | None = None
     binarize: str | None = None
     init: str = "fp"
+    quantize: str | None = None
 
     def validate(self) -> None:
         """Raise :class:`UsageError` for values that cannot work."""
@@ -108,14 +112,27 @@ class TrainConfig:
         for ok, problem in checks:
             if not ok:
                 raise UsageError(problem)
+        if self.binarize and self.quantize:
+            raise UsageError(f"--binarize {self.binarize} and --quantize {self.quantize} exclude "
+                             "each other", "binarize (1 bit) or quantize (2-8 bits), not both")
         if self.binarize:
             from aiot.models.bibench import get_algorithm
 
             get_algorithm(self.binarize)  # UnknownName with close names
+        self.quantization()  # UsageError / UnknownName for a method or width RobustMQ lacks
+
+    def quantization(self):
+        """The parsed ``quantize`` (:class:`aiot.models.quant.Quantization`), or None."""
+        if not self.quantize:
+            return None
+        from aiot.models.quant.methods import parse_quantize
+
+        return parse_quantize(self.quantize)
 
     def full_precision(self) -> TrainConfig:
-        """The same recipe without binarization: the model BiBench fine-tunes from."""
-        return TrainConfig(**{**asdict(self), "binarize": None, "init": "fp"})
+        """The same recipe without binarization or quantization: the model BiBench and RobustMQ
+        fine-tune from."""
+        return TrainConfig(**{**asdict(self), "binarize": None, "quantize": None, "init": "fp"})
 
     def key(self) -> str:
         """A stable 16-hex-digit hash of everything that determines the trained weights.
@@ -145,6 +162,9 @@ class TrainConfig:
             from aiot.models.bibench import get_algorithm
 
             payload["binarize"] = get_algorithm(self.binarize).name
+            payload["init"] = self.full_precision().key() if self.init == "fp" else "scratch"
+        if self.quantize:  # likewise absent for full precision
+            payload["quantize"] = self.quantization().option
             payload["init"] = self.full_precision().key() if self.init == "fp" else "scratch"
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -208,6 +228,8 @@ def weights_file(config: TrainConfig, weights_dir: Path, key: str | None = None)
         from aiot.models.bibench import get_algorithm
 
         model = f"{model}.{get_algorithm(config.binarize).name}"
+    if config.quantize:
+        model = f"{model}.{config.quantization().suffix}"
     return weights_dir / f"{model}-{safe}-{key or config.key()}.pt"
 
 
@@ -242,19 +264,25 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
         log.info("reusing %s (test accuracy %.4f)", path, cached.test_accuracy)
         return cached
     start = None
-    if config.binarize and config.init == "fp":
+    if (config.binarize or config.quantize) and config.init == "fp":
         start = train(config.full_precision(), progress, weights_dir, reuse=True).weights_path
     with torch_threads(config.threads):
         return _train_and_save(config, key, path, progress, start)
 
 
 def _build(spec, config: TrainConfig, start: Path | None):
-    """The model to train: fresh, or binarized (from the trained FP weights ``start``)."""
+    """The model to train: fresh, or binarized or quantized (from the trained FP weights
+    ``start``)."""
     model = spec.build(weights=start)
     if config.binarize:
         from aiot.models.bibench import binarize
 
         binarize(model, config.binarize, (1, *spec.input.shape))
+    if config.quantize:
+        from aiot.models.quant import quantize
+
+        chosen = config.quantization()
+        quantize(model, chosen.method, chosen.bits)
     return model
 
 

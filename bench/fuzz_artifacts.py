@@ -10,7 +10,8 @@ mutant counted as a crash of aiot), and a command past ``--timeout`` is a hang. 
 toolchain is missing is skipped with the reason.
 
 Each mutant's outcome is its worse command's: ``ok`` (exit 0), ``refused`` (exit 1 or 2 with
-one ``error:`` line naming the file), ``unclear`` (exit 1 or 2 otherwise), ``traceback``,
+one ``error:`` line: naming the file, or an emit-only format's), ``failed`` (``run`` only: the check passed and the
+run's record failed on the device, its reason in the table), ``unclear`` (exit 1 or 2 otherwise), ``traceback``,
 ``bad_exit`` (an exit status outside 0, 1, 2), ``hang``, ``crash``.
 Usage: ``python bench/fuzz_artifacts.py [--count 200] [--formats tflite,onnx] [--seed 0]``;
 writes ``bench/out/fuzz_artifacts.json``.
@@ -50,7 +51,7 @@ FORMATS = {
 #: The cheapest ``run`` that still reaches the check before any record, and runs when it passes.
 RUN_FLAGS = ["--device", "local", "--min-runs", "2", "--min-s", "0", "--warmup-runs", "1",
              "--warmup-min-s", "0", "--max-s", "5", "--timeout", "60"]
-SEVERITY = ["ok", "refused", "unclear", "bad_exit", "traceback", "hang", "crash"]
+SEVERITY = ["ok", "refused", "failed", "unclear", "bad_exit", "traceback", "hang", "crash"]
 MUTATIONS = ("bit_flips", "byte_run", "truncation", "zeroed_range", "header")
 
 
@@ -143,11 +144,13 @@ def worker() -> None:
     isolation.TIMEOUT_S = float(os.environ.get("FUZZ_PARSE_TIMEOUT_S", "60"))
     runner = CliRunner()
     for line in sys.stdin:
+        t0 = time.monotonic()
         result = runner.invoke(app, json.loads(line))
         escaped = result.exception is not None and not isinstance(result.exception, SystemExit)
         reply.write(json.dumps({"exit_code": result.exit_code, "stdout": result.stdout[-4000:],
                                 "stderr": result.stderr[-4000:],
-                                "exception": repr(result.exception)[:300] if escaped else None})
+                                "exception": repr(result.exception)[:300] if escaped else None,
+                                "seconds": round(time.monotonic() - t0, 2)})
                     + "\n")
 
 
@@ -211,7 +214,10 @@ def judge(answer: dict, file_name: str) -> str:
     if code == 0:
         return "ok"
     errors = [line for line in answer["stderr"].splitlines() if line.startswith("error:")]
-    return "refused" if len(errors) == 1 and file_name in errors[0] else "unclear"
+    if len(errors) == 1:  # naming the file, or the format's (an emit-only one's) refusal
+        return "refused"
+    failed_record = f"[1/1] {file_name}" in answer["stdout"] and "failed local: " in answer["stdout"]
+    return "failed" if not errors and code == 1 and failed_record else "unclear"
 
 
 def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
@@ -221,6 +227,7 @@ def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
     rng = random.Random(f"{seed}:{fmt}")
     tally = dict.fromkeys(SEVERITY, 0)
     cases = []
+    refusals_naming_file, seconds = 0, {"info": 0.0, "run": 0.0}
     t0 = time.monotonic()
     for index in range(count):
         path, what = write_mutant(original, folder / fmt, index, rng)
@@ -229,15 +236,19 @@ def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
                            ("run", ["run", "--model", str(path), *RUN_FLAGS])):
             answer = worker_.run(argv)
             outcomes[name] = judge(answer, path.name)
-            if outcomes[name] not in ("ok", "refused"):
+            if outcomes[name] not in ("ok", "refused", "failed"):
                 cases.append({"mutant": index, "mutation": what, "command": name,
                               "outcome": outcomes[name], "answer": answer})
+            refusals_naming_file += outcomes[name] == "refused" and path.name in answer.get("stderr", "")
+            seconds[name] += answer.get("seconds", 0.0)
         worst = max(outcomes.values(), key=SEVERITY.index)
         tally[worst] += 1
         if worst == "ok":  # keep only the damaged files worth a look
             shutil.rmtree(path.parent, ignore_errors=True)
     return {"original": str(original), "bytes": original.stat().st_size, "mutants": count,
-            **tally, "seconds": round(time.monotonic() - t0, 1), "cases": cases}
+            **tally, "refusals_naming_file": refusals_naming_file,
+            "command_seconds": {k: round(v, 1) for k, v in seconds.items()},
+            "seconds": round(time.monotonic() - t0, 1), "cases": cases}
 
 
 def environment(home: Path) -> dict:
@@ -259,7 +270,9 @@ def one_format(fmt: str, folder: Path, args) -> dict:
         return {"skipped": how}
     runner = Worker(environment(folder / "home" / fmt), args.timeout)
     try:
-        found = fuzz_format(fmt, original, args.count, args.seed, folder, runner)
+        counts = dict(item.split("=") for item in args.counts.split(",") if item)
+        found = fuzz_format(fmt, original, int(counts.get(fmt, args.count)), args.seed, folder,
+                            runner)
     finally:
         runner.close()
     print(f"{fmt}: {found['mutants']} mutants in {found['seconds']} s", file=sys.stderr)
@@ -270,6 +283,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200, help="mutants per format")
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated")
+    parser.add_argument("--counts", default="", help="per-format counts, e.g. executorch=40")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per command")
     parser.add_argument("--originals", type=Path, help="folder with the original files")
@@ -285,12 +299,13 @@ def main() -> None:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # one worker child per format
         report = dict(zip(formats, pool.map(
             lambda fmt: one_format(fmt, folder, args), formats), strict=True))
-    rows = [[fmt, "skipped: " + found["skipped"], "", "", "", "", "", "", ""] if "skipped" in found
-            else [fmt, found["mutants"], found["ok"], found["refused"], found["unclear"],
-                  found["crash"], found["traceback"], found["hang"], found["bad_exit"]]
+    rows = [[fmt, "skipped: " + found["skipped"], *[""] * 8] if "skipped" in found
+            else [fmt, found["mutants"], found["ok"], found["refused"], found["failed"],
+                  found["unclear"], found["crash"], found["traceback"], found["hang"],
+                  found["bad_exit"]]
             for fmt, found in report.items()]
-    print_table(["format", "mutants", "ok", "refused (1 line)", "unclear", "crashes", "tracebacks",
-                 "hangs", "bad exits"], rows)
+    print_table(["format", "mutants", "ok", "refused (1 line)", "run failed", "unclear", "crashes",
+                 "tracebacks", "hangs", "bad exits"], rows)
     path = write_json("fuzz_artifacts", {"count": args.count, "seed": args.seed,
                                          "run_flags": RUN_FLAGS, "formats": report})
     print(f"written: {path}" + ("" if args.keep else f"; mutants in {folder}"))

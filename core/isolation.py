@@ -90,6 +90,9 @@ def _child(read: Callable[[], str], read_fd: int, write_fd: int) -> None:
         import faulthandler
 
         faulthandler.disable()  # a crash here is reported by the parent in one line
+        torch = sys.modules.get("torch")
+        if torch is not None:  # its OpenMP pool does not survive fork: a parallel region
+            torch.set_num_threads(1)  # after the parent used one would wait forever
         try:
             answer = {"text": read()}
         except Exception as exc:  # noqa: BLE001 - the reader's failure goes to the parent

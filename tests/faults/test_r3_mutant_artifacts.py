@@ -155,3 +155,19 @@ def test_isolated_answers_text_and_reader_errors():
 
 def _raises() -> str:
     raise ValueError("bad header\nsecond line")
+
+
+def test_isolated_torch_after_the_parent_used_its_threads():
+    """A forked child's first parallel region would wait for OpenMP threads that were not
+    forked; the child runs torch on one thread instead (a .ptl is read by PyTorch Mobile)."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        a = torch.randn(256, 256)
+        for _ in range(5):
+            a @ a  # the parent's OpenMP pool is up
+        assert isolated(lambda: str(float((a @ a).sum()))[:3], file="m.ptl",
+                        runtime="pytorch_mobile", timeout=30)
+    finally:
+        torch.set_num_threads(before)

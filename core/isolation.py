@@ -20,13 +20,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from aiot.core.errors import ArtifactError
+from aiot.core.errors import AiotError, ArtifactError
 
 #: Seconds a runtime may take to read (or run, for ``predict``) a model before aiot gives up
 #: on it: far above any real model's load, so only a runtime stuck on the file reaches it.
 TIMEOUT_S = 300.0
 
 _HINT = "the file is damaged or not a model this runtime reads"
+#: Signals that stop a reader from outside rather than mark its crash.
+_STOPPED_BY = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+               if hasattr(signal, name)}
 
 
 class RuntimeCrash(ArtifactError):
@@ -137,6 +140,9 @@ def _answer(data: bytes, status: int, file: str, runtime: str) -> str:
     """The child's text, or the one line that says how it ended instead."""
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
+        if signum in _STOPPED_BY:  # Ctrl-C, a closed terminal, kill: not the file's doing
+            raise AiotError(f"{file}: the {runtime} runtime was stopped by "
+                            f"{_signal_name(signum)} while reading it", "run the command again")
         raise RuntimeCrash(f"{file}: the {runtime} runtime crashed reading it "
                            f"({_signal_name(signum)})", _HINT)
     try:

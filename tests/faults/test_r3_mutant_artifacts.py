@@ -171,3 +171,13 @@ def test_isolated_torch_after_the_parent_used_its_threads():
                         runtime="pytorch_mobile", timeout=30)
     finally:
         torch.set_num_threads(before)
+
+
+def test_isolated_child_stopped_from_outside_does_not_blame_the_file():
+    import signal
+
+    with pytest.raises(Exception, match=r"m\.onnx: the onnxruntime runtime was stopped by "
+                                        r"SIGTERM while reading it") as caught:
+        isolated(lambda: os.kill(os.getpid(), signal.SIGTERM) or "", file="m.onnx",
+                 runtime="onnxruntime")
+    assert not isinstance(caught.value, RuntimeCrash)

@@ -18,6 +18,7 @@ import select
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 from aiot.core.errors import AiotError, ArtifactError
@@ -60,7 +61,15 @@ def isolated(read: Callable[[], str], *, file: str, runtime: str,
         with contextlib.suppress(Exception):
             stream.flush()
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        with warnings.catch_warnings():  # 3.12+ warns of fork in a threaded process: the
+            warnings.simplefilter("ignore", DeprecationWarning)  # child only runs ``read``
+            pid = os.fork()
+    except OSError as exc:  # no memory or process slot for the child
+        os.close(read_fd)
+        os.close(write_fd)
+        raise AiotError(f"{file}: cannot start a process to read it ({exc.strerror})",
+                        "free memory or processes and run the command again") from None
     if pid == 0:
         _child(read, read_fd, write_fd)  # never returns
     os.close(write_fd)

@@ -52,6 +52,10 @@ FORMATS = {
 RUN_FLAGS = ["--device", "local", "--min-runs", "2", "--min-s", "0", "--warmup-runs", "1",
              "--warmup-min-s", "0", "--max-s", "5", "--timeout", "60"]
 SEVERITY = ["ok", "refused", "failed", "unclear", "bad_exit", "traceback", "hang", "crash"]
+#: How a refusal says the runtime died or hung reading the file (in a forked child, or a
+#: toolchain's interpreter) rather than refused it.
+CAUGHT = ("runtime crashed reading it", "did not finish reading it", "runtime quit reading it",
+          "runtime failed reading it (")
 MUTATIONS = ("bit_flips", "byte_run", "truncation", "zeroed_range", "header")
 
 
@@ -216,7 +220,7 @@ def judge(answer: dict, file_name: str) -> str:
     errors = [line for line in answer["stderr"].splitlines() if line.startswith("error:")]
     if len(errors) == 1:  # naming the file, or the format's (an emit-only one's) refusal
         return "refused"
-    failed_record = f"[1/1] {file_name}" in answer["stdout"] and "failed local: " in answer["stdout"]
+    failed_record = f"[1/1] {file_name}" in text and "failed local: " in text
     return "failed" if not errors and code == 1 and failed_record else "unclear"
 
 
@@ -227,7 +231,7 @@ def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
     rng = random.Random(f"{seed}:{fmt}")
     tally = dict.fromkeys(SEVERITY, 0)
     cases = []
-    refusals_naming_file, seconds = 0, {"info": 0.0, "run": 0.0}
+    refusals_naming_file, caught, seconds = 0, 0, {"info": 0.0, "run": 0.0}
     t0 = time.monotonic()
     for index in range(count):
         path, what = write_mutant(original, folder / fmt, index, rng)
@@ -239,7 +243,9 @@ def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
             if outcomes[name] not in ("ok", "refused", "failed"):
                 cases.append({"mutant": index, "mutation": what, "command": name,
                               "outcome": outcomes[name], "answer": answer})
-            refusals_naming_file += outcomes[name] == "refused" and path.name in answer.get("stderr", "")
+            refused = outcomes[name] == "refused"
+            refusals_naming_file += refused and path.name in answer["stderr"]
+            caught += refused and any(words in answer["stderr"] for words in CAUGHT)
             seconds[name] += answer.get("seconds", 0.0)
         worst = max(outcomes.values(), key=SEVERITY.index)
         tally[worst] += 1
@@ -247,6 +253,7 @@ def fuzz_format(fmt: str, original: Path, count: int, seed: int, folder: Path,
             shutil.rmtree(path.parent, ignore_errors=True)
     return {"original": str(original), "bytes": original.stat().st_size, "mutants": count,
             **tally, "refusals_naming_file": refusals_naming_file,
+            "runtime_deaths_caught": caught,
             "command_seconds": {k: round(v, 1) for k, v in seconds.items()},
             "seconds": round(time.monotonic() - t0, 1), "cases": cases}
 
@@ -299,13 +306,13 @@ def main() -> None:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # one worker child per format
         report = dict(zip(formats, pool.map(
             lambda fmt: one_format(fmt, folder, args), formats), strict=True))
-    rows = [[fmt, "skipped: " + found["skipped"], *[""] * 8] if "skipped" in found
-            else [fmt, found["mutants"], found["ok"], found["refused"], found["failed"],
-                  found["unclear"], found["crash"], found["traceback"], found["hang"],
-                  found["bad_exit"]]
+    rows = [[fmt, "skipped: " + found["skipped"], *[""] * 9] if "skipped" in found
+            else [fmt, found["mutants"], found["ok"], found["refused"],
+                  found["runtime_deaths_caught"], found["failed"], found["unclear"],
+                  found["crash"], found["traceback"], found["hang"], found["bad_exit"]]
             for fmt, found in report.items()]
-    print_table(["format", "mutants", "ok", "refused (1 line)", "run failed", "unclear", "crashes",
-                 "tracebacks", "hangs", "bad exits"], rows)
+    print_table(["format", "mutants", "ok", "refused (1 line)", "runtime died (commands)",
+                 "run failed", "unclear", "crashes", "tracebacks", "hangs", "bad exits"], rows)
     path = write_json("fuzz_artifacts", {"count": args.count, "seed": args.seed,
                                          "run_flags": RUN_FLAGS, "formats": report})
     print(f"written: {path}" + ("" if args.keep else f"; mutants in {folder}"))

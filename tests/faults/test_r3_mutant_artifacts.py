@@ -181,3 +181,34 @@ def test_isolated_child_stopped_from_outside_does_not_blame_the_file():
         isolated(lambda: os.kill(os.getpid(), signal.SIGTERM) or "", file="m.onnx",
                  runtime="onnxruntime")
     assert not isinstance(caught.value, RuntimeCrash)
+
+
+def _damaged_zip(folder: Path, how: str) -> Path:
+    """A lite-interpreter-shaped zip (``archive/bytecode.pkl``, a UTF-8 member name) whose
+    central directory is then damaged as fuzzed ``.ptl`` files were."""
+    import zipfile
+
+    path = folder / f"{how}.ptl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("archive/bytecode.pkl", b"\x80\x02)." * 8)
+        archive.writestr("archive/data/é.bin", b"\x00" * 64)
+    data = bytearray(path.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    if how == "name":  # the UTF-8-flagged name gets a byte that cannot be UTF-8
+        at = data.index("é".encode(), central)
+        data[at + 1] = 0x41
+    else:  # "version needed to extract" far beyond what zipfile reads
+        data[central + 6] = 122
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.fault("damaged zip directory of a .ptl")
+@pytest.mark.parametrize("how", ["name", "version"])
+def test_damaged_zip_directory_is_one_line(cli, fault, tmp_path, how):
+    path = _damaged_zip(tmp_path, how)
+    for args in (("models", "info", str(path)), ("run", "--model", str(path), *FAST)):
+        before = count_records()
+        result = _invoke(cli, *args)
+        one_line_error(result, path.name, "damaged zip archive", code=2)
+        assert count_records() == before

@@ -10,9 +10,11 @@ mutant counted as a crash of aiot), and a command past ``--timeout`` is a hang. 
 toolchain is missing is skipped with the reason.
 
 Each mutant's outcome is its worse command's: ``ok`` (exit 0), ``refused`` (exit 1 or 2 with
-one ``error:`` line: naming the file, or an emit-only format's), ``failed`` (``run`` only: the check passed and the
-run's record failed on the device, its reason in the table), ``unclear`` (exit 1 or 2 otherwise), ``traceback``,
-``bad_exit`` (an exit status outside 0, 1, 2), ``hang``, ``crash``.
+one ``error:`` line: naming the file, or an emit-only format's), ``failed`` (``run`` only: the
+check passed and the run's record failed on the device, its reason in the table), ``unclear``
+(exit 1 or 2 otherwise), ``traceback``, ``bad_exit`` (an exit status outside 0, 1, 2),
+``hang``, ``crash``. "runtime died" counts the refusals (per command) where the runtime
+crashed or hung reading the file and aiot said so in one line.
 Usage: ``python bench/fuzz_artifacts.py [--count 200] [--formats tflite,onnx] [--seed 0]``;
 writes ``bench/out/fuzz_artifacts.json``.
 """
@@ -80,7 +82,8 @@ def mutate(data: bytes, rng: random.Random) -> tuple[str, bytes]:
         out[start:start + length] = bytes(min(length, n - start))
     else:  # the header and the tables a flatbuffer or zip directory keeps near either end
         for _ in range(rng.randint(1, 6)):
-            i = rng.randrange(min(64, n)) if rng.random() < 0.5 else n - 1 - rng.randrange(min(256, n))
+            at_start = rng.random() < 0.5
+            i = rng.randrange(min(64, n)) if at_start else n - 1 - rng.randrange(min(256, n))
             out[i] = rng.randrange(256)
     return kind, bytes(out)
 
@@ -115,7 +118,8 @@ def make_original(fmt: str, folder: Path, originals: Path | None) -> tuple[Path 
         from aiot.core.toolchains import python
 
         if python(toolchain) is None:
-            return None, f"the '{toolchain}' toolchain is not installed (aiot toolchains install {toolchain})"
+            return None, (f"the '{toolchain}' toolchain is not installed "
+                          f"(aiot toolchains install {toolchain})")
     out = folder / "originals"
     proc = subprocess.run([sys.executable, "-m", "aiot", "convert", model, "-f", convert_format,
                            "--out", str(out)], capture_output=True, text=True, check=False)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiot.device_agent
-from aiot.core import isolation, toolchains
+from aiot.core import toolchains
 from aiot.core.errors import AccuracyMismatch, ArtifactError
 from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
@@ -305,7 +305,7 @@ def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
             try:
                 text = toolchains.run_module(toolchain, "device_agent",
                                              [command, str(Path(tmp) / "spec.json")],
-                                             cwd=agent_parent, timeout=isolation.TIMEOUT_S)
+                                             cwd=agent_parent)
             except toolchains.ToolchainError as exc:  # died or hung with nothing said
                 raise RuntimeCrash(f"{file}: the {backend_name} runtime failed reading it "
                                    f"({exc.message})", exc.hint) from None

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiot.device_agent
 from aiot.core import toolchains
 from aiot.core.errors import AccuracyMismatch, ArtifactError
+from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
 from aiot.device_agent import agent, backends, protocol
@@ -277,28 +278,49 @@ def _reference_outputs(model, inputs):
 
 def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
     """The protocol messages of the device agent's ``command`` on ``spec``, run where the
-    backend's runtime is: in this process, or by its toolchain's interpreter (LCE,
-    ExecuTorch), exactly as on a device."""
-    import contextlib
-    import io
+    backend's runtime is: by its toolchain's interpreter (LCE, ExecuTorch), exactly as on a
+    device, or in a forked child of this process (:func:`~aiot.core.isolation.isolated`), so
+    that a runtime crashing or hanging on a damaged file is one line naming it.
+
+    Raises:
+        RuntimeCrash: the runtime died, quit or hung reading the artifact.
+    """
+    import functools
     import json
     import tempfile
 
     toolchain = backend_toolchain(backend_name)
     spec = {"v": 1, "backend": backend_name, "threads": 1, **spec}
+    file = Path(str(spec.get("artifact", "model"))).name
     if toolchain is None:
-        buffer = io.StringIO()
-        with toolchain_output_to_log(log), _torch_threads_kept(), \
-                contextlib.redirect_stdout(buffer):
-            agent.execute(command, spec)
-        text = buffer.getvalue()
+        with contextlib.suppress(Exception):  # imported here once, not again in each child
+            backends.load(backend_name)
+        text = isolated(functools.partial(_agent_text, command, spec), file=file,
+                        runtime=backend_name)
     else:
+        toolchains.require_python(toolchain)  # not installed: its own error, not the file's
         agent_parent = Path(aiot.device_agent.__file__).resolve().parent.parent
         with tempfile.TemporaryDirectory(prefix=f"aiot-{command}-") as tmp:
             (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-            text = toolchains.run_module(toolchain, "device_agent",
-                                         [command, str(Path(tmp) / "spec.json")], cwd=agent_parent)
+            try:
+                text = toolchains.run_module(toolchain, "device_agent",
+                                             [command, str(Path(tmp) / "spec.json")],
+                                             cwd=agent_parent)
+            except toolchains.ToolchainError as exc:  # died or hung with nothing said
+                raise RuntimeCrash(f"{file}: the {backend_name} runtime failed reading it "
+                                   f"({exc.message})", exc.hint) from None
     return [m for m in map(protocol.decode, text.splitlines()) if m]
+
+
+def _agent_text(command: str, spec: dict) -> str:
+    """What the agent prints for ``command`` run in this process (its protocol lines); the
+    runtime's own chatter goes to the debug log."""
+    import io
+
+    buffer = io.StringIO()
+    with toolchain_output_to_log(log), contextlib.redirect_stdout(buffer):
+        agent.execute(command, spec)
+    return buffer.getvalue()
 
 
 def run_artifact_outputs(backend_name: str, artifact: Path, inputs) -> dict:

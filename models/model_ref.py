@@ -308,7 +308,8 @@ def _zip_format(path: Path) -> str:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, UnicodeDecodeError, NotImplementedError, ValueError, EOFError):
+        # a damaged directory: an undecodable member name, an unknown zip version, bad sizes
         raise UsageError(f"{path.name} is a damaged zip archive",
                          "export the model again") from None
     if any(n.endswith("/bytecode.pkl") or n == "bytecode.pkl" for n in names):

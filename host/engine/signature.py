@@ -298,12 +298,14 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
     """Inputs and outputs of ``artifact`` as the agent's runtime ``backend`` declares them
     (-1 for a dynamic dim).
 
-    Cached per file content (``sha256``); runs in aiot's own interpreter, or in the
-    toolchain that holds the runtime (LCE, ExecuTorch), as parity does. ``shapes_json``
-    (``{name: dims}``) is for a lite-interpreter module without a signature of its own.
+    Cached per file content (``sha256``); read in a forked child of aiot's interpreter, or
+    in the toolchain that holds the runtime (LCE, ExecuTorch), as parity does
+    (:func:`~aiot.converters.parity.agent_events`). ``shapes_json`` (``{name: dims}``) is
+    for a lite-interpreter module without a signature of its own.
 
     Raises:
-        ArtifactError: the runtime refuses the file.
+        ArtifactError: the runtime refuses the file; ``RuntimeCrash`` (exit status 2) where
+            it crashed, was killed or hung reading it.
     """
     del sha256  # part of the cache key only
     spec = {"artifact": str(Path(artifact).resolve())}

@@ -58,6 +58,21 @@ class Ran:
         return [line for line in self.stderr.splitlines() if line.startswith("error:")]
 
 
+#: ``python -m aiot ARGS`` that writes its own peak RSS (VmHWM, which an exec resets, unlike
+#: ru_maxrss) to $AIOT_TEST_PEAK_FILE as it exits.
+_PEAK_LAUNCHER = """
+import atexit, os, runpy, sys
+def _peak():
+    with open('/proc/self/status') as status:
+        kib = next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))
+    with open(os.environ['AIOT_TEST_PEAK_FILE'], 'w') as out:
+        out.write(str(kib))
+atexit.register(_peak)
+sys.argv = ['aiot', *sys.argv[1:]]
+runpy.run_module('aiot', run_name='__main__', alter_sys=True)
+"""
+
+
 def run_aiot(*args: str, timeout: float = 60, memory_gib: float | None = None, **env: str) -> Ran:
     """``python -m aiot ARGS`` as a real process with this test's environment (plus ``env``),
     killed after ``timeout`` seconds (a hang reads as exit -9, never a hung suite); with
@@ -71,9 +86,12 @@ def run_aiot(*args: str, timeout: float = 60, memory_gib: float | None = None, *
             limit = int(memory_gib * 1024 ** 3)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak"
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "aiot", *args], env={**base, **env},
+        proc = subprocess.Popen([sys.executable, "-c", _PEAK_LAUNCHER, *args],
+                                env={**base, **env, "AIOT_TEST_PEAK_FILE": str(peak_file)},
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=cap)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
@@ -85,8 +103,10 @@ def run_aiot(*args: str, timeout: float = 60, memory_gib: float | None = None, *
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
+        # ru_maxrss would count the forked copy of this (by then large) test process too.
+        peak_kib = int(peak_file.read_text()) if peak_file.exists() else usage.ru_maxrss
         return Ran(code, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                   seconds, usage.ru_maxrss / 1024)
+                   seconds, peak_kib / 1024)
 
 
 def raw_controls(text: str) -> list[str]:

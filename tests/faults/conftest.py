@@ -90,3 +90,34 @@ def pytest_sessionfinish(session):
     target = os.environ.get("AIOT_FAULTS_REPORT")
     if target and _OUTCOMES:
         Path(target).write_text(json.dumps(_OUTCOMES, indent=1))
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """A real sshd on loopback (an emulated SSH board); its inventory entry."""
+    from aiot.host.emulator.ssh import SSHD, start_sshd
+
+    if not Path(SSHD).exists():
+        pytest.skip("OpenSSH server is not installed")
+    proc, _, entry = start_sshd("board", tmp_path_factory.mktemp("emu-ssh"))
+    yield entry
+    proc.terminate()
+    proc.wait(5)
+
+
+def answer_probe_with(monkeypatch, probe_output: str) -> None:
+    """Make the local device answer aiot's probe script with ``probe_output`` (as a hostile
+    device would): the facts then travel the real path (probe, record, views)."""
+    import dataclasses
+
+    from aiot.host.transports.local import LocalTransport
+
+    real_shell = LocalTransport.shell
+
+    def shell(self, argv, **kwargs):
+        result = real_shell(self, argv, **kwargs)
+        if list(argv[:2]) == ["sh", "-c"] and "@@getprop" in argv[2]:
+            return dataclasses.replace(result, stdout=probe_output)
+        return result
+
+    monkeypatch.setattr(LocalTransport, "shell", shell)

@@ -9,7 +9,6 @@ record provenance → report / ``devices info``.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import hashlib
 import os
 import re
@@ -17,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.transports.local import LocalTransport
-from tests.faults.conftest import count_records
+from tests.faults.conftest import answer_probe_with, count_records
 
 ESC, BEL, CSI = "\x1b", "\x07", "\x9b"
 
@@ -57,15 +55,7 @@ RUN = ("run", "-m", "tiny_cnn", "-f", "onnx", "--min-runs", "3", "--min-s", "0",
 @pytest.fixture
 def hostile_local(monkeypatch):
     """The local device answering aiot's probe as a hostile device would."""
-    real_shell = LocalTransport.shell
-
-    def shell(self, argv, **kwargs):
-        result = real_shell(self, argv, **kwargs)
-        if list(argv[:2]) == ["sh", "-c"] and "@@getprop" in argv[2]:
-            return dataclasses.replace(result, stdout=HOSTILE_PROBE)
-        return result
-
-    monkeypatch.setattr(LocalTransport, "shell", shell)
+    answer_probe_with(monkeypatch, HOSTILE_PROBE)
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.emulator.ssh import SSHD
 from aiot.host.transports.local import LocalTransport
 from tests.faults.conftest import count_records
 
@@ -53,19 +52,6 @@ def hostile_agent(monkeypatch, tmp_path):
         monkeypatch.setenv("AIOT_AGENT_SESSION", "1" if session else "0")
 
     return use
-
-
-@pytest.fixture(scope="module")
-def board(tmp_path_factory):
-    """A real sshd on loopback (an emulated SSH board); its inventory entry."""
-    if not Path(SSHD).exists():
-        pytest.skip("OpenSSH server is not installed")
-    from aiot.host.emulator.ssh import start_sshd
-
-    proc, _, entry = start_sshd("board", tmp_path_factory.mktemp("emu-ssh"))
-    yield entry
-    proc.terminate()
-    proc.wait(5)
 
 
 @pytest.fixture

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from aiot.host.transports.local import LocalTransport
-from tests.faults.conftest import count_records
+from tests.faults.conftest import answer_probe_with, count_records
 
 ESC, BEL, CSI, DEL = "\x1b", "\x07", "\x9b", "\x7f"
 
@@ -342,15 +341,7 @@ RUN = ("run", "-m", "tiny_cnn", "-f", "onnx", "--min-runs", "3", "--min-s", "0",
 def escaped_record(cli, monkeypatch):
     """One ok run of the local device whose probe answered :data:`HOSTILE_PROBE` (its shell
     answers the real probe script so), the facts stored as the device said them."""
-    real_shell = LocalTransport.shell
-
-    def shell(self, argv, **kwargs):
-        result = real_shell(self, argv, **kwargs)
-        if list(argv[:2]) == ["sh", "-c"] and "@@getprop" in argv[2]:
-            return dataclasses.replace(result, stdout=HOSTILE_PROBE)
-        return result
-
-    monkeypatch.setattr(LocalTransport, "shell", shell)
+    answer_probe_with(monkeypatch, HOSTILE_PROBE)
     [record] = cli.json(*RUN)
     assert record["status"] == "ok", record["reason"]
     assert ESC in record["provenance"]["device"]["cpu_model"]

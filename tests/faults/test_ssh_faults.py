@@ -34,19 +34,6 @@ def no_conversion(monkeypatch):
     monkeypatch.setattr(executor, "convert_model", convert_model)  # a run converts through it
 
 
-@pytest.fixture(scope="module")
-def board(tmp_path_factory):
-    """A real sshd on loopback (an emulated SSH board); its inventory entry."""
-    if not Path(SSHD).exists():
-        pytest.skip("OpenSSH server is not installed")
-    from aiot.host.emulator.ssh import start_sshd
-
-    proc, _, entry = start_sshd("board", tmp_path_factory.mktemp("emu-ssh"))
-    yield entry
-    proc.terminate()
-    proc.wait(5)
-
-
 def _add(entry, **changes) -> None:
     """Put ``entry`` (with ``changes``) in the test's inventory, as ``devices add`` would,
     bypassing the key check of ``add`` so that a key broken later can be tested."""

@@ -17,8 +17,9 @@ Public names: :data:`ZOO` (the registry), :func:`get_model_spec`, :class:`ModelS
 :func:`aiotbench_input` and :data:`AIOTBENCH_TABLE_IV` (AIoTBench's per-framework inputs).
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from aiot.core.lazy import lazy_attributes
 
 # The public names, loaded on first use: the zoo imports torch, and the lighter modules of
 # this layer (model references, datasets) are read by commands that never build a model.
@@ -48,12 +49,7 @@ if TYPE_CHECKING:
     from aiot.models.zoo import ZOO, get_model_spec, model_specs
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _PUBLIC)
 
 
 __all__ = [

@@ -16,8 +16,9 @@ The names (:data:`METHODS`, :data:`BITS`, :func:`parse_quantize`) need no torch;
 are imported on first use, so the CLI can parse ``--quantize`` before loading torch.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from aiot.core.lazy import lazy_attributes
 
 _PUBLIC = {
     "BITS": "methods", "METHODS": "methods", "Method": "methods", "Quantization": "methods",
@@ -46,12 +47,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _PUBLIC)
 
 
 __all__ = sorted(_PUBLIC)

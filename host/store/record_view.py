@@ -129,7 +129,20 @@ def parity_line(parity: dict | None) -> str | None:
         facts.append(f"max abs {parity['max_abs']:.1e}")
     if parity.get("top1_agreement") is not None:
         facts.append(f"top-1 {parity['top1_agreement']:.0%}")
-    return f"{verdict} ({', '.join(facts)})" if facts else verdict
+    line = f"{verdict} ({', '.join(facts)})" if facts else verdict
+    per_output = outputs_parity_text(parity)
+    return f"{line}; {per_output}" if per_output else line
+
+
+def outputs_parity_text(parity: dict | None) -> str | None:
+    """``per output: scores max abs 2.1e-07, top-1 100%; boxes …`` for a model with several
+    outputs (each judged alone, after all of them together); None for one output."""
+    outputs = (parity or {}).get("outputs")
+    if not outputs:
+        return None
+    return "per output: " + "; ".join(
+        f"{o['name']} {'' if o['ok'] else 'FAILS: '}max abs {o['max_abs']:.1e}, "
+        f"top-1 {o['top1_agreement']:.0%}" for o in outputs)
 
 
 def nonfinite_text(counts: dict) -> str:

@@ -47,7 +47,8 @@ def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], L
     """
     requests = None if spec.targets is not None else last_pushed(spec, results_dir)
     spec.params.validate()
-    ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
+    # A bad AIOT_VALIDITY or --validity: one line now, not after every run.
+    ValidityPolicy.from_env(option=spec.validity)
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
     session = lab_session(spec)
     try:

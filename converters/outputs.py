@@ -11,6 +11,7 @@ report, so that ``models info``, the sidecar and parity speak of the same output
 
 from __future__ import annotations
 
+from aiot.converters.factory_process import first_line
 from aiot.core.errors import UsageError
 
 
@@ -68,8 +69,6 @@ def with_flat_outputs(model, example, where: str):
         UsageError: the model fails on its example, or returns something not made of tensors.
     """
     import torch
-
-    from aiot.converters.factory_process import first_line
 
     try:
         with torch.no_grad():

@@ -89,8 +89,8 @@ def _torch_threads_kept():
 
 
 def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
-    """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first): one
-    ``(N, -1)`` array per output, in the order the model returned them.
+    """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first), ``(N, -1)``:
+    a model with several outputs has them side by side, in the order it returned them.
 
     Raises:
         ArtifactError: the runtime cannot load the file (truncated, corrupt, unsupported).
@@ -112,11 +112,12 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
                             .reshape(session.input_shape)) for x in inputs]
         del session  # release the runtime while its chatter still goes to the log
         gc.collect()
-    return [np.stack([row[k] for row in rows]) for k in range(len(rows[0]))] if rows else []
+    return np.stack(rows)
 
 
-def _outputs_of(session, x) -> list:
-    """Every output of one inference, flattened, in the order the model returned them."""
+def _outputs_of(session, x):
+    """Every output of one inference, flattened and side by side in the order the model
+    returned them (as the agent's ``predict`` gives them)."""
     import numpy as np
 
     session.set_input(x)
@@ -124,7 +125,7 @@ def _outputs_of(session, x) -> list:
     outputs = session.outputs_all()
     order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
         else range(len(outputs))
-    return [np.array(outputs[k], copy=True).reshape(-1) for k in order]
+    return np.concatenate([np.array(outputs[k], copy=True).reshape(-1) for k in order])
 
 
 def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs):
@@ -281,15 +282,11 @@ def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> tuple[
         actual = backend(artifact, inputs.numpy())
     else:
         actual = run_artifact(backend, artifact, inputs.numpy())
-    actual = _split_like(reference, actual)
-    if len(actual) != len(reference):
-        report = compare_outputs(np.zeros((len(inputs), 1)), np.zeros((len(inputs), 2)), atol, rtol)
-        report["reason"] = f"the artifact has {len(actual)} outputs, PyTorch's model {len(reference)}"
-        return report, np.concatenate(reference, axis=1)
     joined = np.concatenate(reference, axis=1)
-    report = compare_outputs(joined, np.concatenate(actual, axis=1), atol, rtol)
+    report = compare_outputs(joined, actual, atol, rtol)  # a size mismatch: its own reason
+    actual = _split_like(reference, actual)
     names = getattr(model, "aiot_output_names", None)
-    if names and len(reference) > 1:
+    if names and len(reference) > 1 and len(actual) == len(reference):
         report["outputs"] = [_output_report(name, ref, act, atol, rtol)
                              for name, ref, act in zip(names, reference, actual)]
         if not all(o["ok"] for o in report["outputs"]):
@@ -306,12 +303,10 @@ def _output_report(name: str, reference, actual, atol, rtol) -> dict:
 
 
 def _split_like(reference: list, actual) -> list:
-    """The artifact's outputs as a list like ``reference``'s: a single ``(N, total)`` array
-    (a reference executor, the agent's ``predict``) is cut at the reference's output sizes."""
+    """The artifact's outputs as a list like ``reference``'s: its ``(N, total)`` array (all
+    outputs side by side) is cut at the sizes of PyTorch's outputs."""
     import numpy as np
 
-    if isinstance(actual, list):
-        return [np.asarray(a).reshape(len(a), -1) for a in actual]
     actual = np.asarray(actual).reshape(len(actual), -1)
     sizes = [r.shape[1] for r in reference]
     if len(reference) == 1 or actual.shape[1] != sum(sizes):

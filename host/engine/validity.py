@@ -286,7 +286,8 @@ def threads_warning(device: str, threads: list[int], device_info: dict,
         return None
     counts = ", ".join(map(str, over))
     return (f"{device} has {usable} online cores: the runs at {counts} threads oversubscribe them "
-            f"and will be marked INVALID ({ENV}=threads=off measures them as VALID)")
+            f"and will be marked INVALID (--validity threads=off measures them as VALID, "
+            "relaxed)")
 
 
 def short_reasons(reasons: list[str]) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from aiot.core.untrusted import csv_cell
 from aiot.host.engine.input_shapes import shape_label
-from aiot.host.engine.validity import emulated
+from aiot.host.engine.validity import emulated, limits_text, verdict_text
 
 if TYPE_CHECKING:  # annotations only: the store stays out of `aiot --help`'s imports
     from aiot.host.store.store import RunRecord
@@ -29,7 +29,7 @@ FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "fin
 #: What a CSV row adds: statistics, what ran where, and what makes two runs of a model differ.
 CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_shape",
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
-             "emulated", "validity", "validity_reasons", "parity", "quant", "binarize",
+             "emulated", "validity", "validity_reasons", "validity_limits", "parity", "quant", "binarize",
              "cluster", "weights")
 
 
@@ -60,7 +60,9 @@ def csv_extras(record: RunRecord) -> dict:
         "cores": device.get("cores"), "via": spec.get("via") or ("shell" if record.kind == "latency" else None),
         "native": spec.get("native"), "delegate": spec.get("delegate"),
         "emulated": emulated(device) if device else None,
-        "validity": record.validity, "validity_reasons": "; ".join(validity.get("reasons") or []) or None,
+        "validity": verdict_text(validity) or record.validity,
+        "validity_reasons": "; ".join(validity.get("reasons") or []) or None,
+        "validity_limits": limits_text(validity["limits"]) if validity.get("limits") else None,
         "parity": parity.get("verdict"), "quant": quant, "binarize": spec.get("binarize"),
         "cluster": spec.get("cluster"),
         "weights": spec.get("weights") or recorded.get("file") or recorded.get("origin"),

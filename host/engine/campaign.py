@@ -72,6 +72,8 @@ class CampaignPolicy:
             starts an agent process per command.
         lab: a :class:`aiot.host.lab.session.LabSession`: each device's runs are measured on
             the lab node that owns it (records are still written here), or None.
+        validity: the :class:`aiot.host.engine.validity.ValidityPolicy` every run is judged
+            by (``--validity`` over ``AIOT_VALIDITY``), or None for ``AIOT_VALIDITY``'s.
     """
 
     retries: int = 3
@@ -81,6 +83,7 @@ class CampaignPolicy:
     cooldown: object | None = None
     persistent_agent: bool | None = None
     lab: object | None = None
+    validity: object | None = None  # a ValidityPolicy (None: AIOT_VALIDITY's, read per run)
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -310,7 +313,8 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
     for attempt in range(1, policy.retries + 1):
         context["sweep"]["attempt"] = attempt
         record = execute_run(request, store, workspace, listener, plan.sweep_id, context=context,
-                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run))
+                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run),
+                             validity=policy.validity)
         error = (record.result or {}).get("error") or {}
         if shared.cancel.is_set():
             if record.status == "failed":  # its agent was ended by the cancel, not by a fault

@@ -134,6 +134,11 @@ class Report:
     def plotted_runs(self) -> list[Run]:
         """Per key the newest ok run with a latency, a VALID one where there is one
         (an INVALID run is plotted, marked, only when nothing better exists)."""
+        if self.row_limit is not None and self.extra:  # a summarised report: asked often
+            return list(self.__dict__.setdefault("_plotted", self._plotted_runs()))
+        return self._plotted_runs()
+
+    def _plotted_runs(self) -> list[Run]:
         newest: dict[tuple, Run] = {}
         for run in sorted(self.runs, key=lambda r: r.created_at):
             if run.status == "ok" and run.latency_ms is not None:
@@ -168,11 +173,12 @@ def input_shape(record) -> str | None:
     return None if label == "—" else label
 
 
-def _run(record) -> Run:
+def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
+    """``ident``: the record's key and variant, when the caller already has them."""
     spec, result, prov = record.spec or {}, record.result or {}, record.provenance or {}
     runtime = prov.get("runtime") or {}
     validity = result.get("validity") or {}
-    key = identity.key(record)
+    key, variant = ident or (identity.key(record), identity.variant(record))
     return Run(
         id=record.id, device=record.device or "—", model=record.model or "—",
         format=record.format or "—", threads=record.threads, status=record.status,
@@ -186,7 +192,7 @@ def _run(record) -> Run:
         cluster=spec.get("cluster"), input_shape=input_shape(record),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
-        key=key, model_label=key.configuration.model_label or "—", variant=identity.variant(record),
+        key=key, model_label=key.configuration.model_label or "—", variant=variant,
         latency_ms=identity.latency_ms(record),
     )
 

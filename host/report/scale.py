@@ -48,6 +48,8 @@ from aiot.host.store import identity, scan
 DETAIL_LIMIT = 2000
 #: Rows of each run table in a summarised report.
 ROW_LIMIT = 300
+#: The provenance parts versions are read from (see build.version_facts).
+_VERSION_PARTS = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
 
 
 def report_of(store, source: str, sweep: str | None = None,
@@ -60,7 +62,7 @@ def report_of(store, source: str, sweep: str | None = None,
     """
     if scan.count(store, sweep) <= DETAIL_LIMIT:
         return build(collect(store, sweep), source, sweep, generated_at)
-    return _Pass(sweep).read(scan.iter_records(store, sweep)).report(source, generated_at)
+    return _Pass(sweep).read(scan.iter_records(store, sweep, slim=True)).report(source, generated_at)
 
 
 class _Pass:
@@ -77,6 +79,8 @@ class _Pass:
         self.statuses: Counter = Counter()
         self.sweeps: set[str] = set()
         self.first = self.last = None
+        self.idents: dict[tuple, tuple] = {}  # see _latency
+        self.seen_parts: dict[tuple, tuple] = {}  # provenance parts whose versions are counted
 
     def read(self, records) -> _Pass:
         for record in records:
@@ -94,8 +98,10 @@ class _Pass:
             if when:
                 self.first = min(self.first or when, when)
                 self.last = max(self.last or when, when)
-        for what, value in version_facts(r):
-            self.versions.setdefault(what, set()).add(value)
+        parts = tuple((r.provenance or {}).get(name) for name in _VERSION_PARTS)
+        if self.seen_parts.setdefault(tuple(map(id, parts)), parts) is parts:  # new ones
+            for what, value in version_facts(r):
+                self.versions.setdefault(what, set()).add(value)
         if r.kind == TRAIN:
             self.trainings.append(_training(r))
         elif r.kind != LATENCY:
@@ -105,7 +111,14 @@ class _Pass:
             self._latency(r)
 
     def _latency(self, r) -> None:
-        run = _run(r)
+        # Records of one configuration share their spec object (scan.iter_records, slim):
+        # their key and variant are worked out once. The cache holds the spec, so its id
+        # stays its own.
+        sig = (id(r.spec), r.device, r.model, r.format, r.threads)
+        held = self.idents.get(sig)
+        if held is None:
+            held = self.idents[sig] = (r.spec, (identity.key(r), identity.variant(r)))
+        run = _run(r, held[1])
         self.runs.append(run)
         self.readings += _readings(r)
         info = (r.provenance or {}).get("device")

@@ -45,6 +45,9 @@ def test_large_store_is_summarised_with_the_same_answers(store, monkeypatch, tmp
     assert len(summarised.runs) == len(full.runs) == 14
     assert [r.id for r in summarised.plotted_runs()] == [r.id for r in full.plotted_runs()]
     assert summarised.provenance == full.provenance
+    assert summarised.readings == full.readings and len(full.readings) == 24
+    assert [(r.id, r.input_shape, r.mean_ms, r.invalid_reasons) for r in summarised.runs] == [
+        (r.id, r.input_shape, r.mean_ms, r.invalid_reasons) for r in full.runs]
     assert summarised.leaderboard == full.leaderboard
     sections = {s.key: s for s in summarised.sections()}
     assert "trends" in sections

@@ -134,9 +134,11 @@ class Report:
     def plotted_runs(self) -> list[Run]:
         """Per key the newest ok run with a latency, a VALID one where there is one
         (an INVALID run is plotted, marked, only when nothing better exists)."""
-        if self.row_limit is not None and self.extra:  # a summarised report: asked often
-            return list(self.__dict__.setdefault("_plotted", self._plotted_runs()))
-        return self._plotted_runs()
+        if self.row_limit is None:
+            return self._plotted_runs()
+        if "_plotted" not in self.__dict__:  # a summarised report's runs are many: once
+            self.__dict__["_plotted"] = self._plotted_runs()
+        return list(self.__dict__["_plotted"])
 
     def _plotted_runs(self) -> list[Run]:
         newest: dict[tuple, Run] = {}

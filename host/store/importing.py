@@ -32,15 +32,15 @@ from typing import TextIO
 
 from aiot.core.errors import UsageError
 from aiot.host.store.damage import is_sqlite
-from aiot.host.store.store import Store
-from aiot.host.store.validate import BadRecord, check_record, record_name
+from aiot.host.store.store import RunRecord, Store
+from aiot.host.store.validate import PARTS, BadRecord, check_record, record_name
 
 #: Records per transaction (see the module's doc).
 BATCH = 2000
 CHUNK_CHARS = 1 << 20
 #: The longest one record may be in an export file, in characters (raw samples included).
 MAX_ITEM_CHARS = 16 * 1024 * 1024
-_JSON_COLUMNS = ("spec_json", "result_json", "provenance_json")
+_FIELDS = tuple(RunRecord.__dataclass_fields__)
 _HINT = "give a file written by: aiot results export --format json -o FILE, or another results.db"
 
 
@@ -63,6 +63,19 @@ class ImportSummary:
                 "conflicts": self.conflicts, "refused": self.refused}
 
 
+@dataclass
+class _Item:
+    """One record read from the source, before its checks: its fields, how long its JSON is,
+    whether the decoder met NaN or ±Infinity in it, and its JSON as text to store: the whole
+    record (``text``, from an export) or its JSON columns (``texts``, from another store)."""
+
+    data: object
+    chars: int
+    nonfinite: bool
+    text: str | None = None
+    texts: dict | None = None
+
+
 # -- reading an export file as a stream --------------------------------------------------------
 
 class _ArrayReader:
@@ -71,7 +84,12 @@ class _ArrayReader:
     def __init__(self, stream: TextIO, name: str) -> None:
         self.stream, self.name = stream, name
         self.buf, self.pos, self.eof, self.items = "", 0, False, 0
-        self.decoder = json.JSONDecoder()
+        self.nonfinite = False
+        self.decoder = json.JSONDecoder(parse_constant=self._constant)
+
+    def _constant(self, text: str) -> float:
+        self.nonfinite = True  # NaN, Infinity: Python reads them, JSON has none
+        return float(text)
 
     def _fill(self) -> bool:
         if self.eof:
@@ -99,10 +117,11 @@ class _ArrayReader:
                           "fix or re-export the file and import it again (stored records are "
                           "skipped)")
 
-    def _item(self):
+    def _item(self) -> _Item:
         if not self._next_char():
             raise self._broken("it ends early")
         while True:
+            self.nonfinite = False
             try:
                 item, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
@@ -114,9 +133,9 @@ class _ArrayReader:
                 what = "it ends in the middle of a record" if exc.pos >= len(self.buf) - 1 \
                     else f"bad JSON in record {self.items + 1} ({exc.msg})"
                 raise self._broken(what) from None
-            self.pos = end
+            text, self.pos = self.buf[self.pos:end], end
             self.items += 1
-            return item
+            return _Item(item, len(text), self.nonfinite, text=text)
 
     def __iter__(self) -> Iterator:
         first = self._next_char()
@@ -183,41 +202,65 @@ def read_store(path: Path) -> Iterator:
         other.close()
 
 
-def _row_item(row: dict) -> dict:
-    """A stored row as an export item; JSON columns that do not decode stay text (refused)."""
+def _row_item(row: dict) -> _Item:
+    """A stored row as an item: its JSON columns decoded for the checks, kept as text to
+    store; one that does not decode stays text (and is refused)."""
     row.pop("writer_json", None)
-    for column in _JSON_COLUMNS:
-        value = row.pop(column)
+    texts, nonfinite = {}, []
+    for name, _required in PARTS:
+        text = texts[f"{name}_json"] = row.pop(f"{name}_json")
         try:
-            row[column[:-5]] = json.loads(value) if isinstance(value, str) else value
-        except ValueError:
-            row[column[:-5]] = value
-    return row
+            row[name] = json.loads(text, parse_constant=lambda c: nonfinite.append(c) or 0.0) \
+                if isinstance(text, str) else text
+        except (ValueError, RecursionError):
+            row[name] = text
+    chars = sum(len(t) for t in texts.values() if isinstance(t, str))
+    return _Item(row, chars, bool(nonfinite), texts=texts)
 
 
 # -- writing -----------------------------------------------------------------------------------
 
-def _same(stored: dict, row: dict) -> bool:
-    for column, value in row.items():
-        have = stored.get(column)
-        if column in _JSON_COLUMNS:
-            have = json.loads(have) if have else None
-            value = json.loads(value) if value else None
-        if have != value:
-            return False
-    return True
+def _insert_sql() -> str:
+    """One record's INSERT: its checked columns, and its JSON columns either as given (from
+    another store) or cut by SQLite from the record's JSON text (from an export: never
+    decoded and encoded again in Python). SQLite inserts nothing where its own reading of
+    the text finds parts of other types than the checks saw (a field given twice)."""
+    columns = [c for c in _FIELDS if c not in ("spec", "result", "provenance")]
+    parts = [f"CASE WHEN :item IS NULL THEN :{name}_json ELSE json_extract(:item, '$.{name}') END"
+             for name, _required in PARTS]
+    same = ("json_type(:item, '$.spec') = 'object' AND json_type(:item, '$.provenance') = "
+            "'object' AND coalesce(json_type(:item, '$.result'), 'null') IN ('object', 'null')")
+    return (f"INSERT INTO runs ({', '.join(columns)}, {', '.join(f'{n}_json' for n, _ in PARTS)}) "
+            f"SELECT {', '.join(':' + c for c in columns)}, {', '.join(parts)} "
+            f"WHERE :item IS NULL OR ({same})")
+
+
+def _content(row: dict) -> dict:
+    """What makes two records the same: their columns, with the JSON ones decoded."""
+    if "parts" in row:  # an item of this import
+        return {**{k: v for k, v in row.items() if k not in ("parts", "item") and
+                   not k.endswith("_json")}, **row["parts"]}
+    data = {k: v for k, v in row.items() if k != "writer_json" and not k.endswith("_json")}
+    for name, _required in PARTS:
+        text = row[f"{name}_json"]
+        data[name] = json.loads(text) if text else None
+    return data
 
 
 class _Importer:
     def __init__(self, store: Store, summary: ImportSummary) -> None:
         self.store, self.summary, self.batch = store, summary, {}
+        self.sql = _insert_sql()
 
-    def add(self, item) -> None:
+    def add(self, item: _Item) -> None:
         try:
-            row = check_record(item)
+            row = check_record(item.data, item.chars, item.nonfinite)
         except BadRecord as exc:
-            self.summary.refused.append(f"record {record_name(item)} {exc}")
+            self.summary.refused.append(f"record {record_name(item.data)} {exc}")
             return
+        row["parts"] = {name: item.data.get(name) for name, _required in PARTS}
+        row["item"] = item.text
+        row.update(item.texts or {f"{name}_json": None for name, _required in PARTS})
         earlier = self.batch.get(row["id"])
         if earlier is not None:  # the same id twice in one file
             self._judge(earlier, row)
@@ -227,33 +270,36 @@ class _Importer:
             self.flush()
 
     def _judge(self, stored: dict, row: dict) -> None:
-        if _same(stored, row):
+        if _content(stored) == _content(row):
             self.summary.present += 1
         else:
             self.summary.conflicts.append(row["id"])
+
+    def _stored(self, conn, ids: list[str], columns: str = "*") -> dict[str, dict]:
+        found = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            found.update((r["id"], dict(r)) for r in conn.execute(
+                f"SELECT {columns} FROM runs WHERE id IN ({', '.join('?' * len(part))})", part))
+        return found
 
     def flush(self) -> None:
         if not self.batch:
             return
         rows, self.batch = self.batch, {}
         with self.store._transaction() as conn:
-            stored = {}
-            ids = list(rows)
-            for start in range(0, len(ids), 500):
-                part = ids[start:start + 500]
-                stored.update((r["id"], dict(r)) for r in conn.execute(
-                    f"SELECT * FROM runs WHERE id IN ({', '.join('?' * len(part))})", part))
+            stored = self._stored(conn, list(rows))
             new = [row for rid, row in rows.items() if rid not in stored]
-            if new:
-                columns = list(new[0])
-                conn.executemany(
-                    f"INSERT INTO runs ({', '.join(columns)}) "
-                    f"VALUES ({', '.join('?' * len(columns))})",
-                    [[row[c] for c in columns] for row in new])
+            conn.executemany(self.sql, new)
+            taken = self._stored(conn, [row["id"] for row in new], "id")
         for rid, row in rows.items():  # counted once the batch is committed
             if rid in stored:
                 self._judge(stored[rid], row)
-        self.summary.imported += len(new)
+        for row in new:
+            if row["id"] not in taken:
+                self.summary.refused.append(f"record {row['id']} has a field given twice, "
+                                            "with values of other types")
+        self.summary.imported += len(taken)
 
 
 def import_records(store: Store, source: Path, summary: ImportSummary | None = None) -> ImportSummary:

@@ -12,7 +12,6 @@ push into every later reader (``results list``, the report).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import datetime
@@ -26,7 +25,7 @@ KIND_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 TEXT_CAPS = {"sweep_id": 256, "device": 256, "model": 1024, "format": 64,
              "artifact_sha256": 128, "reason": 8192, "created_at": 64, "finished_at": 64}
 VALIDITIES = (None, "VALID", "INVALID")
-#: A record's spec, result and provenance together, as stored JSON (raw samples included).
+#: A record as JSON (its raw samples included).
 MAX_JSON_CHARS = 4 * 1024 * 1024
 MAX_THREADS = 4096
 MAX_SIZE_BYTES = 1 << 40
@@ -81,32 +80,28 @@ def _time(name: str, value, required: bool = False) -> None:
             raise BadRecord(f"{name} {value[:40]!r} is not an ISO 8601 time") from None
 
 
-def _json_parts(data: dict) -> dict[str, str | None]:
-    """The record's spec, result and provenance as the store keeps them (JSON text)."""
-    parts = {}
-    for name, required in (("spec", True), ("provenance", True), ("result", False)):
+#: The record's parts kept as JSON, and whether each must be there.
+PARTS = (("spec", True), ("provenance", True), ("result", False))
+
+
+def _json_parts(data: dict, json_chars: int, nonfinite: bool) -> None:
+    for name, required in PARTS:
         value = data.get(name)
-        if value is None and not required:
-            parts[name] = None
-            continue
-        if not isinstance(value, dict):
+        if (value is not None or required) and not isinstance(value, dict):
             raise BadRecord(f"{name} is {type(value).__name__}, not an object")
-        try:
-            parts[name] = json.dumps(value, allow_nan=False)
-        except ValueError:
-            raise BadRecord(f"{name} holds a NaN or infinite number") from None
-        except (TypeError, RecursionError):
-            raise BadRecord(f"{name} is not plain JSON (or is nested too deeply)") from None
-    total = sum(len(text) for text in parts.values() if text)
-    if total > MAX_JSON_CHARS:
-        raise BadRecord(f"spec, result and provenance hold {total} characters "
-                        f"(at most {MAX_JSON_CHARS})")
-    return parts
+    if nonfinite:
+        raise BadRecord("holds a NaN or infinite number (not JSON)")
+    if json_chars > MAX_JSON_CHARS:
+        raise BadRecord(f"is {json_chars} characters of JSON (at most {MAX_JSON_CHARS})")
 
 
-def check_record(data) -> dict:
-    """``data`` (one record as ``results export --format json`` writes it) checked, as the
-    store's column values (``spec_json``, ``result_json``, ``provenance_json``).
+def check_record(data, json_chars: int, nonfinite: bool = False) -> dict:
+    """``data`` (one record as ``results export --format json`` writes it) checked; returns
+    its columns but the JSON ones (the caller stores the JSON text it read, never re-encoded).
+
+    Args:
+        json_chars: how long the record's JSON is (capped at :data:`MAX_JSON_CHARS`).
+        nonfinite: the decoder met NaN or ±Infinity somewhere in it (JSON has neither).
 
     Raises:
         BadRecord: the first thing wrong with it.
@@ -141,8 +136,5 @@ def check_record(data) -> dict:
     _number("accuracy", data.get("accuracy"), 0.0, 1.0)
     _integer("threads", data.get("threads"), 1, MAX_THREADS)
     _integer("size_bytes", data.get("size_bytes"), 0, MAX_SIZE_BYTES)
-    parts = _json_parts(data)
-    row = {k: data.get(k) for k in _FIELDS if k not in ("spec", "result", "provenance")}
-    row.update(spec_json=parts["spec"], result_json=parts["result"],
-               provenance_json=parts["provenance"])
-    return row
+    _json_parts(data, json_chars, nonfinite)
+    return {k: data.get(k) for k in _FIELDS if k not in ("spec", "result", "provenance")}

@@ -255,3 +255,29 @@ def test_prune_needs_a_rule_and_a_readable_age(cli):
     assert "prune needs --older-than, --keep or both" in cli("results", "prune", code=2).stderr
     assert "cannot read the age '3 months'" in cli("results", "prune", "--older-than", "3 months",
                                                    code=2).stderr
+
+
+def test_a_field_given_twice_is_refused_not_stored_as_sqlite_reads_it(cli, other_host, tmp_path):
+    _folder, export, ids = other_host
+    records = json.loads(export.read_text())
+    first = json.dumps(records[0])
+    # Python keeps the last "spec", SQLite's json_extract the first: stored would be the text.
+    twice = first.replace('"spec": {', '"spec": "rm -rf", "spec": {', 1)
+    bad = tmp_path / "twice.json"
+    bad.write_text("[" + ",".join([twice, *map(json.dumps, records[1:])]) + "]")
+    result = cli("results", "import", str(bad), code=1)
+    assert result.stdout.strip() == "5 imported, 0 already present, 0 conflicts, 1 refused"
+    assert f"refused: record {ids[0]} has a field given twice" in result.stderr
+    assert ids[0] not in _stored_ids()
+
+
+def test_nan_inside_another_stores_result_is_refused(cli, other_host):
+    folder, _export, ids = other_host
+    conn = sqlite3.connect(folder / "aiot.sqlite")
+    conn.execute("UPDATE runs SET result_json = ? WHERE id = ?",
+                 (json.dumps({"stats_ms": {"median": float("nan")}}), ids[0]))
+    conn.commit()
+    conn.close()
+    result = cli("results", "import", str(folder / "aiot.sqlite"), code=1)
+    assert f"refused: record {ids[0]} holds a NaN or infinite number" in result.stderr
+    assert "5 imported" in result.stdout

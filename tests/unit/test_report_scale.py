@@ -71,3 +71,13 @@ def test_a_sweep_without_records_says_so(store):
 
     with pytest.raises(UsageError, match="no records in sweep 'nope'"):
         scale.report_of(store, "results", sweep="nope")
+
+
+def test_a_bar_shows_at_most_max_dots_spread_over_its_range():
+    from aiot.host.report.plots import MAX_DOTS, _spread
+
+    values = [float(v) for v in range(1000, 0, -1)]
+    dots = _spread(values)
+    assert len(dots) == MAX_DOTS and dots == sorted(dots)
+    assert (dots[0], dots[-1]) == (1.0, 1000.0)
+    assert _spread(values[:5]) == values[:5]  # a few runs: every one

@@ -25,6 +25,7 @@ from aiot.host.cli._output import (
 )
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
+from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail, shape_label
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
@@ -544,3 +545,7 @@ def top(
         message(f"nothing to rank by {by}: no ok run matches (see: aiot results list)")
         return
     out.print(table)
+
+
+app.command("import")(import_command)
+app.command("prune")(prune_command)

@@ -12,7 +12,7 @@ import builtins
 
 from ..signature import check_arrays, entry, positional
 from .base import SessionBase, installed_from
-from .pte_io import dtype_name, read_io
+from .pte_io import dtype_name, program_bytes, read_io
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("executorch",)
@@ -86,7 +86,7 @@ def declared_signature(path: str) -> tuple[list[dict], list[dict]]:
         ValueError: the file is not a program with a ``forward`` of tensors.
     """
     with builtins.open(path, "rb") as fh:
-        return read_io(fh.read())
+        return read_io(program_bytes(fh))
 
 
 class Session(SessionBase):

@@ -25,6 +25,9 @@ _PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS = 0, 2, 3, 4
 _EVALUE_TYPE, _EVALUE_VAL = 0, 1
 _KERNEL_TYPE_TENSOR = 5  # KernelTypes: NONE, Null, Int, Bool, Double, Tensor, ...
 _TENSOR_SCALAR_TYPE, _TENSOR_SIZES = 0, 2
+#: The extended header's end: magic ``eh00`` at 8, its length at 12, ``program_size`` (a
+#: little-endian uint64) at 16.
+_HEADER_END = 24
 
 
 def dtype_name(code: int, kind: str, index: int) -> str:
@@ -37,6 +40,18 @@ def dtype_name(code: int, kind: str, index: int) -> str:
         raise ValueError(f"{kind} {index} holds ExecuTorch scalar type {code}, which NumPy "
                          "cannot hold")
     return SCALAR_TYPES[code]
+
+
+def program_bytes(fh) -> bytes:
+    """The flatbuffer part of an open ``.pte`` (binary ``fh``): the ``program_size`` bytes its
+    extended header (``eh00`` at byte 8) declares, as the runtime loads them, not the
+    segments of weights and delegate blobs after them (gigabytes for a large model); the
+    whole file when it has no such header."""
+    head = fh.read(_HEADER_END)
+    size = None
+    if len(head) == _HEADER_END and head[8:12] == b"eh00":
+        size = struct.unpack_from("<Q", head, 16)[0]
+    return head + fh.read(max(size - len(head), 0) if size else -1)
 
 
 def read_io(data: bytes, method: str = "forward") -> tuple[list[dict], list[dict]]:

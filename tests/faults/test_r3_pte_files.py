@@ -11,12 +11,13 @@ of ``fixtures/two_inputs.pte``, made by ``tests.third_party.pte_program`` in the
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
 import pytest
 
-from aiot.device_agent.backends.pte_io import read_io
+from aiot.device_agent.backends.pte_io import program_bytes, read_io
 from tests.faults.conftest import count_records, one_line_error
 
 ORIGINAL = Path(__file__).parent / "fixtures" / "two_inputs.pte"
@@ -63,7 +64,7 @@ def test_damaged_pte_is_a_value_error_or_a_signature(fault):
     refused = 0
     for _ in range(2000):  # microseconds each: the reader is pure Python over the bytes
         try:
-            inputs, outputs = read_io(_mutant(data, rng))
+            inputs, outputs = read_io(program_bytes(io.BytesIO(_mutant(data, rng))))
         except ValueError:
             refused += 1
             continue

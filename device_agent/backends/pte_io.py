@@ -48,10 +48,11 @@ def program_bytes(fh) -> bytes:
     segments of weights and delegate blobs after them (gigabytes for a large model); the
     whole file when it has no such header."""
     head = fh.read(_HEADER_END)
-    size = None
+    size = fh.seek(0, 2)  # the file's end: no declared size reads past it
     if len(head) == _HEADER_END and head[8:12] == b"eh00":
-        size = struct.unpack_from("<Q", head, 16)[0]
-    return head + fh.read(max(size - len(head), 0) if size else -1)
+        size = min(struct.unpack_from("<Q", head, 16)[0], size)
+    fh.seek(len(head))
+    return head + fh.read(max(size - len(head), 0))
 
 
 def read_io(data: bytes, method: str = "forward") -> tuple[list[dict], list[dict]]:

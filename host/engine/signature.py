@@ -332,6 +332,15 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
                         "run with --verbose to see its output")
 
 
+def declared_reader(backend: str):
+    """The backend's reader of a file's declared inputs and outputs that needs no runtime
+    (``declared_signature(path) -> (inputs, outputs)``: ExecuTorch's), or None."""
+    if backend not in backends.MODULES:
+        return None
+    module = importlib.import_module(backends.MODULES[backend], backends.__name__)
+    return getattr(module, "declared_signature", None)
+
+
 def _declared_signature(backend: str, artifact: Path) -> dict | None:
     """The signature the backend reads from the file itself, without its runtime (ExecuTorch:
     starting its toolchain's interpreter costs seconds); parsed in a forked child, as a
@@ -341,10 +350,7 @@ def _declared_signature(backend: str, artifact: Path) -> dict | None:
         RefusedArtifact: the file is not a program of the backend's format.
         RuntimeCrash: the reader died or hung on the file.
     """
-    if backend not in backends.MODULES:
-        return None
-    module = importlib.import_module(backends.MODULES[backend], backends.__name__)
-    read = getattr(module, "declared_signature", None)
+    read = declared_reader(backend)
     if read is None:
         return None
     found = json.loads(isolated(functools.partial(_declared_text, read, str(artifact.resolve())),

@@ -56,6 +56,7 @@ def test_pte_signature_is_read_without_starting_the_toolchain(cli, fault, tmp_pa
     found = cli.json("models", "info", str(ORIGINAL))
     assert found["inputs"] == [_entry("input_0", [1, 8]), _entry("input_1", [1, 3], "int64")]
     assert found["outputs"] == [_entry("output_0", [1, 3]), _entry("output_1", [1, 3])]
+    assert "runtime first loads it when it runs" in found["note"]  # what was not checked
 
 
 @pytest.mark.fault("damaged .pte through the flatbuffer reader")

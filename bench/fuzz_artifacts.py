@@ -16,7 +16,8 @@ check passed and the run's record failed on the device, its reason in the table)
 ``hang``, ``crash``. "runtime died" counts the refusals (per command) where the runtime
 crashed or hung reading the file and aiot said so in one line.
 Usage: ``python bench/fuzz_artifacts.py [--count 200] [--formats tflite,onnx] [--seed 0]``;
-writes ``bench/out/fuzz_artifacts.json``.
+writes ``bench/out/fuzz_artifacts.json`` (``--out NAME``: ``bench/out/NAME.json``, so that
+one format's run does not replace the file of all of them).
 """
 
 from __future__ import annotations
@@ -300,6 +301,9 @@ def main() -> None:
     parser.add_argument("--originals", type=Path, help="folder with the original files")
     parser.add_argument("--keep", type=Path, help="keep the mutants here (default: a temp folder)")
     parser.add_argument("--jobs", type=int, default=1, help="formats fuzzed at once")
+    parser.add_argument("--out", default="fuzz_artifacts",
+                        help="name of the JSON under bench/out (one format's run beside the "
+                             "others': e.g. fuzz_artifacts_executorch)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -317,7 +321,7 @@ def main() -> None:
             for fmt, found in report.items()]
     print_table(["format", "mutants", "ok", "refused (1 line)", "runtime died (commands)",
                  "run failed", "unclear", "crashes", "tracebacks", "hangs", "bad exits"], rows)
-    path = write_json("fuzz_artifacts", {"count": args.count, "seed": args.seed,
+    path = write_json(args.out, {"count": args.count, "seed": args.seed,
                                          "run_flags": RUN_FLAGS, "formats": report})
     print(f"written: {path}" + ("" if args.keep else f"; mutants in {folder}"))
 

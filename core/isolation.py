@@ -151,9 +151,9 @@ def _answer(data: bytes, status: int, file: str, runtime: str) -> str:
         signum = os.WTERMSIG(status)
         if signum in _STOPPED_BY:  # Ctrl-C, a closed terminal, kill: not the file's doing
             raise AiotError(f"{file}: the {runtime} runtime was stopped by "
-                            f"{_signal_name(signum)} while reading it", "run the command again")
+                            f"{signal_name(signum)} while reading it", "run the command again")
         raise RuntimeCrash(f"{file}: the {runtime} runtime crashed reading it "
-                           f"({_signal_name(signum)})", _HINT)
+                           f"({signal_name(signum)})", _HINT)
     try:
         answer = json.loads(data) if data else None
     except ValueError:
@@ -167,8 +167,9 @@ def _answer(data: bytes, status: int, file: str, runtime: str) -> str:
     return answer["text"]
 
 
-def _signal_name(signum: int) -> str:
-    """``SIGSEGV``; ``SIGKILL`` says who sends it, as the likely cause is memory."""
+def signal_name(signum: int) -> str:
+    """``SIGSEGV``; ``SIGKILL`` says who sends it, as the likely cause is memory (also for a
+    toolchain interpreter's death, :func:`aiot.core.toolchains.run_python`)."""
     try:
         name = signal.Signals(signum).name
     except ValueError:

@@ -32,8 +32,7 @@ STATE_DICT_HINT = "save plain tensors: torch.save(model.state_dict(), path)"
 PROGRAM_HINT = ("export it again with torch.export.save from a module whose weights and "
                 "inputs are plain tensors, or give its code as file.py:factory")
 
-_FORCE, _NO_FORCE = "TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
-_ENV_LOCK = threading.Lock()
+_LOAD_LOCK = threading.RLock()  # one thread swaps torch.load at a time (a nested block: its own)
 
 
 class UnpicklingRefused(UsageError):
@@ -182,19 +181,27 @@ def _old_layout(data: bytes) -> bool:
 @contextlib.contextmanager
 def weights_only_loads():
     """Make every ``torch.load`` in this process weights-only for the block, even one that asks
-    for ``weights_only=False`` (torch's own switch, read on each call); restored after."""
-    with _ENV_LOCK:
-        saved = {key: os.environ.get(key) for key in (_FORCE, _NO_FORCE)}
-        os.environ[_FORCE] = "1"
-        os.environ.pop(_NO_FORCE, None)
+    for ``weights_only=False`` (torch.export's fallback does); restored after.
+
+    ``torch.load`` itself is wrapped, read by torch.export at each call, rather than torch's
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` set in the environment: a process another thread starts
+    meanwhile (a parallel sweep's local agent, a toolchain's converter) would inherit that.
+    """
+    import torch
+    import torch.serialization
+
+    with _LOAD_LOCK:
+        original = torch.load, torch.serialization.load
+
+        def forced(*args, **kwargs):
+            kwargs["weights_only"] = True
+            return original[1](*args, **kwargs)
+
+        torch.load = torch.serialization.load = forced
         try:
             yield
         finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            torch.load, torch.serialization.load = original
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
+from aiot.core.isolation import signal_name
 from aiot.core.paths import cache_dir
 from aiot.core.registry import Registry
 from aiot.device_agent import backends
@@ -257,9 +258,20 @@ def run_python(name: str, args: list[str], *, cwd: Path | None = None, timeout: 
         raise ToolchainError(f"{what} in the '{name}' toolchain ran over {timeout:.0f} s") from None
     log.debug("%s stderr:\n%s", what, proc.stderr)
     if proc.returncode != 0 and (check or not proc.stdout.strip()):
-        raise ToolchainError(f"{what} in the '{name}' toolchain failed: {_last_error(proc.stderr)}",
+        raise ToolchainError(f"{what} in the '{name}' toolchain failed: {_why_failed(proc)}",
                              "run with --verbose for its full output")
     return proc.stdout
+
+
+def _why_failed(proc: subprocess.CompletedProcess) -> str:
+    """Its last error line; for an interpreter a signal ended (a negative return code: a
+    runtime's SIGSEGV, the OOM killer's SIGKILL) that signal first, which its stderr never
+    says."""
+    if proc.returncode >= 0:
+        return _last_error(proc.stderr)
+    said = _last_error(proc.stderr) if proc.stderr.strip() else ""
+    killed = f"killed by {signal_name(-proc.returncode)}"
+    return f"{killed}; it last said: {said}" if said else killed
 
 
 def _last_error(stderr: str) -> str:

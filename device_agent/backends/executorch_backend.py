@@ -1,14 +1,18 @@
-"""ExecuTorch backend: ``executorch.runtime`` with the XNNPACK backend compiled in.
+"""ExecuTorch backend: the runtime's C++ bindings (:func:`bindings`), XNNPACK compiled in.
 
 On aiot's host the runtime lives in the ``executorch`` toolchain environment
-(``TOOLCHAIN``; it needs NumPy 2 and torch). Threads: ExecuTorch sizes one process-wide
+(``TOOLCHAIN``; it needs NumPy 2 and torch); the host reads a file's inputs and outputs
+without it (:func:`declared_signature`). Threads: ExecuTorch sizes one process-wide
 XNNPACK threadpool, reset here to the run's thread count before loading.
 """
 
 from __future__ import annotations
 
+import builtins
+
 from ..signature import check_arrays, entry, positional
 from .base import SessionBase, installed_from
+from .pte_io import dtype_name, program_bytes, read_io
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("executorch",)
@@ -19,12 +23,33 @@ TOOLCHAIN = "executorch"  # host-side environment that has this runtime
 NO_PROFILER = None  # a ProfiledBackend: see PROFILER
 
 
+def bindings():
+    """ExecuTorch's C++ runtime bindings (``_load_program``, ``Verification``, the threadpool).
+
+    Imported as the extension module itself where it exists (1.x): the public
+    ``executorch.runtime`` and ``portable_lib`` import ``executorch.exir`` first, the
+    compiler, whose torch.export/inductor imports are some 12 s of every agent start, for
+    nothing a loaded program uses. torch comes first: the extension links against it.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("executorch") is None:  # cheap: no torch where it is absent
+        raise ImportError("executorch is not installed")
+    import torch  # noqa: F401 - the bindings resolve libtorch's symbols
+
+    try:
+        from executorch.extension.pybindings import _C
+    except ImportError:  # an ExecuTorch without the bare extension module
+        from executorch.extension.pybindings import portable_lib as _C
+    return _C
+
+
 def version() -> str | None:
     """The installed executorch version if its runtime imports here, else None."""
     try:
         from importlib.metadata import version as dist_version
 
-        import executorch.runtime  # noqa: F401 - import proves the runtime loads
+        bindings()  # the import proves the runtime loads
     except Exception:
         return None
     try:
@@ -38,11 +63,6 @@ def installed_version() -> str | None:
     return installed_from(DISTRIBUTIONS)
 
 
-# c10::ScalarType codes (what ``TensorInfo.dtype()`` gives) -> NumPy dtype names
-_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
-                 6: "float32", 7: "float64", 11: "bool"}
-
-
 def _entries(metadata, kind: str) -> list[dict]:
     """Signature entries of a method's inputs or outputs: ExecuTorch keeps no names, so they
     are positional (``input_0``, ...); every dim is fixed (a program's sizes are its
@@ -52,13 +72,21 @@ def _entries(metadata, kind: str) -> list[dict]:
     found = []
     for i in range(count):
         info = meta(i)
-        code = int(info.dtype())
-        if code not in _SCALAR_TYPES:
-            raise ValueError(f"{kind} {i} holds ExecuTorch scalar type {code}, which NumPy "
-                             "cannot hold")
         found.append(entry(positional(kind, i), [int(d) for d in info.sizes()],
-                           _SCALAR_TYPES[code]))
+                           dtype_name(int(info.dtype()), kind, i)))
     return found
+
+
+def declared_signature(path: str) -> tuple[list[dict], list[dict]]:
+    """``forward``'s inputs and outputs as the file declares them, read without the runtime
+    (:mod:`.pte_io`): what a host checks a run against before anything starts.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: the file is not a program with a ``forward`` of tensors.
+    """
+    with builtins.open(path, "rb") as fh:
+        return read_io(program_bytes(fh))
 
 
 class Session(SessionBase):
@@ -66,12 +94,14 @@ class Session(SessionBase):
     api = "executorch_runtime"
 
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
-        from executorch.extension.pybindings import portable_lib
-        from executorch.runtime import Runtime
-
-        portable_lib._unsafe_reset_threadpool(threads)  # the only knob ExecuTorch exposes
-        self._method = Runtime.get().load_program(path).load_method("forward")
-        meta = self._method.metadata
+        runtime = bindings()
+        runtime._unsafe_reset_threadpool(threads)  # the only knob ExecuTorch exposes
+        # As executorch.runtime's Runtime.load_program does: the program checked for internal
+        # consistency before any method loads.
+        program = runtime._load_program(
+            path, program_verification=runtime.Verification.InternalConsistency)
+        self._method = program.load_method("forward")
+        meta = self._method.method_meta()
         self._declare(_entries(meta, "input"), _entries(meta, "output"), input_shapes)
         self._x = None
         self._out = None
@@ -84,7 +114,7 @@ class Session(SessionBase):
         self._x = [torch.from_numpy(a.copy()) for a in arrays]
 
     def invoke(self) -> None:
-        self._out = self._method.execute(self._x)
+        self._out = self._method(self._x)
 
     def outputs_all(self) -> list:
         import numpy as np
@@ -108,11 +138,10 @@ class ProfiledSession(Session):
     """``forward`` loaded through the pybindings with ETDump on: every operator (each op of
     the XNNPACK delegate, each portable kernel) is timed per execution."""
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
-        from executorch.extension.pybindings import portable_lib
-
-        portable_lib._unsafe_reset_threadpool(threads)
-        self._module = portable_lib._load_for_executorch(path, enable_etdump=True,
-                                                         debug_buffer_size=0)
+        runtime = bindings()
+        runtime._unsafe_reset_threadpool(threads)
+        self._module = runtime._load_for_executorch(path, enable_etdump=True,
+                                                    debug_buffer_size=0)
         meta = self._module.method_meta("forward")
         self._declare(_entries(meta, "input"), _entries(meta, "output"), input_shapes)
         self._x = None

@@ -31,8 +31,9 @@ _SIG_INPUTS, _SIG_OUTPUTS, _SIG_SUBGRAPH = 0, 1, 4
 _MAP_NAME, _MAP_TENSOR = 0, 1
 
 
-class _Buffer:
-    """Bounds-checked FlatBuffers reads over the file's bytes."""
+class FlatBuffer:
+    """Bounds-checked FlatBuffers reads over a file's bytes (also ``pte_io``'s): an offset
+    past the end raises ValueError, so a damaged count or offset cannot read out of bounds."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -86,7 +87,7 @@ class _Buffer:
         return self.data[start + 4 : start + 4 + size].decode("utf-8", "replace")
 
 
-def _tensor_entry(buf: _Buffer, tensor: int, name: str) -> dict:
+def _tensor_entry(buf: FlatBuffer, tensor: int, name: str) -> dict:
     shape = buf.vector(tensor, _TENSOR_SHAPE_SIG, "<i") or buf.vector(tensor, _TENSOR_SHAPE, "<i")
     dtype = TENSOR_TYPES.get(buf.scalar(tensor, _TENSOR_TYPE, "<b"), "string")
     quant = None
@@ -113,12 +114,12 @@ def read_io(data: bytes) -> tuple[list[dict], list[dict], list[int], list[int]]:
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ValueError("not a TFLite flatbuffer (no TFL3 identifier)")
     try:
-        return _read(_Buffer(data))
+        return _read(FlatBuffer(data))
     except (IndexError, struct.error) as exc:  # an offset of a damaged file
         raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None
 
 
-def _read(buf: _Buffer) -> tuple[list[dict], list[dict], list[int], list[int]]:
+def _read(buf: FlatBuffer) -> tuple[list[dict], list[dict], list[int], list[int]]:
     model = buf.deref(0)
     graphs = buf.tables(model, _MODEL_SUBGRAPHS)
     signatures = buf.tables(model, _MODEL_SIGNATURE_DEFS)

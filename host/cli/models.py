@@ -16,7 +16,7 @@ from aiot.core.units import size_text
 from aiot.host.cli._output import err, out, print_json, progress_enabled
 from aiot.host.cli.options import JsonOpt
 from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
-from aiot.host.engine.signature import read_signature
+from aiot.host.engine.signature import declared_reader, read_signature
 from aiot.models.model_facts import complexities
 from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
 from aiot.models.model_ref import ZOO as ZOO_KIND  # a reference's kind, not the zoo itself
@@ -287,6 +287,9 @@ def _user_facts(ref, shapes: dict) -> dict:
             found = read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
         else:
             found = read_signature(backend, ref.path, ref.sha256)
+        if declared_reader(backend) is not None:  # says what it read, and what it did not
+            found = {**found, "note": f"read from the file's own tables: the {backend} runtime "
+                                      "first loads it when it runs"}
         return {**_sidecar_form(ref.path), **found}
 
     user = load_user_model(ref, shapes)

@@ -10,6 +10,7 @@ instead of a failed record per device.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import logging
 import math
@@ -20,6 +21,8 @@ from aiot.converters import get_converter
 from aiot.converters.parity import agent_events
 from aiot.converters.source import load_user_model
 from aiot.core.errors import ArtifactError, UsageError
+from aiot.core.isolation import isolated
+from aiot.device_agent import backends
 from aiot.host.engine.shape_guess import propose
 from aiot.models.model_ref import detect_format, resolve_model
 
@@ -308,6 +311,9 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
             it crashed, was killed or hung reading it.
     """
     del sha256  # part of the cache key only
+    declared = _declared_signature(backend, Path(artifact))
+    if declared is not None:
+        return declared
     spec = {"artifact": str(Path(artifact).resolve())}
     if json.loads(shapes_json):
         spec["input_shapes"] = json.loads(shapes_json)
@@ -324,3 +330,42 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
                                   "runtime reads")
     raise ArtifactError(f"{Path(artifact).name}: the agent's inspect gave no signature",
                         "run with --verbose to see its output")
+
+
+def declared_reader(backend: str):
+    """The backend's reader of a file's declared inputs and outputs that needs no runtime
+    (``declared_signature(path) -> (inputs, outputs)``: ExecuTorch's), or None."""
+    if backend not in backends.MODULES:
+        return None
+    module = importlib.import_module(backends.MODULES[backend], backends.__name__)
+    return getattr(module, "declared_signature", None)
+
+
+def _declared_signature(backend: str, artifact: Path) -> dict | None:
+    """The signature the backend reads from the file itself, without its runtime (ExecuTorch:
+    starting its toolchain's interpreter costs seconds); parsed in a forked child, as a
+    runtime would be. None: the backend has no such reader.
+
+    Raises:
+        RefusedArtifact: the file is not a program of the backend's format.
+        RuntimeCrash: the reader died or hung on the file.
+    """
+    read = declared_reader(backend)
+    if read is None:
+        return None
+    found = json.loads(isolated(functools.partial(_declared_text, read, str(artifact.resolve())),
+                                file=artifact.name, runtime=backend))
+    if "error" in found:
+        raise RefusedArtifact(f"{artifact.name}: {backend} refuses it: {found['error']}",
+                              "check that the file is complete and of a version the "
+                              "runtime reads")
+    return found
+
+
+def _declared_text(read, path: str) -> str:
+    """``read(path)``'s inputs and outputs as JSON (in the child), or why it refused them."""
+    try:
+        inputs, outputs = read(path)
+    except (OSError, ValueError) as exc:
+        return json.dumps({"error": (str(exc).strip().splitlines() or ["unreadable"])[0][:300]})
+    return json.dumps({"inputs": inputs, "outputs": outputs})

@@ -190,6 +190,7 @@ def test_lce_cannot_resize_and_says_so(dynamic_two_input_tflite):
 
 def test_pte_signature_and_run_in_the_executorch_toolchain(two_input_pte):
     from aiot.core.toolchains import backend_toolchain
+    from aiot.device_agent.backends.executorch_backend import declared_signature
 
     toolchain = backend_toolchain("executorch")
     spec = {"backend": "executorch", "artifact": str(two_input_pte), "seed": 6}
@@ -197,6 +198,8 @@ def test_pte_signature_and_run_in_the_executorch_toolchain(two_input_pte):
     assert ans["event"] == "signature", ans
     assert ans["inputs"] == [_entry("input_0", [1, 8]), _entry("input_1", [1, 3], "int64")]
     assert ans["outputs"] == [_entry("output_0", [1, 3]), _entry("output_1", [1, 3])]
+    # what the host reads from the file without the runtime (models info, run's check)
+    assert declared_signature(str(two_input_pte)) == (ans["inputs"], ans["outputs"])
     res = agent_answer("run", spec, toolchain)
     assert res["event"] == "result", res
     _x, idx = signature.prepare(ans["inputs"], [[1, 8], [1, 3]], 6, None)[0]

@@ -46,3 +46,29 @@ def test_cli_lists_toolchains_as_json(cli, tmp_path, monkeypatch):
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert rows["lce"]["installed"] is False and "numpy<2" in rows["lce"]["requirements"]
     assert "executorch" in rows
+
+
+def _fake_toolchain(root, name: str) -> None:
+    """An "installed" environment of ``name`` whose interpreter is this one (a real process)."""
+    import sys
+
+    env = toolchains.env_dir(toolchains.TOOLCHAINS.get(name))
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    (env / toolchains.MARKER).write_text(json.dumps({"name": name}), encoding="utf-8")
+
+
+def test_an_interpreter_killed_by_a_signal_is_named_by_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", str(tmp_path))
+    _fake_toolchain(tmp_path, "lce")
+    crash = ("import os, signal, sys; print('reading', file=sys.stderr); "
+             "os.kill(os.getpid(), signal.SIGSEGV)")
+    with pytest.raises(toolchains.ToolchainError) as info:
+        toolchains.run_python("lce", ["-c", crash], what="probe")
+    assert info.value.message == ("probe in the 'lce' toolchain failed: killed by SIGSEGV; "
+                                  "it last said: reading")
+    with pytest.raises(toolchains.ToolchainError, match=r"failed: killed by SIGKILL: out of "
+                                                         r"memory, or killed$"):
+        toolchains.run_python("lce", ["-c", "import os; os.kill(os.getpid(), 9)"], what="probe")
+    with pytest.raises(toolchains.ToolchainError, match=r"failed: boom$"):  # an exit: its words
+        toolchains.run_python("lce", ["-c", "import sys; sys.exit('boom')"], what="probe")

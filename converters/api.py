@@ -8,7 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
 from aiot.converters.parity import check_parity, compare_outputs
-from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
+from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
 from aiot.converters.source import input_facts, load_user_model, parity_inputs
 from aiot.core.diskfull import as_disk_error
@@ -30,7 +30,7 @@ from aiot.core.errors import (
 )
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
-from aiot.models.model_ref import ZOO, a_format, resolve_model
+from aiot.models.model_ref import ZOO, ModelRef, a_format, resolve_model
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -48,6 +48,8 @@ class ConversionResult:
     size_bytes: int  # all files of the artifact (Caffe2: predict net + init net)
     seconds: float
     cached: bool
+    #: The sidecar's contents as written or verified here (callers need not read it back).
+    facts: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def build_source_model(model_name: str, weights: Path | None = None, binarize: str | None = None):
@@ -281,7 +283,7 @@ def check_deployable(converter, binarize: str) -> None:
                               f"{found.reason}", "deploy bnn, dorefa, bireal, reactnet, recu or fda")
 
 
-def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
+def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: Path | None = None,
                   options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
                   reuse: bool = True, progress: Callable[[str], None] | None = None,
                   binarize: str | None = None,
@@ -289,7 +291,9 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     """Convert a model, verify the artifact loads in its runtime, and check parity.
 
     ``model_name`` is any model reference that converts (:mod:`aiot.models.model_ref`): a zoo
-    name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``;
+    name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``, or the
+    :class:`~aiot.models.model_ref.ModelRef` a caller already resolved (``binarize`` is then
+    the reference's own);
     ``input_shapes`` gives a factory that returns a bare module its example input.
 
     Everything that can be validated (format, options, toolchain, model, weights) is checked
@@ -300,7 +304,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     started = time.perf_counter()
-    ref = resolve_model(model_name, binarize)
+    ref = model_name if isinstance(model_name, ModelRef) else resolve_model(model_name, binarize)
     if ref.is_artifact:
         raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is "
                          "nothing to convert", "measure it as it is: aiot run --model FILE")
@@ -319,7 +323,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
                                 cached["artifact"]["sha256"],
                                 cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
-                                time.perf_counter() - started, cached=True)
+                                time.perf_counter() - started, cached=True, facts=cached)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     example = source.example
     model = deployable_model(model, converter, example)
@@ -350,7 +354,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     sha, size = sha256_file(artifact), artifact.stat().st_size
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
     try:
-        sidecar = write_sidecar(artifact, {
+        sidecar, written = write_sidecar_facts(artifact, {
             "aiot_version": aiot.__version__,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "format": converter.name, "backend": converter.backend,
@@ -369,7 +373,8 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         for path in artifact_files(converter, artifact):
             path.unlink(missing_ok=True)
         raise _disk_failure(converter, exc, artifact, "sidecar") or exc
-    return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
+    return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started,
+                            cached=False, facts=written)
 
 
 def _own_weights(source: _Source, weights: Path | None) -> bool:

@@ -88,8 +88,9 @@ class CampaignPolicy:
 
 
 def run_key(request: RunRequest) -> str:
-    """A stable id of one run's whole request (:func:`aiot.host.store.identity.request_key`)."""
-    return request_key(request.to_spec())
+    """A stable id of one run's whole request (:func:`aiot.host.store.identity.request_key`),
+    computed once per request (:attr:`RunRequest.key`)."""
+    return request.key
 
 
 def record_key(record: RunRecord) -> str:
@@ -179,6 +180,7 @@ class _Shared:
     workspaces: dict[str, Workspace] = field(default_factory=dict)
     stores: list[Store] = field(default_factory=list)  # the workers' (a cancel shortens their waits)
     lost: dict[str, str] = field(default_factory=dict)
+    conversions: dict = field(default_factory=dict)  # the workspaces' (each artifact once)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -269,7 +271,8 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
                    results: dict[int, RunRecord]) -> None:
     lab = shared.policy.lab
     workspace = (lab.workspace(device, shared.results_dir) if lab is not None
-                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent))
+                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent,
+                                conversions=shared.conversions))
     with shared.lock:
         shared.workspaces[device] = workspace
     try:

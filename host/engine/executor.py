@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -162,10 +163,53 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
             return found
     listener.on_stage(request, "convert")
     with _CONVERSION:
-        conv = convert_model(request.reference(), request.format, workspace.artifacts_dir,
+        key = _conversion_key(request)
+        kept = workspace.conversions.get(key)
+        if kept is not None and kept.intact():
+            return kept.conv, kept.sidecar
+        conv = convert_model(request.resolved(), request.format, workspace.artifacts_dir,
                              weights=request.weights, binarize=request.binarize,
                              options=request.option_dict() or None, input_shapes=request.shapes())
-        return conv, read_sidecar(conv.artifact)
+        kept = Converted.keep(conv, conv.facts or read_sidecar(conv.artifact),
+                              artifact_files(get_converter(request.format), conv.artifact))
+        workspace.conversions[key] = kept
+        return kept.conv, kept.sidecar
+
+
+def _conversion_key(request: RunRequest) -> tuple:
+    """What one conversion depends on: the runs of a campaign that share it share its artifact
+    (thread counts, devices, clusters and vias do not change the file)."""
+    return (request.model, request.model_sha256, request.reference(), request.format,
+            request.weights, request.binarize, request.options, request.input_shapes)
+
+
+@dataclass(frozen=True)
+class Converted:
+    """An artifact a campaign converted (or verified in the cache) once and keeps for its
+    other runs: no model rebuilt, no weights or artifact hashed again per run.
+
+    ``stamps`` are its files' sizes and modification times when it was kept: a file replaced
+    or rewritten since (by hand, by another process's conversion) is converted again.
+    """
+
+    conv: object
+    sidecar: dict
+    stamps: tuple
+
+    @classmethod
+    def keep(cls, conv, sidecar: dict, files) -> Converted:
+        return cls(conv, sidecar, _stamps([*files, conv.sidecar]))
+
+    def intact(self) -> bool:
+        """Whether every file is still the one kept (a stat each: no hashing)."""
+        try:
+            return _stamps(path for path, *_ in self.stamps) == self.stamps
+        except OSError:
+            return False
+
+
+def _stamps(paths) -> tuple:
+    return tuple((Path(p), st.st_size, st.st_mtime_ns) for p in paths for st in [Path(p).stat()])
 
 
 def _artifact_provenance(conv, sidecar: dict, weights_origin: str | None = None) -> dict:

@@ -14,6 +14,7 @@ the papers' procedures call the single checks they need.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,9 +60,16 @@ def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], L
 
 
 def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list[RunRequest]:
-    """The checks of :func:`check_sweep` once its settings passed (the lab's session open)."""
+    """The checks of :func:`check_sweep` once its settings passed (the lab's session open).
+    Each device's transport is opened once for all of them."""
+    with Links() as links:
+        return _check_runs_on(spec, requests, dataset, session, links)
+
+
+def _check_runs_on(spec: SweepSpec, requests, dataset: str | None, session,
+                   links: Links) -> list[RunRequest]:
     if session is None:
-        validate_devices(spec.devices)
+        validate_devices(spec.devices, links)
     if requests is None:
         requests = spec.requests(dataset, *check_inputs_file(spec.inputs_file))
     requests, notes = bind_shapes(with_vias(requests, spec.vias, spec.native), spec.input_shapes)
@@ -69,9 +77,9 @@ def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list
         notices.say(note)
     validate_requests(requests, spec.native, spec.delegates)
     if session is None:  # a lab node checks its own devices
-        reach_devices(dict.fromkeys(r.device for r in requests))
-        require_agents(requests)
-        for line in check_cores(requests):  # unknown --cluster: one line; too many threads: warned
+        reach_devices(dict.fromkeys(r.device for r in requests), links)
+        require_agents(requests, links)
+        for line in check_cores(requests, links):  # unknown --cluster: one line; too many threads: warned
             notices.warn(line)
     if spec.retries < 1:
         raise UsageError("--retries must be at least 1")
@@ -229,14 +237,39 @@ def check_push(spec: SweepSpec) -> WeightsChoice | None:
 
 # -- the devices ----------------------------------------------------------------------------------
 
-def validate_devices(devices) -> None:
+class Links:
+    """The transports preflight opened, one per device, closed together: every check of a
+    device reuses its link (no transport opened, nor inventory read, per check)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, object] = {}
+
+    def __call__(self, device: str):
+        """``device``'s transport, opened on first use (a failure to open is not kept)."""
+        if device not in self._open:
+            self._open[device] = open_transport(device)
+        return self._open[device]
+
+    def close(self) -> None:
+        for transport in self._open.values():
+            transport.close()
+        self._open.clear()
+
+    def __enter__(self) -> Links:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def validate_devices(devices, links: Links | None = None) -> None:
     """Fail fast on unknown device names, and on an SSH key file or known_hosts that cannot
     work, before any work starts."""
     for d in devices:
-        transport = open_transport(d)
-        check_setup = getattr(transport, "check_setup", None)
-        if check_setup is not None:
-            check_setup()
+        with _link(d, links) as transport:
+            check_setup = getattr(transport, "check_setup", None)
+            if check_setup is not None:
+                check_setup()
 
 
 def lab_session(spec: SweepSpec) -> LabSession | None:
@@ -272,7 +305,7 @@ def with_vias(requests: list[RunRequest], vias, native: str | None) -> list[RunR
     return [replace(r, via=v) for r in requests for v in vias]
 
 
-def reach_devices(devices) -> None:
+def reach_devices(devices, links: Links | None = None) -> None:
     """Every SSH device answers now: one line naming an unreachable one, before any
     conversion, rather than failed records after them and the campaign's retries.
 
@@ -282,15 +315,16 @@ def reach_devices(devices) -> None:
         if transport.kind == "ssh":
             transport.shell(["true"], timeout=60)
 
-    _each_device(devices, answers)
+    _each_device(devices, answers, links)
 
 
-def require_agents(requests: list[RunRequest]) -> None:
+def require_agents(requests: list[RunRequest], links: Links | None = None) -> None:
     """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
-    _each_device(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python)
+    _each_device(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python,
+                 links)
 
 
-def _each_device(devices, check) -> None:
+def _each_device(devices, check, links: Links | None = None) -> None:
     """``check(transport)`` for each device. A device out of reach right now stops a sweep of
     that device alone (one line, nothing stored); among several, the others go on and the
     campaign retries it with backoff and records its runs skipped if it stays away, as it does
@@ -298,11 +332,8 @@ def _each_device(devices, check) -> None:
     devices = list(devices)
     for device in devices:
         try:
-            transport = open_transport(device)
-            try:
+            with _link(device, links) as transport:
                 check(transport)
-            finally:
-                transport.close()
         except AiotError as exc:
             if len(devices) == 1 or not is_transient(exc):
                 raise
@@ -310,7 +341,7 @@ def _each_device(devices, check) -> None:
                          "its runs are retried, then skipped if it stays away")
 
 
-def check_cores(requests: list[RunRequest]) -> list[str]:
+def check_cores(requests: list[RunRequest], links: Links | None = None) -> list[str]:
     """Check each device's cores against its runs before any of them starts: one line per
     device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
     will be INVALID). Each device is probed once (one shell round trip, no agent).
@@ -325,7 +356,8 @@ def check_cores(requests: list[RunRequest]) -> list[str]:
     lines = []
     for (device, cluster), threads in wanted.items():
         if device not in infos:
-            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device))
+            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device),
+                                   links=links)
         if infos[device] is None:  # out of reach now: the campaign retries it, then skips it
             continue
         try:
@@ -339,18 +371,28 @@ def check_cores(requests: list[RunRequest]) -> list[str]:
     return lines
 
 
-def _probe(device: str, required: bool) -> dict | None:
+def _probe(device: str, required: bool, links: Links | None = None) -> dict | None:
     """The device's probe; None when it cannot be had now and nothing depends on it."""
     try:
-        transport = open_transport(device)
-        try:
+        with _link(device, links) as transport:
             return transport.info()
-        finally:
-            transport.close()
     except AiotError:
         if required:  # a --cluster cannot be checked without it
             raise
         return None
+
+
+@contextmanager
+def _link(device: str, links: Links | None):
+    """``device``'s transport: the shared one of ``links``, else one opened for this check."""
+    if links is not None:
+        yield links(device)
+        return
+    transport = open_transport(device)
+    try:
+        yield transport
+    finally:
+        transport.close()
 
 
 # -- what was pushed, the weights ------------------------------------------------------------------
@@ -400,10 +442,16 @@ def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunReq
         key = (r.model, r.binarize, r.model_path)
         if key not in chosen:
             chosen[key] = (WeightsChoice(None, OWN) if r.model_path is not None
-                           else choose_weights(resolve_model(r.model, r.binarize), None, dataset))
+                           else choose_weights(_resolved(r), None, dataset))
         done.append(replace(r, weights=chosen[key].path, weights_origin=chosen[key].origin))
     announce_weights([(model, binarize, c) for (model, binarize, _), c in chosen.items()], dataset)
     return done
+
+
+def _resolved(request: RunRequest):
+    """The request's model as resolved by :func:`resolve_targets` (no name resolved twice)."""
+    ref = request.resolved()
+    return ref if not isinstance(ref, str) else resolve_model(ref, request.binarize)
 
 
 def announce_weights(chosen: list[tuple], dataset: str | None) -> None:

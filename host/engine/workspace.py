@@ -28,9 +28,13 @@ class Workspace:
         persistent_agent: keep one agent session per device for its commands (None: the
             default of :class:`~aiot.host.devices.agent_client.AgentSession`); False starts an agent
             process per command.
+        conversions: the artifacts converted so far, by what they depend on
+            (:class:`~aiot.host.engine.executor.Converted`); a campaign shares one between its
+            devices' workspaces, so each artifact is converted (or verified) once.
     """
 
-    def __init__(self, results_dir: Path, persistent_agent: bool | None = None) -> None:
+    def __init__(self, results_dir: Path, persistent_agent: bool | None = None,
+                 conversions: dict | None = None) -> None:
         self.results_dir = results_dir
         self.persistent_agent = persistent_agent
         self.artifacts_dir = results_dir / "artifacts"
@@ -43,6 +47,7 @@ class Workspace:
         #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
         self.shipped: tuple | None = None
         self._cancelled = False
+        self.conversions = conversions if conversions is not None else {}
 
     def cancel(self) -> None:
         """Close every session and open no new one: a cancelled campaign's run in flight

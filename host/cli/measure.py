@@ -73,6 +73,10 @@ Profile = Annotated[bool, typer.Option(
 CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
+#: The defaults of ``run`` and ``sweep``: the timing knobs are the agent's own (one definition,
+#: device_agent/spec.py, through MeasureParams), the rest are SweepSpec's (aiot sweep's).
+TIMING = MeasureParams()
+SWEEP = SweepSpec(devices=())
 ModelHelp = ("A zoo name (resnet18), <zoo>_<algorithm> for a binarized one (resnet18_bnn), an "
              "artifact file (.tflite, .onnx, .ort, .pte, .ptl, .dab, predict_net.pb), a .pt2 "
              "program, or your code as file.py:factory or module:factory")
@@ -192,19 +196,20 @@ def run(
     device: Device = None,
     threads: Annotated[int, typer.Option(help="Inference threads.")] = 1,
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
-    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    warmup_runs: WarmupRuns = TIMING.warmup_runs, warmup_min_s: WarmupMinS = TIMING.warmup_min_s,
+    min_runs: MinRuns = TIMING.min_runs, min_s: MinS = TIMING.min_s, max_s: MaxS = TIMING.max_s,
+    timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
     cluster: Annotated[str | None, typer.Option(
         help="Pin the run to one CPU cluster of the device (prime, big, little; see devices info).")] = None,
-    cooldown_max_s: CooldownMaxS = 120.0,
+    cooldown_max_s: CooldownMaxS = SWEEP.cooldown_max_s,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
     opt: Opt = None,
-    via: Via = "shell",
+    via: Via = SWEEP.vias[0],
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
@@ -218,7 +223,8 @@ def run(
         delegates=(delegate.strip().lower(),) if delegate else None, binarize=binarize,
         clusters=_tuple(parse_clusters(cluster)), cooldown_max_s=cooldown_max_s,
         input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
-        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)))
+        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)),
+        shuffle=False, fresh=True)  # one run: nothing to order, measured anew every time
     _sweep(ctx, spec, as_json)
 
 
@@ -227,22 +233,23 @@ def sweep(
     model: Annotated[str | None, typer.Option("--model", "-m", help=ModelHelp + "; comma-separated (default: what was last pushed to each device).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Formats, comma-separated, or all: every format the model can be timed in here, as convert --format all (default: each model's own; see run --help).")] = None,
     device: Devices = None,
-    threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
+    threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = ",".join(map(str, SWEEP.threads)),
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
-    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    warmup_runs: WarmupRuns = TIMING.warmup_runs, warmup_min_s: WarmupMinS = TIMING.warmup_min_s,
+    min_runs: MinRuns = TIMING.min_runs, min_s: MinS = TIMING.min_s, max_s: MaxS = TIMING.max_s,
+    timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
     cluster: Annotated[str | None, typer.Option(
         help="CPU clusters to pin to, comma-separated (prime, big, little) (default: no pinning).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = SWEEP.seed,
     shuffle: Annotated[bool, typer.Option(
-        "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = True,
+        "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = SWEEP.shuffle,
     fresh: Annotated[bool, typer.Option(
-        "--fresh", help="Measure every run again instead of resuming this sweep's missing or failed runs.")] = False,
+        "--fresh", help="Measure every run again instead of resuming this sweep's missing or failed runs.")] = SWEEP.fresh,
     retries: Annotated[int, typer.Option(
-        help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = 3,
-    cooldown_max_s: CooldownMaxS = 120.0,
+        help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = SWEEP.retries,
+    cooldown_max_s: CooldownMaxS = SWEEP.cooldown_max_s,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
@@ -252,7 +259,7 @@ def sweep(
         help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
              "owns it; records land in this host's store.")] = None,
     opt: Opt = None,
-    via: Via = "shell",
+    via: Via = ",".join(SWEEP.vias),
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads
     (× --via shell,app on Android devices).

@@ -25,6 +25,13 @@ from aiot.host.engine.cooldown import (
     device_state_changes,
     wait_for_cooldown,
 )
+from aiot.host.engine.gates import (
+    check_delegate,
+    check_native_formats,
+    check_native_via,
+    check_runnable,
+    native_binary,
+)
 from aiot.host.engine.profiles import agent_profile
 from aiot.host.engine.provenance import base_provenance
 from aiot.host.engine.runs import RunListener, RunRequest
@@ -96,16 +103,12 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     """Convert, push and run; fills ``provenance`` and returns the finishing columns."""
     converter = get_converter(request.format)
     provenance["via"] = request.via
+    # The gates preflight asked of the whole sweep, asked again of a request built without it.
+    check_native_via(request.native, [request.via])
     if request.native:
-        if request.via != "shell":
-            raise UsageError("native tools run from the device's shell", "drop --via app for --native runs")
         return _measure_native(request, workspace, listener, provenance)
-    if request.delegate:
-        raise UsageError(f"delegate '{request.delegate}' needs a native runner",
-                         "add --native benchmark_model (NNAPI and GPU are not in Python runtimes)")
-    if converter.backend is None:
-        raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here",
-                         "time it on a device with its native benchmark binary (--native)")
+    check_delegate(request.native, request.delegate)
+    check_runnable(request.format, request.native)
     conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     session = workspace.session(request.device, request.via)
@@ -241,13 +244,8 @@ def _origin_from_source(source: dict) -> str:
 def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
                     provenance: dict) -> dict:
     """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
-    adapter = native.get_adapter(request.native)
-    if request.format not in adapter.formats:
-        raise UsageError(f"{adapter.tool} does not run '{request.format}' artifacts",
-                         f"it runs: {', '.join(adapter.formats)}")
-    binary = native.resolve_binary(adapter.tool, request.device, request.binary)
-    if not binary.is_file():
-        raise UsageError(f"{adapter.tool} binary {binary} does not exist", "check the path")
+    adapter = check_native_formats(request.native, [request.format])
+    binary = native_binary(adapter.tool, request.device, request.binary)
     conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     transport = workspace.transport(request.device)

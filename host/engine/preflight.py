@@ -27,6 +27,13 @@ from aiot.core.fileio import sha256_file
 from aiot.host.devices.affinity import cluster_cpus
 from aiot.host.devices.resolve import emulation_warning, open_transport
 from aiot.host.devices.setup import require_agent_python
+from aiot.host.engine.gates import (
+    check_delegate,
+    check_native_formats,
+    check_native_via,
+    check_runnable,
+    native_binary,
+)
 from aiot.host.engine.input_shapes import bind_shapes
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_npz
@@ -34,7 +41,7 @@ from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
 from aiot.host.lab.session import LabSession
-from aiot.host.native import get_adapter, resolve_binary
+from aiot.host.native import get_adapter
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
@@ -154,19 +161,9 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
 
 def validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
     """The native tool exists, runs every requested format and knows the delegate."""
-    if native is None:
-        if delegate:
-            raise UsageError(f"--delegate {delegate} needs --native (NNAPI and GPU delegates "
-                             "are not in the Python runtimes)", "e.g. --native benchmark_model")
-        return
-    adapter = get_adapter(native)
-    wrong = [f for f in formats if f not in adapter.formats]
-    if wrong:
-        raise UsageError(f"{adapter.tool} does not run {', '.join(wrong)} artifacts",
-                         f"it runs: {', '.join(adapter.formats)}")
-    if delegate and delegate not in adapter.delegates:
-        raise UsageError(f"{adapter.tool} has no delegate '{delegate}'",
-                         f"its delegates: {', '.join(adapter.delegates) or 'none'}")
+    check_delegate(native, delegate)
+    if native is not None:
+        check_native_formats(native, formats, delegate)
 
 
 def validate_binarize(binarize: str | None, formats: list[str]) -> None:
@@ -185,7 +182,7 @@ def validate_requests(requests: list[RunRequest], native: str | None, delegates)
             validate_native(native, [r.format], delegate)
         validate_binarize(r.binarize, [r.format])
         _check_options(r)
-        _check_runnable(r)
+        check_runnable(r.format, r.native)
     if native:
         _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
     for r in distinct:
@@ -204,22 +201,11 @@ def _check_options(request: RunRequest) -> None:
     converter.check_options(resolve_options(converter, request.option_dict()))
 
 
-def _check_runnable(request: RunRequest) -> None:
-    """An emit-only format (no runtime the agent drives) needs a native tool to be timed."""
-    if not request.native and get_converter(request.format).backend is None:
-        raise UsageError(f"format '{request.format}' is emit-only: no runtime aiot's agent drives "
-                         "can time it", "time it with the format's native benchmark binary "
-                         "(--native), or choose another --format")
-
-
 def _check_native_binaries(native: str, devices, binary: Path | None) -> None:
     """Each device has the ``--native`` tool's file (given, or in its inventory entry)."""
     tool = get_adapter(native).tool
     for device in devices:
-        found = resolve_binary(tool, device, binary)
-        if not found.is_file():
-            raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
-                             "check --binary or the device's [binaries] entry in the inventory")
+        native_binary(tool, device, binary)
 
 
 def check_push(spec: SweepSpec) -> WeightsChoice | None:
@@ -290,9 +276,7 @@ def with_vias(requests: list[RunRequest], vias, native: str | None) -> list[RunR
     if vias == ["shell"]:
         return requests
     if "app" in vias:
-        if native:
-            raise UsageError("--via app starts the device agent; native tools run from the shell",
-                             "drop --native, or use --via shell")
+        check_native_via(native, vias)
         for device in dict.fromkeys(r.device for r in requests):
             transport = open_transport(device)
             try:

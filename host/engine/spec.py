@@ -46,11 +46,14 @@ class SweepSpec:
         retries: attempts per run on device or link failures.
         cooldown_max_s: the longest wait for a device to cool down before each run (0: none).
         lab: a lab's ``HOST:PORT``: each device is measured on the lab node that owns it.
+
+    The defaults are ``aiot sweep``'s (its options take them from here); ``aiot run`` is one
+    run, unshuffled and measured anew.
     """
 
     devices: tuple[str, ...]
     targets: tuple[Target, ...] | None = None
-    threads: tuple[int, ...] = (1,)
+    threads: tuple[int, ...] = (1, 2, 4, 8)
     params: MeasureParams = field(default_factory=MeasureParams)
     weights: Path | None = None
     dataset: str | None = None
@@ -65,8 +68,8 @@ class SweepSpec:
     inputs_file: Path | None = None
     vias: tuple[str, ...] = ("shell",)
     seed: int = 0
-    shuffle: bool = False
-    fresh: bool = True
+    shuffle: bool = True
+    fresh: bool = False
     retries: int = 3
     cooldown_max_s: float | None = 120.0
     lab: str | None = None

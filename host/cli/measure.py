@@ -52,6 +52,7 @@ from aiot.host.engine.preflight import (
 )
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
+from aiot.host.lab.session import LabSession
 from aiot.host.store import Push, open_store
 from aiot.models.model_ref import split_models
 
@@ -101,7 +102,7 @@ def parse_vias(value: str | None) -> list[str]:
     return list(dict.fromkeys(check_via(v) for v in split_list(value, "vias")))
 
 
-#: The cluster names the probe gives (see aiot.host.devices.probe): ``all`` is every core.
+#: The cluster names the probe gives (see aiot.host.transports.probe): ``all`` is every core.
 CLUSTERS = ("prime", "big", "little", "all")
 
 
@@ -154,7 +155,7 @@ def _sweep(ctx, spec, as_json: bool) -> None:
     """Check everything that can be, then run the campaign of ``spec`` (with ``--lab``, on the
     lab nodes that own its devices) and show its records."""
     results_dir = state(ctx).results_dir()
-    requests, session = check_sweep(spec, results_dir)
+    requests, session = check_sweep(spec, results_dir, lab=LabSession)
     try:
         with open_store(results_dir) as store:
             plan = plan_sweep(requests, store, seed=spec.seed, shuffle=spec.shuffle, fresh=spec.fresh)

@@ -33,7 +33,6 @@ from aiot.host.engine.gates import (
     native_binary,
 )
 from aiot.host.engine.profiles import agent_profile
-from aiot.host.engine.provenance import base_provenance
 from aiot.host.engine.runs import RunListener, RunRequest
 from aiot.host.engine.shards import prepare_shard
 from aiot.host.engine.signature import artifact_shapes, artifact_signature
@@ -41,6 +40,7 @@ from aiot.host.engine.user_artifact import user_artifact
 from aiot.host.engine.validity import judge
 from aiot.host.engine.weights import weights_provenance
 from aiot.host.engine.workspace import Workspace
+from aiot.host.store.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)

@@ -40,16 +40,17 @@ from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
-from aiot.host.lab.session import LabSession
 from aiot.host.native import get_adapter
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
 
-def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], LabSession | None]:
+def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> tuple[list[RunRequest], object]:
     """Validate everything that can be, then the runs of ``spec`` (each with its shapes, via
     and weights bound) and, for ``spec.lab``, the open session of the lab whose nodes own the
-    devices (the caller closes it).
+    devices (the caller closes it), opened with ``lab`` (the lab's
+    :class:`~aiot.host.lab.session.LabSession`: the lab drives the engine, so the engine
+    imports none of it).
 
     Without targets the runs are what was last pushed to each device (:func:`last_pushed`).
     """
@@ -57,7 +58,7 @@ def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], L
     spec.params.validate()
     ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
-    session = lab_session(spec)
+    session = lab_session(spec, lab)
     try:
         return _check_runs(spec, requests, dataset, session), session
     except BaseException:
@@ -258,14 +259,17 @@ def validate_devices(devices, links: Links | None = None) -> None:
                 check_setup()
 
 
-def lab_session(spec: SweepSpec) -> LabSession | None:
-    """The lab the sweep runs on (its devices checked), or None for this host's devices."""
+def lab_session(spec: SweepSpec, lab):
+    """The lab the sweep runs on, opened with ``lab`` (a ``LabSession`` class) and its devices
+    checked, or None for this host's devices."""
     if not spec.lab:
         return None
     if spec.native or spec.input_shapes or spec.inputs_file:
         raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
                          "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
-    session = LabSession(spec.lab)
+    if lab is None:  # a caller of the engine that drives no lab
+        raise UsageError("--lab needs a driver that opens the lab", "run the sweep with aiot sweep --lab")
+    session = lab(spec.lab)
     session.check_devices(list(spec.devices))
     return session
 

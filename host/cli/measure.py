@@ -155,7 +155,7 @@ def _sweep(ctx, spec, as_json: bool) -> None:
     """Check everything that can be, then run the campaign of ``spec`` (with ``--lab``, on the
     lab nodes that own its devices) and show its records."""
     results_dir = state(ctx).results_dir()
-    requests, session = check_sweep(spec, results_dir, lab=LabSession)
+    requests, session, probes = check_sweep(spec, results_dir, lab=LabSession)
     try:
         with open_store(results_dir) as store:
             plan = plan_sweep(requests, store, seed=spec.seed, shuffle=spec.shuffle, fresh=spec.fresh)
@@ -170,7 +170,7 @@ def _sweep(ctx, spec, as_json: bool) -> None:
             message("--via app,shell: the shell's runs also start one agent process per run, as "
                     "the app's do")
         with RichRunListener() as listener:
-            records = run_campaign(plan, results_dir, listener, spec.campaign_policy(session))
+            records = run_campaign(plan, results_dir, listener, spec.campaign_policy(session, probes))
     finally:
         if session is not None:
             session.close()

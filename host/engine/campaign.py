@@ -72,6 +72,9 @@ class CampaignPolicy:
             starts an agent process per command.
         lab: a :class:`aiot.host.lab.session.LabSession`: each device's runs are measured on
             the lab node that owns it (records are still written here), or None.
+        probes: each device's probe as preflight read it
+            (:class:`~aiot.host.engine.preflight.Checked`): its workspace starts from it
+            rather than probing the device again.
     """
 
     retries: int = 3
@@ -81,6 +84,7 @@ class CampaignPolicy:
     cooldown: object | None = None
     persistent_agent: bool | None = None
     lab: object | None = None
+    probes: dict | None = None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -272,7 +276,7 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
     lab = shared.policy.lab
     workspace = (lab.workspace(device, shared.results_dir) if lab is not None
                  else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent,
-                                conversions=shared.conversions))
+                                conversions=shared.conversions, probes=shared.policy.probes))
     with shared.lock:
         shared.workspaces[device] = workspace
     try:

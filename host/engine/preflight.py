@@ -17,6 +17,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple, Self
 
 from aiot.converters import get_converter
 from aiot.converters.api import check_deployable
@@ -45,7 +46,17 @@ from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
 
-def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> tuple[list[RunRequest], object]:
+class Checked(NamedTuple):
+    """What preflight hands on to the campaign: the runs (models resolved, shapes, vias and
+    weights bound), the open lab session (None: this host's devices) and each device's probe
+    as the checks read it (its workspace starts from it rather than probing again)."""
+
+    requests: list[RunRequest]
+    lab: object
+    probes: dict[str, dict]
+
+
+def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> Checked:
     """Validate everything that can be, then the runs of ``spec`` (each with its shapes, via
     and weights bound) and, for ``spec.lab``, the open session of the lab whose nodes own the
     devices (the caller closes it), opened with ``lab`` (the lab's
@@ -60,22 +71,17 @@ def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> tuple[list[RunR
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
     session = lab_session(spec, lab)
     try:
-        return _check_runs(spec, requests, dataset, session), session
+        with Links() as links:  # each device's transport opened once for all the checks
+            return Checked(_check_runs(spec, requests, dataset, session, links), session, links.probes)
     except BaseException:
         if session is not None:
             session.close()
         raise
 
 
-def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list[RunRequest]:
-    """The checks of :func:`check_sweep` once its settings passed (the lab's session open).
-    Each device's transport is opened once for all of them."""
-    with Links() as links:
-        return _check_runs_on(spec, requests, dataset, session, links)
-
-
-def _check_runs_on(spec: SweepSpec, requests, dataset: str | None, session,
-                   links: Links) -> list[RunRequest]:
+def _check_runs(spec: SweepSpec, requests, dataset: str | None, session,
+                links: Links) -> list[RunRequest]:
+    """The checks of :func:`check_sweep` once its settings passed (the lab's session open)."""
     if session is None:
         validate_devices(spec.devices, links)
     if requests is None:
@@ -230,6 +236,7 @@ class Links:
 
     def __init__(self) -> None:
         self._open: dict[str, object] = {}
+        self.probes: dict[str, dict] = {}  # each device's probe, read once (check_cores)
 
     def __call__(self, device: str):
         """``device``'s transport, opened on first use (a failure to open is not kept)."""
@@ -242,7 +249,7 @@ class Links:
             transport.close()
         self._open.clear()
 
-    def __enter__(self) -> Links:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -361,13 +368,18 @@ def check_cores(requests: list[RunRequest], links: Links | None = None) -> list[
 
 def _probe(device: str, required: bool, links: Links | None = None) -> dict | None:
     """The device's probe; None when it cannot be had now and nothing depends on it."""
+    if links is not None and device in links.probes:
+        return links.probes[device]
     try:
         with _link(device, links) as transport:
-            return transport.info()
+            info = transport.info()
     except AiotError:
         if required:  # a --cluster cannot be checked without it
             raise
         return None
+    if links is not None:
+        links.probes[device] = info
+    return info
 
 
 @contextmanager

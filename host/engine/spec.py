@@ -91,12 +91,14 @@ class SweepSpec:
                               binarize=self.binarize, inputs=inputs, inputs_sha256=inputs_sha256,
                               options=self.options or None)
 
-    def campaign_policy(self, lab=None) -> CampaignPolicy:
-        """How the campaign treats the devices (``lab``: the open lab session, if any). Where a
+    def campaign_policy(self, lab=None, probes: dict | None = None) -> CampaignPolicy:
+        """How the campaign treats the devices (``lab``: the open lab session, if any;
+        ``probes``: each device's probe as preflight read it). Where a
         sweep compares the two vias, the shell's runs also start one agent process per run, as
         the app's must (``am`` cannot feed a session's stdin)."""
         return CampaignPolicy(retries=self.retries, cooldown=cooldown_policy(self.cooldown_max_s),
-                              lab=lab, persistent_agent=False if self.both_vias else None)
+                              lab=lab, persistent_agent=False if self.both_vias else None,
+                              probes=probes)
 
 
 def cooldown_policy(max_s: float | None) -> CooldownPolicy | None:

@@ -51,6 +51,10 @@ def test_a_ten_key_sweep_resolves_and_builds_each_model_once(cli, monkeypatch):
     _spy(monkeypatch, calls, "aiot.converters.api", "state_sha256")
     _spy(monkeypatch, calls, "aiot.host.devices.resolve", "open_transport")
     _spy(monkeypatch, calls, "aiot.host.store.identity", "request_key")
+    from aiot.host.transports.local import LocalTransport
+
+    probe = LocalTransport.info
+    monkeypatch.setattr(LocalTransport, "info", lambda self: calls.update(["probe"]) or probe(self))
     records = cli.json("sweep", "-d", "local", "-m", "tiny_cnn", "-f", "onnx", "--threads", THREADS,
                        "--fresh", *FAST)
 
@@ -61,4 +65,5 @@ def test_a_ten_key_sweep_resolves_and_builds_each_model_once(cli, monkeypatch):
     assert calls["build_source_model"] <= 1, calls  # one conversion (a cache check) for ten runs
     assert calls["state_sha256"] <= 1, calls
     assert calls["open_transport"] <= 2, calls  # one for preflight's checks, one for the runs
+    assert calls["probe"] <= 1, calls  # preflight's probe, handed on to the device's workspace
     assert calls["request_key"] <= 2 * len(records), calls  # the plan's, and the table's

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
+from aiot.converters.outputs import with_flat_outputs
 from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
@@ -102,6 +103,7 @@ class _Source:
     input: dict  # the sidecar's "input"
     spec: object = None  # the zoo entry, None for user code
     weights: Path | None = None
+    outputs: list | None = None  # the sidecar's "outputs" when the model has several
 
     def noise(self, count: int, seed: int):
         """Seeded parity inputs: the zoo's image-like noise, else dtype-aware noise."""
@@ -135,16 +137,17 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
 
         binarize_model(user.model, ref.binarize, tuple(user.example.shape))
         user.model.eval()
+    model, outputs = with_flat_outputs(user.model, user.example, ref.name)
     stem = (ref.module or ref.path.stem if ref.factory else Path(ref.name).stem)
     label = f"{stem}.{ref.factory}" if ref.factory else stem
     label = artifact_stem(f"{label}-{ref.sha256[:8]}" if ref.sha256 else label, ref.binarize)
-    return _Source(label, user.model, user.example,
+    return _Source(label, model, user.example,
                    {**ref.source(), "model": ref.name,
                     "binarize": getattr(user.model, "binarized_with", ref.binarize),
                     "weights": Path(weights).name if weights else None,
                     "weights_sha256": sha256_file(Path(weights)) if weights else None,
                     "random_init_seed": None if weights else RANDOM_INIT_SEED},
-                   input_facts(user.example), None, weights)
+                   input_facts(user.example), None, weights, outputs)
 
 
 def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
@@ -414,6 +417,7 @@ def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None) -> tuple
             "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
                        "state_sha256": plan.source_hash},
             "input": source.input,
+            **({"outputs": source.outputs} if source.outputs and len(source.outputs) > 1 else {}),
             "num_classes": source.spec.num_classes if source.spec is not None else None,
             "converter": {"name": converter.name, "options": plan.options, **exported.facts},
             "toolchain": converter.toolchain_versions(),

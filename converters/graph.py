@@ -267,6 +267,10 @@ def lower(model, example, fmt: str) -> Graph:
         if node.op == "placeholder":
             layers.append(Layer(node.name, "input", [], shape))
         elif node.op == "output":
+            if len(inputs) > 1:  # the emitters write one output blob
+                raise ConversionError(fmt, "lower", f"the model returns {len(inputs)} outputs; "
+                                      f"aiot's {fmt} emitter writes models with one",
+                                      "convert it to tflite, onnx, ort, ptl or executorch")
             output = inputs[0]
             continue
         elif node.op == "get_attr":

@@ -44,7 +44,8 @@ class OnnxConverter(Converter):
                 # The legacy exporter announces its own deprecation on every call.
                 warnings.simplefilter("ignore")
                 torch.onnx.export(model, (example,), str(tmp), dynamo=False, opset_version=opset,
-                                  input_names=["input"], output_names=["logits"])
+                                  input_names=["input"],
+                                  output_names=getattr(model, "aiot_output_names", None) or ["logits"])
             try:
                 onnx.checker.check_model(str(tmp), full_check=True)
             except onnx.checker.ValidationError as exc:

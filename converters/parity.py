@@ -19,6 +19,7 @@ from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
 from aiot.device_agent import agent, backends, protocol
+from aiot.device_agent.signature import all_outputs  # as the agent's predict gives them
 from aiot.device_agent.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ def _torch_threads_kept():
 
 
 def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
-    """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first).
+    """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first), ``(N, -1)``:
+    a model with several outputs has them side by side, in the order it returned them.
 
     Raises:
         ArtifactError: the runtime cannot load the file (truncated, corrupt, unsupported).
@@ -106,11 +108,11 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
             detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise ArtifactError(f"{backend_name} cannot load {artifact}: {detail}",
                                 "the file is truncated or corrupt; re-convert it") from None
-        rows = [np.array(session.run(np.ascontiguousarray(x[None], dtype=np.float32)
-                                     .reshape(session.input_shape)), copy=True) for x in inputs]
+        rows = [all_outputs(session, np.ascontiguousarray(x[None], dtype=np.float32)
+                            .reshape(session.input_shape)) for x in inputs]
         del session  # release the runtime while its chatter still goes to the log
         gc.collect()
-    return np.stack([r.reshape(-1) for r in rows])
+    return np.stack(rows)
 
 
 def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs):
@@ -252,7 +254,13 @@ def check_parity(fmt: str, backend: str | Callable, artifact: Path, model, input
 
 
 def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> tuple[dict, object]:
-    """The error statistics of the artifact on ``inputs``, and PyTorch's outputs on them."""
+    """The error statistics of the artifact on ``inputs``, and PyTorch's outputs on them
+    (``(N, -1)``, every output side by side).
+
+    A model with several outputs is judged on all of them together (the report's numbers),
+    and each output's own numbers are listed under ``outputs`` by name.
+    """
+    import numpy as np
     import torch
 
     with torch.no_grad():
@@ -261,19 +269,51 @@ def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol) -> tuple[
         actual = backend(artifact, inputs.numpy())
     else:
         actual = run_artifact(backend, artifact, inputs.numpy())
-    return compare_outputs(reference, actual, atol, rtol), reference
+    joined = np.concatenate(reference, axis=1)
+    report = compare_outputs(joined, actual, atol, rtol)  # a size mismatch: its own reason
+    actual = _split_like(reference, actual)
+    names = getattr(model, "aiot_output_names", None)
+    if names and len(reference) > 1 and len(actual) == len(reference):
+        report["outputs"] = [_output_report(name, ref, act, atol, rtol)
+                             for name, ref, act in zip(names, reference, actual)]
+        if not all(o["ok"] for o in report["outputs"]):
+            report["ok"] = False
+    return report, joined
 
 
-def _reference_outputs(model, inputs):
-    """PyTorch's outputs, ``(N, -1)``: one batch, or row by row for a module captured at
-    batch 1 (a user's ``torch.export`` program guards its batch size)."""
+def _output_report(name: str, reference, actual, atol, rtol) -> dict:
+    """One output's line of a multi-output parity report."""
+    found = compare_outputs(reference, actual, atol, rtol)
+    return {"name": name, **{k: found[k] for k in ("ok", "max_abs", "max_rel", "mean_abs",
+                                                    "top1_agreement")},
+            **({"reason": found["reason"]} if "reason" in found else {})}
+
+
+def _split_like(reference: list, actual) -> list:
+    """The artifact's outputs as a list like ``reference``'s: its ``(N, total)`` array (all
+    outputs side by side) is cut at the sizes of PyTorch's outputs."""
+    import numpy as np
+
+    actual = np.asarray(actual).reshape(len(actual), -1)
+    sizes = [r.shape[1] for r in reference]
+    if len(reference) == 1 or actual.shape[1] != sum(sizes):
+        return [actual]
+    return np.split(actual, np.cumsum(sizes)[:-1], axis=1)
+
+
+def _reference_outputs(model, inputs) -> list:
+    """PyTorch's outputs, one ``(N, -1)`` array per output: one batch, or row by row for a
+    module captured at batch 1 (a user's ``torch.export`` program guards its batch size)."""
     import torch
 
+    def flat(out, n: int) -> list:
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return [o.reshape(n, -1) for o in outs]
+
     if getattr(model, "aiot_fixed_batch", False):
-        out = torch.cat([model(inputs[i : i + 1]).reshape(1, -1) for i in range(len(inputs))])
-    else:
-        out = model(inputs)
-    return out.reshape(len(inputs), -1).numpy()
+        rows = [flat(model(inputs[i : i + 1]), 1) for i in range(len(inputs))]
+        return [torch.cat([row[k] for row in rows]).numpy() for k in range(len(rows[0]))]
+    return [o.numpy() for o in flat(model(inputs), len(inputs))]
 
 
 def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:

@@ -44,7 +44,7 @@ from . import backends, cpuload, profiling, seccomp
 from .backends import ArtifactLoadError, BackendUnavailable, open_session
 from .process import current_rss_kb, peak_rss_kb, pin
 from .serve import serve
-from .signature import SpecError, load_batches, prepare
+from .signature import SpecError, all_outputs, load_batches, prepare
 from .spec import RunSpec
 from .stats import robust_cv, summarize_ms
 from .wire import emit, first_line
@@ -281,9 +281,8 @@ def predict(spec: RunSpec) -> dict:
     if spec.inputs.endswith(".npz"):
         return {**_predict_npz(session, spec), "runtime_version": backend.version()}
     x = np.load(spec.inputs, allow_pickle=False)
-    rows = [np.array(session.run(np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
-                                 .reshape(session.input_shape)), copy=True).reshape(-1)
-            for i in range(len(x))]
+    rows = [all_outputs(session, np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
+                         .reshape(session.input_shape)) for i in range(len(x))]
     out = np.stack(rows) if rows else np.zeros((0,), np.float32)
     tmp = spec.outputs + ".part.npy"
     np.save(tmp, out)

@@ -49,6 +49,33 @@ def positional(kind: str, index: int) -> str:
     return f"{kind}_{index}"
 
 
+def export_order(outputs: list[dict]) -> list[int]:
+    """Indexes of ``outputs`` in the order the model returned them.
+
+    A runtime may list positionally named outputs sorted as text (a ``.tflite`` signature
+    puts ``output_10`` before ``output_2``); names ``<stem>_<number>`` of one stem are put
+    back in number order. Any other naming is the file's own order, kept as it is.
+    """
+    parts = [str(o["name"]).rpartition("_") for o in outputs]
+    if len(parts) < 2 or len({p[0] for p in parts}) != 1 or not all(p[2].isdigit() for p in parts):
+        return list(range(len(outputs)))
+    return sorted(range(len(outputs)), key=lambda i: int(parts[i][2]))
+
+
+def all_outputs(session, x):
+    """One inference's every output, flattened and side by side in the order the model
+    returned them (:func:`export_order`): a row of the agent's ``.npy`` predictions, and what
+    the host's parity check compares (it splits them by size)."""
+    import numpy as np
+
+    session.set_input(x)
+    session.invoke()
+    outputs = session.outputs_all()
+    order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
+        else range(len(outputs))
+    return np.concatenate([np.array(outputs[k], copy=True).reshape(-1) for k in order])
+
+
 def example(shape) -> str:
     """``DxD`` for a ``--input-shape`` hint: the fixed dims, 1 in place of each dynamic one."""
     return "x".join(str(d if d >= 0 else 1) for d in shape) or "scalar"

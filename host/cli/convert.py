@@ -15,10 +15,10 @@ from aiot.core.errors import UsageError
 from aiot.core.units import size_text
 from aiot.host.cli._output import message, out, print_json, spinner, state
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, parse_options
+from aiot.host.cli.record_view import nonfinite_text, outputs_parity_text
 from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
 from aiot.host.engine.preflight import announce_weights
 from aiot.host.engine.weights import choose_weights
-from aiot.host.store.record_view import nonfinite_text
 from aiot.models.model_ref import default_format, resolve_model
 
 
@@ -117,6 +117,8 @@ def _parity_line(p: dict) -> str:
             f"{p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
     if p.get("nonfinite"):  # the model's own NaN/Inf, matched place by place
         line += f"; {nonfinite_text(p['nonfinite'])}"
+    if p.get("outputs"):  # several outputs: the figures above are all of them together
+        line += f"\n  {escape(outputs_parity_text(p))}"
     data = p.get("dataset")
     if data:
         line += f"; {data['n']} {data['name']} images: top-1 agreement {data['top1_agreement']:.0%}"

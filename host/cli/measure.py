@@ -73,6 +73,10 @@ Profile = Annotated[bool, typer.Option(
     "--profile", help="Also time each operator with the runtime's own profiler, in its own pass (does not disturb timing); shows the slowest.")]
 CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
+Validity = Annotated[str | None, typer.Option(
+    "--validity", metavar="KEY=VALUE,…", help="Validity limits over AIOT_VALIDITY's, e.g. load=2 on a "
+    "busy machine (keys cv, load, samples, threads, tail; off turns one off). Stored with each "
+    "verdict; a run judged under looser limits than the defaults shows as VALID (relaxed: …).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
 #: The defaults of ``run`` and ``sweep``: the timing knobs are the agent's own (one definition,
 #: device_agent/spec.py, through MeasureParams), the rest are SweepSpec's (aiot sweep's).
@@ -211,6 +215,7 @@ def run(
     inputs: InputsFile = None,
     opt: Opt = None,
     via: Via = SWEEP.vias[0],
+    validity: Validity = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
@@ -224,7 +229,7 @@ def run(
         delegates=(delegate.strip().lower(),) if delegate else None, binarize=binarize,
         clusters=_tuple(parse_clusters(cluster)), cooldown_max_s=cooldown_max_s,
         input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
-        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)),
+        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)), validity=validity,
         shuffle=False, fresh=True)  # one run: nothing to order, measured anew every time
     _sweep(ctx, spec, as_json)
 
@@ -261,6 +266,7 @@ def sweep(
              "owns it; records land in this host's store.")] = None,
     opt: Opt = None,
     via: Via = ",".join(SWEEP.vias),
+    validity: Validity = None,
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads
     (× --via shell,app on Android devices).
@@ -292,7 +298,7 @@ def sweep(
         delegates=_tuple(delegates), binarize=binarize, clusters=_tuple(clusters),
         options=_pairs(options), input_shapes=shapes, inputs_file=inputs,
         vias=tuple(parse_vias(via)), seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
-        cooldown_max_s=cooldown_max_s, lab=lab)
+        cooldown_max_s=cooldown_max_s, lab=lab, validity=validity)
     _sweep(ctx, spec, as_json)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from aiot.converters import get_converter
+from aiot.converters.outputs import with_flat_outputs
 from aiot.converters.sidecar import read_sidecar, sidecar_path
 from aiot.converters.source import load_user_model
 from aiot.core.errors import AiotError
@@ -283,14 +284,17 @@ def _user_facts(ref, shapes: dict) -> dict:
                     "note": f"{ref.format} is emit-only: no runtime here reads its inputs",
                     **_sidecar_form(ref.path)}
         if backend == "pytorch_mobile" and shapes:  # a lite module declares no inputs
-            return read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
-        return read_signature(backend, ref.path, ref.sha256)
+            found = read_signature(backend, ref.path, ref.sha256, json.dumps(shapes))
+        else:
+            found = read_signature(backend, ref.path, ref.sha256)
+        return {**_sidecar_form(ref.path), **found}
 
     user = load_user_model(ref, shapes)
     example = user.example
+    _model, outputs = with_flat_outputs(user.model, example, ref.name)
     return {"inputs": [{"name": "x", "shape": list(example.shape),
                         "dtype": str(example.dtype).removeprefix("torch."), "quantization": None}],
-            "outputs": None, "params": sum(p.numel() for p in user.model.parameters())}
+            "outputs": outputs, "params": sum(p.numel() for p in user.model.parameters())}
 
 
 def _sidecar_form(path) -> dict:
@@ -300,10 +304,13 @@ def _sidecar_form(path) -> dict:
         return {}
     sidecar = read_sidecar(path)
     form = sidecar.get("deployed_form")
+    named = [o["name"] for o in sidecar.get("outputs") or []]
+    note = {"note": f"the model's outputs, in this order: {', '.join(named)} (the file's own "
+                    "names may differ)"} if named else {}
     if not form:
-        return {}
+        return note
     signs = (sidecar.get("parity") or {}).get("signs") or {}
-    return {"deployed_form": {**form, "parity_signs_min": signs.get("min_sign_agreement")}}
+    return {**note, "deployed_form": {**form, "parity_signs_min": signs.get("min_sign_agreement")}}
 
 
 def _dims(shape) -> str:

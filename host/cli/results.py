@@ -25,9 +25,16 @@ from aiot.host.cli._output import (
 )
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
+from aiot.host.cli.record_view import (
+    FLAT_COLUMNS,
+    nonfinite_text,
+    parity_line,
+    stats_line,
+    to_csv,
+)
 from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail
-from aiot.host.engine.validity import emulated
+from aiot.host.engine.validity import emulated, limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
 from aiot.host.scores.vips import device_scores, select_tests, si
 from aiot.host.store import open_store
@@ -42,13 +49,6 @@ from aiot.host.store.compare import (
 )
 from aiot.host.store.identity import shape_label
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
-from aiot.host.store.record_view import (
-    FLAT_COLUMNS,
-    nonfinite_text,
-    parity_line,
-    stats_line,
-    to_csv,
-)
 from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
 
@@ -71,8 +71,10 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
 
     lead = [] if compact else ["id", "device", "model"]
     extra = ["speed-up", "inf/s"] if sweep else []
-    caption = ("speed-up: the same run's median at 1 thread over this one; inf/s: inferences per "
-               "second, one after another" if sweep else None)
+    notes = [n for n in (sweep_view.limits_note(records),) if n]
+    caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
+                             "inferences per second, one after another"] if sweep else []),
+                          *notes]) or None
     table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", *extra, "load ms",
                   "accuracy", "size", "status", caption=caption)
     if sweep:
@@ -89,6 +91,9 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
                       fmt_ms(r.median_ms), fmt_ms(r.p90_ms), *extra, fmt_ms(r.load_ms),
                       fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), sweep_view.status_cell(r))
     out.print(table)
+    busy = sweep_view.busy_note(records)
+    if busy:  # the cells name it; the way out is said once, in full
+        out.print(f"[yellow]{safe(busy)}[/]")
 
 
 def _open(ctx):
@@ -146,7 +151,9 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
         row("non-finite outputs", f"{nonfinite_text(nonfinite)} of {result['output']['size']} values")
     validity = result.get("validity")
     if validity:
-        row("validity", "; ".join([validity["verdict"], *validity["reasons"]]))
+        row("validity", "; ".join([verdict_text(validity), *validity["reasons"]]))
+        if validity.get("limits"):
+            row("validity limits", limits_text(validity["limits"]))
     parity = parity_line((record.provenance.get("artifact") or {}).get("parity"))
     if parity:
         row("parity vs PyTorch", parity)

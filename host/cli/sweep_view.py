@@ -12,7 +12,14 @@ from rich.markup import escape
 
 from aiot.core.untrusted import visible
 from aiot.host.engine.campaign import SweepPlan, record_key, run_key
-from aiot.host.engine.validity import INVALID, emulated, short_reasons
+from aiot.host.engine.validity import (
+    INVALID,
+    VALID,
+    emulated,
+    limit_changes,
+    relaxed_limits,
+    short_reasons,
+)
 from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
 from aiot.host.store.store import RunRecord, open_store
 
@@ -52,12 +59,40 @@ def invalid_reasons(record: RunRecord) -> str:
 
 
 def status_cell(record: RunRecord) -> str:
-    """``ok``, ``ok INVALID: threads above online cores``, ``failed``: Rich markup."""
+    """``ok``, ``ok INVALID: threads above online cores``, ``ok VALID (relaxed)`` (judged
+    under looser limits than the defaults: :func:`limits_note` names them), ``failed``."""
     status = "[green]ok[/]" if record.status == "ok" else f"[red]{record.status}[/]"
     if record.validity == INVALID:
         why = invalid_reasons(record)
         status += f" [yellow]INVALID[/]{': ' + escape(visible(why)) if why else ''}"
+    elif record.validity == VALID:
+        relaxed = relaxed_limits(((record.result or {}).get("validity") or {}).get("limits"))
+        if relaxed:  # never a plain VALID under looser limits; the footnote names them
+            status += " [yellow]VALID (relaxed)[/]"
     return status
+
+
+def limits_note(records) -> str | None:
+    """``validity judged with load≤2, cv off (not the defaults)``: the footnote of a table
+    whose runs were judged under limits other than the defaults; None when all were default."""
+    seen: dict[str, None] = {}
+    for r in records:
+        for change in limit_changes(((r.result or {}).get("validity") or {}).get("limits")):
+            seen[change] = None
+    if not seen:
+        return None
+    return (f"validity judged with {', '.join(seen)} (not the defaults; set by --validity or "
+            "AIOT_VALIDITY)")
+
+
+def busy_note(records) -> str | None:
+    """The first "device busy" reason in full (what was busy and what to do), for the line
+    under a table whose cells only name it; None when no run was INVALID for load."""
+    for r in records:
+        for reason in ((r.result or {}).get("validity") or {}).get("reasons") or []:
+            if reason.startswith("device busy:"):
+                return reason
+    return None
 
 
 def device_cell(record: RunRecord) -> str:

@@ -75,6 +75,8 @@ class CampaignPolicy:
         probes: each device's probe as preflight read it
             (:class:`~aiot.host.engine.preflight.Checked`): its workspace starts from it
             rather than probing the device again.
+        validity: the :class:`aiot.host.engine.validity.ValidityPolicy` every run is judged
+            by (``--validity`` over ``AIOT_VALIDITY``), or None for ``AIOT_VALIDITY``'s.
     """
 
     retries: int = 3
@@ -85,6 +87,7 @@ class CampaignPolicy:
     persistent_agent: bool | None = None
     lab: object | None = None
     probes: dict | None = None
+    validity: object | None = None  # a ValidityPolicy (None: AIOT_VALIDITY's, read per run)
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -317,7 +320,8 @@ def _one_run(shared: _Shared, store: Store, workspace: Workspace, index: int,
     for attempt in range(1, policy.retries + 1):
         context["sweep"]["attempt"] = attempt
         record = execute_run(request, store, workspace, listener, plan.sweep_id, context=context,
-                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run))
+                             cooldown=policy.cooldown, measure=getattr(workspace, "measure", measure_run),
+                             validity=policy.validity)
         error = (record.result or {}).get("error") or {}
         if shared.cancel.is_set():
             if record.status == "failed":  # its agent was ended by the cancel, not by a fault

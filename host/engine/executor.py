@@ -326,7 +326,7 @@ def measure_run(request: RunRequest, workspace: Workspace, listener: RunListener
 
 def execute_run(request: RunRequest, store: Store, workspace: Workspace,
                 listener: RunListener, sweep_id: str | None = None, context: dict | None = None,
-                cooldown=None, measure=measure_run) -> RunRecord:
+                cooldown=None, measure=measure_run, validity=None) -> RunRecord:
     """Record ``request`` as pending, run it, and close the record as ok or failed.
 
     Args:
@@ -335,6 +335,8 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
             temperature and frequencies, or None.
         measure: :func:`measure_run`'s stand-in; a lab runs it on the node owning the device
             (:class:`aiot.host.lab.session.LabDevice`), while this store stays the one writer.
+        validity: the ValidityPolicy that judges the run (None: ``AIOT_VALIDITY``'s); the
+            limits it used are stored with the verdict.
     """
     provenance = {**base_provenance(), **(context or {})}
     if request.batch_defaulted:  # the free batch dims aiot set to 1 (the spec has the shapes)
@@ -361,7 +363,7 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
                          provenance=provenance, result={"error": {"type": "DeviceMessageError",
                                                                   "transient": False}})
             return store.get(record.id)
-        verdict = _verdict(request, columns["result"], provenance)
+        verdict = _verdict(request, columns["result"], provenance, validity)
         columns["result"]["validity"] = verdict
         store.finish(record.id, "ok", provenance=provenance, validity=verdict["verdict"], **columns)
     return store.get(record.id)
@@ -402,10 +404,11 @@ class _DeviceWatch:
         }
 
 
-def _verdict(request: RunRequest, result: dict, provenance: dict) -> dict:
-    """VALID / INVALID with reasons, from the samples, the telemetry and the device."""
+def _verdict(request: RunRequest, result: dict, provenance: dict, policy=None) -> dict:
+    """VALID / INVALID with reasons and the limits used, from the samples, the telemetry and
+    the device (``policy``: the run's ValidityPolicy, None for AIOT_VALIDITY's)."""
     state = provenance.get("device_state") or {}
     affinity = provenance.get("affinity") or {}
     return judge(result, request.params.min_runs, provenance.get("device") or {},
                  throttling=state.get("throttling"), state_changes=state.get("changes"),
-                 threads=request.threads, cpus=affinity.get("cpus"))
+                 threads=request.threads, cpus=affinity.get("cpus"), policy=policy)

@@ -67,7 +67,8 @@ def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> Checked:
     """
     requests = None if spec.targets is not None else last_pushed(spec, results_dir)
     spec.params.validate()
-    ValidityPolicy.from_env()  # a bad AIOT_VALIDITY: one line now, not after every run
+    # A bad AIOT_VALIDITY or --validity: one line now, not after every run.
+    ValidityPolicy.from_env(option=spec.validity)
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
     session = lab_session(spec, lab)
     try:
@@ -93,7 +94,8 @@ def _check_runs(spec: SweepSpec, requests, dataset: str | None, session,
     if session is None:  # a lab node checks its own devices
         reach_devices(dict.fromkeys(r.device for r in requests), links)
         require_agents(requests, links)
-        for line in check_cores(requests, links):  # unknown --cluster: one line; too many threads: warned
+        # unknown --cluster: one line; too many threads: warned (unless --validity threads=off)
+        for line in check_cores(requests, ValidityPolicy.from_env(option=spec.validity), links):
             notices.warn(line)
     if spec.retries < 1:
         raise UsageError("--retries must be at least 1")
@@ -336,7 +338,8 @@ def _each_device(devices, check, links: Links | None = None) -> None:
                          "its runs are retried, then skipped if it stays away")
 
 
-def check_cores(requests: list[RunRequest], links: Links | None = None) -> list[str]:
+def check_cores(requests: list[RunRequest], policy: ValidityPolicy | None = None,
+                links: Links | None = None) -> list[str]:
     """Check each device's cores against its runs before any of them starts: one line per
     device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
     will be INVALID). Each device is probed once (one shell round trip, no agent).
@@ -360,7 +363,7 @@ def check_cores(requests: list[RunRequest], links: Links | None = None) -> list[
         except UsageError as exc:
             raise UsageError(f"'{device}': {exc.message}", exc.hint) from None
         line = threads_warning(device if not cluster else f"{device} ({cluster} cluster)",
-                               sorted(threads), infos[device], cpus)
+                               sorted(threads), infos[device], cpus, policy)
         if line:
             lines.append(line)
     return lines

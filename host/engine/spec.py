@@ -13,6 +13,7 @@ from aiot.host.engine.campaign import CampaignPolicy
 from aiot.host.engine.cooldown import CooldownPolicy
 from aiot.host.engine.input_shapes import ShapeArg
 from aiot.host.engine.runs import MeasureParams, RunRequest, expand_targets
+from aiot.host.engine.validity import ValidityPolicy
 from aiot.models.model_ref import ModelRef
 
 #: A model to measure and the formats to measure it in (an artifact file: its own one).
@@ -73,6 +74,7 @@ class SweepSpec:
     retries: int = 3
     cooldown_max_s: float | None = 120.0
     lab: str | None = None
+    validity: str | None = None  # --validity: limits over AIOT_VALIDITY's (same grammar)
 
     @property
     def both_vias(self) -> bool:
@@ -98,7 +100,7 @@ class SweepSpec:
         the app's must (``am`` cannot feed a session's stdin)."""
         return CampaignPolicy(retries=self.retries, cooldown=cooldown_policy(self.cooldown_max_s),
                               lab=lab, persistent_agent=False if self.both_vias else None,
-                              probes=probes)
+                              validity=ValidityPolicy.from_env(option=self.validity), probes=probes)
 
 
 def cooldown_policy(max_s: float | None) -> CooldownPolicy | None:

@@ -18,9 +18,13 @@ A run is INVALID when any of these holds (each becomes one reason):
   whether or not ``--target-cv`` was asked for;
 * **too few samples**: fewer than a floor (10) even where ``--min-runs`` asked for fewer.
 
-The last four have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``:
-``cv=0.2,load=1.5,samples=5,threads=off`` (``off`` turns a check off); see
-:class:`ValidityPolicy`.
+* **long tail**: the p90 is more than a limit (3×) times the median (the robust CV ignores
+  a slow tenth of the samples; this check does not).
+
+Those with a limit have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``
+or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5`` (``off``
+turns a check off); see :class:`ValidityPolicy`. Every verdict stores the limits it used,
+and one judged under looser limits than the defaults shows as ``VALID (relaxed: …)``.
 
 The verdict is stored with the record (column ``validity``, details in the result), so a
 report can leave invalid runs out or show them flagged.
@@ -28,6 +32,7 @@ report can leave invalid runs out or show them flagged.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields, replace
 
@@ -48,34 +53,109 @@ class ValidityPolicy:
         load: the most CPUs other processes may keep busy, on average, while a run is timed.
         samples: the fewest timed samples of a VALID run (a median of fewer says little).
         threads: whether more threads than online cores make a run INVALID.
+        tail: the highest p90 / median of a VALID run. The robust CV does not see a slow tenth
+            of the samples (the MAD ignores them); this does, so a relaxed ``cv`` or ``load``
+            never lets a run whose p90 is hundreds of times its median pass.
     """
 
     cv: float | None = 0.10
     load: float | None = 0.5
     samples: int | None = 10
     threads: bool = True
+    tail: float | None = 3.0
 
     @classmethod
-    def from_env(cls, text: str | None = None) -> ValidityPolicy:
-        """The defaults, changed by ``AIOT_VALIDITY`` (or ``text``): ``key=value`` pairs,
+    def from_env(cls, text: str | None = None, option: str | None = None) -> ValidityPolicy:
+        """The defaults, changed by ``AIOT_VALIDITY`` (or ``text``), then by ``option`` (the
+        ``--validity`` of run and sweep, the same grammar): ``key=value`` pairs,
         comma-separated, ``off`` for a check left out.
 
         Raises:
             UsageError: an unknown key or a value that is not a number.
         """
         text = os.environ.get(ENV, "") if text is None else text
-        policy = cls()
-        known = {f.name for f in fields(cls)}
+        return cls()._with(text, ENV)._with(option or "", "--validity")
+
+    def _with(self, text: str, source: str) -> ValidityPolicy:
+        policy = self
+        known = {f.name for f in fields(self)}
         for pair in filter(None, (p.strip() for p in text.split(","))):
             key, _, value = (t.strip().lower() for t in pair.partition("="))
             if key not in known:
-                raise UsageError(f"{ENV}: unknown check '{key}'",
-                                 f"use {', '.join(sorted(known))}, e.g. {ENV}=cv=0.2,load=off")
-            policy = replace(policy, **{key: _value(key, value)})
+                raise UsageError(f"{source}: unknown check '{key}'",
+                                 f"use {', '.join(sorted(known))}, e.g. {_example(source)}")
+            policy = replace(policy, **{key: _value(key, value, source)})
         return policy
 
+    def limits(self) -> dict:
+        """The limits as stored with every verdict (None: the check was off)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
-def _value(key: str, value: str):
+    def relaxed(self) -> list[str]:
+        """``["load≤2", "cv off"]``: each limit looser than the default (a stricter one is
+        not a relaxation: a VALID under it is a plain VALID)."""
+        return relaxed_limits(self.limits())
+
+
+def relaxed_limits(limits: dict | None) -> list[str]:
+    """:meth:`ValidityPolicy.relaxed` of stored ``limits`` (a record's verdict)."""
+    default = ValidityPolicy()
+    found = []
+    for key, value in (limits or {}).items():
+        base = getattr(default, key, None)
+        if key == "threads":
+            if base and not value:
+                found.append("threads off")
+        elif value is None and base is not None:
+            found.append(f"{key} off")
+        elif value is not None and base is not None and (
+                value < base if key == "samples" else value > base):
+            found.append(_limit(key, value))
+    return found
+
+
+def verdict_text(validity: dict | None) -> str | None:
+    """``VALID``, ``VALID (relaxed: load≤2, cv off)`` or ``INVALID`` of a stored verdict:
+    a run judged under relaxed limits is never shown as a plain VALID."""
+    if not validity:
+        return None
+    relaxed = relaxed_limits(validity.get("limits"))
+    if validity.get("verdict") == VALID and relaxed:
+        return f"VALID (relaxed: {', '.join(relaxed)})"
+    return validity.get("verdict")
+
+
+def limit_changes(limits: dict | None) -> list[str]:
+    """``["load≤2", "cv off"]``: each stored limit that is not the default (looser or
+    stricter), for a footnote saying which limits judged the runs shown."""
+    default = ValidityPolicy().limits()
+    found = []
+    for key, value in (limits or {}).items():
+        if key in default and value != default[key]:
+            found.append(_limit(key, value))
+    return found
+
+
+def _limit(key: str, value) -> str:
+    """``load≤2``, ``samples≥10``, ``cv off``, ``threads on``: one limit as shown."""
+    if key == "threads" or value is None:
+        return f"{key} {'on' if value else 'off'}"
+    return f"{key}{'≥' if key == 'samples' else '≤'}{value:g}"
+
+
+def limits_text(limits: dict) -> str:
+    """``cv≤0.1, load≤0.5, samples≥10, threads on, tail≤3`` of stored limits, with
+    ``(not the defaults: …)`` where some differ."""
+    shown = [_limit(key, value) for key, value in limits.items()]
+    changed = limit_changes(limits)
+    return ", ".join(shown) + (f" (not the defaults: {', '.join(changed)})" if changed else "")
+
+
+def _example(source: str) -> str:
+    return f"{ENV}=cv=0.2,load=off" if source == ENV else "--validity load=2,cv=0.2"
+
+
+def _value(key: str, value: str, source: str = ENV):
     off = value in ("off", "none", "no", "false", "0") if key == "threads" else value in ("off", "none")
     if key == "threads":
         return not off
@@ -84,10 +164,11 @@ def _value(key: str, value: str):
     try:
         number = int(value) if key == "samples" else float(value)
     except ValueError:
-        raise UsageError(f"{ENV}: {key}={value} is not a number",
-                         f"e.g. {ENV}={key}={'10' if key == 'samples' else '0.2'}, or {key}=off") from None
+        raise UsageError(f"{source}: {key}={value} is not a number",
+                         f"e.g. {source}{'=' if source == ENV else ' '}"
+                         f"{key}={'10' if key == 'samples' else '0.2'}, or {key}=off") from None
     if number < 0:
-        raise UsageError(f"{ENV}: {key} must not be negative, got {value}")
+        raise UsageError(f"{source}: {key} must not be negative, got {value}")
     return number
 
 
@@ -109,9 +190,21 @@ def sample_reasons(result: dict, min_runs: int, policy: ValidityPolicy | None = 
     elif policy.cv is not None and (count or 0) >= 2:
         cv, which = _cv(stats)
         if cv is not None and cv > policy.cv:
-            reasons.append(f"CV above limit: {which} {cv:.3f} > {policy.cv:.3f} over {count} "
-                           f"samples (a noisy device or run; {ENV}=cv=… sets the limit)")
+            reasons.append(f"CV above limit: {which} {cv:.3f} > {policy.cv:.3f} "
+                           f"over {count} samples (a noisy device or run; --validity cv=… or "
+                           f"{ENV}=cv=… sets the limit)")
+    if why := tail_reason(stats, policy.tail):
+        reasons.append(why)
     return reasons
+
+
+def tail_reason(stats: dict, limit: float | None) -> str | None:
+    """Why the slow tenth of the samples makes the median no number to compare by, or None."""
+    median, p90 = stats.get("median"), stats.get("p90")
+    if limit is None or not median or p90 is None or p90 <= limit * median:
+        return None
+    return (f"long tail: p90 {p90:.3g} ms is {p90 / median:.1f}× the median {median:.3g} ms "
+            f"(limit {limit:g}×): a tenth of the runs were stalled (--validity tail=… sets it)")
 
 
 def _cv(stats: dict) -> tuple[float | None, str]:
@@ -151,13 +244,30 @@ def load_reason(load: dict | None, threads: int | None, limit: float | None) -> 
         if other <= limit:
             return None
         return (f"device busy: other processes kept {other:.2f} CPUs busy while the run was "
-                f"timed (limit {limit:g}; {load.get('busy_cpus', 0):.2f} busy in all)")
+                f"timed (limit {limit:g}; {load.get('busy_cpus', 0):.2f} busy in all)"
+                f"{_busiest(load.get('top'))}. {_busy_fix(max(other, limit))}")
     average = (load.get("loadavg") or [None])[0]
     # The 1-minute average lags and counts this run's threads: judged a core more loosely.
     if average is None or average - (threads or 1) <= max(limit, 1.0):
         return None
     return (f"device busy: load average {average:.2f} with {threads or 1} thread(s) of this run "
-            f"(limit {max(limit, 1.0):g} more; the device hides its CPU counters)")
+            f"(limit {max(limit, 1.0):g} more; the device hides its CPU counters). "
+            f"{_busy_fix(average - (threads or 1))}")
+
+
+def _busiest(top: list | None) -> str:
+    """``; busiest: python (pid 812) 1.20 CPUs, …``: who kept the device busy, if known."""
+    if not top:
+        return ""
+    return "; busiest: " + ", ".join(f"{p['name']} (pid {p['pid']}) {p['cpus']:.2f} CPUs"
+                                     for p in top)
+
+
+def _busy_fix(measured: float) -> str:
+    """What to do about a busy device, in the reason itself (the way out is not hidden)."""
+    allowed = math.ceil(measured * 10) / 10
+    return (f"To fix: close what runs, or judge with a looser limit, stored and shown with each "
+            f"result (--validity load={allowed:g}, or {ENV}=load={allowed:g})")
 
 
 def threads_warning(device: str, threads: list[int], device_info: dict,
@@ -170,7 +280,8 @@ def threads_warning(device: str, threads: list[int], device_info: dict,
         return None
     counts = ", ".join(map(str, over))
     return (f"{device} has {usable} online cores: the runs at {counts} threads oversubscribe them "
-            f"and will be marked INVALID ({ENV}=threads=off measures them as VALID)")
+            f"and will be marked INVALID (--validity threads=off measures them as VALID, "
+            "relaxed)")
 
 
 def short_reasons(reasons: list[str]) -> str:
@@ -194,7 +305,9 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
         policy: the limits (default: :meth:`ValidityPolicy.from_env`).
 
     Returns:
-        ``{"verdict": "VALID" | "INVALID", "reasons": [...]}``.
+        ``{"verdict": "VALID" | "INVALID", "reasons": [...], "limits": {...}}``: the limits
+        the verdict used (:meth:`ValidityPolicy.limits`), so a run judged under relaxed ones
+        is shown as such (:func:`verdict_text`).
     """
     policy = policy or ValidityPolicy.from_env()
     threads = threads or result.get("threads")
@@ -212,4 +325,5 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
     reasons += [f"device state changed: {r}" for r in state_changes or []]
     if emulated(device_info):
         reasons.append("emulated device: the timings are this host's, not the device's")
-    return {"verdict": INVALID if reasons else VALID, "reasons": reasons}
+    return {"verdict": INVALID if reasons else VALID, "reasons": reasons,
+            "limits": policy.limits()}

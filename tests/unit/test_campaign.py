@@ -30,7 +30,8 @@ class FakeDevices:
         self.max_parallel = 0
         self.max_per_device = 0
 
-    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None, measure=None):
+    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None, measure=None,
+                 validity=None):
         attempt = context["sweep"]["attempt"]
         with self.lock:
             self.calls.append((request.label(), attempt))

@@ -9,7 +9,8 @@ PHONE = {"labels": {}, "android_props": {"ro.product.model": "Pixel 7"}}
 
 
 def test_a_clean_run_is_valid():
-    assert judge(GOOD, 50, PHONE) == {"verdict": VALID, "reasons": []}
+    verdict = judge(GOOD, 50, PHONE)
+    assert (verdict["verdict"], verdict["reasons"]) == (VALID, [])
 
 
 def test_each_problem_is_a_named_reason():
@@ -59,7 +60,9 @@ def _result(count=60, robust_cv=0.02, load=QUIET, threads=1):
 
 
 def test_a_quiet_run_within_the_defaults_is_valid():
-    assert judge(_result(), 50, TWO_CORES, policy=DEFAULTS) == {"verdict": VALID, "reasons": []}
+    assert judge(_result(), 50, TWO_CORES, policy=DEFAULTS) == {
+        "verdict": VALID, "reasons": [],
+        "limits": {"cv": 0.1, "load": 0.5, "samples": 10, "threads": True, "tail": 3.0}}
 
 
 def test_threads_above_the_online_cores_are_invalid_and_named():
@@ -82,7 +85,9 @@ def test_a_busy_device_is_invalid_with_the_numbers():
     busy = {**QUIET, "busy_cpus": 2.0, "own_cpus": 0.3, "other_cpus": 1.7}
     verdict = judge(_result(load=busy), 50, TWO_CORES, policy=DEFAULTS)
     assert verdict["reasons"] == ["device busy: other processes kept 1.70 CPUs busy while the run "
-                                  "was timed (limit 0.5; 2.00 busy in all)"]
+                                  "was timed (limit 0.5; 2.00 busy in all). To fix: close what "
+                                  "runs, or judge with a looser limit, stored and shown with each "
+                                  "result (--validity load=1.7, or AIOT_VALIDITY=load=1.7)"]
     assert judge(_result(load=busy), 50, TWO_CORES, policy=ValidityPolicy(load=2.0))["verdict"] == VALID
 
 
@@ -157,3 +162,46 @@ def test_cpuload_on_this_machine_sees_its_own_busy_loop():
     assert load["online_cpus"] >= 1 and 0 < load["own_cpus"] <= 1.05
     if load["busy_cpus"] is not None:  # /proc/stat readable (Linux)
         assert load["busy_cpus"] >= load["own_cpus"] - 0.1 and load["other_cpus"] >= 0
+
+
+# -- the limits a verdict used: stored, shown, given as an option (issue 39) -------------------
+
+from aiot.host.engine.validity import limit_changes, limits_text, verdict_text  # noqa: E402
+
+
+def test_a_busy_reason_names_the_busiest_processes_and_the_way_out():
+    top = [{"pid": 812, "name": "cc1plus", "cpus": 1.2}, {"pid": 90, "name": "chrome", "cpus": 0.4}]
+    busy = {**QUIET, "busy_cpus": 2.0, "own_cpus": 0.3, "other_cpus": 1.7, "top": top}
+    (why,) = judge(_result(load=busy), 50, TWO_CORES, policy=DEFAULTS)["reasons"]
+    assert "busiest: cc1plus (pid 812) 1.20 CPUs, chrome (pid 90) 0.40 CPUs" in why
+    assert "close what runs" in why and "--validity load=1.7" in why
+
+
+def test_the_option_overrides_the_environment_key_by_key(monkeypatch):
+    monkeypatch.setenv("AIOT_VALIDITY", "cv=0.3,load=1")
+    policy = ValidityPolicy.from_env(option="load=2")
+    assert (policy.cv, policy.load) == (0.3, 2.0)
+    with pytest.raises(UsageError, match="--validity: unknown check 'lod'"):
+        ValidityPolicy.from_env(option="lod=2")
+
+
+def test_a_verdict_under_relaxed_limits_is_never_a_plain_valid():
+    busy = {**QUIET, "busy_cpus": 2.0, "own_cpus": 0.3, "other_cpus": 1.7}
+    verdict = judge(_result(load=busy), 50, TWO_CORES, policy=ValidityPolicy(load=2.0))
+    assert verdict["verdict"] == VALID and verdict["limits"]["load"] == 2.0
+    assert verdict_text(verdict) == "VALID (relaxed: load≤2)"
+    strict = judge(_result(), 50, TWO_CORES, policy=ValidityPolicy(load=0.2))
+    assert verdict_text(strict) == "VALID"  # stricter than the default is no relaxation
+    assert limit_changes(strict["limits"]) == ["load≤0.2"]
+    assert limits_text(verdict["limits"]) == ("cv≤0.1, load≤2, samples≥10, threads on, tail≤3 "
+                                              "(not the defaults: load≤2)")
+    assert verdict_text({"verdict": VALID, "reasons": []}) == "VALID"  # records from before
+
+
+def test_a_p90_hundreds_of_times_the_median_fails_under_relaxed_load_and_cv():
+    stats = {"count": 60, "robust_cv": 0.02, "cv": 3.0, "median": 1.0, "p90": 725.0}
+    result = {**_result(), "stats_ms": stats}
+    loose = ValidityPolicy.from_env("load=off,cv=off")
+    verdict = judge(result, 50, TWO_CORES, policy=loose)
+    assert verdict["verdict"] == INVALID
+    assert verdict["reasons"][0].startswith("long tail: p90 725 ms is 725.0× the median 1 ms")

@@ -15,6 +15,7 @@ import json
 from typing import TYPE_CHECKING
 
 from aiot.core.untrusted import csv_cell
+from aiot.host.engine.validity import limits_text, verdict_text
 from aiot.host.store.identity import shape_label
 from aiot.host.transports.probe import emulated
 
@@ -29,7 +30,7 @@ FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "fin
 #: What a CSV row adds: statistics, what ran where, and what makes two runs of a model differ.
 CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_shape",
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
-             "emulated", "validity", "validity_reasons", "parity", "quant", "binarize",
+             "emulated", "validity", "validity_reasons", "validity_limits", "parity", "quant", "binarize",
              "cluster", "weights")
 
 
@@ -60,7 +61,9 @@ def csv_extras(record: RunRecord) -> dict:
         "cores": device.get("cores"), "via": spec.get("via") or ("shell" if record.kind == "latency" else None),
         "native": spec.get("native"), "delegate": spec.get("delegate"),
         "emulated": emulated(device) if device else None,
-        "validity": record.validity, "validity_reasons": "; ".join(validity.get("reasons") or []) or None,
+        "validity": verdict_text(validity) or record.validity,
+        "validity_reasons": "; ".join(validity.get("reasons") or []) or None,
+        "validity_limits": limits_text(validity["limits"]) if validity.get("limits") else None,
         "parity": parity.get("verdict"), "quant": quant, "binarize": spec.get("binarize"),
         "cluster": spec.get("cluster"),
         "weights": spec.get("weights") or recorded.get("file") or recorded.get("origin"),
@@ -129,7 +132,20 @@ def parity_line(parity: dict | None) -> str | None:
         facts.append(f"max abs {parity['max_abs']:.1e}")
     if parity.get("top1_agreement") is not None:
         facts.append(f"top-1 {parity['top1_agreement']:.0%}")
-    return f"{verdict} ({', '.join(facts)})" if facts else verdict
+    line = f"{verdict} ({', '.join(facts)})" if facts else verdict
+    per_output = outputs_parity_text(parity)
+    return f"{line}; {per_output}" if per_output else line
+
+
+def outputs_parity_text(parity: dict | None) -> str | None:
+    """``per output: scores max abs 2.1e-07, top-1 100%; boxes …`` for a model with several
+    outputs (each judged alone, after all of them together); None for one output."""
+    outputs = (parity or {}).get("outputs")
+    if not outputs:
+        return None
+    return "per output: " + "; ".join(
+        f"{o['name']} {'' if o['ok'] else 'FAILS: '}max abs {o['max_abs']:.1e}, "
+        f"top-1 {o['top1_agreement']:.0%}" for o in outputs)
 
 
 def nonfinite_text(counts: dict) -> str:

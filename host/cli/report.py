@@ -11,8 +11,8 @@ from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import message, print_json, safe, state
 from aiot.host.cli.options import JsonOpt
-from aiot.host.report.build import build, collect
 from aiot.host.report.html import FORMATS, write
+from aiot.host.report.scale import report_of
 from aiot.host.store import open_store
 
 
@@ -33,14 +33,15 @@ def report(
     vs threads, accuracy vs latency, load time, BNN speedup vs FP32, the VIPS/VOPS
     leaderboard, the slowest operators of --profile runs, telemetry and robustness records
     when present; provenance, failures and every run last. Parts without data are left out
-    (listed here). INVALID runs are flagged, never dropped. Prints the main file's path.
+    (listed here). INVALID runs are flagged, never dropped. A large store (over 2000
+    records) is summarised: trends per configuration, and the newest runs listed (the rest:
+    aiot results list). Prints the main file's path.
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format '{fmt}'", f"use one of: {', '.join(FORMATS)}")
     results_dir = state(ctx).results_dir()
     with open_store(results_dir, readonly=True) as store:
-        records = collect(store, sweep)
-    model = build(records, source=str(results_dir), sweep=sweep)
+        model = report_of(store, source=str(results_dir), sweep=sweep)
     out_dir = out or results_dir / "report"
     try:
         files, plots = write(model, fmt, out_dir)

@@ -32,6 +32,7 @@ from aiot.host.cli.record_view import (
     stats_line,
     to_csv,
 )
+from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
@@ -545,3 +546,7 @@ def top(
         message(f"nothing to rank by {by}: no ok run matches (see: aiot results list)")
         return
     out.print(table)
+
+
+app.command("import")(import_command)
+app.command("prune")(prune_command)

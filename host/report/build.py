@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -120,6 +121,11 @@ class Report:
     readings: list[Reading]
     others: dict[str, list]  # kind → records of kinds other than latency and train
     provenance: Provenance
+    #: A summarised report (a large store, :mod:`aiot.host.report.scale`): the run tables list
+    #: the newest ``row_limit`` runs (None: every run), and ``extra`` sections (trends) are
+    #: added before provenance.
+    row_limit: int | None = None
+    extra: list[Section] = field(default_factory=list)
 
     @property
     def invalid_runs(self) -> list[Run]:
@@ -128,6 +134,13 @@ class Report:
     def plotted_runs(self) -> list[Run]:
         """Per key the newest ok run with a latency, a VALID one where there is one
         (an INVALID run is plotted, marked, only when nothing better exists)."""
+        if self.row_limit is None:
+            return self._plotted_runs()
+        if "_plotted" not in self.__dict__:  # a summarised report's runs are many: once
+            self.__dict__["_plotted"] = self._plotted_runs()
+        return list(self.__dict__["_plotted"])
+
+    def _plotted_runs(self) -> list[Run]:
         newest: dict[tuple, Run] = {}
         for run in sorted(self.runs, key=lambda r: r.created_at):
             if run.status == "ok" and run.latency_ms is not None:
@@ -162,11 +175,12 @@ def input_shape(record) -> str | None:
     return None if label == "—" else label
 
 
-def _run(record) -> Run:
+def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
+    """``ident``: the record's key and variant, when the caller already has them."""
     spec, result, prov = record.spec or {}, record.result or {}, record.provenance or {}
     runtime = prov.get("runtime") or {}
     validity = result.get("validity") or {}
-    key = identity.key(record)
+    key, variant = ident or (identity.key(record), identity.variant(record))
     return Run(
         id=record.id, device=record.device or "—", model=record.model or "—",
         format=record.format or "—", threads=record.threads, status=record.status,
@@ -180,7 +194,7 @@ def _run(record) -> Run:
         cluster=spec.get("cluster"), input_shape=input_shape(record),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
-        key=key, model_label=key.configuration.model_label or "—", variant=identity.variant(record),
+        key=key, model_label=key.configuration.model_label or "—", variant=variant,
         latency_ms=identity.latency_ms(record),
     )
 
@@ -217,29 +231,33 @@ def _device_facts(name: str, info: dict) -> dict:
             "emulated": "yes" if emulated(info) else None}
 
 
-def _versions(records) -> list[dict]:
+def version_facts(record) -> Iterator[tuple[str, str]]:
+    """The version facts one record names: ``("aiot", "0.1.0")``, ``("runtime litert", ...)``."""
+    prov = record.provenance or {}
+    git = prov.get("git") or {}
+    host = prov.get("host") or {}
+    runtime = prov.get("runtime") or {}
+    facts = [("aiot", prov.get("aiot_version")),
+             ("git commit", git["id"][:12] + (" (dirty)" if git.get("dirty") else "")
+              if git.get("id") else None),
+             ("host", " · ".join(str(v) for v in (host.get("hostname"), host.get("platform")) if v)),
+             (f"runtime {runtime.get('backend')}", runtime.get("version")),
+             ("device agent", ((prov.get("device") or {}).get("agent") or {}).get("agent_version")),
+             *((f"toolchain {tool}", version) for tool, version in (prov.get("toolchain") or {}).items())]
+    return ((what, str(value)) for what, value in facts if value)
+
+
+def version_rows(seen: dict[str, set[str]]) -> list[dict]:
     """Each version fact with every value seen (mixed versions in one report are visible)."""
-    seen: dict[str, set[str]] = {}
-
-    def add(what: str, value) -> None:
-        if value:
-            seen.setdefault(what, set()).add(str(value))
-
-    for r in records:
-        prov = r.provenance or {}
-        add("aiot", prov.get("aiot_version"))
-        git = prov.get("git") or {}
-        if git.get("id"):
-            add("git commit", git["id"][:12] + (" (dirty)" if git.get("dirty") else ""))
-        add("host", " · ".join(str(v) for v in ((prov.get("host") or {}).get("hostname"),
-                                                 (prov.get("host") or {}).get("platform")) if v))
-        runtime = prov.get("runtime") or {}
-        add(f"runtime {runtime.get('backend')}", runtime.get("version"))
-        agent = ((prov.get("device") or {}).get("agent") or {}).get("agent_version")
-        add("device agent", agent)
-        for tool, version in (prov.get("toolchain") or {}).items():
-            add(f"toolchain {tool}", version)
     return [{"what": k, "values": ", ".join(sorted(v))} for k, v in sorted(seen.items())]
+
+
+def _versions(records) -> list[dict]:
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        for what, value in version_facts(r):
+            seen.setdefault(what, set()).add(value)
+    return version_rows(seen)
 
 
 def _provenance(records) -> Provenance:
@@ -516,6 +534,7 @@ def _sections(report: Report) -> list[Section]:
     if report.trainings:
         sections.append(Section("training", "Training", "Models trained on the host.",
                                 tables=(_training_table(report),)))
+    sections += report.extra
     sections.append(Section("provenance", "Provenance", "Devices and versions the records name.",
                             tables=_provenance_tables(report)))
     if flagged:
@@ -523,13 +542,23 @@ def _sections(report: Report) -> list[Section]:
             "flags", "INVALID and failed runs",
             "Measured but not defensible (INVALID, with the validity check's reasons), or not "
             "measured at all. They stay in every table, flagged; plots mark INVALID points.",
-            tables=(runs_table(flagged, "flagged", "Flagged runs"),)))
+            tables=(_listed(report, flagged, "flagged", "Flagged runs"),)))
     if report.runs:
         sections.append(Section("runs", "Every latency run", "Each stored latency record.",
-                                tables=(runs_table(report.runs),)))
+                                tables=(_listed(report, report.runs, "runs", "Every latency run"),)))
     else:
         sections.append(Section("latency", "Latency", "", note="no latency runs in these records"))
     return [s for s in sections if s is not None]
+
+
+def _listed(report: Report, runs: list[Run], key: str, title: str) -> Table:
+    """A run table: every run, or at scale the newest ``row_limit``, newest first, saying so
+    (the rest are one command away)."""
+    if report.row_limit is None or len(runs) <= report.row_limit:
+        return runs_table(runs, key, title)
+    newest = sorted(runs, key=lambda r: r.created_at, reverse=True)[:report.row_limit]
+    return runs_table(newest, key, f"{title}: the newest {report.row_limit} of {len(runs)} "
+                                   "(all: aiot results list, aiot results export)")
 
 
 def _load_section(report: Report) -> Section | None:

@@ -264,6 +264,9 @@ def load_time(report):
     runs = [r for r in report.runs if r.status == "ok" and r.load_ms is not None]
     if not runs:
         return None
+    by_bar: dict[tuple, list[float]] = {}
+    for r in runs:
+        by_bar.setdefault((r.device, (r.model_label, r.variant)), []).append(r.load_ms)
     groups = sorted({(r.model_label, r.variant) for r in runs})
     devices = sorted({r.device for r in runs})
     fig, (ax,) = _figure(height_in=1.2 + 0.32 * len(groups) * max(1, len(devices) * 0.6)
@@ -274,10 +277,11 @@ def load_time(report):
         offset = (i - (len(devices) - 1) / 2) * height
         label = device
         for j, group in enumerate(groups):
-            loads = [r.load_ms for r in runs if r.device == device and (r.model_label, r.variant) == group]
+            loads = by_bar.get((device, group))
             if loads:
                 ax.barh(j + offset, statistics.median(loads), height, color=colours[i], label=label)
-                ax.scatter(loads, [j + offset] * len(loads), color="black", s=10, zorder=3)
+                dots = _spread(loads)
+                ax.scatter(dots, [j + offset] * len(dots), color="black", s=10, zorder=3)
                 label = None  # one legend entry per device
     ax.set_yticks(range(len(groups)), [f"{short(m, 30)} · {v}" for m, v in groups], fontsize=8)
     ax.invert_yaxis()  # first group on top, as in the tables
@@ -286,6 +290,24 @@ def load_time(report):
     ax.grid(axis="x", alpha=0.3)
     legend_below(fig, *ax.get_legend_handles_labels())
     return fig
+
+
+#: Dots one bar of a figure shows at most: past it, evenly spaced order statistics (a year of
+#: nightly runs is 365 dots on one spot; the spread is what the reader sees).
+MAX_DOTS = 60
+
+
+def _spread(values: list[float]) -> list[float]:
+    """``values``, or :data:`MAX_DOTS` of them spread over their range (min and max kept)."""
+    if len(values) <= MAX_DOTS:
+        return values
+    ordered = sorted(values)
+    step = (len(ordered) - 1) / (MAX_DOTS - 1)
+    return [ordered[round(i * step)] for i in range(MAX_DOTS)]
+
+
+#: Points of one device's telemetry line at most (the figure is ~1000 pixels wide).
+MAX_POINTS = 2000
 
 
 def telemetry(report):
@@ -297,12 +319,17 @@ def telemetry(report):
         return None
     from datetime import datetime
 
+    by_device: dict[str, list] = {}
+    for x in report.readings:
+        by_device.setdefault(x.device, []).append(x)
     fig, axes = _figure(len(panels), 1, height_in=2.8, sharex=True)
     for ax, (attr, label) in zip(axes, panels):
-        devices = sorted({x.device for x in report.readings})
+        devices = sorted(by_device)
         for device, colour in zip(devices, palette(len(devices))):
-            pts = [(datetime.fromtimestamp(x.time), getattr(x, attr)) for x in report.readings
-                   if x.device == device and getattr(x, attr) is not None]
+            mine = [x for x in by_device[device] if getattr(x, attr) is not None]
+            # A year of readings is more points than the figure has pixels: every k-th.
+            mine = mine[::max(1, len(mine) // MAX_POINTS)]
+            pts = [(datetime.fromtimestamp(x.time), getattr(x, attr)) for x in mine]
             if pts:
                 ax.plot(*zip(*pts), marker=".", label=device, color=colour)
         ax.set(ylabel=label)

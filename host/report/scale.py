@@ -1,0 +1,215 @@
+"""The report of a store of any size: every run listed up to :data:`DETAIL_LIMIT` records, a
+summary beyond.
+
+A lab's store holds ~100k records a year. Listing and decoding every one of them at once
+(:func:`aiot.host.report.build.collect`) took 5 GB and wrote a 108 MB page. Past
+:data:`DETAIL_LIMIT` records the report is built from one streaming pass over the store
+(:func:`aiot.host.store.scan.iter_records`, one record in memory at a time) and summarises:
+
+* the first screen, the formats compared, the plots, load times and telemetry as before
+  (they already show each key's newest run, or aggregate);
+* **trends**: per key (a configuration at one thread count), how its latency moved over the
+  months it was measured (first and latest month's median, best, the change);
+* the BNN pairs and the VIPS leaderboard over each key's newest ok run (not every run of it);
+* the run tables (every run, flagged runs) list the newest :data:`ROW_LIMIT`, and name the
+  commands that list the rest (``aiot results list``, ``aiot results export``).
+
+A store at or under the limit gets exactly the report it got before.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from datetime import UTC, datetime
+
+from aiot.core.errors import UsageError
+from aiot.host.report.build import (
+    LATENCY,
+    TRAIN,
+    Provenance,
+    Report,
+    _device_facts,
+    _readings,
+    _run,
+    _run_order,
+    _training,
+    build,
+    collect,
+    leaderboard,
+    version_facts,
+    version_rows,
+)
+from aiot.host.report.page import Column, Section, Table
+from aiot.host.scores.om_infer import match_runs, om_infer
+from aiot.host.store import identity, scan
+
+#: Records up to which the report lists every run (the report as it always was).
+DETAIL_LIMIT = 2000
+#: Rows of each run table in a summarised report.
+ROW_LIMIT = 300
+#: The provenance parts versions are read from (see build.version_facts).
+_VERSION_PARTS = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
+
+
+def report_of(store, source: str, sweep: str | None = None,
+              generated_at: str | None = None) -> Report:
+    """The report of ``store`` (of one sweep): in full up to :data:`DETAIL_LIMIT` records,
+    summarised from one streaming pass beyond.
+
+    Raises:
+        UsageError: nothing to report.
+    """
+    if scan.count(store, sweep) <= DETAIL_LIMIT:
+        return build(collect(store, sweep), source, sweep, generated_at)
+    return _Pass(sweep).read(scan.iter_records(store, sweep, slim=True)).report(source, generated_at)
+
+
+class _Pass:
+    """What one pass over every record keeps: a small row per latency run, each key's newest
+    ok record, and running tallies for provenance."""
+
+    def __init__(self, sweep: str | None) -> None:
+        self.sweep = sweep
+        self.runs, self.readings, self.trainings = [], [], []
+        self.others: dict[str, list] = {}
+        self.newest: dict[identity.Key, object] = {}  # key → newest ok record (VALID first)
+        self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
+        self.versions: dict[str, set[str]] = {}
+        self.statuses: Counter = Counter()
+        self.sweeps: set[str] = set()
+        self.first = self.last = None
+        self.idents: dict[tuple, tuple] = {}  # see _latency
+        self.seen_parts: dict[tuple, tuple] = {}  # provenance parts whose versions are counted
+
+    def read(self, records) -> _Pass:
+        for record in records:
+            self._add(record)
+        if not self.statuses:
+            raise UsageError(f"no records in sweep '{self.sweep}' to report on",
+                             "see: aiot results list")
+        return self
+
+    def _add(self, r) -> None:
+        self.statuses[r.status] += 1
+        if r.sweep_id:
+            self.sweeps.add(r.sweep_id)
+        for when in (r.created_at, r.finished_at):
+            if when:
+                self.first = min(self.first or when, when)
+                self.last = max(self.last or when, when)
+        parts = tuple((r.provenance or {}).get(name) for name in _VERSION_PARTS)
+        if self.seen_parts.setdefault(tuple(map(id, parts)), parts) is parts:  # new ones
+            for what, value in version_facts(r):
+                self.versions.setdefault(what, set()).add(value)
+        if r.kind == TRAIN:
+            self.trainings.append(_training(r))
+        elif r.kind != LATENCY:
+            self.others.setdefault(r.kind, []).append(r)
+            return
+        else:
+            self._latency(r)
+
+    def _latency(self, r) -> None:
+        # Records of one configuration share their spec object (scan.iter_records, slim):
+        # their key and variant are worked out once. The cache holds the spec, so its id
+        # stays its own.
+        sig = (id(r.spec), r.device, r.model, r.format, r.threads)
+        held = self.idents.get(sig)
+        if held is None:
+            held = self.idents[sig] = (r.spec, (identity.key(r), identity.variant(r)))
+        run = _run(r, held[1])
+        self.runs.append(run)
+        self.readings += _readings(r)
+        info = (r.provenance or {}).get("device")
+        name = r.device or (info or {}).get("name") or "—"
+        if info and r.created_at >= self.devices.get(name, ("",))[0]:
+            self.devices[name] = (r.created_at, info)
+        if run.status == "ok" and run.latency_ms is not None:
+            held = self.newest.get(run.key)
+            if held is None or _better(r, held):
+                self.newest[run.key] = r
+
+    def report(self, source: str, generated_at: str | None) -> Report:
+        newest = sorted(self.newest.values(), key=lambda r: r.created_at)
+        matching = match_runs(newest)
+        provenance = Provenance(
+            devices=[_device_facts(n, info) for n, (_t, info) in sorted(self.devices.items())],
+            versions=version_rows(self.versions), first=self.first, last=self.last,
+            sweeps=sorted(self.sweeps), statuses=dict(self.statuses))
+        report = Report(
+            generated_at=generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
+            source=source, sweep=self.sweep, runs=sorted(self.runs, key=_OrderOnce().of),
+            trainings=self.trainings, matching=matching, om_scores=om_infer(matching.pairs),
+            leaderboard=leaderboard(newest), readings=sorted(self.readings, key=lambda x: x.time),
+            others=self.others, provenance=provenance, row_limit=ROW_LIMIT)
+        report.extra = [trend_section(report)]
+        return report
+
+
+class _OrderOnce:
+    """:func:`build._run_order`, its part before the time worked out once per configuration
+    (100k runs sort by a few hundred distinct prefixes)."""
+
+    def __init__(self) -> None:
+        self.prefixes: dict[tuple, tuple] = {}
+
+    def of(self, run) -> tuple:
+        sig = (run.key, run.input_shape, run.variant, run.model_label, run.device)
+        prefix = self.prefixes.get(sig)
+        if prefix is None:
+            prefix = self.prefixes[sig] = _run_order(run)[:-1]
+        return (*prefix, run.created_at)
+
+
+def _better(record, held) -> bool:
+    """Whether ``record`` stands for its key rather than ``held``: a VALID run over an INVALID
+    one, else the newer (as :meth:`Report.plotted_runs` picks)."""
+    invalid, held_invalid = record.validity == "INVALID", held.validity == "INVALID"
+    if invalid != held_invalid:
+        return held_invalid
+    return record.created_at >= held.created_at
+
+
+# -- trends ------------------------------------------------------------------------------------
+
+def trend_rows(report: Report) -> list[dict]:
+    """Per key with ok runs: its latency month by month, summarised (VALID runs where the
+    key has any)."""
+    keyed: dict[identity.Key, list] = {}
+    for run in report.runs:
+        if run.status == "ok" and run.latency_ms is not None:
+            keyed.setdefault(run.key, []).append(run)
+    rows = []
+    for runs in keyed.values():
+        pool = [r for r in runs if not r.invalid] or runs
+        months: dict[str, list[float]] = {}
+        for run in pool:
+            months.setdefault(run.created_at[:7], []).append(run.latency_ms)
+        order = sorted(months)
+        first, latest = statistics.median(months[order[0]]), statistics.median(months[order[-1]])
+        head = runs[0]
+        rows.append({
+            "device": head.device, "model": head.model_label, "variant": head.variant,
+            "input_shape": head.input_shape, "threads": head.threads, "runs": len(runs),
+            "months": len(order), "since": order[0], "first_ms": first, "latest_ms": latest,
+            "best_ms": min(r.latency_ms for r in pool),
+            "change": latest / first - 1 if first else None,
+            "validity": "INVALID" if pool[0].invalid else None})
+    return sorted(rows, key=lambda d: (d["device"], d["model"], d["variant"],
+                                       d["input_shape"] or "", d["threads"] or 0))
+
+
+def trend_section(report: Report) -> Section:
+    cols = (Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+            Column("input_shape", "input shape"), Column("threads", "threads", "int"),
+            Column("runs", "ok runs", "int"), Column("months", "months", "int"),
+            Column("since", "since"), Column("first_ms", "first month ms", "ms"),
+            Column("latest_ms", "latest month ms", "ms"), Column("best_ms", "best ms", "ms"),
+            Column("change", "latest vs first", "pct"), Column("validity", "validity"))
+    intro = ("Each configuration at each thread count over time: the median of its runs in the "
+             "first and in the latest month it was measured, its best run, and the change "
+             "(VALID runs where it has any).")
+    return Section("trends", "Trends per configuration", intro,
+                   tables=(Table("trends", "Latency per configuration over time", cols,
+                                 tuple(trend_rows(report))),))

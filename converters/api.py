@@ -8,7 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
 from aiot.converters.outputs import with_flat_outputs
 from aiot.converters.parity import check_parity, compare_outputs
-from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar
+from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
 from aiot.converters.source import input_facts, load_user_model, parity_inputs
 from aiot.core.diskfull import as_disk_error
@@ -31,7 +31,7 @@ from aiot.core.errors import (
 )
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
-from aiot.models.model_ref import ZOO, a_format, resolve_model
+from aiot.models.model_ref import ZOO, ModelRef, a_format, resolve_model
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -49,6 +49,8 @@ class ConversionResult:
     size_bytes: int  # all files of the artifact (Caffe2: predict net + init net)
     seconds: float
     cached: bool
+    #: The sidecar's contents as written or verified here (callers need not read it back).
+    facts: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def build_source_model(model_name: str, weights: Path | None = None, binarize: str | None = None):
@@ -284,7 +286,7 @@ def check_deployable(converter, binarize: str) -> None:
                               f"{found.reason}", "deploy bnn, dorefa, bireal, reactnet, recu or fda")
 
 
-def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None = None,
+def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: Path | None = None,
                   options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
                   reuse: bool = True, progress: Callable[[str], None] | None = None,
                   binarize: str | None = None,
@@ -292,88 +294,141 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     """Convert a model, verify the artifact loads in its runtime, and check parity.
 
     ``model_name`` is any model reference that converts (:mod:`aiot.models.model_ref`): a zoo
-    name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``;
-    ``input_shapes`` gives a factory that returns a bare module its example input.
+    name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``, or the
+    :class:`~aiot.models.model_ref.ModelRef` a caller already resolved (``binarize`` is then
+    the reference's own); ``input_shapes`` gives a factory that returns a bare module its
+    example input.
 
-    Everything that can be validated (format, options, toolchain, model, weights) is checked
-    before any work starts. A failed parity check leaves neither artifact nor sidecar behind.
+    The stages, in order: :func:`_plan` (everything that can be validated: format, options,
+    toolchain, model, weights; before any work), :func:`_reusable` (the cached artifact of the
+    same model and options), :func:`_export_artifact`, :func:`_check_artifact` (parity: a
+    failure leaves neither artifact nor sidecar behind) and :func:`_write_facts` (the sidecar).
 
     Raises:
         UnknownName, UsageError, MissingDependency: bad input, before any work.
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     started = time.perf_counter()
-    ref = resolve_model(model_name, binarize)
+    plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
+    converter, artifact = plan.converter, plan.artifact
+    cached = _reusable(converter, artifact, plan.source_hash, plan.options) if reuse else None
+    if cached:
+        return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
+                                cached["artifact"]["sha256"],
+                                cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
+                                time.perf_counter() - started, cached=True, facts=cached)
+    sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
+    _notify(progress, "export")
+    exported = _export_artifact(plan)
+    parity = _check_artifact(plan, exported, parity_samples, dataset_samples, progress)
+    if exported.deployed is not None:
+        exported.deployed["training_graph"] = _change_cost(exported.trained, exported.model,
+                                                           plan.source, parity_samples, dataset_samples)
+    sidecar, written, total = _write_facts(plan, exported, parity)
+    return ConversionResult(artifact, sidecar, parity, written["artifact"]["sha256"], total,
+                            time.perf_counter() - started, cached=False, facts=written)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A conversion once everything is checked: what it starts from and where it writes."""
+
+    converter: object
+    options: dict  # resolved: every option of the format, defaults filled in
+    source: _Source
+    source_hash: str  # the source model's state (a cached artifact must match it)
+    artifact: Path
+
+
+def _plan(model_name, fmt: str, out_dir: Path, weights: Path | None, options: dict | None,
+          binarize: str | None, input_shapes: dict | None) -> _Plan:
+    """Stage 1: resolve and check everything, load the source model and name its artifact."""
+    ref = model_name if isinstance(model_name, ModelRef) else resolve_model(model_name, binarize)
     if ref.is_artifact:
         raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is "
                          "nothing to convert", "measure it as it is: aiot run --model FILE")
     converter, resolved = _check_ready(fmt, options, ref.binarize)
     source = _load_source(ref, weights, input_shapes)
-    model = source.model
-    source_hash = state_sha256(model)
-    label = source.label
     # Weights named by the caller (--weights, a cached training) mark the file; a zoo
     # model's own init (packaged or seeded) is its plain name.
     variant = artifact_variant(converter, resolved, None if _own_weights(source, weights)
                                else source.facts.get("weights_sha256"))
-    artifact = Path(out_dir) / artifact_name(label, converter.name, converter.extension, variant)
-    cached = _reusable(converter, artifact, source_hash, resolved) if reuse else None
-    if cached:
-        return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
-                                cached["artifact"]["sha256"],
-                                cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
-                                time.perf_counter() - started, cached=True)
-    sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
-    example = source.example
-    model = deployable_model(model, converter, example)
+    artifact = Path(out_dir) / artifact_name(source.label, converter.name, converter.extension, variant)
+    return _Plan(converter, resolved, source, state_sha256(source.model), artifact)
+
+
+@dataclass
+class _Exported:
+    """What the export stage made: the model the runtime runs and the converter's facts."""
+
+    trained: object  # the training graph
+    model: object  # what was exported (a deployed form of ``trained`` where the runtime needs one)
+    deployed: dict | None  # what the deployed form changed, or None
+    facts: dict  # the converter's own (ops, versions), for the sidecar
+
+
+def _export_artifact(plan: _Plan) -> _Exported:
+    """Stage 3: the deployable model exported to the artifact file."""
+    converter, example = plan.converter, plan.source.example
+    model = deployable_model(plan.source.model, converter, example)
     trained, model, deployed = _deployed_form(converter, model, example)
-    _notify(progress, "export")
-    facts = _export(converter, model, example, artifact, resolved,
-                    source.spec if converter.uses_spec else None)
-    parity = None
+    facts = _export(converter, model, example, plan.artifact, plan.options,
+                    plan.source.spec if converter.uses_spec else None)
+    return _Exported(trained, model, deployed, facts)
+
+
+def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, dataset_samples: int,
+                    progress) -> dict | None:
+    """Stage 4: parity of the artifact in its runtime (or reference executor) with PyTorch;
+    a failure removes the artifact's files. None where the converter checks no parity."""
+    converter, model, source, artifact = plan.converter, exported.model, plan.source, plan.artifact
     runner = (converter.backend or converter.reference_outputs) if converter.parity_check else None
-    if runner is not None:
-        _notify(progress, "parity")
-        tolerance = _tolerance(converter, resolved, model)
-        try:
-            if _signs_decide(converter, model):
-                parity = _binary_parity(converter, runner, artifact, model, source,
-                                        parity_samples, dataset_samples, tolerance)
-            else:
-                parity = check_parity(converter.name, runner, artifact, model,
-                                      source.noise(parity_samples, seed=1),
-                                      dataset=source.images(dataset_samples), **tolerance)
-        except BaseException:
-            for path in artifact_files(converter, artifact):
-                path.unlink(missing_ok=True)
-            raise
-    if deployed is not None:
-        deployed["training_graph"] = _change_cost(trained, model, source, parity_samples,
-                                                  dataset_samples)
+    if runner is None:
+        return None
+    _notify(progress, "parity")
+    tolerance = _tolerance(converter, plan.options, model)
+    try:
+        if _signs_decide(converter, model):
+            return _binary_parity(converter, runner, artifact, model, source,
+                                  parity_samples, dataset_samples, tolerance)
+        return check_parity(converter.name, runner, artifact, model,
+                            source.noise(parity_samples, seed=1),
+                            dataset=source.images(dataset_samples), **tolerance)
+    except BaseException:
+        for path in artifact_files(converter, artifact):
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None) -> tuple[Path, dict, int]:
+    """Stage 5: the sidecar, written atomically; ``(its path, its contents, the artifact's
+    total bytes)``. A sidecar that cannot be written takes the artifact with it (an artifact
+    without its sidecar is never reused)."""
+    converter, artifact, source, model = plan.converter, plan.artifact, plan.source, exported.model
     sha, size = sha256_file(artifact), artifact.stat().st_size
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
     try:
-        sidecar = write_sidecar(artifact, {
+        sidecar, written = write_sidecar_facts(artifact, {
             "aiot_version": aiot.__version__,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "format": converter.name, "backend": converter.backend,
             "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                          **_companions(converter, artifact)},
             "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
-                       "state_sha256": source_hash},
+                       "state_sha256": plan.source_hash},
             "input": source.input,
             **({"outputs": source.outputs} if source.outputs and len(source.outputs) > 1 else {}),
             "num_classes": source.spec.num_classes if source.spec is not None else None,
-            "converter": {"name": converter.name, "options": resolved, **facts},
+            "converter": {"name": converter.name, "options": plan.options, **exported.facts},
             "toolchain": converter.toolchain_versions(),
             "parity": parity,
-            **({"deployed_form": deployed} if deployed is not None else {}),
+            **({"deployed_form": exported.deployed} if exported.deployed is not None else {}),
         })
-    except OSError as exc:  # an artifact without its sidecar is never reused: drop it
+    except OSError as exc:
         for path in artifact_files(converter, artifact):
             path.unlink(missing_ok=True)
         raise _disk_failure(converter, exc, artifact, "sidecar") or exc
-    return ConversionResult(artifact, sidecar, parity, sha, total, time.perf_counter() - started, cached=False)
+    return sidecar, written, total
 
 
 def _own_weights(source: _Source, weights: Path | None) -> bool:

@@ -56,7 +56,8 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
         load_user_model(ref, input_shapes)
     formats = [conv.name for conv in user_converters()]
     per_format = split_options(options or {}, formats)
-    return [convert_row(model_name, fmt, out_dir, weights, per_format[fmt], progress, binarize,
+    # The resolved reference to every format: a user's file is read and hashed once.
+    return [convert_row(ref, fmt, out_dir, weights, per_format[fmt], progress, binarize,
                         input_shapes) for fmt in formats]
 
 
@@ -96,4 +97,4 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
             "top1_agreement": parity.get("top1_agreement"),
             "dataset_top1_agreement": (parity.get("dataset") or {}).get("top1_agreement"),
             "seconds": res.seconds, "cached": res.cached,
-            "ops": len(read_sidecar(res.artifact).get("converter", {}).get("ops") or [])}
+            "ops": len((res.facts or read_sidecar(res.artifact)).get("converter", {}).get("ops") or [])}

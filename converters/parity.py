@@ -19,7 +19,7 @@ from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
 from aiot.device_agent import agent, backends, protocol
-from aiot.device_agent.signature import export_order
+from aiot.device_agent.signature import all_outputs  # as the agent's predict gives them
 from aiot.device_agent.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -108,24 +108,11 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
             detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise ArtifactError(f"{backend_name} cannot load {artifact}: {detail}",
                                 "the file is truncated or corrupt; re-convert it") from None
-        rows = [_outputs_of(session, np.ascontiguousarray(x[None], dtype=np.float32)
+        rows = [all_outputs(session, np.ascontiguousarray(x[None], dtype=np.float32)
                             .reshape(session.input_shape)) for x in inputs]
         del session  # release the runtime while its chatter still goes to the log
         gc.collect()
     return np.stack(rows)
-
-
-def _outputs_of(session, x):
-    """Every output of one inference, flattened and side by side in the order the model
-    returned them (as the agent's ``predict`` gives them)."""
-    import numpy as np
-
-    session.set_input(x)
-    session.invoke()
-    outputs = session.outputs_all()
-    order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
-        else range(len(outputs))
-    return np.concatenate([np.array(outputs[k], copy=True).reshape(-1) for k in order])
 
 
 def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs):

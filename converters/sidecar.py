@@ -19,9 +19,16 @@ def sidecar_path(artifact: Path) -> Path:
 
 def write_sidecar(artifact: Path, data: dict) -> Path:
     """Write the sidecar beside ``artifact`` atomically; returns its path."""
+    return write_sidecar_facts(artifact, data)[0]
+
+
+def write_sidecar_facts(artifact: Path, data: dict) -> tuple[Path, dict]:
+    """Write the sidecar beside ``artifact`` atomically; returns its path and its contents as
+    :func:`read_sidecar` would read them (parsed from the text written, not read back)."""
     path = sidecar_path(artifact)
-    write_text_atomic(path, json.dumps({"schema": SIDECAR_SCHEMA, **data}, indent=2, sort_keys=True) + "\n")
-    return path
+    text = json.dumps({"schema": SIDECAR_SCHEMA, **data}, indent=2, sort_keys=True) + "\n"
+    write_text_atomic(path, text)
+    return path, json.loads(text)
 
 
 def read_sidecar(artifact: Path) -> dict:

@@ -78,6 +78,11 @@ def xdg_dir(variable: str, default: str) -> Path:
     return Path(env) if os.path.isabs(env) else home() / default
 
 
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/aiot`` (default ``~/.config/aiot``): the inventory, known hosts."""
+    return xdg_dir("XDG_CONFIG_HOME", ".config") / "aiot"
+
+
 def state_dir() -> Path:
     """aiot's state (emulators, campaign locks, a lab node's token): ``$AIOT_STATE_DIR``, else
     ``$XDG_STATE_HOME/aiot`` (default ``~/.local/state/aiot``)."""

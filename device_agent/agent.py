@@ -44,7 +44,7 @@ from . import backends, cpuload, profiling, seccomp
 from .backends import ArtifactLoadError, BackendUnavailable, open_session
 from .process import current_rss_kb, peak_rss_kb, pin
 from .serve import serve
-from .signature import SpecError, export_order, load_batches, prepare
+from .signature import SpecError, all_outputs, load_batches, prepare
 from .spec import RunSpec
 from .stats import robust_cv, summarize_ms
 from .wire import emit, first_line
@@ -281,26 +281,13 @@ def predict(spec: RunSpec) -> dict:
     if spec.inputs.endswith(".npz"):
         return {**_predict_npz(session, spec), "runtime_version": backend.version()}
     x = np.load(spec.inputs, allow_pickle=False)
-    rows = [_all_outputs(session, np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
+    rows = [all_outputs(session, np.ascontiguousarray(x[i : i + 1], dtype=session.input_dtype)
                          .reshape(session.input_shape)) for i in range(len(x))]
     out = np.stack(rows) if rows else np.zeros((0,), np.float32)
     tmp = spec.outputs + ".part.npy"
     np.save(tmp, out)
     os.replace(tmp, spec.outputs)
     return {"n": len(rows), "output_shape": list(out.shape), "runtime_version": backend.version()}
-
-
-def _all_outputs(session, x):
-    """One row of a ``.npy`` prediction: every output, flattened, in the order the model
-    returned them (``export_order``), one after the other (the host splits them by size)."""
-    import numpy as np
-
-    session.set_input(x)
-    session.invoke()
-    outputs = session.outputs_all()
-    order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
-        else range(len(outputs))
-    return np.concatenate([np.array(outputs[k], copy=True).reshape(-1) for k in order])
 
 
 def _predict_npz(session, spec: RunSpec) -> dict:

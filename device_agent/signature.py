@@ -62,6 +62,20 @@ def export_order(outputs: list[dict]) -> list[int]:
     return sorted(range(len(outputs)), key=lambda i: int(parts[i][2]))
 
 
+def all_outputs(session, x):
+    """One inference's every output, flattened and side by side in the order the model
+    returned them (:func:`export_order`): a row of the agent's ``.npy`` predictions, and what
+    the host's parity check compares (it splits them by size)."""
+    import numpy as np
+
+    session.set_input(x)
+    session.invoke()
+    outputs = session.outputs_all()
+    order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
+        else range(len(outputs))
+    return np.concatenate([np.array(outputs[k], copy=True).reshape(-1) for k in order])
+
+
 def example(shape) -> str:
     """``DxD`` for a ``--input-shape`` hint: the fixed dims, 1 in place of each dynamic one."""
     return "x".join(str(d if d >= 0 else 1) for d in shape) or "scalar"

@@ -5,7 +5,8 @@ Prints one line per measure and, with ``--json FILE``, writes them. ``--check`` 
 measure is over the house's limits (issue 30): import cycles (imports inside functions included,
 ``TYPE_CHECKING`` blocks excluded, since they never run), imports from the lower layers into
 ``aiot.host``, loose modules in ``host/``, modules over 600 lines, functions other than CLI commands
-over 12 parameters, and in-function imports of aiot's own modules.
+over 12 parameters, in-function imports of aiot's own modules (issue 30), functions defined twice
+and imports against the order of host's wings (issue 36).
 
 Standard library only, so CI and a fresh clone can run it before anything is installed.
 """
@@ -37,7 +38,23 @@ LIMITS = {
     "functions_over_12_params": 0,
     # Issue 30 asked for ≤ 250 (from 915); it reached 84, and the limit holds the gain.
     "in_function_aiot_imports": 100,
+    "functions_defined_twice": 0,
+    "wing_back_edges": 0,
 }
+
+# host's wings from the bottom up: a wing imports only wings before it (and the layers below
+# host). Links first (transports: one shell, one file copy), then what a device is and how it
+# is set up over them (devices: inventory, probe, agent client), the native tools' adapters
+# on those devices, the Android app, and the emulators that stage devices (with the app) for
+# tests and demos; then the store of records and its provenance, the scores computed from
+# records (OM_infer, VIPS), training (it writes records), the engine that measures (it writes
+# records, picks trained weights, scores BiBench's tables), the lab that runs the engine on
+# other hosts, and the consumers of it all: the report, the robustness suites; the CLI on top.
+# The same order is import-linter's layers contract inside host (pyproject.toml).
+WINGS = ("transports", "devices", "native", "app", "emulator", "store", "scores", "training",
+         "engine", "lab", "report", "robust", "cli")
+#: Fewer AST nodes than this in a function's body is too little to call a copy (``return x``).
+MIN_TWICE_NODES = 12
 
 
 @dataclass
@@ -225,6 +242,59 @@ def _is_command(module: Module, node: ast.FunctionDef, registered: set[str]) -> 
     return False
 
 
+def _own_names(tree: ast.Module) -> set[str]:
+    """Names a module defines at its top level (functions, classes, assignments)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def defined_twice(modules: dict[str, Module]) -> list[str]:
+    """Module-level functions defined in two modules or more: the same parameters and body
+    (docstring dropped, the functions' own names ignored), of at least ``MIN_TWICE_NODES`` AST
+    nodes. A body that reads a name its own module defines is not a copy: it is one module's
+    entry point of a protocol (each agent backend's ``open`` returns its own ``Session``)."""
+    bodies: dict[str, list[str]] = {}
+    for module in modules.values():
+        tree = ast.parse(module.path.read_text(encoding="utf-8"))
+        own = _own_names(tree)
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            shape = ast.Module(body=body, type_ignores=[])
+            nodes = list(ast.walk(shape))
+            reads_own = any(isinstance(n, ast.Name) and n.id in own for n in nodes)
+            if len(nodes) < MIN_TWICE_NODES or reads_own:
+                continue
+            text = ast.dump(node.args, annotate_fields=False) + ast.dump(shape, annotate_fields=False)
+            bodies.setdefault(text, []).append(f"{module.name}.{node.name}")
+    return sorted(" = ".join(names) for names in bodies.values() if len(names) > 1)
+
+
+def _wing(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["aiot", "host"] else None
+
+
+def wing_back_edges(modules: dict[str, Module]) -> list[str]:
+    """Imports from one of host's wings into a wing above it in ``WINGS``."""
+    rank = {wing: i for i, wing in enumerate(WINGS)}
+    found = []
+    for module in modules.values():
+        source = _wing(module.name)
+        for target, _ in module.imports:
+            wing = _wing(target)
+            if source in rank and wing in rank and rank[wing] > rank[source]:
+                found.append(f"{module.name} -> {target}")
+    return sorted(set(found))
+
+
 def measure() -> dict:
     modules = collect()
     read_imports(modules)
@@ -257,6 +327,10 @@ def measure() -> dict:
         "long_signatures": long_signatures(modules),
         "in_function_aiot_imports": in_function,
         "aiot_imports": sum(len(m.imports) for m in modules.values()),
+        "functions_defined_twice": len(twice := defined_twice(modules)),
+        "defined_twice": twice,
+        "wing_back_edges": len(back := wing_back_edges(modules)),
+        "back_edges": back,
     }
 
 
@@ -275,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         limit = f"  (limit {LIMITS[key]})" if key in LIMITS else ""
         print(f"{key:28} {result[key]}{limit}")
     if args.verbose:
-        for key in ("cycles", "lower_to_host", "loose_host", "big_modules", "long_signatures"):
+        for key in ("cycles", "lower_to_host", "loose_host", "big_modules", "long_signatures",
+                    "defined_twice", "back_edges"):
             print(f"\n{key}:")
             for item in result[key]:
                 print(f"  {item}")

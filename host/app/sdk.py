@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiot.core.errors import AiotError
 from aiot.core.paths import cache_dir
-from aiot.host.emulator.arm64 import debian_mirror
+from aiot.host.devices.wheels import debian_mirror
 
 #: The bullseye packages that hold the jars, and where each jar lies inside its package.
 BULLSEYE_JARS = {

@@ -15,10 +15,10 @@ from aiot.core.errors import UsageError
 from aiot.core.units import size_text
 from aiot.host.cli._output import message, out, print_json, spinner, state
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, parse_options
+from aiot.host.cli.record_view import nonfinite_text, outputs_parity_text
 from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
 from aiot.host.engine.preflight import announce_weights
 from aiot.host.engine.weights import choose_weights
-from aiot.host.store.record_view import nonfinite_text, outputs_parity_text
 from aiot.models.model_ref import default_format, resolve_model
 
 
@@ -73,9 +73,10 @@ def convert(
         _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
         return
     with spinner(f"converting {model} to {fmt}…"):
-        res = api.convert_model(model, fmt, out_dir, weights=weights, options=parse_options(opt),
+        # The reference resolved above: the user's file is not read and hashed again.
+        res = api.convert_model(ref, fmt, out_dir, weights=weights, options=parse_options(opt),
                                 binarize=binarize, input_shapes=shapes or None)
-    deployed = api.read_sidecar(res.artifact).get("deployed_form")
+    deployed = res.facts.get("deployed_form")  # the sidecar as written: not read back
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
         "size_bytes": res.size_bytes, "seconds": res.seconds, "cached": res.cached, "parity": res.parity,

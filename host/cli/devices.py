@@ -11,6 +11,7 @@ from aiot.converters import CONVERTERS
 from aiot.core.errors import NoAgentPython, UnknownName, UsageError
 from aiot.core.paths import cache_dir
 from aiot.core.units import size_text
+from aiot.host.app.runtime import check_app
 from aiot.host.cli._output import message, out, print_json, safe, spinner
 from aiot.host.cli.options import JsonOpt, parse_options
 from aiot.host.devices import inventory
@@ -19,6 +20,7 @@ from aiot.host.devices.doctor import diagnose
 from aiot.host.devices.reachability import adb_states, ssh_state
 from aiot.host.devices.resolve import ANDROID_WORKDIR, LOCAL, open_transport, resolve_name
 from aiot.host.devices.setup import setup_device
+from aiot.host.emulator import arm64
 from aiot.host.transports.local import LocalTransport
 from aiot.host.transports.ssh import fetch_host_key, fingerprint, known_hosts_path, trust_host_key
 
@@ -216,7 +218,7 @@ def doctor(
     transport = open_transport(name)
     try:
         with spinner(f"checking {name}…"):
-            checks = diagnose(transport)
+            checks = diagnose(transport, phone_extras=(check_app,))
     finally:
         transport.close()
     failed = [c for c in checks if not c.ok]
@@ -262,7 +264,7 @@ def setup(
         with spinner(f"setting up {name}…") as status:
             extras = tuple(w.strip() for w in (with_runtimes or "").split(",") if w.strip())
             summary = setup_device(transport, cache_dir(), on_step=lambda step: status.update(f"{name}: {step}…"),
-                                   extras=extras)
+                                   extras=extras, userland=arm64.ensure_userland)
     finally:
         transport.close()
     if as_json:

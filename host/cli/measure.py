@@ -52,6 +52,7 @@ from aiot.host.engine.preflight import (
 )
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
+from aiot.host.lab.session import LabSession
 from aiot.host.store import Push, open_store
 from aiot.models.model_ref import split_models
 
@@ -77,6 +78,10 @@ Validity = Annotated[str | None, typer.Option(
     "busy machine (keys cv, load, samples, threads, tail; off turns one off). Stored with each "
     "verdict; a run judged under looser limits than the defaults shows as VALID (relaxed: …).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
+#: The defaults of ``run`` and ``sweep``: the timing knobs are the agent's own (one definition,
+#: device_agent/spec.py, through MeasureParams), the rest are SweepSpec's (aiot sweep's).
+TIMING = MeasureParams()
+SWEEP = SweepSpec(devices=())
 ModelHelp = ("A zoo name (resnet18), <zoo>_<algorithm> for a binarized one (resnet18_bnn), an "
              "artifact file (.tflite, .onnx, .ort, .pte, .ptl, .dab, predict_net.pb), a .pt2 "
              "program, or your code as file.py:factory or module:factory")
@@ -101,7 +106,7 @@ def parse_vias(value: str | None) -> list[str]:
     return list(dict.fromkeys(check_via(v) for v in split_list(value, "vias")))
 
 
-#: The cluster names the probe gives (see aiot.host.devices.probe): ``all`` is every core.
+#: The cluster names the probe gives (see aiot.host.transports.probe): ``all`` is every core.
 CLUSTERS = ("prime", "big", "little", "all")
 
 
@@ -154,7 +159,7 @@ def _sweep(ctx, spec, as_json: bool) -> None:
     """Check everything that can be, then run the campaign of ``spec`` (with ``--lab``, on the
     lab nodes that own its devices) and show its records."""
     results_dir = state(ctx).results_dir()
-    requests, session = check_sweep(spec, results_dir)
+    requests, session, probes = check_sweep(spec, results_dir, lab=LabSession)
     try:
         with open_store(results_dir) as store:
             plan = plan_sweep(requests, store, seed=spec.seed, shuffle=spec.shuffle, fresh=spec.fresh)
@@ -169,7 +174,7 @@ def _sweep(ctx, spec, as_json: bool) -> None:
             message("--via app,shell: the shell's runs also start one agent process per run, as "
                     "the app's do")
         with RichRunListener() as listener:
-            records = run_campaign(plan, results_dir, listener, spec.campaign_policy(session))
+            records = run_campaign(plan, results_dir, listener, spec.campaign_policy(session, probes))
     finally:
         if session is not None:
             session.close()
@@ -196,19 +201,20 @@ def run(
     device: Device = None,
     threads: Annotated[int, typer.Option(help="Inference threads.")] = 1,
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
-    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    warmup_runs: WarmupRuns = TIMING.warmup_runs, warmup_min_s: WarmupMinS = TIMING.warmup_min_s,
+    min_runs: MinRuns = TIMING.min_runs, min_s: MinS = TIMING.min_s, max_s: MaxS = TIMING.max_s,
+    timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
     cluster: Annotated[str | None, typer.Option(
         help="Pin the run to one CPU cluster of the device (prime, big, little; see devices info).")] = None,
-    cooldown_max_s: CooldownMaxS = 120.0,
+    cooldown_max_s: CooldownMaxS = SWEEP.cooldown_max_s,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
     inputs: InputsFile = None,
     opt: Opt = None,
-    via: Via = "shell",
+    via: Via = SWEEP.vias[0],
     validity: Validity = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
@@ -223,7 +229,8 @@ def run(
         delegates=(delegate.strip().lower(),) if delegate else None, binarize=binarize,
         clusters=_tuple(parse_clusters(cluster)), cooldown_max_s=cooldown_max_s,
         input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
-        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)), validity=validity)
+        options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)), validity=validity,
+        shuffle=False, fresh=True)  # one run: nothing to order, measured anew every time
     _sweep(ctx, spec, as_json)
 
 
@@ -232,22 +239,23 @@ def sweep(
     model: Annotated[str | None, typer.Option("--model", "-m", help=ModelHelp + "; comma-separated (default: what was last pushed to each device).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Formats, comma-separated, or all: every format the model can be timed in here, as convert --format all (default: each model's own; see run --help).")] = None,
     device: Devices = None,
-    threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = "1,2,4,8",
+    threads: Annotated[str, typer.Option(help="Thread counts, comma-separated.")] = ",".join(map(str, SWEEP.threads)),
     weights: Weights = None, dataset: Dataset = None, limit: Limit = None,
-    warmup_runs: WarmupRuns = 1, warmup_min_s: WarmupMinS = 0.5, min_runs: MinRuns = 50,
-    min_s: MinS = 1.0, max_s: MaxS = 150.0, timeout: Timeout = None, as_json: JsonOpt = False,
+    warmup_runs: WarmupRuns = TIMING.warmup_runs, warmup_min_s: WarmupMinS = TIMING.warmup_min_s,
+    min_runs: MinRuns = TIMING.min_runs, min_s: MinS = TIMING.min_s, max_s: MaxS = TIMING.max_s,
+    timeout: Timeout = None, as_json: JsonOpt = False,
     native: Native = None, binary: Binary = None, delegate: Delegate = None,
     binarize: Binarize = None,
     cluster: Annotated[str | None, typer.Option(
         help="CPU clusters to pin to, comma-separated (prime, big, little) (default: no pinning).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the run order shuffle (recorded).")] = SWEEP.seed,
     shuffle: Annotated[bool, typer.Option(
-        "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = True,
+        "--shuffle/--no-shuffle", help="Run in a seeded random order rather than grouped.")] = SWEEP.shuffle,
     fresh: Annotated[bool, typer.Option(
-        "--fresh", help="Measure every run again instead of resuming this sweep's missing or failed runs.")] = False,
+        "--fresh", help="Measure every run again instead of resuming this sweep's missing or failed runs.")] = SWEEP.fresh,
     retries: Annotated[int, typer.Option(
-        help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = 3,
-    cooldown_max_s: CooldownMaxS = 120.0,
+        help="Attempts per run when the device or link fails, with backoff, before the device counts as lost.")] = SWEEP.retries,
+    cooldown_max_s: CooldownMaxS = SWEEP.cooldown_max_s,
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
@@ -257,7 +265,7 @@ def sweep(
         help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
              "owns it; records land in this host's store.")] = None,
     opt: Opt = None,
-    via: Via = "shell",
+    via: Via = ",".join(SWEEP.vias),
     validity: Validity = None,
 ) -> None:
     """Measure every combination of devices × models × formats × delegates × clusters × threads

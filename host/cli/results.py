@@ -25,9 +25,16 @@ from aiot.host.cli._output import (
 )
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
+from aiot.host.cli.record_view import (
+    FLAT_COLUMNS,
+    nonfinite_text,
+    parity_line,
+    stats_line,
+    to_csv,
+)
 from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.sweep_view import invalid_reasons
-from aiot.host.engine.input_shapes import shape_detail, shape_label
+from aiot.host.engine.input_shapes import shape_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
 from aiot.host.scores.vips import device_scores, select_tests, si
@@ -41,14 +48,8 @@ from aiot.host.store.compare import (
     parse_check,
     resolve_set,
 )
+from aiot.host.store.identity import shape_label
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
-from aiot.host.store.record_view import (
-    FLAT_COLUMNS,
-    nonfinite_text,
-    parity_line,
-    stats_line,
-    to_csv,
-)
 from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
 

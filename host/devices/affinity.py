@@ -1,6 +1,6 @@
 """Pin a run to a CPU cluster: cores from the probe, a hex mask, and the ``taskset`` prefix.
 
-Cluster names come from :func:`~aiot.host.devices.probe.parse_clusters`: ``prime``, ``big`` and
+Cluster names come from :func:`~aiot.host.transports.probe.parse_clusters`: ``prime``, ``big`` and
 ``little`` on heterogeneous SoCs (fastest first), ``all`` on a device whose cores are alike. The
 caller records the mask in the run's provenance, so a stored result says which cores it ran on.
 """

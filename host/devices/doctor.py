@@ -12,14 +12,13 @@ import re
 
 from aiot.core.errors import TransportError
 from aiot.core.paths import cache_dir
-from aiot.host.app.runtime import check_app
 from aiot.host.devices.android_runtime import cached_load_alignment
 from aiot.host.devices.checks import Check, check_space, check_workdir, inventory_setting, last_line
 from aiot.host.devices.phone_checks import phone_checks
-from aiot.host.devices.probe import probe_linux
 from aiot.host.devices.setup import NATIVE_ONLY, agent_env
 from aiot.host.devices.wheels import RUNTIME_MODULES
 from aiot.host.transports.base import Transport
+from aiot.host.transports.probe import probe_linux
 
 MIN_PYTHON = (3, 9)
 RUNTIMES = dict(RUNTIME_MODULES)  # import name -> pip distribution
@@ -47,11 +46,16 @@ print(json.dumps(found))
 """
 
 
-def diagnose(transport: Transport) -> list[Check]:
-    """Check that ``transport``'s device can run the agent; stops at the first TransportError."""
+def diagnose(transport: Transport, phone_extras=()) -> list[Check]:
+    """Check that ``transport``'s device can run the agent; stops at the first TransportError.
+
+    ``phone_extras``: more checks of an aarch64 phone, each ``check(transport) -> Check`` (the
+    CLI adds the aiot app's, :func:`aiot.host.app.runtime.check_app`: the app sits above the
+    devices it is installed on).
+    """
     checks: list[Check] = []
     try:
-        _run_checks(transport, checks)
+        _run_checks(transport, checks, phone_extras)
     except TransportError as exc:
         lost = f"connection lost during the checks: {exc.message}" if checks else exc.message
         fix = exc.hint or f"check that {transport.name} is on and reachable: aiot devices list"
@@ -59,7 +63,7 @@ def diagnose(transport: Transport) -> list[Check]:
     return checks
 
 
-def _run_checks(transport: Transport, checks: list[Check]) -> None:
+def _run_checks(transport: Transport, checks: list[Check], phone_extras=()) -> None:
     """Append each check's verdict; later checks run only where earlier ones make sense."""
     checks.append(check_reachable(transport))
     workdir = check_workdir(transport)
@@ -70,6 +74,7 @@ def _run_checks(transport: Transport, checks: list[Check]) -> None:
     python = check_python(transport)
     if phone:
         checks.extend(_phone_checks(transport, installed=python.status == "ok"))
+        checks.extend(check(transport) for check in phone_extras)
     checks.append(python)
     if python.status == "ok":
         checks.extend(check_runtimes(transport))
@@ -81,7 +86,7 @@ def _machine(transport: Transport) -> str:
 
 def _phone_checks(transport: Transport, installed: bool) -> list[Check]:
     """What can stop aiot's aarch64 runtime on this phone (see :mod:`aiot.host.devices.phone_checks`)."""
-    return [*phone_checks(transport, installed, cached_load_alignment(cache_dir())), check_app(transport)]
+    return phone_checks(transport, installed, cached_load_alignment(cache_dir()))
 
 
 def check_reachable(transport: Transport) -> Check:

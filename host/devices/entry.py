@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
-from aiot.core.paths import xdg_dir
+from aiot.core.paths import config_dir
 
 TRANSPORTS = ("ssh", "adb")
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -35,11 +35,6 @@ def check_name(name: str) -> str:
 
 class InventoryError(AiotError):
     """The inventory file is unreadable or holds an invalid entry."""
-
-
-def config_dir() -> Path:
-    """``$XDG_CONFIG_HOME/aiot`` (default ``~/.config/aiot``)."""
-    return xdg_dir("XDG_CONFIG_HOME", ".config") / "aiot"
 
 
 def inventory_path() -> Path:

@@ -29,7 +29,6 @@ from pathlib import Path
 from aiot.core.errors import TransportError, UnknownName, UsageError
 from aiot.core.fileio import write_text_atomic
 from aiot.host.devices.entry import DeviceEntry, InventoryError, inventory_path
-from aiot.host.native.config import binaries_from_table
 from aiot.host.transports.ssh import check_key_file
 
 __all__ = ["DeviceEntry", "InventoryError", "add", "inventory_path", "load", "remove", "save"]
@@ -106,10 +105,10 @@ def _entry(name: str, table) -> DeviceEntry:
 
 
 def _checked(entry: DeviceEntry) -> DeviceEntry:
-    """``entry`` validated, its ``binaries`` table included (known tools, path strings)."""
+    """``entry`` validated. Its ``binaries`` table is one of path strings (:func:`_entry`);
+    whether its keys name native tools is the native tools' check, made where a run looks its
+    tool up (:func:`aiot.host.native.config.binaries_from_table`): the inventory sits below them."""
     entry.validate()
-    if entry.binaries:
-        binaries_from_table(entry.binaries, f"device '{entry.name}'")
     return entry
 
 

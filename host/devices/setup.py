@@ -31,7 +31,6 @@ from aiot.host.devices.wheels import (
     parse_facts,
     requirements,
 )
-from aiot.host.emulator import arm64
 from aiot.host.transports.base import Transport
 from aiot.host.transports.quoting import quote
 
@@ -62,15 +61,15 @@ def describe_python(transport: Transport) -> DevicePython:
 
 def setup_device(transport: Transport, cache: Path,
                  on_step: Callable[[str], None] = lambda step: None,
-                 extras: tuple[str, ...] = ()) -> dict:
+                 extras: tuple[str, ...] = (), userland=None) -> dict:
     """Install the agent's runtimes (and optional ``extras``) on the device; returns what was
-    installed.
+    installed. ``userland``: what builds a phone's runtime (:func:`setup_phone`).
 
     Raises:
         AiotError: the device cannot take Python wheels (phone, musl) or a step failed.
     """
     if transport.kind in NATIVE_ONLY:
-        return setup_phone(transport, cache, on_step, extras)
+        return setup_phone(transport, cache, on_step, extras, userland)
     on_step("asking the device's Python")
     python = describe_python(transport)
     on_step(f"downloading wheels for Python {python.version} on {python.machine}")
@@ -100,13 +99,15 @@ def _unpacked_bytes(wheel: Path) -> int:
 
 def setup_phone(transport: Transport, cache: Path,
                 on_step: Callable[[str], None] = lambda step: None,
-                extras: tuple[str, ...] = ()) -> dict:
+                extras: tuple[str, ...] = (), userland=None) -> dict:
     """Give an Android phone aiot's aarch64 runtime and make it the device's agent Python.
 
     The runtime is cut from the arm64 userland of ``aiot emulator start --arch arm64`` (built
     once on this host), pushed as one content-addressed archive, checked by hash and unpacked
     on the phone; the inventory then names its ``bin/python3`` as the device's Python, so every
-    command starts the agent through it. A second set-up sends nothing.
+    command starts the agent through it. A second set-up sends nothing. ``userland`` builds
+    that userland, ``(cache, on_step, extras) -> folder``: the CLI passes
+    :func:`aiot.host.emulator.arm64.ensure_userland` (the emulators sit above the devices).
 
     Raises:
         AiotError: not an aarch64 phone, not in the inventory, or the runtime does not start.
@@ -120,9 +121,12 @@ def setup_phone(transport: Transport, cache: Path,
     if transport.name not in entries:
         raise AiotError(f"'{transport.name}' is not in the inventory, where its runtime is kept",
                         f"add it: aiot devices add {transport.name} --transport adb --serial SERIAL")
+    if userland is None:
+        raise AiotError("setting up a phone needs the arm64 userland its runtime is cut from",
+                        f"run: aiot devices setup {transport.name}")
     on_step("building the aarch64 runtime (cached after the first time)")
-    userland = arm64.ensure_userland(cache, on_step, extras)
-    archive = android_runtime.archive_runtime(userland, cache, extras)
+    root = userland(cache, on_step, extras)
+    archive = android_runtime.archive_runtime(root, cache, extras)
     installed = android_runtime.install_runtime(transport, archive, on_step)
     on_step("starting it on the phone")
     platform_line = android_runtime.check_runtime(

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiot.host.devices.probe import _PROBE_SCRIPT, _sections, parse_power_supplies, parse_thermal
 from aiot.host.transports.base import Transport
+from aiot.host.transports.probe import _PROBE_SCRIPT, _sections, parse_power_supplies, parse_thermal
 
 # Thermal-zone types that name a CPU sensor across vendors: Qualcomm ``cpu-1-0-usr``, ``cpuss-0``,
 # MediaTek ``mtktscpu``, Raspberry Pi ``cpu-thermal``, Intel ``x86_pkg_temp``, Google Tensor and
@@ -87,7 +87,7 @@ class TelemetrySource(Protocol):
 
 
 def cpu_temperatures(zones: list[dict]) -> dict[str, float]:
-    """CPU temperatures by zone label from :func:`~aiot.host.devices.probe.parse_thermal` zones.
+    """CPU temperatures by zone label from :func:`~aiot.host.transports.probe.parse_thermal` zones.
 
     CPU-named zones win when present; otherwise every read zone except battery ones.
     """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -163,3 +164,20 @@ def _pip_download(argv: list[str], reqs: list[str], python: DevicePython) -> Non
         reason = [line for line in done.stderr.splitlines() if line.startswith("ERROR")] or ["pip failed"]
         raise AiotError(f"no wheels for Python {python.version} on {python.machine}: {reason[0]}",
                         "check the network to PyPI, or install the runtimes on the device yourself")
+
+
+#: Where Debian packages come from without a mirror of this machine's (the emulated arm64
+#: userland, the app's SDK tools).
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+def debian_mirror() -> str:
+    """The Debian mirror this machine's apt uses (``AIOT_DEBIAN_MIRROR`` wins), else deb.debian.org."""
+    if os.environ.get("AIOT_DEBIAN_MIRROR"):
+        return os.environ["AIOT_DEBIAN_MIRROR"]
+    for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        for line in source.read_text(errors="replace").splitlines():
+            uri = line.partition("URIs:")[2].split()
+            if line.startswith("URIs:") and uri and uri[0].rstrip("/").endswith("/debian"):
+                return uri[0]
+    return DEFAULT_MIRROR

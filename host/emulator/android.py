@@ -26,10 +26,11 @@ import tempfile
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
-from aiot.host.devices.socs import ARM_PARTS, Soc, lookup
+from aiot.host.devices.wheels import debian_mirror
 from aiot.host.emulator.adbd import read_props
-from aiot.host.emulator.arm64 import QEMU_CPU, check_tools, debian_mirror
+from aiot.host.emulator.arm64 import QEMU_CPU, check_tools
 from aiot.host.transports.quoting import quote
+from aiot.host.transports.socs import ARM_PARTS, Soc, lookup
 
 PROFILES = ("linux", "android")
 WORKDIR = "/data/local/tmp/aiot"

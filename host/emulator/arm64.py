@@ -30,6 +30,7 @@ from aiot.core.errors import AiotError
 from aiot.host.devices.wheels import (
     FACTS_SCRIPT,
     UNPACK_SCRIPT,
+    debian_mirror,
     download_wheels,
     parse_facts,
     requirements,
@@ -44,7 +45,6 @@ PACKAGES = ("python3.11-minimal", "libpython3.11-stdlib", "libstdc++6")
 GUEST_PYTHON = "/usr/bin/python3.11"
 #: Where the runtimes go inside the userland: a folder Debian's Python has on sys.path.
 GUEST_SITE = "usr/lib/python3/dist-packages"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 TOOLS = {"qemu-aarch64-static": "qemu-user-static", "mmdebstrap": "mmdebstrap", "unshare": "util-linux"}
 COMPLETE = ".complete"
 #: Cores the fake cpuinfo describes; Cortex-A76 (part 0xd0b) as in a Raspberry Pi 5.
@@ -93,18 +93,6 @@ def check_tools() -> None:
     if missing:
         raise AiotError(f"arm64 emulation needs {', '.join(missing)}, which is not installed",
                         f"run: apt-get install {' '.join(missing)}  (or scripts/bootstrap.sh)")
-
-
-def debian_mirror() -> str:
-    """The Debian mirror this machine's apt uses (``AIOT_DEBIAN_MIRROR`` wins), else deb.debian.org."""
-    if os.environ.get("AIOT_DEBIAN_MIRROR"):
-        return os.environ["AIOT_DEBIAN_MIRROR"]
-    for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
-        for line in source.read_text(errors="replace").splitlines():
-            uri = line.partition("URIs:")[2].split()
-            if line.startswith("URIs:") and uri and uri[0].rstrip("/").endswith("/debian"):
-                return uri[0]
-    return DEFAULT_MIRROR
 
 
 def userland_key(requirements: list[str]) -> str:

@@ -72,6 +72,9 @@ class CampaignPolicy:
             starts an agent process per command.
         lab: a :class:`aiot.host.lab.session.LabSession`: each device's runs are measured on
             the lab node that owns it (records are still written here), or None.
+        probes: each device's probe as preflight read it
+            (:class:`~aiot.host.engine.preflight.Checked`): its workspace starts from it
+            rather than probing the device again.
         validity: the :class:`aiot.host.engine.validity.ValidityPolicy` every run is judged
             by (``--validity`` over ``AIOT_VALIDITY``), or None for ``AIOT_VALIDITY``'s.
     """
@@ -83,6 +86,7 @@ class CampaignPolicy:
     cooldown: object | None = None
     persistent_agent: bool | None = None
     lab: object | None = None
+    probes: dict | None = None
     validity: object | None = None  # a ValidityPolicy (None: AIOT_VALIDITY's, read per run)
 
     def backoff(self, attempt: int) -> float:
@@ -91,8 +95,9 @@ class CampaignPolicy:
 
 
 def run_key(request: RunRequest) -> str:
-    """A stable id of one run's whole request (:func:`aiot.host.store.identity.request_key`)."""
-    return request_key(request.to_spec())
+    """A stable id of one run's whole request (:func:`aiot.host.store.identity.request_key`),
+    computed once per request (:attr:`RunRequest.key`)."""
+    return request.key
 
 
 def record_key(record: RunRecord) -> str:
@@ -182,6 +187,7 @@ class _Shared:
     workspaces: dict[str, Workspace] = field(default_factory=dict)
     stores: list[Store] = field(default_factory=list)  # the workers' (a cancel shortens their waits)
     lost: dict[str, str] = field(default_factory=dict)
+    conversions: dict = field(default_factory=dict)  # the workspaces' (each artifact once)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -272,7 +278,8 @@ def _device_worker(shared: _Shared, device: str, runs: list[tuple[int, RunReques
                    results: dict[int, RunRecord]) -> None:
     lab = shared.policy.lab
     workspace = (lab.workspace(device, shared.results_dir) if lab is not None
-                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent))
+                 else Workspace(shared.results_dir, persistent_agent=shared.policy.persistent_agent,
+                                conversions=shared.conversions, probes=shared.policy.probes))
     with shared.lock:
         shared.workspaces[device] = workspace
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -24,8 +25,14 @@ from aiot.host.engine.cooldown import (
     device_state_changes,
     wait_for_cooldown,
 )
+from aiot.host.engine.gates import (
+    check_delegate,
+    check_native_formats,
+    check_native_via,
+    check_runnable,
+    native_binary,
+)
 from aiot.host.engine.profiles import agent_profile
-from aiot.host.engine.provenance import base_provenance
 from aiot.host.engine.runs import RunListener, RunRequest
 from aiot.host.engine.shards import prepare_shard
 from aiot.host.engine.signature import artifact_shapes, artifact_signature
@@ -33,6 +40,7 @@ from aiot.host.engine.user_artifact import user_artifact
 from aiot.host.engine.validity import judge
 from aiot.host.engine.weights import weights_provenance
 from aiot.host.engine.workspace import Workspace
+from aiot.host.store.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
 
 log = logging.getLogger(__name__)
@@ -95,16 +103,12 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     """Convert, push and run; fills ``provenance`` and returns the finishing columns."""
     converter = get_converter(request.format)
     provenance["via"] = request.via
+    # The gates preflight asked of the whole sweep, asked again of a request built without it.
+    check_native_via(request.native, [request.via])
     if request.native:
-        if request.via != "shell":
-            raise UsageError("native tools run from the device's shell", "drop --via app for --native runs")
         return _measure_native(request, workspace, listener, provenance)
-    if request.delegate:
-        raise UsageError(f"delegate '{request.delegate}' needs a native runner",
-                         "add --native benchmark_model (NNAPI and GPU are not in Python runtimes)")
-    if converter.backend is None:
-        raise UsageError(f"format '{request.format}' is emit-only: no runtime can time it here",
-                         "time it on a device with its native benchmark binary (--native)")
+    check_delegate(request.native, request.delegate)
+    check_runnable(request.format, request.native)
     conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     session = workspace.session(request.device, request.via)
@@ -162,10 +166,53 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
             return found
     listener.on_stage(request, "convert")
     with _CONVERSION:
-        conv = convert_model(request.reference(), request.format, workspace.artifacts_dir,
+        key = _conversion_key(request)
+        kept = workspace.conversions.get(key)
+        if kept is not None and kept.intact():
+            return kept.conv, kept.sidecar
+        conv = convert_model(request.resolved(), request.format, workspace.artifacts_dir,
                              weights=request.weights, binarize=request.binarize,
                              options=request.option_dict() or None, input_shapes=request.shapes())
-        return conv, read_sidecar(conv.artifact)
+        kept = Converted.keep(conv, conv.facts or read_sidecar(conv.artifact),
+                              artifact_files(get_converter(request.format), conv.artifact))
+        workspace.conversions[key] = kept
+        return kept.conv, kept.sidecar
+
+
+def _conversion_key(request: RunRequest) -> tuple:
+    """What one conversion depends on: the runs of a campaign that share it share its artifact
+    (thread counts, devices, clusters and vias do not change the file)."""
+    return (request.model, request.model_sha256, request.reference(), request.format,
+            request.weights, request.binarize, request.options, request.input_shapes)
+
+
+@dataclass(frozen=True)
+class Converted:
+    """An artifact a campaign converted (or verified in the cache) once and keeps for its
+    other runs: no model rebuilt, no weights or artifact hashed again per run.
+
+    ``stamps`` are its files' sizes and modification times when it was kept: a file replaced
+    or rewritten since (by hand, by another process's conversion) is converted again.
+    """
+
+    conv: object
+    sidecar: dict
+    stamps: tuple
+
+    @classmethod
+    def keep(cls, conv, sidecar: dict, files) -> Converted:
+        return cls(conv, sidecar, _stamps([*files, conv.sidecar]))
+
+    def intact(self) -> bool:
+        """Whether every file is still the one kept (a stat each: no hashing)."""
+        try:
+            return _stamps(path for path, *_ in self.stamps) == self.stamps
+        except OSError:
+            return False
+
+
+def _stamps(paths) -> tuple:
+    return tuple((Path(p), st.st_size, st.st_mtime_ns) for p in paths for st in [Path(p).stat()])
 
 
 def _artifact_provenance(conv, sidecar: dict, weights_origin: str | None = None) -> dict:
@@ -197,13 +244,8 @@ def _origin_from_source(source: dict) -> str:
 def _measure_native(request: RunRequest, workspace: Workspace, listener: RunListener,
                     provenance: dict) -> dict:
     """Convert, push artifact and binary, run the user's native benchmark tool, parse it."""
-    adapter = native.get_adapter(request.native)
-    if request.format not in adapter.formats:
-        raise UsageError(f"{adapter.tool} does not run '{request.format}' artifacts",
-                         f"it runs: {', '.join(adapter.formats)}")
-    binary = native.resolve_binary(adapter.tool, request.device, request.binary)
-    if not binary.is_file():
-        raise UsageError(f"{adapter.tool} binary {binary} does not exist", "check the path")
+    adapter = check_native_formats(request.native, [request.format])
+    binary = native_binary(adapter.tool, request.device, request.binary)
     conv, sidecar = _convert(request, workspace, listener)
     listener.on_stage(request, "push")
     transport = workspace.transport(request.device)

@@ -23,6 +23,9 @@ from aiot.core.errors import UsageError
 from aiot.host.engine.shape_guess import propose
 from aiot.host.engine.signature import artifact_signature, is_artifact_file
 
+# One writer of a shape and of the shapes a record ran at: the store's identity (labels too).
+from aiot.host.store.identity import dims_text, record_shapes
+
 #: How a converting model's bare shape is named: its factory takes the one shape whatever
 #: the name (see ``aiot.converters.source``).
 BARE_NAME = "input"
@@ -286,35 +289,6 @@ def _batch_note(model: str, shapes: dict, defaulted: tuple[str, ...]) -> str:
 
 
 # -- display -------------------------------------------------------------------------------------
-
-def dims_text(dims) -> str:
-    """``[1, 3, 224, 224]`` → ``1x3x224x224``; a scalar is ``scalar``."""
-    return "x".join(str(d) for d in dims) if dims else "scalar"
-
-
-def record_shapes(record) -> dict[str, list[int]]:
-    """``{input name: dims}`` a record ran at: the agent's inputs, else the run's shapes."""
-    result = record.result or {}
-    inputs = result.get("inputs")
-    if inputs:
-        return {i["name"]: list(i["shape"]) for i in inputs}
-    if result.get("input_shape") is not None:
-        return {"input": list(result["input_shape"])}
-    return dict((record.spec or {}).get("input_shapes") or {})
-
-
-def shape_label(record, width: int | None = 24) -> str:
-    """The input shape(s) of a record for a table: ``1x3x640x640`` for one input,
-    ``a=1x8 b=1x8 k=scalar`` for several (cut to ``width``), ``—`` when unknown."""
-    shapes = record_shapes(record)
-    if not shapes:
-        return "—"
-    if len(shapes) == 1:
-        text = dims_text(next(iter(shapes.values())))
-    else:
-        text = " ".join(f"{n}={dims_text(d)}" for n, d in shapes.items())
-    return text if width is None or len(text) <= width else text[:width - 1] + "…"
-
 
 def shape_detail(record) -> str:
     """The ``results show`` line: every input, and which batch dims aiot set to 1."""

@@ -14,8 +14,10 @@ the papers' procedures call the single checks they need.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple, Self
 
 from aiot.converters import get_converter
 from aiot.converters.api import check_deployable
@@ -26,22 +28,40 @@ from aiot.core.fileio import sha256_file
 from aiot.host.devices.affinity import cluster_cpus
 from aiot.host.devices.resolve import emulation_warning, open_transport
 from aiot.host.devices.setup import require_agent_python
+from aiot.host.engine.gates import (
+    check_delegate,
+    check_native_formats,
+    check_native_via,
+    check_runnable,
+    native_binary,
+)
 from aiot.host.engine.input_shapes import bind_shapes
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_npz
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
-from aiot.host.lab.session import LabSession
-from aiot.host.native import get_adapter, resolve_binary
+from aiot.host.native import get_adapter
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
 
-def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], LabSession | None]:
+class Checked(NamedTuple):
+    """What preflight hands on to the campaign: the runs (models resolved, shapes, vias and
+    weights bound), the open lab session (None: this host's devices) and each device's probe
+    as the checks read it (its workspace starts from it rather than probing again)."""
+
+    requests: list[RunRequest]
+    lab: object
+    probes: dict[str, dict]
+
+
+def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> Checked:
     """Validate everything that can be, then the runs of ``spec`` (each with its shapes, via
     and weights bound) and, for ``spec.lab``, the open session of the lab whose nodes own the
-    devices (the caller closes it).
+    devices (the caller closes it), opened with ``lab`` (the lab's
+    :class:`~aiot.host.lab.session.LabSession`: the lab drives the engine, so the engine
+    imports none of it).
 
     Without targets the runs are what was last pushed to each device (:func:`last_pushed`).
     """
@@ -50,19 +70,21 @@ def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], L
     # A bad AIOT_VALIDITY or --validity: one line now, not after every run.
     ValidityPolicy.from_env(option=spec.validity)
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
-    session = lab_session(spec)
+    session = lab_session(spec, lab)
     try:
-        return _check_runs(spec, requests, dataset, session), session
+        with Links() as links:  # each device's transport opened once for all the checks
+            return Checked(_check_runs(spec, requests, dataset, session, links), session, links.probes)
     except BaseException:
         if session is not None:
             session.close()
         raise
 
 
-def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list[RunRequest]:
+def _check_runs(spec: SweepSpec, requests, dataset: str | None, session,
+                links: Links) -> list[RunRequest]:
     """The checks of :func:`check_sweep` once its settings passed (the lab's session open)."""
     if session is None:
-        validate_devices(spec.devices)
+        validate_devices(spec.devices, links)
     if requests is None:
         requests = spec.requests(dataset, *check_inputs_file(spec.inputs_file))
     requests, notes = bind_shapes(with_vias(requests, spec.vias, spec.native), spec.input_shapes)
@@ -70,10 +92,10 @@ def _check_runs(spec: SweepSpec, requests, dataset: str | None, session) -> list
         notices.say(note)
     validate_requests(requests, spec.native, spec.delegates)
     if session is None:  # a lab node checks its own devices
-        reach_devices(dict.fromkeys(r.device for r in requests))
-        require_agents(requests)
+        reach_devices(dict.fromkeys(r.device for r in requests), links)
+        require_agents(requests, links)
         # unknown --cluster: one line; too many threads: warned (unless --validity threads=off)
-        for line in check_cores(requests, ValidityPolicy.from_env(option=spec.validity)):
+        for line in check_cores(requests, ValidityPolicy.from_env(option=spec.validity), links):
             notices.warn(line)
     if spec.retries < 1:
         raise UsageError("--retries must be at least 1")
@@ -148,19 +170,9 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
 
 def validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
     """The native tool exists, runs every requested format and knows the delegate."""
-    if native is None:
-        if delegate:
-            raise UsageError(f"--delegate {delegate} needs --native (NNAPI and GPU delegates "
-                             "are not in the Python runtimes)", "e.g. --native benchmark_model")
-        return
-    adapter = get_adapter(native)
-    wrong = [f for f in formats if f not in adapter.formats]
-    if wrong:
-        raise UsageError(f"{adapter.tool} does not run {', '.join(wrong)} artifacts",
-                         f"it runs: {', '.join(adapter.formats)}")
-    if delegate and delegate not in adapter.delegates:
-        raise UsageError(f"{adapter.tool} has no delegate '{delegate}'",
-                         f"its delegates: {', '.join(adapter.delegates) or 'none'}")
+    check_delegate(native, delegate)
+    if native is not None:
+        check_native_formats(native, formats, delegate)
 
 
 def validate_binarize(binarize: str | None, formats: list[str]) -> None:
@@ -179,7 +191,7 @@ def validate_requests(requests: list[RunRequest], native: str | None, delegates)
             validate_native(native, [r.format], delegate)
         validate_binarize(r.binarize, [r.format])
         _check_options(r)
-        _check_runnable(r)
+        check_runnable(r.format, r.native)
     if native:
         _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
     for r in distinct:
@@ -198,22 +210,11 @@ def _check_options(request: RunRequest) -> None:
     converter.check_options(resolve_options(converter, request.option_dict()))
 
 
-def _check_runnable(request: RunRequest) -> None:
-    """An emit-only format (no runtime the agent drives) needs a native tool to be timed."""
-    if not request.native and get_converter(request.format).backend is None:
-        raise UsageError(f"format '{request.format}' is emit-only: no runtime aiot's agent drives "
-                         "can time it", "time it with the format's native benchmark binary "
-                         "(--native), or choose another --format")
-
-
 def _check_native_binaries(native: str, devices, binary: Path | None) -> None:
     """Each device has the ``--native`` tool's file (given, or in its inventory entry)."""
     tool = get_adapter(native).tool
     for device in devices:
-        found = resolve_binary(tool, device, binary)
-        if not found.is_file():
-            raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
-                             "check --binary or the device's [binaries] entry in the inventory")
+        native_binary(tool, device, binary)
 
 
 def check_push(spec: SweepSpec) -> WeightsChoice | None:
@@ -231,24 +232,53 @@ def check_push(spec: SweepSpec) -> WeightsChoice | None:
 
 # -- the devices ----------------------------------------------------------------------------------
 
-def validate_devices(devices) -> None:
+class Links:
+    """The transports preflight opened, one per device, closed together: every check of a
+    device reuses its link (no transport opened, nor inventory read, per check)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, object] = {}
+        self.probes: dict[str, dict] = {}  # each device's probe, read once (check_cores)
+
+    def __call__(self, device: str):
+        """``device``'s transport, opened on first use (a failure to open is not kept)."""
+        if device not in self._open:
+            self._open[device] = open_transport(device)
+        return self._open[device]
+
+    def close(self) -> None:
+        for transport in self._open.values():
+            transport.close()
+        self._open.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def validate_devices(devices, links: Links | None = None) -> None:
     """Fail fast on unknown device names, and on an SSH key file or known_hosts that cannot
     work, before any work starts."""
     for d in devices:
-        transport = open_transport(d)
-        check_setup = getattr(transport, "check_setup", None)
-        if check_setup is not None:
-            check_setup()
+        with _link(d, links) as transport:
+            check_setup = getattr(transport, "check_setup", None)
+            if check_setup is not None:
+                check_setup()
 
 
-def lab_session(spec: SweepSpec) -> LabSession | None:
-    """The lab the sweep runs on (its devices checked), or None for this host's devices."""
+def lab_session(spec: SweepSpec, lab):
+    """The lab the sweep runs on, opened with ``lab`` (a ``LabSession`` class) and its devices
+    checked, or None for this host's devices."""
     if not spec.lab:
         return None
     if spec.native or spec.input_shapes or spec.inputs_file:
         raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
                          "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
-    session = LabSession(spec.lab)
+    if lab is None:  # a caller of the engine that drives no lab
+        raise UsageError("--lab needs a driver that opens the lab", "run the sweep with aiot sweep --lab")
+    session = lab(spec.lab)
     session.check_devices(list(spec.devices))
     return session
 
@@ -259,9 +289,7 @@ def with_vias(requests: list[RunRequest], vias, native: str | None) -> list[RunR
     if vias == ["shell"]:
         return requests
     if "app" in vias:
-        if native:
-            raise UsageError("--via app starts the device agent; native tools run from the shell",
-                             "drop --native, or use --via shell")
+        check_native_via(native, vias)
         for device in dict.fromkeys(r.device for r in requests):
             transport = open_transport(device)
             try:
@@ -274,7 +302,7 @@ def with_vias(requests: list[RunRequest], vias, native: str | None) -> list[RunR
     return [replace(r, via=v) for r in requests for v in vias]
 
 
-def reach_devices(devices) -> None:
+def reach_devices(devices, links: Links | None = None) -> None:
     """Every SSH device answers now: one line naming an unreachable one, before any
     conversion, rather than failed records after them and the campaign's retries.
 
@@ -284,15 +312,16 @@ def reach_devices(devices) -> None:
         if transport.kind == "ssh":
             transport.shell(["true"], timeout=60)
 
-    _each_device(devices, answers)
+    _each_device(devices, answers, links)
 
 
-def require_agents(requests: list[RunRequest]) -> None:
+def require_agents(requests: list[RunRequest], links: Links | None = None) -> None:
     """Every device that runs the agent has a Python for it (a phone: after devices setup)."""
-    _each_device(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python)
+    _each_device(dict.fromkeys(r.device for r in requests if not r.native), require_agent_python,
+                 links)
 
 
-def _each_device(devices, check) -> None:
+def _each_device(devices, check, links: Links | None = None) -> None:
     """``check(transport)`` for each device. A device out of reach right now stops a sweep of
     that device alone (one line, nothing stored); among several, the others go on and the
     campaign retries it with backoff and records its runs skipped if it stays away, as it does
@@ -300,11 +329,8 @@ def _each_device(devices, check) -> None:
     devices = list(devices)
     for device in devices:
         try:
-            transport = open_transport(device)
-            try:
+            with _link(device, links) as transport:
                 check(transport)
-            finally:
-                transport.close()
         except AiotError as exc:
             if len(devices) == 1 or not is_transient(exc):
                 raise
@@ -312,7 +338,8 @@ def _each_device(devices, check) -> None:
                          "its runs are retried, then skipped if it stays away")
 
 
-def check_cores(requests: list[RunRequest], policy: ValidityPolicy | None = None) -> list[str]:
+def check_cores(requests: list[RunRequest], policy: ValidityPolicy | None = None,
+                links: Links | None = None) -> list[str]:
     """Check each device's cores against its runs before any of them starts: one line per
     device (and ``--cluster``) whose runs ask for more threads than it has cores (those runs
     will be INVALID). Each device is probed once (one shell round trip, no agent).
@@ -327,7 +354,8 @@ def check_cores(requests: list[RunRequest], policy: ValidityPolicy | None = None
     lines = []
     for (device, cluster), threads in wanted.items():
         if device not in infos:
-            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device))
+            infos[device] = _probe(device, required=any(c for d, c in wanted if d == device),
+                                   links=links)
         if infos[device] is None:  # out of reach now: the campaign retries it, then skips it
             continue
         try:
@@ -341,18 +369,33 @@ def check_cores(requests: list[RunRequest], policy: ValidityPolicy | None = None
     return lines
 
 
-def _probe(device: str, required: bool) -> dict | None:
+def _probe(device: str, required: bool, links: Links | None = None) -> dict | None:
     """The device's probe; None when it cannot be had now and nothing depends on it."""
+    if links is not None and device in links.probes:
+        return links.probes[device]
     try:
-        transport = open_transport(device)
-        try:
-            return transport.info()
-        finally:
-            transport.close()
+        with _link(device, links) as transport:
+            info = transport.info()
     except AiotError:
         if required:  # a --cluster cannot be checked without it
             raise
         return None
+    if links is not None:
+        links.probes[device] = info
+    return info
+
+
+@contextmanager
+def _link(device: str, links: Links | None):
+    """``device``'s transport: the shared one of ``links``, else one opened for this check."""
+    if links is not None:
+        yield links(device)
+        return
+    transport = open_transport(device)
+    try:
+        yield transport
+    finally:
+        transport.close()
 
 
 # -- what was pushed, the weights ------------------------------------------------------------------
@@ -402,10 +445,16 @@ def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunReq
         key = (r.model, r.binarize, r.model_path)
         if key not in chosen:
             chosen[key] = (WeightsChoice(None, OWN) if r.model_path is not None
-                           else choose_weights(resolve_model(r.model, r.binarize), None, dataset))
+                           else choose_weights(_resolved(r), None, dataset))
         done.append(replace(r, weights=chosen[key].path, weights_origin=chosen[key].origin))
     announce_weights([(model, binarize, c) for (model, binarize, _), c in chosen.items()], dataset)
     return done
+
+
+def _resolved(request: RunRequest):
+    """The request's model as resolved by :func:`resolve_targets` (no name resolved twice)."""
+    ref = request.resolved()
+    return ref if not isinstance(ref, str) else resolve_model(ref, request.binarize)
 
 
 def announce_weights(chosen: list[tuple], dataset: str | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -106,9 +107,24 @@ class RunRequest:
     # aiot app's Instrumentation, in an app's process context). Part of the spec: the two are
     # different runs.
     via: str = "shell"
+    # The model as preflight resolved it (:class:`~aiot.models.model_ref.ModelRef`), handed to
+    # the converter so that no run resolves its name again; not part of the spec or the
+    # request's identity (``model``, ``model_sha256`` and ``binarize`` are). None: resolve
+    # :meth:`reference` (a request built by API, a lab node's).
+    model_ref: object | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def key(self) -> str:
+        """The campaign's resume key (:func:`aiot.host.store.identity.request_key`), computed
+        once per request (a frozen request's spec never changes)."""
+        return identity.request_key(self.to_spec())
 
     def label(self) -> str:
         """The run's label, as every table names its records (:mod:`aiot.host.store.identity`)."""
+        return self._label
+
+    @cached_property
+    def _label(self) -> str:  # a progress bar asks for it at every stage
         return identity.label(self)
 
     def to_spec(self) -> dict:
@@ -120,6 +136,7 @@ class RunRequest:
         spec["input_shapes"] = self.shapes()
         spec["options"] = self.option_dict() or None
         spec.pop("weights_origin")
+        spec.pop("model_ref")
         spec.pop("batch_defaulted")
         if spec["via"] == "shell":  # the default: shell runs keep the specs (and keys) they had
             spec.pop("via")
@@ -129,6 +146,14 @@ class RunRequest:
             if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
                 spec.pop(key)
         return spec
+
+    def resolved(self):
+        """This run's model as a :class:`~aiot.models.model_ref.ModelRef` the converter takes:
+        the one preflight resolved, else :meth:`reference` (resolved by the converter)."""
+        ref = self.model_ref
+        if ref is not None and ref.binarize == self.binarize:
+            return ref
+        return self.reference()
 
     def reference(self) -> str:
         """What resolves to this run's model again (:func:`aiot.models.model_ref.resolve_model`)."""
@@ -202,5 +227,5 @@ def expand_targets(devices: list[str], targets: list[tuple[object, list[str]]], 
                                                                clusters or [None], threads):
                 requests.append(RunRequest(device, ref.name, fmt, t, delegate=delegate,
                                            cluster=cluster, **{**common, "binarize": binarize},
-                                           **user_file))
+                                           model_ref=ref, **user_file))
     return list(dict.fromkeys(requests))  # "a,a" or "1,1" measure once

@@ -47,11 +47,14 @@ class SweepSpec:
         retries: attempts per run on device or link failures.
         cooldown_max_s: the longest wait for a device to cool down before each run (0: none).
         lab: a lab's ``HOST:PORT``: each device is measured on the lab node that owns it.
+
+    The defaults are ``aiot sweep``'s (its options take them from here); ``aiot run`` is one
+    run, unshuffled and measured anew.
     """
 
     devices: tuple[str, ...]
     targets: tuple[Target, ...] | None = None
-    threads: tuple[int, ...] = (1,)
+    threads: tuple[int, ...] = (1, 2, 4, 8)
     params: MeasureParams = field(default_factory=MeasureParams)
     weights: Path | None = None
     dataset: str | None = None
@@ -66,8 +69,8 @@ class SweepSpec:
     inputs_file: Path | None = None
     vias: tuple[str, ...] = ("shell",)
     seed: int = 0
-    shuffle: bool = False
-    fresh: bool = True
+    shuffle: bool = True
+    fresh: bool = False
     retries: int = 3
     cooldown_max_s: float | None = 120.0
     lab: str | None = None
@@ -90,13 +93,14 @@ class SweepSpec:
                               binarize=self.binarize, inputs=inputs, inputs_sha256=inputs_sha256,
                               options=self.options or None)
 
-    def campaign_policy(self, lab=None) -> CampaignPolicy:
-        """How the campaign treats the devices (``lab``: the open lab session, if any). Where a
+    def campaign_policy(self, lab=None, probes: dict | None = None) -> CampaignPolicy:
+        """How the campaign treats the devices (``lab``: the open lab session, if any;
+        ``probes``: each device's probe as preflight read it). Where a
         sweep compares the two vias, the shell's runs also start one agent process per run, as
         the app's must (``am`` cannot feed a session's stdin)."""
         return CampaignPolicy(retries=self.retries, cooldown=cooldown_policy(self.cooldown_max_s),
                               lab=lab, persistent_agent=False if self.both_vias else None,
-                              validity=ValidityPolicy.from_env(option=self.validity))
+                              validity=ValidityPolicy.from_env(option=self.validity), probes=probes)
 
 
 def cooldown_policy(max_s: float | None) -> CooldownPolicy | None:

@@ -37,6 +37,7 @@ import os
 from dataclasses import dataclass, fields, replace
 
 from aiot.core.errors import UsageError
+from aiot.host.transports.probe import emulated  # a device's fact, judged here
 
 VALID, INVALID = "VALID", "INVALID"
 ENV = "AIOT_VALIDITY"
@@ -169,13 +170,6 @@ def _value(key: str, value: str, source: str = ENV):
     if number < 0:
         raise UsageError(f"{source}: {key} must not be negative, got {value}")
     return number
-
-
-def emulated(device_info: dict) -> bool:
-    """Whether the device is one of aiot's emulated devices."""
-    labels = device_info.get("labels") or {}
-    props = device_info.get("android_props") or {}
-    return bool(labels.get("emulated")) or props.get("ro.aiot.emulated") == "1"
 
 
 def sample_reasons(result: dict, min_runs: int, policy: ValidityPolicy | None = None) -> list[str]:

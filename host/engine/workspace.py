@@ -28,9 +28,15 @@ class Workspace:
         persistent_agent: keep one agent session per device for its commands (None: the
             default of :class:`~aiot.host.devices.agent_client.AgentSession`); False starts an agent
             process per command.
+        conversions: the artifacts converted so far, by what they depend on
+            (:class:`~aiot.host.engine.executor.Converted`); a campaign shares one between its
+            devices' workspaces, so each artifact is converted (or verified) once.
+        probes: device probes already read (preflight's), used once instead of probing again
+            (after :meth:`forget`, a reconnected device is probed anew).
     """
 
-    def __init__(self, results_dir: Path, persistent_agent: bool | None = None) -> None:
+    def __init__(self, results_dir: Path, persistent_agent: bool | None = None,
+                 conversions: dict | None = None, probes: dict | None = None) -> None:
         self.results_dir = results_dir
         self.persistent_agent = persistent_agent
         self.artifacts_dir = results_dir / "artifacts"
@@ -43,6 +49,8 @@ class Workspace:
         #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
         self.shipped: tuple | None = None
         self._cancelled = False
+        self.conversions = conversions if conversions is not None else {}
+        self._probes: dict[str, dict] = dict(probes or {})
 
     def cancel(self) -> None:
         """Close every session and open no new one: a cancelled campaign's run in flight
@@ -92,12 +100,12 @@ class Workspace:
         if known is not None and (not agent or "agent" in known):
             return known
         if not agent:
-            info = self.transport(device).info()
+            info = self._probe(device, lambda: self.transport(device))
             info["name"] = device
             self._device_info[device] = info
             return info
         session = self.session(device)
-        info = session.transport.info()
+        info = self._probe(device, lambda: session.transport)
         info["agent"] = session.hello()
         info["name"] = device
         machine = info["agent"].get("machine")
@@ -107,6 +115,11 @@ class Workspace:
             info["kernel_abi"], info["abi"] = info["abi"], machine
         self._device_info[device] = info
         return info
+
+    def _probe(self, device: str, transport) -> dict:
+        """``device``'s probe: the one handed in (once), else read over ``transport()``."""
+        known = self._probes.pop(device, None)
+        return dict(known) if known is not None else transport().info()
 
     def forget(self, device: str) -> None:
         """Close and drop ``device``'s session and transport: the next use reconnects."""

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
-from aiot.host.engine.input_shapes import shape_label
 from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report import robust, summary
 from aiot.host.report.page import Column, Section, Table
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import identity
+from aiot.host.store.identity import shape_label
 
 LATENCY, TRAIN = "latency", "train"
 

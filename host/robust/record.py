@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiot.core.errors import failure_reason
-from aiot.host.engine.provenance import base_provenance
 from aiot.host.robust.target import Target
+from aiot.host.store.provenance import base_provenance
 
 #: Record kinds of the three suites (``aiot report`` has a section for each).
 KINDS = ("robust-sysnoise", "robust-corrupt", "robust-attack")

@@ -44,9 +44,27 @@ from typing import NamedTuple
 
 from aiot.models.model_ref import model_label
 
-__all__ = ["KEY_FIELDS", "Configuration", "Key", "Latency", "configuration", "format_label", "key",
-           "key_fields", "label", "latency", "latency_ms", "model_label", "request_key",
-           "shapes_label", "sort_key", "variant"]
+__all__ = [
+    "KEY_FIELDS",
+    "Configuration",
+    "Key",
+    "Latency",
+    "configuration",
+    "dims_text",
+    "format_label",
+    "key",
+    "key_fields",
+    "label",
+    "latency",
+    "latency_ms",
+    "model_label",
+    "record_shapes",
+    "request_key",
+    "shape_label",
+    "shapes_label",
+    "sort_key",
+    "variant",
+]
 
 SHELL = "shell"  # how the agent starts unless --via says otherwise (specs leave it out)
 
@@ -153,7 +171,8 @@ def sort_key(run) -> tuple:
 
 # -- labels --------------------------------------------------------------------------------------
 
-def _dims(dims) -> str:
+def dims_text(dims) -> str:
+    """``[1, 3, 224, 224]`` → ``1x3x224x224``; a scalar is ``scalar``."""
     return "x".join(str(d) for d in dims) if dims else "scalar"
 
 
@@ -167,7 +186,7 @@ def format_label(fields: dict) -> str:
 def shapes_label(fields: dict) -> str | None:
     """The requested input shapes, ``x=1x3x64x64``; None for the model's own."""
     shapes = fields.get("input_shapes")
-    return " ".join(f"{name}={_dims(dims)}" for name, dims in shapes) if shapes else None
+    return " ".join(f"{name}={dims_text(dims)}" for name, dims in shapes) if shapes else None
 
 
 def variant(run_or_fields, via: bool = True) -> str:
@@ -229,3 +248,27 @@ def request_key(spec: dict) -> str:
     what resumed sweeps match stored records by."""
     payload = json.dumps(spec, sort_keys=True, default=str).encode()
     return hashlib.sha256(payload).hexdigest()[:16]
+
+
+def record_shapes(record) -> dict[str, list[int]]:
+    """``{input name: dims}`` a record ran at: the agent's inputs, else the run's shapes."""
+    result = record.result or {}
+    inputs = result.get("inputs")
+    if inputs:
+        return {i["name"]: list(i["shape"]) for i in inputs}
+    if result.get("input_shape") is not None:
+        return {"input": list(result["input_shape"])}
+    return dict((record.spec or {}).get("input_shapes") or {})
+
+
+def shape_label(record, width: int | None = 24) -> str:
+    """The input shape(s) of a record for a table: ``1x3x640x640`` for one input,
+    ``a=1x8 b=1x8 k=scalar`` for several (cut to ``width``), ``—`` when unknown."""
+    shapes = record_shapes(record)
+    if not shapes:
+        return "—"
+    if len(shapes) == 1:
+        text = dims_text(next(iter(shapes.values())))
+    else:
+        text = " ".join(f"{n}={dims_text(d)}" for n, d in shapes.items())
+    return text if width is None or len(text) <= width else text[:width - 1] + "…"

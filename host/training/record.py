@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiot.core.errors import failure_reason
-from aiot.host.engine.provenance import base_provenance
+from aiot.host.store.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
 from aiot.host.training.trainer import train
 

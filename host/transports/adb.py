@@ -21,14 +21,17 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiot.core.errors import AiotError, CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
-from aiot.host.devices.entry import DeviceEntry
-from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
+from aiot.host.transports.probe import probe_linux
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineFramer, LineStream, reporting_pid
+
+if TYPE_CHECKING:  # a transport is made from an inventory entry; it needs no inventory code
+    from aiot.host.devices.entry import DeviceEntry
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0

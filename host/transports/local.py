@@ -15,8 +15,8 @@ from aiot.core.errors import CommandTimeout, TransportError
 from aiot.core.fileio import write_atomic
 from aiot.core.paths import xdg_dir
 from aiot.core.toolchains import runtime_python
-from aiot.host.devices.probe import probe_linux
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.probe import probe_linux
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineFramer, LineStream
 

@@ -18,14 +18,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
-from aiot.host.devices.entry import DeviceEntry, config_dir
-from aiot.host.devices.probe import probe_linux
+from aiot.core.paths import config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.probe import probe_linux
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import PID_MARKER, LineFramer, LineStream, reporting_pid
+
+if TYPE_CHECKING:  # a transport is made from an inventory entry; it needs no inventory code
+    from aiot.host.devices.entry import DeviceEntry
 
 log = logging.getLogger(__name__)
 KEEPALIVE_S = 15

@@ -2,7 +2,7 @@ import pytest
 
 from aiot.core.errors import UsageError
 from aiot.host.devices.affinity import cluster_cpus, cpu_mask, max_threads
-from aiot.host.devices.probe import parse_clusters
+from aiot.host.transports.probe import parse_clusters
 
 PHONE = {"cores": 8, "clusters": parse_clusters(
     [f"{i} 1804800 300000 300000" for i in range(4)]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from aiot.core.errors import UsageError
-from aiot.host.devices.probe import parse_clusters, parse_cpuinfo
-from aiot.host.devices.socs import lookup
 from aiot.host.emulator import android
 from aiot.host.emulator.adbd import DeviceConfig
+from aiot.host.transports.probe import parse_clusters, parse_cpuinfo
+from aiot.host.transports.socs import lookup
 
 
 def test_default_phone_is_a_snapdragon_8_gen_2():

@@ -30,7 +30,8 @@ class FakeDevices:
         self.max_parallel = 0
         self.max_per_device = 0
 
-    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None, measure=None):
+    def __call__(self, request, store, workspace, listener, sweep_id, context=None, cooldown=None, measure=None,
+                 validity=None):
         attempt = context["sweep"]["attempt"]
         with self.lock:
             self.calls.append((request.label(), attempt))
@@ -195,12 +196,16 @@ def test_device_workers_convert_one_at_a_time(tmp_path, monkeypatch):
         time.sleep(0.05)
         with lock:
             state["active"] -= 1
-        return type("Conv", (), {"artifact": tmp_path / "m.onnx"})()
+        return type("Conv", (), {"artifact": tmp_path / "m.onnx", "sidecar": tmp_path / "m.json",
+                                 "facts": {}})()
 
+    for name in ("m.onnx", "m.json"):
+        (tmp_path / name).write_text("")
     monkeypatch.setattr(executor, "convert_model", convert_model)
     monkeypatch.setattr(executor, "read_sidecar", lambda artifact: {})
-    requests = [RunRequest(device, "tiny_cnn", "onnx", 1) for device in "abcd"]
-    workspace = type("Workspace", (), {"artifacts_dir": tmp_path, "shipped": None})()
+    # Different options: four artifacts, none the campaign's kept one of another request.
+    requests = [RunRequest(device, "tiny_cnn", "onnx", 1, options=(("k", device),)) for device in "abcd"]
+    workspace = type("Workspace", (), {"artifacts_dir": tmp_path, "shipped": None, "conversions": {}})()
     workers = [threading.Thread(target=executor._convert, args=(r, workspace, NullListener()))
                for r in requests]
     for worker in workers:

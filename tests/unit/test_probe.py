@@ -1,6 +1,6 @@
 import pytest
 
-from aiot.host.devices.probe import (
+from aiot.host.transports.probe import (
     detect_soc,
     kernel_celsius,
     parse_clusters,
@@ -201,7 +201,7 @@ def test_marketing_names_from_getprop(props, name):
 
 
 def test_soc_table_is_consistent():
-    from aiot.host.devices.socs import ARM_PARTS, SOCS
+    from aiot.host.transports.socs import ARM_PARTS, SOCS
 
     codes = [code for soc in SOCS for code in soc.codes]
     assert len(codes) == len(set(codes)) and all(code == code.lower() for code in codes)
@@ -241,7 +241,7 @@ def test_x86_vm_has_empty_sections():
 
 def test_probe_script_reads_sysfs_and_getprop(tmp_path, monkeypatch):
     """The shell half: the real script against a fake sysfs and a fake ``getprop`` on PATH."""
-    from aiot.host.devices import probe
+    from aiot.host.transports import probe
     from aiot.host.transports.local import LocalTransport
 
     zone = tmp_path / "thermal" / "thermal_zone0"
@@ -269,7 +269,7 @@ def test_probe_script_reads_sysfs_and_getprop(tmp_path, monkeypatch):
 
 
 def test_online_cores_come_from_the_kernels_cpu_list():
-    from aiot.host.devices.probe import parse_cpu_list
+    from aiot.host.transports.probe import parse_cpu_list
 
     assert parse_cpu_list("0-3,6\n") == 5 and parse_cpu_list("0") == 1
     assert parse_cpu_list("") is None and parse_cpu_list("n/a") is None

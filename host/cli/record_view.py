@@ -15,8 +15,9 @@ import json
 from typing import TYPE_CHECKING
 
 from aiot.core.untrusted import csv_cell
-from aiot.host.engine.input_shapes import shape_label
-from aiot.host.engine.validity import emulated, limits_text, verdict_text
+from aiot.host.engine.validity import limits_text, verdict_text
+from aiot.host.store.identity import shape_label
+from aiot.host.transports.probe import emulated
 
 if TYPE_CHECKING:  # annotations only: the store stays out of `aiot --help`'s imports
     from aiot.host.store.store import RunRecord

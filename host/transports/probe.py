@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from aiot.host.devices.socs import lookup
 from aiot.host.transports.base import Transport
+from aiot.host.transports.socs import lookup
 
 # Android properties read when ``getprop`` exists; they win over kernel files where both say.
 ANDROID_PROPS = (
@@ -202,7 +202,7 @@ def detect_soc(props: dict[str, str], compatible: list[str], hardware: str | Non
     Android properties (``ro.soc.model``, ``ro.board.platform``, ``ro.hardware``) first, then the
     device tree's ``compatible`` list, whose last entry names the SoC (``brcm,bcm2711``), then the
     ``Hardware`` line of /proc/cpuinfo. ``soc_name`` is the marketing name where
-    :mod:`aiot.host.devices.socs` knows any of these names (``SM8550`` → Snapdragon 8 Gen 2), else None.
+    :mod:`aiot.host.transports.socs` knows any of these names (``SM8550`` → Snapdragon 8 Gen 2), else None.
     """
     maker = props.get("ro.soc.manufacturer")
     entries = [c.strip() for c in compatible if c.strip()]
@@ -281,3 +281,10 @@ def probe_linux(transport: Transport) -> dict:
     """Hardware and OS facts of a Linux or Android device, from one shell round trip."""
     result = transport.shell(["sh", "-c", _PROBE_SCRIPT], timeout=30)
     return parse_probe(result.stdout)
+
+
+def emulated(device_info: dict) -> bool:
+    """Whether the device is one of aiot's emulated devices."""
+    labels = device_info.get("labels") or {}
+    props = device_info.get("android_props") or {}
+    return bool(labels.get("emulated")) or props.get("ro.aiot.emulated") == "1"

@@ -74,6 +74,16 @@ def safe(text) -> str:
     return escape(visible(str(text)))
 
 
+def name_column(header: str, names, cap: int = 16):
+    """A table column of names (ids, devices, models) that Rich never cuts with an ellipsis: as
+    wide as its longest name up to ``cap`` characters, folded onto a second line beyond that.
+    The part that tells two rows apart is often a name's end (``mynet.py:make_a``/``:make_b``)."""
+    from rich.table import Column
+
+    widest = max((len(str(name)) for name in names), default=1)
+    return Column(header, overflow="fold", min_width=min(widest, cap))
+
+
 def fmt_ms(value: float | None) -> str:
     """Milliseconds with about four significant digits (sub-millisecond models are common)."""
     if value is None:

@@ -18,6 +18,7 @@ from aiot.host.cli._output import (
     fmt_ms,
     fmt_pct,
     message,
+    name_column,
     out,
     print_json,
     safe,
@@ -70,7 +71,11 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
     """
     from rich.table import Table
 
-    lead = [] if compact else ["id", "device", "model"]
+    models = {r.id: model_label(r.model, (r.spec or {}).get("binarize")) or "—" for r in records}
+    lead = [] if compact else [  # names whole: the other columns give way first
+        name_column("id", [r.id[:8] for r in records]),
+        name_column("device", [sweep_view.device_cell(r) for r in records]),
+        name_column("model", models.values())]
     extra = ["speed-up", "inf/s"] if sweep else []
     notes = [n for n in (sweep_view.limits_note(records),) if n]
     caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
@@ -82,7 +87,7 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
         records = sorted(records, key=sweep_view.sort_key)
         gains = sweep_view.speedups(records)
     for r in records:
-        model = model_label(r.model, (r.spec or {}).get("binarize")) or "—"
+        model = models[r.id]
         # Names come from the user's files and the device: no escape sequence or markup acts.
         cells = [] if compact else [safe(r.id[:8]), safe(sweep_view.device_cell(r)), safe(model)]
         if sweep:

@@ -52,3 +52,34 @@ def test_the_printed_sweep_table_has_the_new_columns():
     lines = [line for line in text.splitlines() if "tiny_cnn" in line]
     assert "a1" in lines[0] and "1.00×" in lines[0] and "100.0" in lines[0] and "(emulated)" in lines[0]
     assert "b2" in lines[1] and "2.00×" in lines[1] and "INVALID: CV above limit" in lines[1]
+
+
+def _column_cells(text: str, column: int) -> list[str]:
+    """Each row's whole cell in ``column`` of a boxed Rich table, its folded lines joined."""
+    cells = []
+    for line in text.splitlines():
+        if not line.startswith("│"):
+            continue
+        parts = line.split("│")
+        if parts[1].strip():  # a row's first line (its id); the others continue the row
+            cells.append("")
+        cells[-1] += parts[column + 1].strip()
+    return cells
+
+
+def test_names_are_never_cut_at_100_columns(monkeypatch):
+    """Issue 39: rows of one sweep must be told apart at 100 columns (``mynet.py:ma…`` ×3 was):
+    a long name folds onto a second line, whole. (The 12-column table itself is still wider than
+    100 columns: Rich's boxed columns need about 120.)"""
+    runs = []
+    for i, factory in enumerate(("make_small", "make_medium", "make_large")):
+        run = _record(f"{i}" * 32, 1, 12.5, device="face_detection_board")
+        run.model = f"mynet.py:{factory}"
+        runs.append(run)
+    monkeypatch.setattr(out, "width", 100)
+    with out.capture() as captured:
+        print_run_table(runs)
+    text = captured.get()
+    assert _column_cells(text, 0) == ["0" * 8, "1" * 8, "2" * 8]
+    assert _column_cells(text, 1) == ["face_detection_board"] * 3
+    assert _column_cells(text, 2) == ["mynet.py:make_small", "mynet.py:make_medium", "mynet.py:make_large"]

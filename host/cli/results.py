@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -44,9 +45,10 @@ from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 from aiot.host.store.record_view import (
     FLAT_COLUMNS,
     nonfinite_text,
+    csv_chunks,
+    json_chunks,
     parity_line,
     stats_line,
-    to_csv,
 )
 from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
@@ -94,22 +96,59 @@ def _open(ctx):
     return open_store(state(ctx).results_dir(), readonly=True)
 
 
+#: How many records ``results list`` shows without --limit (the newest; --page for older).
+LIST_DEFAULT = 50
+
+
 @app.command("list")
 def list_results(
     ctx: typer.Context,
     kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
     status: Annotated[str | None, typer.Option(help="pending, ok, failed or skipped.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the newest N records.")] = None,
+    device: OnlyDevice = None,
+    model: OnlyModel = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Only runs in this format.")] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Only records made at or after this time (ISO 8601, e.g. 2026-05-01; UTC unless "
+             "it names a zone).")] = None,
+    until: Annotated[str | None, typer.Option(help="Only records made before this time.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        help=f"Show the newest N records (default: {LIST_DEFAULT}; with --json: all); 0: all.")] = None,
+    page: Annotated[int, typer.Option(help="Page N of --limit records, newest first (2: the "
+                                           "next older ones).")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """List stored records, oldest first (with --json: full records incl. stats and provenance)."""
+    """List stored records, oldest first: the newest 50 unless --limit says (with --json: all,
+    as full records incl. stats and provenance)."""
+    from aiot.host.store.queries import Filters, parse_time
+
+    if page < 1 or (limit is not None and limit < 0):
+        raise UsageError("--page must be ≥ 1 and --limit ≥ 0")
+    filters = Filters(kind, status, sweep, device, record_name(model), fmt,
+                      parse_time(since, "--since"), parse_time(until, "--until"))
+    count = (None if as_json else LIST_DEFAULT) if limit is None else (limit or None)
     with _open(ctx) as store:
-        records = store.query(kind=kind, status=status, sweep_id=sweep, limit=limit)
+        if count is None:  # everything, read and written a batch at a time
+            records = store.records(filters)
+            if as_json:
+                for chunk in json_chunks(records):
+                    sys.stdout.write(chunk)
+                sys.stdout.flush()
+            else:
+                print_run_table(list(records))
+            return
+        # One more than asked for: whether older records are left for the next page.
+        newest = list(store.records(filters, newest_first=True, limit=count + 1,
+                                    offset=(page - 1) * count))
+    records, more = newest[:count][::-1], len(newest) > count
     if as_json:
         print_json([r.to_dict() for r in records])
-    else:
-        print_run_table(records)
+        return
+    print_run_table(records)
+    if more:
+        message(f"[dim]the newest {count} shown (page {page}); older: --page {page + 1}, "
+                "all: --limit 0[/]")
 
 
 @app.command("show")
@@ -200,19 +239,51 @@ def export(
     --out replaces an existing file atomically; the result store itself, folders, links
     and special files (devices, FIFOs) are refused.
     """
+    from aiot.host.store.queries import Filters
+
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, _store_files(store.path))
-        records = store.query(kind=kind, sweep_id=sweep)
-    text = to_csv(records) if fmt == "csv" else json.dumps(
-        [r.to_dict() for r in records], indent=2, sort_keys=True) + "\n"
-    if out_file is None:
-        typer.echo(text, nl=False)
-    else:
-        write_output_atomic(out_file, text)
-        message(safe(f"wrote {len(records)} records to {out_file}"))
+        # Streamed: read a batch of records at a time and written as they come.
+        counted = _Counted(store.records(Filters(kind=kind, sweep_id=sweep)))
+        chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
+        if out_file is None:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+            sys.stdout.flush()
+            return
+        write_output_atomic(out_file, chunks)
+    message(safe(f"wrote {counted.count} records to {out_file}"))
+
+
+class _Counted:
+    """An iterable that counts what went through it."""
+
+    def __init__(self, items) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self):
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+@app.command("check")
+def check(ctx: typer.Context, full: Annotated[bool, typer.Option(
+        "--full", help="Also compare every index with its table (PRAGMA integrity_check; "
+                       "slower).")] = False) -> None:
+    """Check every page of the result store now.
+
+    Opening a store checks it in full only after an unclean stop or a change aiot did not
+    make (a cheap check of its header otherwise); this checks it on demand. A damaged store
+    fails with exit code 1 and the way to recover it.
+    """
+    with _open(ctx) as store:
+        store.verify(full)
+        total = store.count()
+    message(safe(f"result store {store.path} is whole: {total} records, every page read"))
 
 
 @app.command("recover")
@@ -459,7 +530,7 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
 def _latency_board(records, fmt, limit):
     from rich.table import Table
 
-    board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
+    board = latency_board(r for r in records if fmt is None or r.format == fmt)[:limit]
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
                   "size", "id", title="fastest VALID run per configuration and threads")
     for s in board:
@@ -526,10 +597,13 @@ def top(
         raise UsageError(f"unknown leaderboard '{by}'", f"use --by {', '.join(BOARDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be ≥ 1, got {limit}")
-    with _open(ctx) as store:
-        records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
-    records = [r for r in records if threads is None or r.threads == threads]
-    rows, table = BOARDS[by](records, fmt, limit)
+    from aiot.host.store.queries import Filters
+
+    with _open(ctx) as store:  # streamed: the latency board keeps the best run per key only
+        records = (r for r in store.records(Filters("latency", "ok", device=device,
+                                                    model=record_name(model)))
+                   if threads is None or r.threads == threads)
+        rows, table = BOARDS[by](records, fmt, limit)
     if as_json:
         print_json(rows)
         return

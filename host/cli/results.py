@@ -42,11 +42,12 @@ from aiot.host.store.compare import (
     resolve_set,
 )
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
+from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.record_view import (
     FLAT_COLUMNS,
-    nonfinite_text,
     csv_chunks,
     json_chunks,
+    nonfinite_text,
     parity_line,
     stats_line,
 )
@@ -121,8 +122,6 @@ def list_results(
 ) -> None:
     """List stored records, oldest first: the newest 50 unless --limit says (with --json: all,
     as full records incl. stats and provenance)."""
-    from aiot.host.store.queries import Filters, parse_time
-
     if page < 1 or (limit is not None and limit < 0):
         raise UsageError("--page must be ≥ 1 and --limit ≥ 0")
     filters = Filters(kind, status, sweep, device, record_name(model), fmt,
@@ -239,8 +238,6 @@ def export(
     --out replaces an existing file atomically; the result store itself, folders, links
     and special files (devices, FIFOs) are refused.
     """
-    from aiot.host.store.queries import Filters
-
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
@@ -597,8 +594,6 @@ def top(
         raise UsageError(f"unknown leaderboard '{by}'", f"use --by {', '.join(BOARDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be ≥ 1, got {limit}")
-    from aiot.host.store.queries import Filters
-
     with _open(ctx) as store:  # streamed: the latency board keeps the best run per key only
         records = (r for r in store.records(Filters("latency", "ok", device=device,
                                                     model=record_name(model)))

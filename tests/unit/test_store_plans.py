@@ -63,6 +63,8 @@ HOT = {
     "compare: a sweep set": lambda s, ids: resolve_set("night1", s),
     "compare: a sweep prefix": lambda s, ids: s.sweep_ids("nig"),
     "compare: record ids": lambda s, ids: resolve_set(f"{ids[1][:6]},{ids[2][:6]}", s),
+    "a campaign reaps what killed processes left": lambda s, ids: s.reap_stale(),
+    "a cancelled sweep's pending records": lambda s, ids: s.fail_pending("stop", sweep_id="night1"),
     "preflight: the last push": lambda s, ids: s.last_push("phone1"),
     "check: the record count": lambda s, ids: s.count(),
 }

@@ -11,7 +11,8 @@ builds such stores from a REAL record and measures every reader on them:
    one sweep a night back in time, each record its own id and median. Built by the aiot
    tree under test (its schema), cached under ``--cache`` (default: the temp folder) by
    schema version and size, so a rerun measures at once.
-3. Each command as the user runs it, ``python -m aiot ...``, in its own child process: CPU
+3. Each command as the user runs it, ``python -m aiot ...``, in its own child process (its
+   bytecode cached, as an installed aiot's is; one untimed run first warms it): CPU
    (user + system), wall time and peak RSS from ``os.wait4``; the median of ``--repeat``
    runs (exports and the full check once at 100k and above):
 
@@ -53,6 +54,7 @@ MODELS = ["tiny_cnn", "mobilenet_v2", "resnet18", "squeezenet", "efficientnet_b0
 THREADS = [1, 4]
 KEYS = len(DEVICES) * len(MODELS) * len(THREADS)  # 280 runs a night
 BIG = 100_000
+CACHE_PYC = Path(tempfile.gettempdir()) / "aiot-store-scale-pyc"
 
 
 # -- the child side: building a store, probing a sweep's per-key work ------------------------------
@@ -140,7 +142,11 @@ def _pythonpath(tree: Path) -> str:
 
 
 def _env(tree: Path, results: Path | None = None) -> dict:
-    env = {**os.environ, "PYTHONPATH": _pythonpath(tree), "AIOT_LOG": "warning"}
+    # Bytecode cached (under the cache folder) as an installed aiot's is: a child compiling
+    # every module would add a second of CPU to every command measured.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=_pythonpath(tree), AIOT_LOG="warning",
+               PYTHONPYCACHEPREFIX=str(CACHE_PYC / tree.name))
     if results is not None:
         env["AIOT_RESULTS_DIR"] = str(results)
     return env
@@ -220,15 +226,15 @@ def _store(cache: Path, tree: Path, schema: int, count: int, template_dir: Path)
 
 
 def _sweeps(folder: Path) -> tuple[str, str]:
-    """The two newest nightly sweeps (A the older)."""
+    """The two newest whole (280-key) nightly sweeps, A the older."""
     conn = sqlite3.connect(f"file:{folder / 'aiot.sqlite'}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT sweep_id FROM runs WHERE sweep_id LIKE 'night%' GROUP BY "
-                            "sweep_id ORDER BY sweep_id DESC LIMIT 3").fetchall()
+                            "sweep_id HAVING COUNT(*) = ? ORDER BY sweep_id DESC LIMIT 2",
+                            (KEYS,)).fetchall()
     finally:
         conn.close()
-    full = [r[0] for r in rows]
-    return full[1], full[0]  # may be partial at the end: the newest night (index 0) is whole
+    return rows[1][0], rows[0][0]
 
 
 def _commands(folder: Path, scratch: Path) -> dict[str, list[str]]:
@@ -252,6 +258,9 @@ def measure(tree: Path, folder: Path, count: int, repeat: int, only: set[str] | 
                 continue
             times = 1 if count >= BIG and name in ("export-csv", "export-json", "check") else repeat
             runs = []
+            if name != "key":  # untimed: compiles the modules it imports once
+                _child([sys.executable, "-m", "aiot", *_commands(folder, scratch)[name][:2],
+                        "--help"], _env(tree, folder), 300)
             for _ in range(times):
                 if name == "key":
                     run = _child([sys.executable, __file__, "--_probe", str(folder)], _env(tree), 600)

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from aiot.core.fileio import write_text_atomic
-from aiot.host.store.damage import check_integrity, damaged
+from aiot.host.store.damage import StoreDamaged, check_integrity, damaged
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ STAMP_SUFFIX = "-checked"
 #: Connections this process has open on each verified store file, by (path, inode).
 _LIVE: dict[tuple[str, int], int] = {}
 _LIVE_LOCK = threading.Lock()
+#: Stores found damaged by this process: never stamped again until a full check passes.
+_DAMAGED: set[str] = set()
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
@@ -117,12 +119,19 @@ def check_on_open(path: Path, conn, written: int = 0, force: bool = False,
     except sqlite3.DatabaseError as exc:
         problem = str(exc)
     if problem:
+        forget(path)
         raise damaged(path, problem, written)
     reason = "asked for" if force else why_check(path)
     if reason is not None:
         before = _stat(path)
         started = time.monotonic()
-        check_integrity(conn, path, written, full)
+        try:
+            check_integrity(conn, path, written, full)
+        except StoreDamaged:
+            forget(path)
+            raise
+        with _LIVE_LOCK:
+            _DAMAGED.discard(str(path))
         log.debug("checked %s (%s) in %.2f s", path, reason, time.monotonic() - started)
         if _stat(path) == before and not _wal_in_use(path):
             stamp(path)
@@ -152,7 +161,10 @@ def closed(path: Path, inode: int | None, wrote: bool) -> None:
 
 
 def forget(path: Path) -> None:
-    """Drop the stamp (the store was found damaged): the next open checks it in full."""
+    """Drop the stamp (the store was found damaged): the next open checks it in full, and no
+    connection of this process stamps it again until a full check passes."""
+    with _LIVE_LOCK:
+        _DAMAGED.add(str(path))
     try:
         stamp_path(path).unlink(missing_ok=True)
     except OSError:
@@ -163,8 +175,9 @@ def stamp(path: Path) -> None:
     """Record the store file as it is now as checked (best effort: a read-only folder keeps
     no stamp, and its store is checked at each open)."""
     now = _stat(path)
-    if now is None:
-        return
+    with _LIVE_LOCK:
+        if now is None or str(path) in _DAMAGED:
+            return
     age = time.time() - now[2] / 1e9
     if 0 <= age < _TICK_S:  # a change within this tick would keep the same time
         time.sleep(_TICK_S - age)

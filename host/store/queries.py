@@ -65,7 +65,8 @@ def prefix_range(prefix: str) -> tuple[str, str]:
 
 
 BY_ID = "SELECT * FROM runs WHERE id = ?"
-BY_ID_PREFIX = "SELECT * FROM runs WHERE id >= ? AND id < ? LIMIT ?"
+#: Records whose id is in a prefix's range, of one kind (or any, given NULL).
+BY_ID_PREFIX = "SELECT * FROM runs WHERE id >= ? AND id < ? AND (? IS NULL OR kind = ?) LIMIT ?"
 SWEEPS_BY_PREFIX = ("SELECT DISTINCT sweep_id FROM runs WHERE sweep_id >= ? AND sweep_id < ? "
                     "ORDER BY sweep_id LIMIT ?")
 #: The newest sweep that is KEY or KEY.<suffix> (``.`` and ``/`` are neighbours in ASCII).

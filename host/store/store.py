@@ -383,11 +383,11 @@ class Store:
         lower-case hex: an upper-case prefix finds them too)."""
         found: list[RunRecord] = []
         for each in dict.fromkeys((prefix, prefix.lower())):
-            rows = self._read(queries.BY_ID_PREFIX, (*queries.prefix_range(each), limit + 64))
-            found += [_row_to_record(r) for r in rows if kind is None or r["kind"] == kind]
+            rows = self._read(queries.BY_ID_PREFIX, (*queries.prefix_range(each), kind, kind, limit))
+            found += [_row_to_record(r) for r in rows]
             if found:
                 break
-        return found[:limit]
+        return found
 
     def count(self) -> int:
         """How many records the store holds (read from an index, not the table)."""

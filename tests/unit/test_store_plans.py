@@ -165,3 +165,30 @@ def test_results_check_reads_every_page_on_demand(cli, monkeypatch):
     assert "is whole: 3 records" in done.stderr and len(ran) == 1
     cli("results", "check", "--full")
     assert len(ran) == 2
+
+
+def test_a_store_found_damaged_in_use_is_not_stamped_whole_at_close(tmp_path, monkeypatch):
+    with open_store(tmp_path) as store:
+        _seed(store, 3)
+    store = open_store(tmp_path)
+    monkeypatch.setattr(store, "_conn", _Failing(store._conn))
+    with pytest.raises(StoreDamaged):
+        store.count()
+    store.close()  # a writing process's last connection: a clean close, yet no stamp
+    assert not integrity.stamp_path(tmp_path / "aiot.sqlite").exists()
+    assert integrity.why_check(tmp_path / "aiot.sqlite") == "never checked"
+
+
+class _Failing:
+    """A connection whose reads fail as SQLite's do on a damaged page."""
+
+    def __init__(self, conn):
+        self._real = conn
+
+    def execute(self, sql, *args):
+        if sql.startswith("SELECT"):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return self._real.execute(sql, *args)
+
+    def close(self):
+        self._real.close()

@@ -45,6 +45,7 @@ from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.record_view import (
     FLAT_COLUMNS,
+    Counted,
     csv_chunks,
     json_chunks,
     nonfinite_text,
@@ -244,7 +245,7 @@ def export(
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, _store_files(store.path))
         # Streamed: read a batch of records at a time and written as they come.
-        counted = _Counted(store.records(Filters(kind=kind, sweep_id=sweep)))
+        counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep)))
         chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
         if out_file is None:
             for chunk in chunks:
@@ -253,18 +254,6 @@ def export(
             return
         write_output_atomic(out_file, chunks)
     message(safe(f"wrote {counted.count} records to {out_file}"))
-
-
-class _Counted:
-    """An iterable that counts what went through it."""
-
-    def __init__(self, items) -> None:
-        self.items, self.count = items, 0
-
-    def __iter__(self):
-        for item in self.items:
-            self.count += 1
-            yield item
 
 
 @app.command("check")

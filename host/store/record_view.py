@@ -93,6 +93,18 @@ def csv_chunks(records: Iterable) -> Iterator[str]:
     yield buf.getvalue()  # the header of an empty export
 
 
+class Counted:
+    """The items of an iterable, counted as they go through (a streamed export's total)."""
+
+    def __init__(self, items: Iterable) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self) -> Iterator:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
 def json_chunks(records: Iterable) -> Iterator[str]:
     """``json.dumps([r.to_dict() ...], indent=2, sort_keys=True) + "\n"`` (what
     ``results export --format json`` writes and ``compare``/``import`` read), a record at a

@@ -292,7 +292,7 @@ def recover(ctx: typer.Context) -> None:
 
 def _store_files(store: Path) -> list[Path]:
     """The store and the files SQLite keeps beside it."""
-    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal"))]
+    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal", "-checked"))]
 
 
 @app.command("outputs")

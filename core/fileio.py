@@ -136,16 +136,17 @@ def new_file_mode(final: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_output_atomic(final: Path, text: str, option: str = "--out") -> None:
+def write_output_atomic(final: Path, text: str | Iterable[str], option: str = "--out") -> None:
     """Write ``text`` to a user-named file (checked with :func:`check_output_file` first):
     synced to disk and renamed into place, so ``final`` is the old file or the whole new one.
+    ``text`` may come in chunks (a streamed export), written as they come.
 
     Raises:
         UsageError: the file cannot be written (a missing permission, a parent that is a file).
     """
     def write(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            fh.writelines([text] if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -9,7 +9,7 @@ import typer
 
 from aiot.host.cli._output import message, out, state
 from aiot.host.cli.progress import RichRunListener
-from aiot.host.cli.results import print_run_table
+from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.train import TrainProgress
 from aiot.host.devices.resolve import LOCAL
 from aiot.host.engine.campaign import run_sweep

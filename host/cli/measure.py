@@ -35,7 +35,7 @@ from aiot.host.cli.options import (
 )
 from aiot.host.cli.profile_view import print_profiles
 from aiot.host.cli.progress import RichRunListener
-from aiot.host.cli.results import print_run_table
+from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import parity_notes, stored_records
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from aiot.core.untrusted import csv_cell
@@ -72,6 +73,11 @@ def csv_extras(record: RunRecord) -> dict:
 
 def to_csv(records) -> str:
     """One row per record: :data:`FLAT_COLUMNS`, :data:`CSV_EXTRA`, then the JSON blobs."""
+    return "".join(csv_chunks(records))
+
+
+def csv_chunks(records: Iterable) -> Iterator[str]:
+    """:func:`to_csv`'s text a row at a time (a whole store is never in memory)."""
     buf = io.StringIO()
     fields = [*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance"]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
@@ -84,7 +90,34 @@ def to_csv(records) -> str:
         # A device's text may hold formulas and control bytes (ESC, a lone "\r" that readers
         # take for a line end): each cell as aiot.core.untrusted writes CSV text.
         writer.writerow({k: csv_cell(v) for k, v in row.items()})
-    return buf.getvalue()
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+    yield buf.getvalue()  # the header of an empty export
+
+
+class Counted:
+    """The items of an iterable, counted as they go through (a streamed export's total)."""
+
+    def __init__(self, items: Iterable) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self) -> Iterator:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+def json_chunks(records: Iterable) -> Iterator[str]:
+    """``json.dumps([r.to_dict() ...], indent=2, sort_keys=True) + "\n"`` (what
+    ``results export --format json`` writes and ``compare``/``import`` read), a record at a
+    time: the same bytes, never the whole list in memory."""
+    opened = False
+    for r in records:
+        text = json.dumps(r.to_dict(), indent=2, sort_keys=True, default=str)
+        yield ("," if opened else "[") + "\n  " + text.replace("\n", "\n  ")
+        opened = True
+    yield "\n]\n" if opened else "[]\n"
 
 
 def _ms(value) -> str:

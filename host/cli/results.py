@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,14 +12,12 @@ import typer
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import check_output_file, write_output_atomic
-from aiot.host.cli import sweep_view
 from aiot.host.cli._output import (
     err,
     fmt_bytes,
     fmt_ms,
     fmt_pct,
     message,
-    name_column,
     out,
     print_json,
     safe,
@@ -28,12 +27,15 @@ from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
 from aiot.host.cli.record_view import (
     FLAT_COLUMNS,
+    Counted,
+    csv_chunks,
+    json_chunks,
     nonfinite_text,
     parity_line,
     stats_line,
-    to_csv,
 )
 from aiot.host.cli.results_gather import import_command, prune_command
+from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
@@ -49,8 +51,8 @@ from aiot.host.store.compare import (
     parse_check,
     resolve_set,
 )
-from aiot.host.store.identity import shape_label
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
+from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
 
@@ -59,51 +61,12 @@ app = typer.Typer(no_args_is_help=True,
                        "leaderboards, compare outputs across devices.")
 
 
-def print_run_table(records, compact: bool = False, sweep: bool = False) -> None:
-    """The run table a person reads: format, threads, latency, load time, accuracy, size.
-
-    An INVALID run says why in its status; an emulated device is labelled so.
-
-    Args:
-        compact: leave out id, device and model (for one model on one device, as in the demo).
-        sweep: sort by device, model, format and threads, and add each run's speed-up over
-            1 thread and its throughput (see :mod:`aiot.host.cli.sweep_view`).
-    """
-    from rich.table import Table
-
-    models = {r.id: model_label(r.model, (r.spec or {}).get("binarize")) or "—" for r in records}
-    lead = [] if compact else [  # names whole: the other columns give way first
-        name_column("id", [r.id[:8] for r in records]),
-        name_column("device", [sweep_view.device_cell(r) for r in records]),
-        name_column("model", models.values())]
-    extra = ["speed-up", "inf/s"] if sweep else []
-    notes = [n for n in (sweep_view.limits_note(records),) if n]
-    caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
-                             "inferences per second, one after another"] if sweep else []),
-                          *notes]) or None
-    table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", *extra, "load ms",
-                  "accuracy", "size", "status", caption=caption)
-    if sweep:
-        records = sorted(records, key=sweep_view.sort_key)
-        gains = sweep_view.speedups(records)
-    for r in records:
-        model = models[r.id]
-        # Names come from the user's files and the device: no escape sequence or markup acts.
-        cells = [] if compact else [safe(r.id[:8]), safe(sweep_view.device_cell(r)), safe(model)]
-        if sweep:
-            gain, rate = gains.get(r.id), sweep_view.throughput(r)
-            extra = ["—" if gain is None else f"{gain:.2f}×", "—" if rate is None else f"{rate:,.1f}"]
-        table.add_row(*cells, safe(sweep_view.format_cell(r)), safe(shape_label(r)), str(r.threads or "—"),
-                      fmt_ms(r.median_ms), fmt_ms(r.p90_ms), *extra, fmt_ms(r.load_ms),
-                      fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), sweep_view.status_cell(r))
-    out.print(table)
-    busy = sweep_view.busy_note(records)
-    if busy:  # the cells name it; the way out is said once, in full
-        out.print(f"[yellow]{safe(busy)}[/]")
-
-
 def _open(ctx):
     return open_store(state(ctx).results_dir(), readonly=True)
+
+
+#: How many records ``results list`` shows without --limit (the newest; --page for older).
+LIST_DEFAULT = 50
 
 
 @app.command("list")
@@ -112,16 +75,47 @@ def list_results(
     kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
     status: Annotated[str | None, typer.Option(help="pending, ok, failed or skipped.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the newest N records.")] = None,
+    device: OnlyDevice = None,
+    model: OnlyModel = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Only runs in this format.")] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Only records made at or after this time (ISO 8601, e.g. 2026-05-01; UTC unless "
+             "it names a zone).")] = None,
+    until: Annotated[str | None, typer.Option(help="Only records made before this time.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        help=f"Show the newest N records (default: {LIST_DEFAULT}; with --json: all); 0: all.")] = None,
+    page: Annotated[int, typer.Option(help="Page N of --limit records, newest first (2: the "
+                                           "next older ones).")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """List stored records, oldest first (with --json: full records incl. stats and provenance)."""
+    """List stored records, oldest first: the newest 50 unless --limit says (with --json: all,
+    as full records incl. stats and provenance)."""
+    if page < 1 or (limit is not None and limit < 0):
+        raise UsageError("--page must be ≥ 1 and --limit ≥ 0")
+    filters = Filters(kind, status, sweep, device, record_name(model), fmt,
+                      parse_time(since, "--since"), parse_time(until, "--until"))
+    count = (None if as_json else LIST_DEFAULT) if limit is None else (limit or None)
     with _open(ctx) as store:
-        records = store.query(kind=kind, status=status, sweep_id=sweep, limit=limit)
+        if count is None:  # everything, read and written a batch at a time
+            records = store.records(filters)
+            if as_json:
+                for chunk in json_chunks(records):
+                    sys.stdout.write(chunk)
+                sys.stdout.flush()
+            else:
+                print_run_table(list(records))
+            return
+        # One more than asked for: whether older records are left for the next page.
+        newest = list(store.records(filters, newest_first=True, limit=count + 1,
+                                    offset=(page - 1) * count))
+    records, more = newest[:count][::-1], len(newest) > count
     if as_json:
         print_json([r.to_dict() for r in records])
-    else:
-        print_run_table(records)
+        return
+    print_run_table(records)
+    if more:
+        message(f"[dim]the newest {count} shown (page {page}); older: --page {page + 1}, "
+                "all: --limit 0[/]")
 
 
 @app.command("show")
@@ -219,14 +213,32 @@ def export(
     with _open(ctx) as store:
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, _store_files(store.path))
-        records = store.query(kind=kind, sweep_id=sweep)
-    text = to_csv(records) if fmt == "csv" else json.dumps(
-        [r.to_dict() for r in records], indent=2, sort_keys=True) + "\n"
-    if out_file is None:
-        typer.echo(text, nl=False)
-    else:
-        write_output_atomic(out_file, text)
-        message(safe(f"wrote {len(records)} records to {out_file}"))
+        # Streamed: read a batch of records at a time and written as they come.
+        counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep)))
+        chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
+        if out_file is None:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+            sys.stdout.flush()
+            return
+        write_output_atomic(out_file, chunks)
+    message(safe(f"wrote {counted.count} records to {out_file}"))
+
+
+@app.command("check")
+def check(ctx: typer.Context, full: Annotated[bool, typer.Option(
+        "--full", help="Also compare every index with its table (PRAGMA integrity_check; "
+                       "slower).")] = False) -> None:
+    """Check every page of the result store now.
+
+    Opening a store checks it in full only after an unclean stop or a change aiot did not
+    make (a cheap check of its header otherwise); this checks it on demand. A damaged store
+    fails with exit code 1 and the way to recover it.
+    """
+    with _open(ctx) as store:
+        store.verify(full)
+        total = store.count()
+    message(safe(f"result store {store.path} is whole: {total} records, every page read"))
 
 
 @app.command("recover")
@@ -249,7 +261,7 @@ def recover(ctx: typer.Context) -> None:
 
 def _store_files(store: Path) -> list[Path]:
     """The store and the files SQLite keeps beside it."""
-    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal"))]
+    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal", "-checked"))]
 
 
 @app.command("outputs")
@@ -473,7 +485,7 @@ def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, 
 def _latency_board(records, fmt, limit):
     from rich.table import Table
 
-    board = latency_board([r for r in records if fmt is None or r.format == fmt])[:limit]
+    board = latency_board(r for r in records if fmt is None or r.format == fmt)[:limit]
     table = Table("#", "device", "model", "format", "threads", "runner", "latency ms", "p90 ms",
                   "size", "id", title="fastest VALID run per configuration and threads")
     for s in board:
@@ -540,10 +552,11 @@ def top(
         raise UsageError(f"unknown leaderboard '{by}'", f"use --by {', '.join(BOARDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be ≥ 1, got {limit}")
-    with _open(ctx) as store:
-        records = store.query(kind="latency", status="ok", device=device, model=record_name(model))
-    records = [r for r in records if threads is None or r.threads == threads]
-    rows, table = BOARDS[by](records, fmt, limit)
+    with _open(ctx) as store:  # streamed: the latency board keeps the best run per key only
+        records = (r for r in store.records(Filters("latency", "ok", device=device,
+                                                    model=record_name(model)))
+                   if threads is None or r.threads == threads)
+        rows, table = BOARDS[by](records, fmt, limit)
     if as_json:
         print_json(rows)
         return

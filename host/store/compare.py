@@ -105,21 +105,22 @@ def load_export(path: Path) -> list[RunRecord]:
     return [RunRecord(**{k: v for k, v in d.items() if k in fields}) for d in data]
 
 
-def _sweep(name: str, sweeps: set[str]) -> str | None:
-    if name in sweeps:
+def _sweep(name: str, store: Store) -> str | None:
+    """The sweep ``name`` names: itself, else the one sweep id it prefixes."""
+    matches = store.sweep_ids(name)
+    if name in matches:
         return name
-    matches = sorted(s for s in sweeps if s.startswith(name))
     if len(matches) > 1:
         raise UsageError(f"sweep id '{name}' is ambiguous: {', '.join(matches[:4])}",
                          "give more characters")
     return matches[0] if matches else None
 
 
-def _by_ids(name: str, records: list[RunRecord]) -> list[RunRecord]:
+def _by_ids(name: str, store: Store) -> list[RunRecord]:
     parts = [p.strip() for p in name.split(",")]
     found = []
     for part in parts:
-        matches = [r for r in records if len(part) >= 4 and r.id.startswith(part)]
+        matches = store.with_prefix(part, kind="latency") if len(part) >= 4 else []
         if len(matches) > 1:
             raise UsageError(f"record id '{part}' is ambiguous", "give more characters")
         if not matches:
@@ -132,6 +133,8 @@ def _by_ids(name: str, records: list[RunRecord]) -> list[RunRecord]:
 def resolve_set(name: str, store: Store | None) -> ResultSet:
     """The result set ``name`` names: an export file, else a sweep id, else record ids.
 
+    Only the set's own records are read from the store (by its sweep or ids' index).
+
     Args:
         store: where sweeps and records are looked up (unused, may be None, for a file).
 
@@ -143,12 +146,12 @@ def resolve_set(name: str, store: Store | None) -> ResultSet:
         records = [r for r in load_export(path) if r.kind == "latency"]
         chosen = ResultSet(name, "file", records)
     else:
-        stored = store.query(kind="latency")
-        sweep = _sweep(name, {r.sweep_id for r in stored if r.sweep_id}) if name else None
-        if sweep is not None:
-            chosen = ResultSet(sweep, "sweep", [r for r in stored if r.sweep_id == sweep])
+        sweep = _sweep(name, store) if name else None
+        records = store.query(kind="latency", sweep_id=sweep) if sweep is not None else []
+        if records:
+            chosen = ResultSet(sweep, "sweep", records)
         else:
-            chosen = ResultSet(name, "records", _by_ids(name, stored))
+            chosen = ResultSet(name, "records", _by_ids(name, store))
     if not any(r.status != "pending" for r in chosen.records):
         raise UsageError(f"result set '{name}' has no finished latency records", _SET_HINT)
     return chosen

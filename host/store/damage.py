@@ -1,6 +1,7 @@
 """A damaged or truncated store, found and named truly.
 
-A store is checked for damaged pages when it is opened (``PRAGMA quick_check``), and before
+A store is checked for damaged pages when it is opened after an unclean stop or a change aiot
+did not make (``PRAGMA quick_check``, :mod:`aiot.host.store.integrity`), and before
 each write for the one damage SQLite itself does not notice while it writes: the file made
 shorter (truncated) or replaced under a running sweep. aiot never makes a store shorter (it
 deletes no record and never vacuums), so a store file smaller than this connection has seen
@@ -62,10 +63,13 @@ def damaged(path: Path, detail: str, written: int = 0) -> StoreDamaged:
         _RECOVER_HINT)
 
 
-def check_integrity(conn: sqlite3.Connection, path: Path, written: int = 0) -> None:
-    """Refuse a store whose pages are damaged (``PRAGMA quick_check``: ~10 ms for 2000 runs)."""
+def check_integrity(conn: sqlite3.Connection, path: Path, written: int = 0,
+                    full: bool = False) -> None:
+    """Refuse a store whose pages are damaged: ``PRAGMA quick_check`` reads every page (~10 ms
+    for 2000 runs, seconds at 100k: see :mod:`aiot.host.store.integrity` for when it runs);
+    ``full`` runs ``integrity_check``, which also compares every index with its table."""
     try:
-        rows = conn.execute("PRAGMA quick_check").fetchall()
+        rows = conn.execute("PRAGMA integrity_check" if full else "PRAGMA quick_check").fetchall()
     except sqlite3.DatabaseError as exc:
         raise damaged(path, str(exc), written) from None
     if [tuple(r) for r in rows] != [("ok",)]:

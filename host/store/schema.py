@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -87,7 +87,15 @@ def _to_v4(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX runs_pending ON runs (status) WHERE status = 'pending'")
 
 
-MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4}
+def _to_v5(conn: sqlite3.Connection) -> None:
+    """v5: records by time, so the newest N (``results list``), a time range and a filtered
+    page are read from an index instead of sorting the whole table
+    (see :mod:`aiot.host.store.queries`). The index holds each row's rowid, which orders
+    records of the same second."""
+    conn.execute("CREATE INDEX runs_by_time ON runs (created_at)")
+
+
+MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5}
 
 
 def current_version(conn: sqlite3.Connection) -> int:

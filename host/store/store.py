@@ -16,9 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import os
 import sqlite3
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -31,17 +29,9 @@ from urllib.parse import quote
 
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
-from aiot.core.fileio import new_file_mode
-from aiot.host.store import busy, unstored
-from aiot.host.store.damage import (
-    FileWatch,
-    StoreDamaged,
-    check_integrity,
-    damaged,
-    is_damage,
-    is_sqlite,
-)
-from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION, current_version
+from aiot.host.store import busy, creating, integrity, queries, unstored
+from aiot.host.store.damage import FileWatch, StoreDamaged, damaged, is_damage, is_sqlite
+from aiot.host.store.schema import SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
 
 log = logging.getLogger(__name__)
@@ -131,8 +121,8 @@ class Store:
         self.readonly = readonly
         self.wait_s = busy.wait_s()
         if not path.exists():
-            _create(path)
-        _refuse_empty(path)
+            creating.create(path)
+        creating.refuse_empty(path)
         if not readonly:
             _refuse_unwritable(path)
         try:
@@ -146,6 +136,8 @@ class Store:
             self._conn.close()
             raise
         self._file = FileWatch(path)
+        integrity.register(path, self._file.inode)
+        self._closed = False
 
     def _open(self) -> None:
         try:
@@ -156,8 +148,8 @@ class Store:
             if is_damage(exc) and "not a database" not in str(exc):
                 raise damaged(self.path, str(exc), self.written()) from None
             raise _open_failure(self.path, exc, self.readonly) from None
-        check_integrity(self._conn, self.path, self.written())
-        _refuse_newer(self.path, version)
+        integrity.check_on_open(self.path, self._conn, self.written())
+        creating.refuse_newer(self.path, version)
         if version < SCHEMA_VERSION and self.readonly:
             raise StoreError(f"result store {self.path} has schema v{version} and this aiot "
                              f"reads v{SCHEMA_VERSION}: it must be migrated, which writes to it",
@@ -165,7 +157,7 @@ class Store:
                              "run) where the store's folder is writable")
         if version < SCHEMA_VERSION:
             with self._transaction() as conn:
-                _migrate(conn, self.path)
+                creating.migrate(conn, self.path)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -173,8 +165,12 @@ class Store:
         read-only mount named as such; a lock held too long: see :func:`busy.begin`)."""
         try:
             yield
+        except StoreDamaged:
+            integrity.forget(self.path)
+            raise
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
+                integrity.forget(self.path)
                 raise damaged(self.path, str(exc), self.written()) from None
             if busy.is_busy(exc):
                 raise busy.busy_error(self.path, busy.lock_holder(self.path), self.wait_s) from None
@@ -213,7 +209,19 @@ class Store:
             return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
+        """Close the connection; the last one of a writing process stamps the store as
+        cleanly closed (see :mod:`aiot.host.store.integrity`)."""
+        if self._closed:
+            return
+        self._closed = True
         self._conn.close()
+        integrity.closed(self.path, self._file.inode, wrote=not self.readonly)
+
+    def verify(self, full: bool = False) -> None:
+        """Check every page now (``PRAGMA quick_check``; ``full``: ``integrity_check``, which
+        also compares each index with its table); raises :class:`StoreDamaged`."""
+        with self._errors():
+            integrity.check_on_open(self.path, self._conn, self.written(), force=True, full=full)
 
     def __enter__(self) -> Self:
         return self
@@ -354,43 +362,65 @@ class Store:
 
     def latest_sweep(self, key: str) -> str | None:
         """The newest sweep id that is ``key`` or ``key.<suffix>`` (a ``--fresh`` restart)."""
-        rows = self._read(
-            "SELECT sweep_id FROM runs WHERE sweep_id = ? OR sweep_id LIKE ? "
-            "GROUP BY sweep_id ORDER BY MAX(created_at) DESC, MAX(rowid) DESC LIMIT 1",
-            (key, key.replace("%", "") + ".%"),
-        )
+        rows = self._read(queries.LATEST_SWEEP, queries.latest_sweep_args(key))
         return rows[0][0] if rows else None
 
     def get(self, record_id: str) -> RunRecord:
         """The record whose id is or starts with ``record_id`` (at least 4 characters)."""
         if len(record_id) < 4:
             raise StoreError(f"record id '{record_id}' is too short", "give at least 4 characters")
-        rows = self._read(
-            "SELECT * FROM runs WHERE id LIKE ? LIMIT 2", (record_id.replace("%", "") + "%",))
-        if not rows:
+        # The primary key first (a run reading its own record back), then a prefix.
+        found = ([_row_to_record(r) for r in self._read(queries.BY_ID, (record_id,))]
+                 or self.with_prefix(record_id))
+        if not found:
             raise StoreError(f"no record '{record_id}' in {self.path}", "see: aiot results list")
-        if len(rows) > 1:
+        if len(found) > 1:
             raise StoreError(f"record id '{record_id}' is ambiguous", "give more characters")
-        return _row_to_record(rows[0])
+        return found[0]
+
+    def with_prefix(self, prefix: str, kind: str | None = None, limit: int = 2) -> list[RunRecord]:
+        """Up to ``limit`` records (of ``kind``) whose id starts with ``prefix`` (ids are
+        lower-case hex: an upper-case prefix finds them too)."""
+        found: list[RunRecord] = []
+        for each in dict.fromkeys((prefix, prefix.lower())):
+            rows = self._read(queries.BY_ID_PREFIX, (*queries.prefix_range(each), kind, kind, limit))
+            found += [_row_to_record(r) for r in rows]
+            if found:
+                break
+        return found
+
+    def count(self) -> int:
+        """How many records the store holds (read from an index, not the table)."""
+        return self._read("SELECT COUNT(*) FROM runs")[0][0]
+
+    def sweep_ids(self, prefix: str, limit: int = 5) -> list[str]:
+        """Up to ``limit`` sweep ids starting with ``prefix`` (``prefix`` itself first)."""
+        rows = self._read(queries.SWEEPS_BY_PREFIX, (*queries.prefix_range(prefix), limit))
+        ids = [r[0] for r in rows]
+        return sorted(ids, key=lambda s: s != prefix)
 
     def query(self, *, kind: str | None = None, status: str | None = None,
               sweep_id: str | None = None, device: str | None = None, model: str | None = None,
               fmt: str | None = None, limit: int | None = None) -> list[RunRecord]:
-        """Records matching every given filter, oldest first."""
-        filters = {"kind": kind, "status": status, "sweep_id": sweep_id, "device": device,
-                   "model": model, "format": fmt}
-        clauses = [(f"{col} = ?", val) for col, val in filters.items() if val is not None]
-        sql = "SELECT * FROM runs"
-        if clauses:
-            sql += " WHERE " + " AND ".join(c for c, _ in clauses)
-        args = [v for _, v in clauses]
-        if limit:
-            # The newest ``limit`` records, returned oldest first like the unlimited query.
-            sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
-            rows = self._read(sql, [*args, limit])[::-1]
-        else:
-            rows = self._read(sql + " ORDER BY created_at, rowid", args)
-        return [_row_to_record(r) for r in rows]
+        """Records matching every given filter, oldest first (``limit``: the newest N)."""
+        filters = queries.Filters(kind, status, sweep_id, device, model, fmt)
+        if limit:  # the newest ``limit`` records, returned oldest first like the unlimited query
+            return list(self.records(filters, newest_first=True, limit=limit))[::-1]
+        return list(self.records(filters))
+
+    def records(self, filters: queries.Filters, newest_first: bool = False,
+                limit: int | None = None, offset: int = 0, batch: int = 200) -> Iterator[RunRecord]:
+        """The records ``filters`` wants by time, read ``batch`` rows at a time: a reader of
+        the whole store holds one batch in memory, not the store."""
+        sql, args = queries.select(filters, newest_first, limit, offset)
+        with self._errors():
+            cursor = self._conn.execute(sql, args)
+        while True:
+            with self._errors():
+                rows = cursor.fetchmany(batch)
+            if not rows:
+                return
+            yield from (_row_to_record(r) for r in rows)
 
     # -- pushes ----------------------------------------------------------------------------
 
@@ -494,76 +524,3 @@ def _open_failure(path: Path, exc: sqlite3.Error, readonly: bool) -> StoreError:
                           "check the folder's free space and permissions, then retry")
     return StoreError(f"{path} is not an aiot result store ({exc})",
                       "point --results-dir elsewhere or move the file away")
-
-
-# -- creating, checking and migrating -------------------------------------------------------------
-
-def _create(path: Path) -> None:
-    """Make a new store at ``path`` whole: build it beside, then link it into place.
-
-    Two processes creating the store at once each build their own; the first link wins and
-    the other's copy is dropped, so nobody ever opens a half-made (or 0-byte) store.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        os.chmod(tmp_path, new_file_mode(path))  # as sqlite would make it, not mkstemp's 0600
-        conn = sqlite3.connect(tmp_path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")  # kept in the file's header
-            conn.execute("BEGIN IMMEDIATE")
-            _migrate(conn, path)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-        try:
-            os.link(tmp_path, path)
-        except FileExistsError:
-            pass  # another process created it first: theirs is as good as ours
-        except OSError:  # a filesystem without hard links: rename, unless someone beat us
-            if not path.exists():
-                os.replace(tmp_path, path)
-    except (OSError, sqlite3.Error) as exc:
-        code = disk_errno(exc) or (errno.EROFS if read_only_mount(path) else None)
-        detail = DISK_ERRNOS[code] if code is not None else exc
-        raise StoreError(f"cannot create result store {path}: {detail}",
-                         "pass --results-dir or set AIOT_RESULTS_DIR to a writable folder") from None
-    finally:
-        tmp_path.unlink(missing_ok=True)
-
-
-def _refuse_empty(path: Path) -> None:
-    """aiot never leaves a 0-byte store (see :func:`_create`): one was truncated by someone,
-    and starting afresh in it would hide that its records are gone."""
-    try:
-        empty = path.is_file() and path.stat().st_size == 0
-    except OSError:
-        return  # connecting reports what is wrong
-    if empty:
-        raise StoreError(
-            f"result store {path} is empty (0 bytes): not a store aiot made, someone truncated it",
-            f"restore it from a backup, or move it away (mv {path} {path}.empty) to start a new store")
-
-
-def _refuse_newer(path: Path, version: int) -> None:
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{path} has schema v{version}, this aiot reads up to v{SCHEMA_VERSION}",
-            "upgrade aiot to read these results",
-        )
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring ``conn`` to :data:`SCHEMA_VERSION` inside the caller's write transaction.
-
-    The version is read again under the write lock: another process may have migrated the
-    store between our first look and the lock (two first runs at once).
-    """
-    version = current_version(conn)
-    _refuse_newer(path, version)
-    while version < SCHEMA_VERSION:
-        MIGRATIONS[version](conn)
-        version += 1
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                 (str(version),))

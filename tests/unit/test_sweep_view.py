@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiot.host.cli._output import out
-from aiot.host.cli.results import print_run_table
+from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import device_cell, sort_key, speedups, status_cell, throughput
 from aiot.host.store.store import RunRecord
 

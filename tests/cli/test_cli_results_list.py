@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from aiot.host.store import open_store
-from aiot.host.store.record_view import to_csv
+from aiot.host.cli.record_view import to_csv
 
 
 def _seed(n: int) -> list[str]:

@@ -12,6 +12,27 @@ from types import ModuleType
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
+def fast(min_runs: int = 3) -> tuple[str, ...]:
+    """Timing flags of a run that measures just enough for a test: ``min_runs`` timed runs, one
+    warm-up, no minimum seconds and no cool-down wait (``*FAST`` after ``aiot run``/``sweep``)."""
+    return ("--min-runs", str(min_runs), "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
+            "--cooldown-max-s", "0")
+
+
+#: The usual :func:`fast` flags: three timed runs.
+FAST = fast()
+
+
+def single_error(result, *fragments: str) -> str:
+    """The one ``error:`` line of a CLI result that failed cleanly (no traceback), after checking
+    that its stderr names every one of ``fragments``."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    return errors[0]
+
+
 def process_gone(pid: int, within: float = 10.0) -> bool:
     """Whether ``pid`` left this machine's process table within ``within`` seconds (a zombie
     counts as present)."""

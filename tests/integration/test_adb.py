@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import fast
+
 pytest.importorskip("adbutils")
 if not shutil.which("adb"):
     pytest.skip("the adb client/server is not installed (apt-get install adb)", allow_module_level=True)
@@ -24,7 +26,7 @@ from aiot.host.devices.deploy import push_file  # noqa: E402
 from aiot.host.emulator.adb import launch_adbd, start_adb_device  # noqa: E402
 from aiot.host.transports.adb import AdbTransport, device_states, forget_tcp  # noqa: E402
 
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]
+FAST = fast(5)
 
 
 def _stop(proc, entry):

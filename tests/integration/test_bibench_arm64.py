@@ -12,6 +12,7 @@ import math
 import pytest
 
 from aiot.host.emulator import arm64
+from tests.helpers import FAST
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,8 +20,6 @@ pytestmark = [
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
 
-FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0",
-        "--cooldown-max-s", "0"]
 ARCHS = ["ResNet18", "ResNet34", "VGG-Small"]
 
 

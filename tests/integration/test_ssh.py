@@ -11,8 +11,9 @@ from aiot.core.errors import TransportError
 from aiot.host.devices.deploy import push_file
 from aiot.host.emulator.ssh import start_sshd
 from aiot.host.transports.ssh import SshTransport
+from tests.helpers import fast
 
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]
+FAST = fast(5)
 
 
 @pytest.fixture

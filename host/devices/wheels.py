@@ -165,6 +165,7 @@ def download_wheels(python: DevicePython, cache: Path, extras: tuple[str, ...] =
 
 def _download_into(folder: Path, python: DevicePython, reqs: list[str], optional: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix=".downloading-", dir=folder.parent))
+    work.chmod(0o755)  # as a folder made with mkdir: mkdtemp's is private
     try:
         argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
                 "--only-binary=:all:", "--implementation", "cp", "--python-version", python.version,

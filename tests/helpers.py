@@ -12,11 +12,17 @@ from types import ModuleType
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-def fast(min_runs: int = 3) -> tuple[str, ...]:
-    """Timing flags of a run that measures just enough for a test: ``min_runs`` timed runs, one
-    warm-up, no minimum seconds and no cool-down wait (``*FAST`` after ``aiot run``/``sweep``)."""
-    return ("--min-runs", str(min_runs), "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
-            "--cooldown-max-s", "0")
+def fast(min_runs: int = 3, *, warmup_runs: int | None = None, cooldown: bool = True) -> tuple[str, ...]:
+    """Timing flags of a run that measures just enough for a test (``*FAST`` after ``aiot run``
+    or ``sweep``): ``min_runs`` timed runs, no minimum seconds, no minimum warm-up time,
+    ``warmup_runs`` warm-up runs where given, and no cool-down wait unless ``cooldown`` is False."""
+    flags = ["--min-runs", str(min_runs), "--min-s", "0"]
+    if warmup_runs is not None:
+        flags += ["--warmup-runs", str(warmup_runs)]
+    flags += ["--warmup-min-s", "0"]
+    if cooldown:
+        flags += ["--cooldown-max-s", "0"]
+    return tuple(flags)
 
 
 #: The usual :func:`fast` flags: three timed runs.

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import fast
 
-FAST = fast(5)
+FAST = fast(5, warmup_runs=1)
 
 
 def need(*modules: str) -> None:

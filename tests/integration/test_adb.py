@@ -26,7 +26,7 @@ from aiot.host.devices.deploy import push_file  # noqa: E402
 from aiot.host.emulator.adb import launch_adbd, start_adb_device  # noqa: E402
 from aiot.host.transports.adb import AdbTransport, device_states, forget_tcp  # noqa: E402
 
-FAST = fast(5)
+FAST = fast(5, cooldown=False)
 
 
 def _stop(proc, entry):

@@ -12,13 +12,15 @@ import pytest
 
 from aiot.host.devices import inventory
 from aiot.host.emulator import arm64
-from tests.helpers import FAST
+from tests.helpers import fast
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(bool(arm64.missing_tools()),
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
+
+FAST = fast(warmup_runs=1, cooldown=False)
 
 
 def _ok_records(cli, device):

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from aiot.host.emulator import arm64
-from tests.helpers import FAST
+from tests.helpers import fast
 
 pytestmark = [
     pytest.mark.slow,
@@ -20,6 +20,7 @@ pytestmark = [
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
 
+FAST = fast(warmup_runs=1)
 ARCHS = ["ResNet18", "ResNet34", "VGG-Small"]
 
 

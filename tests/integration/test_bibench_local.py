@@ -9,7 +9,7 @@ from tests.helpers import fast
 
 pytest.importorskip("litert_torch")
 
-FAST = fast(5)
+FAST = fast(5, warmup_runs=1, cooldown=False)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from aiot.host.emulator.ssh import start_sshd
 from tests.helpers import fast
 
 BARE_PYTHON = shutil.which("python3.11", path="/usr/bin") or shutil.which("python3", path="/usr/bin")
-FAST = fast(5)
+FAST = fast(5, cooldown=False)
 
 
 def _bare_python_lacks_runtimes() -> bool:

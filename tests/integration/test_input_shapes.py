@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import FAST, single_error
+from tests.helpers import fast, single_error
+
+FAST = fast(warmup_runs=1)
 
 
 def _hinted_shape(result, name: str) -> str:

@@ -9,7 +9,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("litert_torch")
 
-FAST = fast(5)
+FAST = fast(5, warmup_runs=1, cooldown=False)
 
 
 def test_sweep_tiny_model_two_formats_two_threads(cli):

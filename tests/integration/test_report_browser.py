@@ -22,7 +22,7 @@ import pytest
 
 from tests.helpers import fast
 
-FAST = fast(5)
+FAST = fast(5, warmup_runs=1, cooldown=False)
 WIDTH, HEIGHT = 1280, 900
 TIMEOUT_S = 60
 

@@ -13,7 +13,7 @@ from aiot.host.emulator.ssh import start_sshd
 from aiot.host.transports.ssh import SshTransport
 from tests.helpers import fast
 
-FAST = fast(5)
+FAST = fast(5, cooldown=False)
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from aiot.host.emulator import arm64
-from tests.helpers import FAST, single_error
+from tests.helpers import fast, single_error
 
+FAST = fast(warmup_runs=1)
 SHAPES = ["--input-shape", "a=1x8", "--input-shape", "b=1x8"]  # the onnx's dynamic batch
 
 

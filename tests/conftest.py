@@ -1,7 +1,10 @@
 """Shared test set-up: every test gets its own results folder and device workdir.
 
 Weights, artifacts' conversion caches and data shards live in one cache folder per test
-session, so expensive steps (training, conversion) are shared between tests.
+session, so expensive steps (training, conversion) are shared between tests. The inputs that
+are deterministic and slow to make (the arm64 userland, aarch64 wheels: downloads keyed by
+what determines them) live in a cache kept between sessions and shared by pytest-xdist
+workers (:func:`persistent_test_cache`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import aiot.host.cli
-from aiot.host.cli.app import app
+# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment, and the CLI's
+# consoles take their width at import: import them as a serial run does (no COLUMNS: the piped
+# width), so that tables and error lines wrap alike in both.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
+import aiot.host.cli  # noqa: E402 - the CLI's consoles read the environment above
+from aiot.host.cli.app import app  # noqa: E402
 
 # `aiot` imports a command's module when the command first runs; the suite imports them all up
 # front, so that no module's first import happens under a test's monkeypatch (and keeps it).
@@ -24,9 +34,58 @@ for _module in pkgutil.iter_modules(aiot.host.cli.__path__):
     importlib.import_module(f"aiot.host.cli.{_module.name}")
 
 
+#: Entries of the aiot cache kept between sessions and shared by all workers: keyed by what
+#: determines them and built under a lock, whole or not at all (aiot.host.devices.wheels.build_lock).
+SHARED_CACHE = ("arm64-userland", "device-wheels")
+#: Entries kept between sessions, one copy per xdist worker: deterministic, but their builders
+#: are safe for one process at a time only.
+WORKER_CACHE = ("android-phone", "android-runtime")
+
+
+def persistent_test_cache() -> Path:
+    """Where the suite keeps deterministic inputs between runs: ``$AIOT_TEST_CACHE``, else
+    ``$XDG_CACHE_HOME/aiot-tests`` (``~/.cache/aiot-tests``). Deleting it only costs time."""
+    env = os.environ.get("AIOT_TEST_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aiot-tests"
+
+
 @pytest.fixture(scope="session")
-def session_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("aiot-cache")
+def session_cache(tmp_path_factory, worker_id):
+    """The session's aiot cache folder; its deterministic download entries link into
+    :func:`persistent_test_cache`, so they are fetched once per machine, not per run."""
+    cache = tmp_path_factory.mktemp("aiot-cache")
+    kept = persistent_test_cache()
+    for name in SHARED_CACHE + WORKER_CACHE:
+        target = kept / name if name in SHARED_CACHE else kept / f"{name}-{worker_id}"
+        target.mkdir(parents=True, exist_ok=True)
+        (cache / name).symlink_to(target, target_is_directory=True)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """The pytest-xdist worker's name (gw0, gw1, ...), or ``master`` in a serial run; xdist
+    provides the same fixture when it is installed."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+#: Ray binds fixed ports besides its head's (its client server, the dashboard agent): two lab
+#: nodes on one machine at once fight over them. Modules that start Ray run on one xdist worker,
+#: one test after another (``--dist loadgroup``); in a serial run the mark changes nothing.
+_RAY_MARKS = ('importorskip("ray"', 'find_spec("ray")')
+
+
+def pytest_collection_modifyitems(config, items):
+    uses_ray: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.fspath)
+        if path not in uses_ray:
+            text = path.read_text(errors="replace") if path.suffix == ".py" else ""
+            uses_ray[path] = any(mark in text for mark in _RAY_MARKS)
+        if uses_ray[path]:
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -165,13 +224,52 @@ def third_party_dir(tmp_path_factory):
 
 def _build_in_toolchain(toolchain: str, toolchains_dir: str, build, folder):
     """``build(folder)`` once the toolchain is known to be there (skip, or fail under
-    AIOT_REQUIRE_TOOLCHAINS=1, without it); the user's toolchains, as ``isolated_env`` sets."""
+    AIOT_REQUIRE_TOOLCHAINS=1, without it); the user's toolchains, as ``isolated_env`` sets.
+    Kept between sessions (:func:`kept_build`), keyed by the toolchain's install marker."""
+    from aiot.core import toolchains
     from tests.converters.conftest import need_toolchain
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
         need_toolchain(toolchain)
-        return build(folder)
+        return kept_build(build, folder, [toolchain, toolchains.installed(toolchain)])
+
+
+def kept_build(build, folder: Path, facts) -> Path:
+    """``build(folder)``'s file, built once per machine: a deterministic artifact of
+    tests/third_party.py is kept in :func:`persistent_test_cache`, keyed by that file's text,
+    the builder's name and ``facts`` (what else determines it), built under a lock into a
+    temporary folder renamed into place. The session gets its own copy in ``folder``, so a test
+    that changes its artifact never changes the kept one."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    from aiot.host.devices.wheels import build_lock
+
+    source = Path(__file__).with_name("third_party.py").read_bytes()
+    key = hashlib.sha256(source + json.dumps([build.__name__, facts], sort_keys=True, default=str).encode())
+    root = persistent_test_cache() / "third-party"
+    entry = root / f"{build.__name__}-{key.hexdigest()[:16]}"
+    done = entry / ".complete"  # holds the built file's path inside the entry
+    if not done.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        with build_lock(entry):
+            if not done.exists():
+                work = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+                try:
+                    built = Path(build(work))
+                    (work / ".complete").write_text(str(built.relative_to(work)))
+                    shutil.rmtree(entry, ignore_errors=True)
+                    work.rename(entry)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+    relative = done.read_text()
+    copy = Path(folder) / relative
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(entry / relative, copy)
+    return copy
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,33 @@ from types import ModuleType
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
+def fast(min_runs: int = 3, *, warmup_runs: int | None = None, cooldown: bool = True) -> tuple[str, ...]:
+    """Timing flags of a run that measures just enough for a test (``*FAST`` after ``aiot run``
+    or ``sweep``): ``min_runs`` timed runs, no minimum seconds, no minimum warm-up time,
+    ``warmup_runs`` warm-up runs where given, and no cool-down wait unless ``cooldown`` is False."""
+    flags = ["--min-runs", str(min_runs), "--min-s", "0"]
+    if warmup_runs is not None:
+        flags += ["--warmup-runs", str(warmup_runs)]
+    flags += ["--warmup-min-s", "0"]
+    if cooldown:
+        flags += ["--cooldown-max-s", "0"]
+    return tuple(flags)
+
+
+#: The usual :func:`fast` flags: three timed runs.
+FAST = fast()
+
+
+def single_error(result, *fragments: str) -> str:
+    """The one ``error:`` line of a CLI result that failed cleanly (no traceback), after checking
+    that its stderr names every one of ``fragments``."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    return errors[0]
+
+
 def process_gone(pid: int, within: float = 10.0) -> bool:
     """Whether ``pid`` left this machine's process table within ``within`` seconds (a zombie
     counts as present)."""

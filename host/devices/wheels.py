@@ -13,13 +13,22 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; concurrent builds there only repeat each other's work
+    fcntl = None
 
 log = logging.getLogger(__name__)
 
@@ -136,26 +145,58 @@ def optional_requirements(python: DevicePython, extras: tuple[str, ...]) -> list
 
 
 def download_wheels(python: DevicePython, cache: Path, extras: tuple[str, ...] = ()) -> list[Path]:
-    """Wheels for ``python`` in a cache folder keyed by platform and requirements."""
+    """Wheels for ``python`` in a cache folder keyed by platform and requirements.
+
+    Downloaded into a temporary folder and renamed into place when complete, under
+    :func:`build_lock`: a cache shared by several processes gets each folder once and whole.
+    """
     reqs = requirements()
     optional = optional_requirements(python, extras)
     key = hashlib.sha256(json.dumps([python.version, python.machine, python.glibc, reqs,
                                      *([optional] if optional else [])]).encode())
     folder = cache / "device-wheels" / f"cp{python.version.replace('.', '')}-{python.machine}-{key.hexdigest()[:12]}"
-    marker = folder / COMPLETE
-    if not marker.exists():
-        folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / COMPLETE).exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with build_lock(folder):
+            if not (folder / COMPLETE).exists():
+                _download_into(folder, python, reqs, optional)
+    return sorted(folder.glob("*.whl"))
+
+
+def _download_into(folder: Path, python: DevicePython, reqs: list[str], optional: list[str]) -> None:
+    work = Path(tempfile.mkdtemp(prefix=".downloading-", dir=folder.parent))
+    work.chmod(0o755)  # as a folder made with mkdir: mkdtemp's is private
+    try:
         argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
                 "--only-binary=:all:", "--implementation", "cp", "--python-version", python.version,
-                "-d", str(folder)]
+                "-d", str(work)]
         for tag in platform_tags(python):
             argv += ["--platform", tag]
         log.info("downloading %s for %s", " ".join(reqs + optional), python)
         _pip_download(argv, reqs, python)
         if optional:
             _pip_download([*argv, "--no-deps"], optional, python)
-        marker.write_text("\n".join(reqs + optional) + "\n")
-    return sorted(folder.glob("*.whl"))
+        (work / COMPLETE).write_text("\n".join(reqs + optional) + "\n")
+        shutil.rmtree(folder, ignore_errors=True)  # a half download left by an older aiot
+        work.rename(folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def build_lock(entry: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<entry>.lock`` while cache entry ``entry`` is built, so
+    that processes sharing the cache build it once (the others wait, then find it complete).
+    The kernel drops the lock when its holder dies."""
+    if fcntl is None:
+        yield
+        return
+    with open(entry.parent / f".{entry.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _pip_download(argv: list[str], reqs: list[str], python: DevicePython) -> None:

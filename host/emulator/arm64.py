@@ -30,6 +30,7 @@ from aiot.core.errors import AiotError
 from aiot.host.devices.wheels import (
     FACTS_SCRIPT,
     UNPACK_SCRIPT,
+    build_lock,
     debian_mirror,
     download_wheels,
     parse_facts,
@@ -119,7 +120,8 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     installed; built on first use.
 
     Built in a temporary folder beside the cache entry and renamed into place when complete,
-    so an interrupted build never leaves a half userland that a later start would trust.
+    so an interrupted build never leaves a half userland that a later start would trust; under
+    :func:`~aiot.host.devices.wheels.build_lock`, so processes sharing the cache build it once.
     """
     check_tools()
     extras = tuple(sorted(set(extras)))
@@ -127,6 +129,13 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     if (folder / COMPLETE).exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(folder):
+        if not (folder / COMPLETE).exists():
+            _build_userland(folder, cache, on_step, extras)
+    return folder
+
+
+def _build_userland(folder: Path, cache: Path, on_step: Callable[[str], None], extras: tuple[str, ...]) -> None:
     work = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
     try:
         on_step(f"unpacking Debian {SUITE} arm64 (python3.11)")
@@ -143,7 +152,6 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return folder
 
 
 def prepare_device(folder: Path, cache: Path, on_step: Callable[[str], None] = lambda step: None,

@@ -8,14 +8,9 @@ import re
 
 import pytest
 
+from tests.helpers import single_error
+
 pytest.importorskip("torch")
-
-
-def _one_line_error(result, *fragments: str) -> None:
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in result.stderr
 
 
 def test_models_info_shows_verdicts_layers_and_ratios(cli):
@@ -32,14 +27,14 @@ def test_models_info_shows_verdicts_layers_and_ratios(cli):
 
 def test_unknown_algorithm_is_one_line_with_suggestions(cli):
     result = cli("models", "info", "tiny_vgg", "--binarize", "xnr", code=2)
-    _one_line_error(result, "unknown binarization algorithm 'xnr'", "xnor")
+    single_error(result, "unknown binarization algorithm 'xnr'", "xnor")
 
 
 def test_converting_an_undeployable_algorithm_is_refused_with_the_reason(cli, tmp_path):
     result = cli("convert", "tiny_vgg", "--binarize", "xnor++", "--format", "dabnn", code=1)
-    _one_line_error(result, "spatial-wise scale factors")
+    single_error(result, "spatial-wise scale factors")
     result = cli("run", "-m", "tiny_vgg", "-f", "lce", "--binarize", "xnor", code=1)
-    _one_line_error(result, "re-scales activations")
+    single_error(result, "re-scales activations")
     assert not (tmp_path / "results" / "artifacts").exists() or not any(
         (tmp_path / "results" / "artifacts").iterdir())
 
@@ -62,4 +57,4 @@ def test_train_binarized_on_digits_stores_a_record_and_weights_that_convert(cli,
     # Weights of another algorithm do not fit (ReActNet has thresholds): one line, no traceback.
     result = cli("convert", "tiny_cnn", "--binarize", "reactnet", "--format", "onnx",
                  "--weights", weights, code=1)
-    _one_line_error(result, weights)
+    single_error(result, weights)

@@ -10,9 +10,9 @@ import re
 from aiot import __version__
 from aiot.host.devices import inventory
 from aiot.host.devices.inventory import DeviceEntry
+from tests.helpers import fast
 
-FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
-        "--cooldown-max-s", "0"]
+FAST = fast(warmup_runs=1)
 
 
 def test_version_and_the_help_header(cli):

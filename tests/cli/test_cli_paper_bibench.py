@@ -3,6 +3,8 @@ the old name ``aiot bench`` still works."""
 
 import pytest
 
+from aiot.host.emulator import arm64
+
 
 def test_unknown_size_and_device_are_refused_in_one_line(cli):
     res = cli("paper", "bibench", "--size", "mnist", code=2)
@@ -12,6 +14,8 @@ def test_unknown_size_and_device_are_refused_in_one_line(cli):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not arm64.missing_tools(), reason="the same grid on this host, with the same checks, "
+                    "runs in tests/integration/test_bibench_arm64.py beside the emulated board")
 def test_local_cifar_grid_prints_speedups_and_om_infer(cli):
     pytest.importorskip("litert_torch")
     args = ("paper", "bibench", "--device", "local", "--size", "cifar", "--threads", "1",

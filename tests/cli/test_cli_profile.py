@@ -7,8 +7,9 @@ import importlib.util
 
 import pytest
 
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0", "--warmup-runs", "1",
-        "--cooldown-max-s", "0"]
+from tests.helpers import fast
+
+FAST = fast(5, warmup_runs=1)
 
 
 def need(*modules: str) -> None:

@@ -19,10 +19,11 @@ import re
 import pytest
 
 from aiot.host.transports.local import LocalTransport
+from tests.helpers import fast
 
 pytest.importorskip("onnxruntime")
 
-FAST = ("--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
+FAST = fast(5)
 
 
 def _online_cores() -> int:

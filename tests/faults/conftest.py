@@ -79,16 +79,24 @@ def pytest_runtest_makereport(item, call):
     if marker is None or report.when != "call" and not (report.when == "setup" and report.failed):
         return
     case = getattr(item, "aiot_fault", None)
-    _OUTCOMES.append({
+    # On the report, which pytest-xdist carries from its worker to the controller.
+    report.aiot_fault = {
         "case": marker.args[0], "test": item.nodeid, "held": report.passed,
         "tried": case.tries if case else 1,
         "records_lost": case.lost if case else 0, "seconds": round(report.duration, 2),
-    })
+    }
+
+
+def pytest_runtest_logreport(report):
+    outcome = getattr(report, "aiot_fault", None)
+    if outcome:
+        _OUTCOMES.append(outcome)
 
 
 def pytest_sessionfinish(session):
     target = os.environ.get("AIOT_FAULTS_REPORT")
-    if target and _OUTCOMES:
+    worker = hasattr(session.config, "workerinput")  # an xdist worker: the controller writes
+    if target and _OUTCOMES and not worker:
         Path(target).write_text(json.dumps(_OUTCOMES, indent=1))
 
 

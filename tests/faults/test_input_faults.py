@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import count_records, one_line_error
+from tests.helpers import FAST
 
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 RUN = ("run", "-m", "tiny_cnn", "-f", "onnx", *FAST)
 SWEEP = ("sweep", "-m", "tiny_cnn", "-f", "onnx", *FAST)
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import count_records, one_line_error
-
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
+from tests.helpers import FAST
 
 
 # -- results compare: a gate that compared nothing did not pass --------------------------------

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import count_records, one_line_error
+from tests.helpers import FAST
 
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
-
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 
 
 def _external_model(folder: Path, location: str = "net.onnx.data", seed: int = 0) -> Path:

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from tests.faults.conftest import count_records
+from tests.helpers import FAST
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 
 #: Two finite logits, one +Inf or -Inf (a logit over zero), one NaN (the square root of a
 #: negative number), whatever the input.

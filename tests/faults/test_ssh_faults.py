@@ -16,8 +16,8 @@ import pytest
 
 from aiot.host.emulator.ssh import SSHD, free_port
 from tests.faults.conftest import count_records, one_line_error
+from tests.helpers import FAST
 
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 need_sshd = pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server is not installed")
 
 

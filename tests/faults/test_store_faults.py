@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import count_records, one_line_error
+from tests.helpers import FAST
 
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 #: A sweep whose first run takes 30 s: long enough to be caught running.
 SLOW_SWEEP = ("sweep", "-m", "tiny_cnn", "-f", "onnx", "-d", "local", "--threads", "1,2",
               "--min-runs", "3", "--min-s", "30", "--max-s", "30", "--warmup-min-s", "0",

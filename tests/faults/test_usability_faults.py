@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import count_records, one_line_error
+from tests.helpers import FAST
 
 pytest.importorskip("torch")
 needs_sklearn = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
                                    reason="scikit-learn (the digits data set) is not installed")
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 
 
 def _sha256(path) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("litert_torch")
 
-FAST = ("--min-runs", "5", "--min-s", "0")
+FAST = ("--min-runs", "5", "--min-s", "0")  # `paper aiotbench` takes only these two
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 
 from aiot.host.emulator import arm64
 from tests.app.conftest import need_tools
-from tests.helpers import stop_emulators
+from tests.helpers import fast, stop_emulators
 
 pytestmark = [
     pytest.mark.slow,
@@ -22,8 +22,7 @@ pytestmark = [
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
 
-FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0",
-        "--cooldown-max-s", "0"]
+FAST = fast(warmup_runs=1)
 TOOLS = ("javac", "java", "keytool", "aapt2", "zipalign", "apksigner", "dpkg-deb")
 
 

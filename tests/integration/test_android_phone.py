@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from aiot.host.emulator import arm64
-from tests.helpers import KillAfterFirstRun, stop_emulators, stored_run_key
+from tests.helpers import fast, KillAfterFirstRun, stop_emulators, stored_run_key
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,9 +19,9 @@ pytestmark = [
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
 
-FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0"]
 
 #: Part of a MediaTek phone's ``adb shell getprop`` (a Dimensity 9000 handset).
+FAST = fast(warmup_runs=1, cooldown=False)
 DIMENSITY_GETPROP = """\
 [ro.board.platform]: [mt6983]
 [ro.hardware]: [mt6983]

@@ -7,11 +7,13 @@ binary configured) is a skip with its reason, and every speed-up and OM_infer pr
 one the stored records give. Timings under emulation mean nothing; the procedure is tested.
 """
 
+import json
 import math
 
 import pytest
 
 from aiot.host.emulator import arm64
+from tests.helpers import fast
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,18 +21,28 @@ pytestmark = [
                        reason=f"needs Debian packages {arm64.missing_tools()} (scripts/bootstrap.sh installs them)"),
 ]
 
-FAST = ["--warmup-runs", "1", "--warmup-min-s", "0", "--min-runs", "3", "--min-s", "0",
-        "--cooldown-max-s", "0"]
+FAST = fast(warmup_runs=1)
 ARCHS = ["ResNet18", "ResNet34", "VGG-Small"]
 
 
 def test_bibench_grid_on_the_emulated_board_and_this_host(cli):
+    """The grid as the paper's tables (text), then the same command resumed as JSON: nothing is
+    measured again, and every number printed is the stored records'. This also covers the
+    local-only grid of tests/cli/test_cli_paper_bibench.py, which runs where this cannot."""
+    args = ("paper", "bibench", "--device", "bibpi,local", "--size", "cifar", "--threads", "1", *FAST)
     cli.json("emulator", "start", "ssh", "--arch", "arm64", "--name", "bibpi")
     try:
-        result = cli.json("paper", "bibench", "--device", "bibpi,local", "--size", "cifar",
-                          "--threads", "1", *FAST, "--json")
+        text = cli(*args).stdout
+        again = cli(*args, "--json")
     finally:
         cli("emulator", "stop", "bibpi")
+    for title in ("BiBench hardware inference (ms) · local", "BiBench hardware inference (ms) · bibpi",
+                  "OM_infer per device", "FP32", "Larq BNN", "ReAct", "daBNN FP32", "daBNN BNN",
+                  "ResNet18", "VGG-Small", "no benchmark_single_model binary configured for local"):
+        assert title in text, title
+    assert "×" in text  # a speed-up beside each BNN that ran
+    assert "resuming BiBench sweep" in again.stderr and "runs already done" in again.stderr
+    result = json.loads(again.stdout)
     rows = result["rows"]
     assert [(r["device"], r["threads"], r["arch"]) for r in rows] == [
         (d, 1, a) for d in ("bibpi", "local") for a in ARCHS]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import fast
+
 pytest.importorskip("litert_torch")
 
-FAST = ("--min-runs", "5", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0")
+FAST = fast(5, warmup_runs=1, cooldown=False)
 
 
 @pytest.mark.slow

@@ -10,9 +10,10 @@ import subprocess
 import pytest
 
 from aiot.host.emulator.ssh import start_sshd
+from tests.helpers import fast
 
 BARE_PYTHON = shutil.which("python3.11", path="/usr/bin") or shutil.which("python3", path="/usr/bin")
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0"]
+FAST = fast(5, cooldown=False)
 
 
 def _bare_python_lacks_runtimes() -> bool:

@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import re
 
-FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
-        "--cooldown-max-s", "0"]
+from tests.helpers import fast, single_error
 
-
-def _one_line_error(result, *fragments: str) -> None:
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in result.output, result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
+FAST = fast(warmup_runs=1)
 
 
 def _hinted_shape(result, name: str) -> str:
@@ -57,7 +51,7 @@ def test_free_spatial_dims_get_a_hint_that_runs(cli, anysize_detector_onnx):
     assert ("images has other free dims: run with --input-shape images=1x3x320x320 (imgsz in "
             "the model's metadata)") in info
     refused = cli("run", "-m", str(anysize_detector_onnx), *FAST, code=2)
-    _one_line_error(refused, "input 'images' of detector_anysize.onnx has dynamic dims [0, 2, 3]",
+    single_error(refused, "input 'images' of detector_anysize.onnx has dynamic dims [0, 2, 3]",
                     "imgsz in the model's metadata")
     hinted = _hinted_shape(refused, "images")
     assert hinted == "1x3x320x320"  # the file's own imgsz, not 1x3x1x1 (which does not run)
@@ -68,7 +62,7 @@ def test_free_spatial_dims_get_a_hint_that_runs(cli, anysize_detector_onnx):
     assert shapes == [[1, 3, 320, 320], [1, 3, 256, 256]]
     wrong_rank = cli("run", "-m", str(anysize_detector_onnx), "--input-shape", "images=1x3x320",
                      code=2)
-    _one_line_error(wrong_rank, "has 3 dims, but detector_anysize.onnx's input 'images' has "
+    single_error(wrong_rank, "has 3 dims, but detector_anysize.onnx's input 'images' has "
                                 "rank 4", "the rank is wrong", "give 4 dims, e.g. images=1x3x320x320")
 
 
@@ -79,11 +73,11 @@ def test_two_models_sharing_an_input_name_get_their_own_shapes(cli, text_onnx_pa
     hinted = _hinted_shape(refused, "x")
     assert hinted == "1x3x48x192" and "a guess" in refused.stderr
     cli("run", "-m", str(rec), "--input-shape", f"x={hinted}", *FAST)  # the guess runs
-    _one_line_error(cli("sweep", "-m", models, "--input-shape", "x=1x3x48x320",
+    single_error(cli("sweep", "-m", models, "--input-shape", "x=1x3x48x320",
                         "--input-shape", "x=1x3x48x192", *FAST, code=2),
                     "--input-shape x=1x3x48x320 and x=1x3x48x192 give one input two shapes",
                     "MODEL:NAME=DxD")
-    _one_line_error(cli("sweep", "-m", models, "--input-shape", "other.onnx:x=1x3x48x320",
+    single_error(cli("sweep", "-m", models, "--input-shape", "other.onnx:x=1x3x48x320",
                         *FAST, code=2), "'other.onnx' is no model of this run")
     result = cli("sweep", "-m", models, "--threads", "1",
                  "--input-shape", f"{rec.name}:x=1x3x48x320",

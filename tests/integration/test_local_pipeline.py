@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 
+from tests.helpers import fast
+
 pytest.importorskip("onnxruntime")
 pytest.importorskip("ai_edge_litert")
 pytest.importorskip("litert_torch")
 
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0", "--warmup-runs", "1"]
+FAST = fast(5, warmup_runs=1, cooldown=False)
 
 
 def test_sweep_tiny_model_two_formats_two_threads(cli):

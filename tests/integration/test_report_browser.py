@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-FAST = ["--min-runs", "5", "--min-s", "0", "--warmup-min-s", "0", "--warmup-runs", "1"]
+from tests.helpers import fast
+
+FAST = fast(5, warmup_runs=1, cooldown=False)
 WIDTH, HEIGHT = 1280, 900
 TIMEOUT_S = 60
 

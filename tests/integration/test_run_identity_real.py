@@ -16,10 +16,10 @@ import pytest
 from aiot.host.report.build import build, collect
 from aiot.host.report.summary import best_rows
 from aiot.host.store import open_store
+from tests.helpers import FAST
 
 pytestmark = pytest.mark.slow
 
-FAST = ("--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0")
 RUN = ("run", "-m", "tiny_cnn", "-f", "tflite", "-d", "local", "--threads", "1", *FAST)
 VARIANTS = {"float": (), "int8": ("--opt", "quant=int8"), "cluster": ("--cluster", "all")}
 

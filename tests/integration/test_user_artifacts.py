@@ -7,17 +7,10 @@ import numpy as np
 import pytest
 
 from aiot.host.emulator import arm64
+from tests.helpers import fast, single_error
 
-FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-runs", "1", "--warmup-min-s", "0",
-        "--cooldown-max-s", "0"]
+FAST = fast(warmup_runs=1)
 SHAPES = ["--input-shape", "a=1x8", "--input-shape", "b=1x8"]  # the onnx's dynamic batch
-
-
-def _one_line_error(result, *fragments: str) -> None:
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in result.output, result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 def _by_model(records) -> dict:
@@ -55,9 +48,9 @@ def test_real_values_from_an_npz_and_its_mistakes(cli, two_input_onnx, tmp_path)
     missing, wrong = tmp_path / "missing.npz", tmp_path / "wrong.npz"
     np.savez(missing, a=np.ones((1, 8), np.float32), b=np.ones((1, 8), np.float32))
     np.savez(wrong, a=np.ones((1, 8)), b=np.ones((1, 8), np.float32), k=np.array(1, np.int64))
-    _one_line_error(cli("run", "-m", str(two_input_onnx), "--inputs", str(missing), code=2),
+    single_error(cli("run", "-m", str(two_input_onnx), "--inputs", str(missing), code=2),
                     "--inputs has no array 'k'")
-    _one_line_error(cli("run", "-m", str(two_input_onnx), "--inputs", str(wrong), code=2),
+    single_error(cli("run", "-m", str(two_input_onnx), "--inputs", str(wrong), code=2),
                     "array 'a' is float64", "takes float32")
     before = len(cli.json("results", "list"))
     assert before == 1  # the refused runs left no record
@@ -66,8 +59,8 @@ def test_real_values_from_an_npz_and_its_mistakes(cli, two_input_onnx, tmp_path)
 def test_a_file_its_runtime_refuses_is_one_line(cli, int8_uint8_tflite, tmp_path):
     cut = tmp_path / "cut.tflite"
     cut.write_bytes(int8_uint8_tflite.read_bytes()[:1500])
-    _one_line_error(cli("run", "-m", str(cut), code=2), "cut.tflite: litert refuses it")
-    _one_line_error(cli("run", "-m", str(int8_uint8_tflite), "-f", "onnx", code=2),
+    single_error(cli("run", "-m", str(cut), code=2), "cut.tflite: litert refuses it")
+    single_error(cli("run", "-m", str(int8_uint8_tflite), "-f", "onnx", code=2),
                     "int8_uint8_io.tflite is a tflite artifact, not onnx")
 
 

@@ -6,16 +6,9 @@ import textwrap
 
 import pytest
 
+from tests.helpers import FAST, single_error
+
 pytest.importorskip("torch")
-
-FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0"]
-
-
-def _one_line_error(result, *fragments: str) -> None:
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in result.output, result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 def test_sweep_without_model_measures_what_was_last_pushed(cli, monkeypatch):
@@ -43,7 +36,7 @@ def test_the_design_cards_two_commands_as_written(cli, monkeypatch):
 
 def test_sweep_without_model_and_nothing_pushed_says_how_to_push(cli):
     result = cli("sweep", "--device", "local", "--threads", "1", code=2)
-    _one_line_error(result, "nothing was pushed to local yet", "aiot push --device local")
+    single_error(result, "nothing was pushed to local yet", "aiot push --device local")
 
 
 MYNET = textwrap.dedent("""
@@ -76,16 +69,16 @@ def test_a_factory_and_a_zoo_model_sweep_together(cli, tmp_path):
 def test_bad_references_and_inputs_are_one_line_exit_2(cli, tmp_path):
     mynet = tmp_path / "mynet.py"
     mynet.write_text(MYNET)
-    _one_line_error(cli("run", "-m", str(tmp_path / "none.tflite"), code=2),
+    single_error(cli("run", "-m", str(tmp_path / "none.tflite"), code=2),
                     "none.tflite does not exist")
-    _one_line_error(cli("run", "-m", f"{mynet}:missing", code=2), "has no function 'missing'")
-    _one_line_error(cli("run", "-m", f"{mynet}:make", "--dataset", "digits", code=2),
+    single_error(cli("run", "-m", f"{mynet}:missing", code=2), "has no function 'missing'")
+    single_error(cli("run", "-m", f"{mynet}:make", "--dataset", "digits", code=2),
                     "--dataset measures a zoo image classifier's accuracy")
-    _one_line_error(cli("run", "-m", "tiny_cnn", "--input-shape", "x=1xA", code=2),
+    single_error(cli("run", "-m", "tiny_cnn", "--input-shape", "x=1xA", code=2),
                     "--input-shape 'x=1xA' is not [MODEL:][NAME=]DxD")
-    _one_line_error(cli("run", "-m", "tiny_cnn", "--inputs", str(tmp_path / "no.npz"), code=2),
+    single_error(cli("run", "-m", "tiny_cnn", "--inputs", str(tmp_path / "no.npz"), code=2),
                     "--inputs file")
-    _one_line_error(cli("robust", "sysnoise", "-m", f"{mynet}:make", code=2),
+    single_error(cli("robust", "sysnoise", "-m", f"{mynet}:make", code=2),
                     "is not a zoo model")
-    _one_line_error(cli("run", "-m", "tiny_cnn_bnn", "-f", "lce", "--binarize", "xnor", code=2),
+    single_error(cli("run", "-m", "tiny_cnn_bnn", "-f", "lce", "--binarize", "xnor", code=2),
                     "already binarized with bnn")

@@ -117,10 +117,17 @@ class _Source:
 def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
     """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
     if ref.kind == ZOO:
-        spec, model = build_source_model(ref.name, weights, ref.binarize)
-        weights = source_weights(spec, weights, ref.binarize)
-        return _Source(artifact_stem(spec.name, ref.binarize), model, spec.example_input(batch=1, seed=0),
+        if ref.quantize:
+            from aiot.converters.qdq import build_quantized_source
+
+            spec, model = build_quantized_source(ref, weights)
+        else:
+            spec, model = build_source_model(ref.name, weights, ref.binarize)
+        weights = source_weights(spec, weights, ref.binarize or ref.quantize)
+        return _Source(artifact_stem(spec.name, ref.binarize, ref.quantize), model,
+                       spec.example_input(batch=1, seed=0),
                        {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
+                        "quantize": ref.quantize,
                         "weights": str(weights) if weights else None,
                         "weights_sha256": sha256_file(Path(weights)) if weights else None,
                         "random_init_seed": None if weights else RANDOM_INIT_SEED},
@@ -151,7 +158,8 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
 def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
     """``weights``, else the model's default pretrained file (full precision only), else None.
 
-    A binarized model's weights differ from the full-precision ones, so it never gets them.
+    A binarized (or quantized: pass its method) model's weights differ from the
+    full-precision ones, so it never gets them.
     """
     if binarize:
         return Path(weights) if weights is not None else None
@@ -176,6 +184,16 @@ def deployable_model(model, converter, example):
     return model
 
 
+def _exported(model):
+    """What the exporter gets: an 8-bit quantized model rewritten with explicit Q/DQ
+    (:mod:`aiot.converters.qdq`); parity still runs against the fake-quantized model."""
+    if getattr(model, "quantized_with", None) is None:
+        return model
+    from aiot.converters.qdq import qdq_model
+
+    return qdq_model(model)
+
+
 def state_sha256(model) -> str:
     """Hash of a model's parameters and buffers, independent of how they were loaded."""
     digest = hashlib.sha256()
@@ -185,9 +203,11 @@ def state_sha256(model) -> str:
     return digest.hexdigest()
 
 
-def artifact_stem(model_name: str, binarize: str | None) -> str:
-    """``resnet18`` or, binarized, ``resnet18.bnn``: how artifact files name the model (a
-    run's label is :func:`aiot.models.model_ref.model_label`'s ``resnet18_bnn``)."""
+def artifact_stem(model_name: str, binarize: str | None, quantize: str | None = None) -> str:
+    """``resnet18`` or, binarized, ``resnet18.bnn`` (quantized ``resnet18.lsq8``): how
+    artifact files name the model (a run's label is ``resnet18_bnn``)."""
+    if quantize:
+        return f"{model_name}.{quantize.replace(':', '')}"
     if not binarize:
         return model_name
     from aiot.models.bibench import get_algorithm
@@ -273,6 +293,18 @@ def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
     return converter, resolved
 
 
+def check_quantized_deployable(converter, quantize: str) -> None:
+    """Refuse, before any work, a quantized model that does not deploy in this format
+    (:func:`aiot.models.quant.deploy.deployment_refusal` decides)."""
+    from aiot.models.quant.deploy import deployment_hint, deployment_refusal
+    from aiot.models.quant.methods import parse_quantize
+
+    chosen = parse_quantize(quantize)
+    reason = deployment_refusal(chosen, converter.name)
+    if reason:
+        raise ConversionError(converter.name, "check", reason, deployment_hint(chosen))
+
+
 def check_deployable(converter, binarize: str) -> None:
     """Refuse, before any work, an unknown algorithm or one BiBench's Table 4 says cannot deploy."""
     from aiot.models.bibench import LIBRARIES, get_algorithm, verdict
@@ -303,11 +335,13 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
         ConversionError, AccuracyMismatch: the export or its verification failed.
     """
     started = time.perf_counter()
-    ref = resolve_model(model_name, binarize)
+    ref = resolve_model(model_name, binarize, quantized_ok=True)
     if ref.is_artifact:
         raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is "
                          "nothing to convert", "measure it as it is: aiot run --model FILE")
     converter, resolved = _check_ready(fmt, options, ref.binarize)
+    if ref.quantize:
+        check_quantized_deployable(converter, ref.quantize)
     source = _load_source(ref, weights, input_shapes)
     model = source.model
     source_hash = state_sha256(model)
@@ -328,7 +362,7 @@ def convert_model(model_name: str, fmt: str, out_dir: Path, weights: Path | None
     model = deployable_model(model, converter, example)
     trained, model, deployed = _deployed_form(converter, model, example)
     _notify(progress, "export")
-    facts = _export(converter, model, example, artifact, resolved,
+    facts = _export(converter, _exported(model), example, artifact, resolved,
                     source.spec if converter.uses_spec else None)
     parity = None
     runner = (converter.backend or converter.reference_outputs) if converter.parity_check else None
@@ -453,6 +487,10 @@ BINARY_IN_FLOAT_MIN_TOP1 = 0.9
 def _tolerance(converter, options: dict, model=None) -> dict:
     """``atol``/``rtol``/``min_top1`` for parity: per options where the converter says so."""
     tolerance = dict(converter.parity_tolerance(options))
+    if getattr(model, "quantized_with", None) is not None and tolerance["min_top1"] is None:
+        from aiot.converters.qdq import QDQ_MIN_TOP1
+
+        tolerance["min_top1"] = QDQ_MIN_TOP1
     if tolerance["min_top1"] is None and model is not None and _is_binarized(model) and (
             not converter.binary_native or _has_residual_add(model)):
         # A binary runtime binarizes exactly what it computes, but a residual addition is

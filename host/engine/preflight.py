@@ -128,7 +128,8 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
     wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
     targets = []
     # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
-    for ref in dict.fromkeys(resolve_model(text, binarize) for text in dict.fromkeys(models)):
+    for ref in dict.fromkeys(resolve_model(text, binarize, quantized_ok=True)
+                             for text in dict.fromkeys(models)):
         if ref.is_artifact:
             if wanted and ref.format not in wanted and not every:
                 check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
@@ -143,7 +144,22 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
             targets.append((ref, fits))
         else:
             targets.append((ref, wanted or [default_format(ref)]))
+        if ref.quantize:
+            for fmt in targets[-1][1]:
+                check_quantized(ref, fmt)
     return targets
+
+
+def check_quantized(ref, fmt: str) -> None:
+    """A quantized model runs only where it deploys (:mod:`aiot.models.quant.deploy`):
+    else one line with the reason, before any work."""
+    from aiot.models.quant.deploy import deployment_hint, deployment_refusal
+    from aiot.models.quant.methods import parse_quantize
+
+    chosen = parse_quantize(ref.quantize)
+    reason = deployment_refusal(chosen, fmt)
+    if reason:
+        raise UsageError(f"{ref.label()} cannot run as {fmt}: {reason}", deployment_hint(chosen))
 
 
 def validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
@@ -402,7 +418,8 @@ def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunReq
         key = (r.model, r.binarize, r.model_path)
         if key not in chosen:
             chosen[key] = (WeightsChoice(None, OWN) if r.model_path is not None
-                           else choose_weights(resolve_model(r.model, r.binarize), None, dataset))
+                           else choose_weights(resolve_model(r.model, r.binarize, quantized_ok=True),
+                                          None, dataset))
         done.append(replace(r, weights=chosen[key].path, weights_origin=chosen[key].origin))
     announce_weights([(model, binarize, c) for (model, binarize, _), c in chosen.items()], dataset)
     return done

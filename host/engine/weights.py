@@ -120,6 +120,8 @@ def choose_weights(ref, weights: Path | None = None, dataset: str | None = None)
         return WeightsChoice(Path(weights), GIVEN)
     if ref.kind != ZOO:
         return WeightsChoice(None, OWN)
+    if ref.quantize:  # float weights do not load into it; its training is named by --weights
+        return WeightsChoice(None, RANDOM)
     for found in trained_weights(ref.name, ref.binarize, dataset):
         if sha256_file(found.path) == found.sha256:
             return WeightsChoice(found.path, TRAINED, found)

@@ -14,7 +14,7 @@ DequantizeLinear (ONNX), TFLite's int8 tensors and XNNPACK's QS8 kernels hold:
 * **2, 4 and 6 bits** are refused: int8 is the narrowest integer type these runtimes execute
   (ONNX Runtime's QLinearConv/ConvInteger, TFLite's and XNNPACK's int8 kernels); a narrower
   model would run as int8 with its grid padded out, measuring nothing of its own. They stay
-  measurable in PyTorch (``aiot train``, ``aiot robust``).
+  measurable in PyTorch (``aiot train --quantize``).
 
 Formats: ``onnx`` (QDQ, run by ONNX Runtime) and ``ort`` (the same ONNX export, saved by
 ONNX Runtime); the others have no export of the learned scales yet.
@@ -50,4 +50,4 @@ def deployment_refusal(chosen: Quantization, fmt: str | None = None) -> str | No
 def deployment_hint(chosen: Quantization) -> str:
     """What to do instead, for the refusal's hint."""
     return (f"deploy lsq:8 as -f onnx; measure {chosen.option} in PyTorch "
-            "(aiot train --quantize, aiot robust)")
+            "(aiot train --quantize)")

@@ -46,6 +46,12 @@ class OnnxConverter(Converter):
                 torch.onnx.export(model, (example,), str(tmp), dynamo=False, opset_version=opset,
                                   input_names=["input"],
                                   output_names=getattr(model, "aiot_output_names", None) or ["logits"])
+            if getattr(model, "quantized_with", None) is not None:  # QDQ: int8 weights in the file
+                from aiot.converters.qdq import fold_weight_quantization
+
+                proto = onnx.load(str(tmp))
+                fold_weight_quantization(proto)
+                onnx.save(proto, str(tmp))
             try:
                 onnx.checker.check_model(str(tmp), full_check=True)
             except onnx.checker.ValidationError as exc:

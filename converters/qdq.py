@@ -152,3 +152,45 @@ def build_quantized_source(ref, weights=None):
     with torch.no_grad():
         model(spec.example_input(batch=CALIBRATION_BATCH, seed=RANDOM_INIT_SEED))
     return spec, model
+
+
+def fold_weight_quantization(proto) -> int:
+    """Store each QuantizeLinear of a constant (the weights) as its integer result, so the
+    file holds int8 weights behind DequantizeLinear rather than float ones quantized at load;
+    returns how many were folded. Rounds half to even and saturates, as QuantizeLinear does."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    graph = proto.graph
+    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    constant_nodes = {}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            constant_nodes[node.output[0]] = node
+    folded = []
+    for node in graph.node:
+        if node.op_type != "QuantizeLinear" or len(node.input) < 3 or not all(
+                name in constants for name in node.input):
+            continue
+        x, scale, zero = (constants[name] for name in node.input)
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        if scale.ndim == 1 and x.ndim > 1:
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            scale, zero_b = scale.reshape(shape), zero.reshape(shape)
+        else:
+            zero_b = zero
+        info = np.iinfo(zero.dtype)
+        q = np.clip(np.rint(x / scale) + zero_b.astype(np.int32), info.min, info.max)
+        graph.initializer.append(numpy_helper.from_array(q.astype(zero.dtype), node.output[0]))
+        folded.append(node)
+    for node in folded:
+        graph.node.remove(node)
+    used = {name for node in graph.node for name in node.input}
+    for name, node in constant_nodes.items():
+        if name not in used:
+            graph.node.remove(node)
+    for tensor in [t for t in graph.initializer if t.name not in used]:  # the float weights
+        graph.initializer.remove(tensor)
+    return len(folded)

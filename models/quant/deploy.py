@@ -16,8 +16,11 @@ DequantizeLinear (ONNX), TFLite's int8 tensors and XNNPACK's QS8 kernels hold:
   model would run as int8 with its grid padded out, measuring nothing of its own. They stay
   measurable in PyTorch (``aiot train --quantize``).
 
-Formats: ``onnx`` (QDQ, run by ONNX Runtime) and ``ort`` (the same ONNX export, saved by
-ONNX Runtime); the others have no export of the learned scales yet.
+Formats: ``onnx`` (QDQ, run by ONNX Runtime). The others have no export of the learned
+scales yet; ``ort`` shares the ONNX export, but ONNX Runtime's mobile-format writer (1.32)
+saves the QDQ graph's fused int32-bias DequantizeLinear with a missing input and then
+refuses its own file (``Conv_bias_dq``: input arg count), so it is refused until it can be
+saved at a lower optimization level and checked.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ DEPLOY_BITS = 8
 #: The methods whose 8-bit grids are int8 grids (see the module).
 DEPLOY_METHODS = ("lsq",)
 #: The formats that export the learned scales.
-DEPLOY_FORMATS = ("onnx", "ort")
+DEPLOY_FORMATS = ("onnx",)
 
 
 def deployment_refusal(chosen: Quantization, fmt: str | None = None) -> str | None:

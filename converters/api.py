@@ -32,6 +32,8 @@ from aiot.core.errors import (
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.models.model_ref import ZOO, a_format, resolve_model
+from aiot.models.quant.deploy import QDQ_MIN_TOP1, deployment_hint, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -120,7 +122,7 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
         if ref.quantize:
             from aiot.converters.qdq import build_quantized_source
 
-            spec, model = build_quantized_source(ref, weights)
+            spec, model = build_quantized_source(ref, weights, RANDOM_INIT_SEED)
         else:
             spec, model = build_source_model(ref.name, weights, ref.binarize)
         weights = source_weights(spec, weights, ref.binarize or ref.quantize)
@@ -296,9 +298,6 @@ def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
 def check_quantized_deployable(converter, quantize: str) -> None:
     """Refuse, before any work, a quantized model that does not deploy in this format
     (:func:`aiot.models.quant.deploy.deployment_refusal` decides)."""
-    from aiot.models.quant.deploy import deployment_hint, deployment_refusal
-    from aiot.models.quant.methods import parse_quantize
-
     chosen = parse_quantize(quantize)
     reason = deployment_refusal(chosen, converter.name)
     if reason:
@@ -488,8 +487,6 @@ def _tolerance(converter, options: dict, model=None) -> dict:
     """``atol``/``rtol``/``min_top1`` for parity: per options where the converter says so."""
     tolerance = dict(converter.parity_tolerance(options))
     if getattr(model, "quantized_with", None) is not None and tolerance["min_top1"] is None:
-        from aiot.converters.qdq import QDQ_MIN_TOP1
-
         tolerance["min_top1"] = QDQ_MIN_TOP1
     if tolerance["min_top1"] is None and model is not None and _is_binarized(model) and (
             not converter.binary_native or _has_residual_add(model)):

@@ -29,11 +29,10 @@ import copy
 import torch
 from torch import Tensor, nn
 
-#: Parity rule: at least this top-1 agreement with the fake-quantized model on real images.
-#: The logits are reported, not judged: folding BN reorders float sums, so a value within
-#: rounding of a level boundary may land one level over, moving later logits by a step's
-#: worth while the class stays (the issue's bar for deployed quantized models is 99 %).
-QDQ_MIN_TOP1 = 0.99
+from aiot.models import get_model_spec
+from aiot.models.quant import build_quantized, parse_quantize
+from aiot.models.quant.base import QuantizedLayer
+
 #: How many seeded example inputs set an untrained model's activation steps (LSQ starts them
 #: from the first batch it sees; a conversion without weights sees this one).
 CALIBRATION_BATCH = 8
@@ -92,8 +91,6 @@ def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
 def qdq_model(model: nn.Module) -> nn.Module:
     """A copy of the 8-bit LSQ ``model`` (eval mode, steps initialised) rewritten for QDQ
     export (see the module); ``model`` itself is left as it is, the parity reference."""
-    from aiot.models.quant.base import QuantizedLayer
-
     export = copy.deepcopy(model).eval()
     for container in [m for m in export.modules() if isinstance(m, nn.Sequential)]:
         names = list(container._modules)
@@ -120,8 +117,6 @@ def _quantize_output(container: nn.Sequential, names: list[str], start: int,
     """Quantize ``rewritten``'s output with the next quantized layer's step when only ReLU
     and max-pooling lie between them in ``container`` (and at least one ReLU: the output
     must be non-negative for uint8), dropping the ReLUs then redundant."""
-    from aiot.models.quant.base import QuantizedLayer
-
     between = []
     for name in names[start:]:
         module = container._modules[name]
@@ -137,60 +132,15 @@ def _quantize_output(container: nn.Sequential, names: list[str], start: int,
         between.append((name, module))
 
 
-def build_quantized_source(ref, weights=None):
+def build_quantized_source(ref, weights=None, seed: int = 0):
     """``(spec, model)``: the zoo model of ``ref`` (``tiny_cnn_lsq8``) quantized, with
     ``weights`` (a state dict of ``aiot train --quantize``) or else its seeded init, whose
     activation steps are set from :data:`CALIBRATION_BATCH` seeded example inputs (LSQ
-    initialises them from the first batch), in eval mode."""
-    from aiot.converters.api import RANDOM_INIT_SEED
-    from aiot.models import get_model_spec
-    from aiot.models.quant import build_quantized, parse_quantize
-
+    initialises them from the first batch), in eval mode; ``seed`` seeds both."""
     spec = get_model_spec(ref.name)
-    torch.manual_seed(RANDOM_INIT_SEED)
+    torch.manual_seed(seed)
     model = build_quantized(spec, parse_quantize(ref.quantize), weights)
     with torch.no_grad():
-        model(spec.example_input(batch=CALIBRATION_BATCH, seed=RANDOM_INIT_SEED))
+        model(spec.example_input(batch=CALIBRATION_BATCH, seed=seed))
     return spec, model
 
-
-def fold_weight_quantization(proto) -> int:
-    """Store each QuantizeLinear of a constant (the weights) as its integer result, so the
-    file holds int8 weights behind DequantizeLinear rather than float ones quantized at load;
-    returns how many were folded. Rounds half to even and saturates, as QuantizeLinear does."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    graph = proto.graph
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    constant_nodes = {}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-            constant_nodes[node.output[0]] = node
-    folded = []
-    for node in graph.node:
-        if node.op_type != "QuantizeLinear" or len(node.input) < 3 or not all(
-                name in constants for name in node.input):
-            continue
-        x, scale, zero = (constants[name] for name in node.input)
-        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
-        if scale.ndim == 1 and x.ndim > 1:
-            shape = [1] * x.ndim
-            shape[axis] = -1
-            scale, zero_b = scale.reshape(shape), zero.reshape(shape)
-        else:
-            zero_b = zero
-        info = np.iinfo(zero.dtype)
-        q = np.clip(np.rint(x / scale) + zero_b.astype(np.int32), info.min, info.max)
-        graph.initializer.append(numpy_helper.from_array(q.astype(zero.dtype), node.output[0]))
-        folded.append(node)
-    for node in folded:
-        graph.node.remove(node)
-    used = {name for node in graph.node for name in node.input}
-    for name, node in constant_nodes.items():
-        if name not in used:
-            graph.node.remove(node)
-    for tensor in [t for t in graph.initializer if t.name not in used]:  # the float weights
-        graph.initializer.remove(tensor)
-    return len(folded)

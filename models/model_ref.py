@@ -29,6 +29,7 @@ from pathlib import Path
 from aiot.core.companions import artifact_identity, init_net_path
 from aiot.core.errors import UnknownName, UsageError
 from aiot.core.fileio import sha256_file
+from aiot.models.quant.deploy import DEPLOY_FORMATS
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
 
@@ -359,8 +360,6 @@ def default_format(ref: ModelRef) -> str:
     if ref.kind == ARTIFACT:
         return ref.format
     if ref.quantize:
-        from aiot.models.quant.deploy import DEPLOY_FORMATS
-
         return DEPLOY_FORMATS[0]
     if ref.binarize:
         from aiot.models.bibench import verdict

@@ -36,6 +36,8 @@ from aiot.host.lab.session import LabSession
 from aiot.host.native import get_adapter, resolve_binary
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
+from aiot.models.quant.deploy import deployment_hint, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 
 def check_sweep(spec: SweepSpec, results_dir: Path) -> tuple[list[RunRequest], LabSession | None]:
@@ -153,9 +155,6 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
 def check_quantized(ref, fmt: str) -> None:
     """A quantized model runs only where it deploys (:mod:`aiot.models.quant.deploy`):
     else one line with the reason, before any work."""
-    from aiot.models.quant.deploy import deployment_hint, deployment_refusal
-    from aiot.models.quant.methods import parse_quantize
-
     chosen = parse_quantize(ref.quantize)
     reason = deployment_refusal(chosen, fmt)
     if reason:

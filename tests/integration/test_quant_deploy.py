@@ -94,7 +94,9 @@ def test_lsq8_exports_int8_qdq_that_onnx_runtime_runs_with_integer_kernels(tmp_p
 def test_lsq8_runs_on_local_as_onnx_and_stores_an_ok_record(cli, tmp_path):
     weights = _trained_like(tmp_path)
     (record,) = cli.json("run", "-d", "local", "-m", "tiny_cnn_lsq8", "-f", "onnx",
-                         "--weights", str(weights), "--threads", "1", *FAST)
+                         "--weights", str(weights), "--threads", "1", "--dataset",
+                         "fashion-mnist", "--limit", "20", *FAST)
     assert record["status"] == "ok", record["reason"]
     assert record["model"] == "tiny_cnn_lsq8"
+    assert record["accuracy"] is not None  # its test split prepared for tiny_cnn's input
     assert record["provenance"]["artifact"]["parity"]["verdict"] == "pass"

@@ -11,12 +11,14 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
   factor ``g = gamma / sqrt(var + eps)`` multiplies the weight's step, so the folded weight
   is the same int8 ``q`` with per-channel scales ``s_w g`` (exact); a channel with ``g < 0``
   stores ``-q`` with scale ``s_w |g|`` (``q = -128`` there saturates at 127: one level);
-* when the conv's output reaches the next quantized layer through ReLU and max-pooling only,
-  it is quantized right at the conv with that layer's input step: ``Q(maxpool(relu(y)))``
-  equals ``maxpool(Q(y))`` for uint8 with zero point 0 (ReLU is the saturation at 0, and
-  quantizing is monotonic), so the ReLU goes and ONNX Runtime sees DQ→Conv→Q, which it fuses
-  into QLinearConv. A conv whose output reaches float layers (the last quantized one, before
-  the full-precision classifier) runs as DQ→Conv in float.
+* when the conv's output alone reaches the next quantized layer (unsigned grid) through ReLU
+  and max-pooling only, it is quantized right at the conv with that layer's input step:
+  ``Q(maxpool(relu(y)))`` equals ``maxpool(Q(y))`` for uint8 with zero point 0 (its clamp
+  at 0 is the ReLU, and quantizing is monotonic; the ReLU then sees non-negative levels and
+  changes nothing), so ONNX Runtime sees DQ→Conv→Q, which it fuses into QLinearConv. A conv
+  whose output reaches float layers (tiny_cnn's last quantized one, before the
+  full-precision classifier) or a residual addition (a ResNet block's second conv) runs as
+  DQ→Conv in float.
 
 What stays: float rounding where the BN is folded, which may move a value at a rounding
 boundary by one level (see the parity report).
@@ -25,8 +27,10 @@ boundary by one level (see the parity report).
 from __future__ import annotations
 
 import copy
+from collections import Counter
 
 import torch
+import torch.fx
 from torch import Tensor, nn
 
 from aiot.models import get_model_spec
@@ -90,46 +94,76 @@ def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
 
 def qdq_model(model: nn.Module) -> nn.Module:
     """A copy of the 8-bit LSQ ``model`` (eval mode, steps initialised) rewritten for QDQ
-    export (see the module); ``model`` itself is left as it is, the parity reference."""
+    export (see the module); ``model`` itself is left as it is, the parity reference.
+
+    The data flow is read from a ``torch.fx`` trace (quantized layers as leaves), so the
+    folding and output quantization follow what the forward does (a ResNet block's conv1 →
+    bn1 → relu → conv2), not the order modules were registered in; a model that does not
+    trace keeps plain Q/DQ around each quantized layer.
+    """
     export = copy.deepcopy(model).eval()
-    for container in [m for m in export.modules() if isinstance(m, nn.Sequential)]:
-        names = list(container._modules)
-        for i, name in enumerate(names):
-            layer = container._modules[name]
-            if not isinstance(layer, QuantizedLayer):
-                continue
-            follower = container._modules[names[i + 1]] if i + 1 < len(names) else None
-            bn = follower if isinstance(follower, nn.BatchNorm2d) else None
-            rewritten = _folded(layer, bn)
-            container._modules[name] = rewritten
-            if bn is not None:
-                container._modules[names[i + 1]] = nn.Identity()
-            _quantize_output(container, names, i + (2 if bn is not None else 1), rewritten)
-    for parent in export.modules():  # quantized layers outside a Sequential: Q/DQ, no folding
-        for name, child in list(parent.named_children()):
-            if isinstance(child, QuantizedLayer):
-                setattr(parent, name, _folded(child, None))
+    try:
+        plan = _plan(export)
+    except Exception:  # noqa: BLE001 - untraceable: still exact, only without fusion
+        plan = [(name, None, None) for name, m in export.named_modules()
+                if isinstance(m, QuantizedLayer)]
+    for name, bn_name, output_step in plan:
+        layer = export.get_submodule(name)
+        bn = export.get_submodule(bn_name) if bn_name else None
+        rewritten = _folded(layer, bn)
+        rewritten.output_step = output_step
+        _set_submodule(export, name, rewritten)
+        if bn_name:
+            _set_submodule(export, bn_name, nn.Identity())
     return export
 
 
-def _quantize_output(container: nn.Sequential, names: list[str], start: int,
-                     rewritten: _QDQLayer) -> None:
-    """Quantize ``rewritten``'s output with the next quantized layer's step when only ReLU
-    and max-pooling lie between them in ``container`` (and at least one ReLU: the output
-    must be non-negative for uint8), dropping the ReLUs then redundant."""
-    between = []
-    for name in names[start:]:
-        module = container._modules[name]
-        if isinstance(module, QuantizedLayer) and not bool(module.input_signed):
-            if any(isinstance(m, nn.ReLU) for _, m in between):
-                rewritten.output_step = float(module.input_step.detach())
-                for relu_name, m in between:
-                    if isinstance(m, nn.ReLU):
-                        container._modules[relu_name] = nn.Identity()
-            return
-        if not isinstance(module, _MONOTONIC):
-            return
-        between.append((name, module))
+class _Tracer(torch.fx.Tracer):
+    def is_leaf_module(self, module, qualname):
+        return isinstance(module, QuantizedLayer) or super().is_leaf_module(module, qualname)
+
+
+def _plan(model: nn.Module) -> list[tuple[str, str | None, float | None]]:
+    """``(layer, BatchNorm folded into it or None, output step or None)`` per quantized layer."""
+    graph = _Tracer().trace(model)
+    modules = dict(model.named_modules())
+    calls = Counter(n.target for n in graph.nodes if n.op == "call_module")
+
+    def module(node):
+        return modules.get(node.target) if node.op == "call_module" else None
+
+    plan = []
+    for node in graph.nodes:
+        layer = module(node)
+        if not isinstance(layer, QuantizedLayer):
+            continue
+        bn_name, end = None, node
+        follower = next(iter(node.users)) if len(node.users) == 1 else None
+        if (isinstance(layer, nn.Conv2d) and follower is not None
+                and isinstance(module(follower), nn.BatchNorm2d) and calls[follower.target] == 1):
+            bn_name, end = follower.target, follower
+        plan.append((node.target, bn_name, _next_step(end, module)))
+    return plan
+
+
+def _next_step(node, module) -> float | None:
+    """The input step of the quantized layer that ``node``'s output alone reaches through
+    ReLU and max-pooling (which commute with its zero-point-0 quantizer, whose clamp at 0 is
+    the ReLU), when that layer quantizes on the unsigned grid; else None."""
+    while len(node.users) == 1:
+        node = next(iter(node.users))
+        target = module(node)
+        if isinstance(target, QuantizedLayer):
+            return None if bool(target.input_signed) else float(target.input_step.detach())
+        relu = node.op == "call_function" and node.target in (torch.relu, nn.functional.relu)
+        if not (relu or isinstance(target, _MONOTONIC)):
+            return None
+    return None
+
+
+def _set_submodule(model: nn.Module, name: str, new: nn.Module) -> None:
+    parent, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, new)
 
 
 def build_quantized_source(ref, weights=None, seed: int = 0):

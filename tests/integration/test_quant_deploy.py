@@ -100,3 +100,22 @@ def test_lsq8_runs_on_local_as_onnx_and_stores_an_ok_record(cli, tmp_path):
     assert record["model"] == "tiny_cnn_lsq8"
     assert record["accuracy"] is not None  # its test split prepared for tiny_cnn's input
     assert record["provenance"]["artifact"]["parity"]["verdict"] == "pass"
+
+
+@pytest.mark.slow
+def test_resnet18_lsq8_blocks_first_convs_become_integer_convolutions(tmp_path):
+    """The data flow, not the registration order, decides: each block's conv1 → bn1 → relu →
+    conv2 fuses into QLinearConv; conv2 (into the residual addition) stays DQ→Conv."""
+    import onnx
+    import onnxruntime as ort
+
+    from aiot.converters.api import convert_model
+
+    result = convert_model("resnet18_lsq8", "onnx", tmp_path / "out", parity_samples=4,
+                           dataset_samples=8)
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(result.artifact), options, providers=["CPUExecutionProvider"])
+    optimized = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert optimized.count("QLinearConv") == 8
+    assert result.parity["top1_agreement"] == 1.0

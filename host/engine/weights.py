@@ -94,7 +94,8 @@ def trained_weights(model: str, binarize: str | None = None, dataset: str | None
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
             config = summary["config"]
             if (summary.get("v") != SUMMARY_VERSION or summary.get("model") != model
-                    or _algorithm(config.get("binarize")) != algorithm):
+                    or _algorithm(config.get("binarize")) != algorithm
+                    or config.get("quantize")):  # a quantized model's weights fit no other
                 continue
             trained_on = _canonical_dataset(config["dataset"])
             weights = summary_path.with_name(summary["weights_file"])

@@ -119,3 +119,21 @@ def test_resnet18_lsq8_blocks_first_convs_become_integer_convolutions(tmp_path):
     optimized = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
     assert optimized.count("QLinearConv") == 8
     assert result.parity["top1_agreement"] == 1.0
+
+
+def test_a_quantized_training_is_never_taken_for_the_float_models_weights(tmp_path):
+    """``aiot train tiny_cnn --quantize lsq:8`` caches weights under the model tiny_cnn; the
+    float tiny_cnn must not pick them up (its keys would not fit)."""
+    import json
+
+    from aiot.host.engine.weights import trained_weights
+    from aiot.host.training.trainer import SUMMARY_VERSION
+
+    for name, quantize in (("float", None), ("lsq8", "lsq:8")):
+        (tmp_path / f"{name}.pt").write_bytes(b"w")
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "v": SUMMARY_VERSION, "model": "tiny_cnn", "weights_file": f"{name}.pt",
+            "weights_sha256": "0" * 64, "config": {"dataset": "fashion-mnist",
+                                                    "binarize": None, "quantize": quantize}}))
+    found = trained_weights("tiny_cnn", None, "fashion-mnist", folder=tmp_path)
+    assert [f.path.name for f in found] == ["float.pt"]

@@ -137,3 +137,14 @@ def test_a_quantized_training_is_never_taken_for_the_float_models_weights(tmp_pa
                                                     "binarize": None, "quantize": quantize}}))
     found = trained_weights("tiny_cnn", None, "fashion-mnist", folder=tmp_path)
     assert [f.path.name for f in found] == ["float.pt"]
+
+
+def test_format_all_leaves_out_what_a_quantized_model_does_not_deploy_to():
+    from aiot.converters.base import formats_for
+    from aiot.models.model_ref import resolve_model
+
+    fits, left_out = formats_for(["onnx", "tflite", "ort"],
+                                 resolve_model("tiny_cnn_lsq8", quantized_ok=True))
+    assert fits == ["onnx"] and all("export of its learned scales" in why for why in left_out)
+    fits, left_out = formats_for(["onnx"], resolve_model("tiny_cnn_lsq4", quantized_ok=True))
+    assert fits == [] and "int8 is the narrowest" in left_out[0]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +13,7 @@ from pathlib import Path
 import aiot
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
+from aiot.converters.naming import artifact_files, artifact_name, artifact_stem, artifact_variant
 from aiot.converters.outputs import with_flat_outputs
 from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
@@ -32,6 +31,8 @@ from aiot.core.errors import (
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.models.model_ref import ZOO, ModelRef, a_format, resolve_model
+from aiot.models.quant.deploy import QDQ_MIN_TOP1, deployment_hint, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
@@ -119,10 +120,17 @@ class _Source:
 def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
     """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
     if ref.kind == ZOO:
-        spec, model = build_source_model(ref.name, weights, ref.binarize)
-        weights = source_weights(spec, weights, ref.binarize)
-        return _Source(artifact_stem(spec.name, ref.binarize), model, spec.example_input(batch=1, seed=0),
+        if ref.quantize:
+            from aiot.converters.qdq import build_quantized_source
+
+            spec, model = build_quantized_source(ref, weights, RANDOM_INIT_SEED)
+        else:
+            spec, model = build_source_model(ref.name, weights, ref.binarize)
+        weights = source_weights(spec, weights, ref.binarize or ref.quantize)
+        return _Source(artifact_stem(spec.name, ref.binarize, ref.quantize), model,
+                       spec.example_input(batch=1, seed=0),
                        {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
+                        "quantize": ref.quantize,
                         "weights": str(weights) if weights else None,
                         "weights_sha256": sha256_file(Path(weights)) if weights else None,
                         "random_init_seed": None if weights else RANDOM_INIT_SEED},
@@ -153,7 +161,8 @@ def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Sourc
 def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
     """``weights``, else the model's default pretrained file (full precision only), else None.
 
-    A binarized model's weights differ from the full-precision ones, so it never gets them.
+    A binarized (or quantized: pass its method) model's weights differ from the
+    full-precision ones, so it never gets them.
     """
     if binarize:
         return Path(weights) if weights is not None else None
@@ -178,6 +187,16 @@ def deployable_model(model, converter, example):
     return model
 
 
+def _exported(model):
+    """What the exporter gets: an 8-bit quantized model rewritten with explicit Q/DQ
+    (:mod:`aiot.converters.qdq`); parity still runs against the fake-quantized model."""
+    if getattr(model, "quantized_with", None) is None:
+        return model
+    from aiot.converters.qdq import qdq_model
+
+    return qdq_model(model)
+
+
 def state_sha256(model) -> str:
     """Hash of a model's parameters and buffers, independent of how they were loaded."""
     digest = hashlib.sha256()
@@ -185,59 +204,6 @@ def state_sha256(model) -> str:
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
-
-
-def artifact_stem(model_name: str, binarize: str | None) -> str:
-    """``resnet18`` or, binarized, ``resnet18.bnn``: how artifact files name the model (a
-    run's label is :func:`aiot.models.model_ref.model_label`'s ``resnet18_bnn``)."""
-    if not binarize:
-        return model_name
-    from aiot.models.bibench import get_algorithm
-
-    return f"{model_name}.{get_algorithm(binarize).name}"
-
-
-def artifact_name(model_name: str, fmt: str, extension: str, variant: str = "") -> str:
-    """``resnet18`` + ``tflite`` → ``resnet18.tflite``; ``onnx`` → ``resnet18.onnx``.
-
-    Formats whose extension already names them get no infix; others get one
-    (``resnet18.lce.tflite``) so two formats sharing an extension never collide. A
-    ``variant`` (:func:`artifact_variant`) goes after the model: ``resnet18.quant-int8.tflite``.
-    """
-    stem = f"{model_name}.{variant}" if variant else model_name
-    return f"{stem}{extension}" if extension == f".{fmt}" else f"{stem}.{fmt}{extension}"
-
-
-#: How long the options part of a file name may be before it is replaced by a hash.
-_MAX_OPTIONS_NAME = 40
-_NAME_SAFE = re.compile(r"^[A-Za-z0-9_.+-]+$")  # "." for numbers (sleep_ms-0.5); never "/"
-
-
-def artifact_variant(converter, options: dict, weights_sha256: str | None = None) -> str:
-    """What sets an artifact apart from the model's default conversion, for its file name.
-
-    Non-default converter options as ``key-value`` (``quant-int8``), and ``w-<sha256[:8]>``
-    for weights loaded from a file, so that an int8 and a float artifact, or a trained and
-    an untrained one, never overwrite each other's file (or cache). Options that are long
-    or not file-name-safe become ``opt-<hash>`` rather than being mangled into a name two
-    option sets could share. Empty for the defaults: the plain names stay as they were.
-    """
-    changed = {k: str(v) for k, v in sorted(options.items())
-               if str(v) != str(converter.options.get(k, (None,))[0])}
-    parts = []
-    if changed:
-        text = "_".join(f"{k}-{v}" for k, v in changed.items())
-        if len(text) > _MAX_OPTIONS_NAME or not all(map(_NAME_SAFE.match, (*changed, *changed.values()))):
-            text = "opt-" + hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:8]
-        parts.append(text)
-    if weights_sha256:
-        parts.append(f"w-{weights_sha256[:8]}")
-    return ".".join(parts)
-
-
-def artifact_files(converter, artifact: Path) -> list[Path]:
-    """Every file of the artifact (one, or e.g. Caffe2's predict net and init net)."""
-    return list(converter.artifact_files(artifact))
 
 
 def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dict | None:
@@ -273,6 +239,15 @@ def _check_ready(fmt: str, options: dict | None, binarize: str | None = None):
         raise MissingDependency(f"the {converter.name} toolchain", avail.extra or "all", avail.reason,
                                 hint=avail.hint)
     return converter, resolved
+
+
+def check_quantized_deployable(converter, quantize: str) -> None:
+    """Refuse, before any work, a quantized model that does not deploy in this format
+    (:func:`aiot.models.quant.deploy.deployment_refusal` decides)."""
+    chosen = parse_quantize(quantize)
+    reason = deployment_refusal(chosen, converter.name)
+    if reason:
+        raise ConversionError(converter.name, "check", reason, deployment_hint(chosen))
 
 
 def check_deployable(converter, binarize: str) -> None:
@@ -343,11 +318,14 @@ class _Plan:
 def _plan(model_name, fmt: str, out_dir: Path, weights: Path | None, options: dict | None,
           binarize: str | None, input_shapes: dict | None) -> _Plan:
     """Stage 1: resolve and check everything, load the source model and name its artifact."""
-    ref = model_name if isinstance(model_name, ModelRef) else resolve_model(model_name, binarize)
+    ref = (model_name if isinstance(model_name, ModelRef)
+           else resolve_model(model_name, binarize, quantized_ok=True))
     if ref.is_artifact:
         raise UsageError(f"{ref.name} is already {a_format(ref.format)} artifact: there is "
                          "nothing to convert", "measure it as it is: aiot run --model FILE")
     converter, resolved = _check_ready(fmt, options, ref.binarize)
+    if ref.quantize:
+        check_quantized_deployable(converter, ref.quantize)
     source = _load_source(ref, weights, input_shapes)
     # Weights named by the caller (--weights, a cached training) mark the file; a zoo
     # model's own init (packaged or seeded) is its plain name.
@@ -372,7 +350,7 @@ def _export_artifact(plan: _Plan) -> _Exported:
     converter, example = plan.converter, plan.source.example
     model = deployable_model(plan.source.model, converter, example)
     trained, model, deployed = _deployed_form(converter, model, example)
-    facts = _export(converter, model, example, plan.artifact, plan.options,
+    facts = _export(converter, _exported(model), example, plan.artifact, plan.options,
                     plan.source.spec if converter.uses_spec else None)
     return _Exported(trained, model, deployed, facts)
 
@@ -508,6 +486,8 @@ BINARY_IN_FLOAT_MIN_TOP1 = 0.9
 def _tolerance(converter, options: dict, model=None) -> dict:
     """``atol``/``rtol``/``min_top1`` for parity: per options where the converter says so."""
     tolerance = dict(converter.parity_tolerance(options))
+    if getattr(model, "quantized_with", None) is not None and tolerance["min_top1"] is None:
+        tolerance["min_top1"] = QDQ_MIN_TOP1
     if tolerance["min_top1"] is None and model is not None and _is_binarized(model) and (
             not converter.binary_native or _has_residual_add(model)):
         # A binary runtime binarizes exactly what it computes, but a residual addition is

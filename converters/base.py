@@ -13,6 +13,8 @@ from aiot.core import toolchains
 from aiot.core.errors import UsageError
 from aiot.core.registry import Registry
 from aiot.models.model_ref import ARTIFACT, ModelRef, a_format
+from aiot.models.quant.deploy import deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ def _has_binary_layers(ref) -> bool | None:
 def formats_for(formats: list[str], ref) -> tuple[list[str], list[str]]:
     """Of ``--format all``'s ``formats``, ``(those the model ``ref`` converts to, left out
     with why)``: a binary-native format (LCE) takes models with binary layers only, and a
-    binarized model only the formats BiBench's Table 4 says its algorithm deploys to."""
+    binarized model only the formats BiBench's Table 4 says its algorithm deploys to, a
+    quantized one only where :mod:`aiot.models.quant.deploy` says it deploys."""
     from aiot.models.bibench import LIBRARIES, verdict
 
     fits, left_out = [], []
@@ -194,6 +197,8 @@ def formats_for(formats: list[str], ref) -> tuple[list[str], list[str]]:
             left_out.append(f"{fmt} (binary-native: for models with binary layers)")
         elif ref.binarize and conv.name in LIBRARIES and verdict(ref.binarize, conv.name).refused:
             left_out.append(f"{fmt} ({verdict(ref.binarize, conv.name).reason})")
+        elif ref.quantize and deployment_refusal(parse_quantize(ref.quantize), conv.name):
+            left_out.append(f"{fmt} ({deployment_refusal(parse_quantize(ref.quantize), conv.name)})")
         else:
             fits.append(fmt)
     return fits, left_out

@@ -46,6 +46,10 @@ class OnnxConverter(Converter):
                 torch.onnx.export(model, (example,), str(tmp), dynamo=False, opset_version=opset,
                                   input_names=["input"],
                                   output_names=getattr(model, "aiot_output_names", None) or ["logits"])
+            if getattr(model, "quantized_with", None) is not None:  # QDQ: int8 weights in the file
+                proto = onnx.load(str(tmp))
+                fold_weight_quantization(proto)
+                onnx.save(proto, str(tmp))
             try:
                 onnx.checker.check_model(str(tmp), full_check=True)
             except onnx.checker.ValidationError as exc:
@@ -64,3 +68,45 @@ def _parse_opset(value: str) -> int:
     if not 11 <= opset <= 20:
         raise UsageError(f"opset must be an integer from 11 to 20, got '{value}'", "e.g. --opt opset=17")
     return opset
+
+
+def fold_weight_quantization(proto) -> int:
+    """Store each QuantizeLinear of a constant (the weights) as its integer result, so the
+    file holds int8 weights behind DequantizeLinear rather than float ones quantized at load;
+    returns how many were folded. Rounds half to even and saturates, as QuantizeLinear does."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    graph = proto.graph
+    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    constant_nodes = {}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            constant_nodes[node.output[0]] = node
+    folded = []
+    for node in graph.node:
+        if node.op_type != "QuantizeLinear" or len(node.input) < 3 or not all(
+                name in constants for name in node.input):
+            continue
+        x, scale, zero = (constants[name] for name in node.input)
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        if scale.ndim == 1 and x.ndim > 1:
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            scale, zero_b = scale.reshape(shape), zero.reshape(shape)
+        else:
+            zero_b = zero
+        info = np.iinfo(zero.dtype)
+        q = np.clip(np.rint(x / scale) + zero_b.astype(np.int32), info.min, info.max)
+        graph.initializer.append(numpy_helper.from_array(q.astype(zero.dtype), node.output[0]))
+        folded.append(node)
+    for node in folded:
+        graph.node.remove(node)
+    used = {name for node in graph.node for name in node.input}
+    for name, node in constant_nodes.items():
+        if name not in used:
+            graph.node.remove(node)
+    for tensor in [t for t in graph.initializer if t.name not in used]:  # the float weights
+        graph.initializer.remove(tensor)
+    return len(folded)

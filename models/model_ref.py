@@ -5,7 +5,8 @@ Every command that takes ``--model`` accepts the same references:
 - a zoo name (``resnet18``), or ``<zoo>_<algorithm>`` for a binarized zoo model
   (``resnet18_bnn``, ``vgg_small_reactnet``: BiBench's naming), or ``<zoo>_<method><bits>``
   for a quantized one (``resnet18_lsq4``, ``tiny_cnn_dorefa8``: RobustMQ's methods), which
-  only the commands that pass ``quantized_ok`` accept so far (training, description);
+  only the commands that pass ``quantized_ok`` accept so far (training, description,
+  convert/run/sweep where :mod:`aiot.models.quant.deploy` says it deploys: lsq8 as onnx);
 - an artifact file of a format aiot knows (``.tflite`` incl. LCE and quantized, ``.onnx``,
   ``.ort``, ``.pte``, ``.ptl``, ``.dab``, a Caffe2 ``predict_net.pb`` with its ``init_net.pb``
   beside it): its format comes from the file's bytes, it is measured as it is (no conversion,
@@ -28,6 +29,7 @@ from pathlib import Path
 from aiot.core.companions import artifact_identity, init_net_path
 from aiot.core.errors import UnknownName, UsageError
 from aiot.core.fileio import sha256_file
+from aiot.models.quant.deploy import DEPLOY_FORMATS
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
 
@@ -156,8 +158,8 @@ def resolve_model(text: str, binarize: str | None = None, quantize: str | None =
     ref = _with_quantize(_with_binarize(ref, binarize), quantize)
     if ref.quantize and not quantized_ok:
         raise UsageError(f"{ref.label()} is a quantized model, which this command does not run yet",
-                         "aiot train --quantize trains it and aiot models info describes it; "
-                         "deploying quantized models is not there yet")
+                         "aiot train --quantize trains it, aiot models info describes it and "
+                         "aiot run/sweep -f onnx deploy it at 8 bits (LSQ)")
     return ref
 
 
@@ -357,6 +359,8 @@ def default_format(ref: ModelRef) -> str:
     """The format a command uses for ``ref`` when ``--format`` is not given."""
     if ref.kind == ARTIFACT:
         return ref.format
+    if ref.quantize:
+        return DEPLOY_FORMATS[0]
     if ref.binarize:
         from aiot.models.bibench import verdict
 

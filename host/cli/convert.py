@@ -64,7 +64,7 @@ def convert(
         raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
     shapes = flat_shapes(parse_shape_args(input_shape))
-    ref = resolve_model(model, binarize)
+    ref = resolve_model(model, binarize, quantized_ok=True)  # convert_model says where it deploys
     if fmt is None:
         fmt = default_format(ref)
         message(f"format: {fmt} (the default for {model}; --format names another)")

@@ -11,6 +11,8 @@ from aiot.host.cli.options import JsonOpt, Quantize
 from aiot.host.store import open_store
 from aiot.host.training.record import train_and_record
 from aiot.host.training.trainer import TrainConfig
+from aiot.models.quant.deploy import deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 
 class TrainProgress:
@@ -89,8 +91,13 @@ def train(
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
     use = (f"  run, sweep and robust use them by default (the newest training): aiot run "
            f"--model {escape(ref)} --dataset {escape(dataset)}")
-    if quantize:  # deploying and attacking quantized models are later parts of issue 38
-        use = f"  {escape(ref)}: aiot models info {escape(ref)} (runs and robustness suites: not yet)"
+    if quantize:  # attacking quantized models is a later part of issue 38
+        refused = deployment_refusal(parse_quantize(quantize))
+        use = (f"  {escape(ref)}: aiot models info {escape(ref)}; " + (
+            f"not deployed: {escape(refused)}" if refused else
+            f"deployed as int8 ONNX: aiot run --model {escape(ref)} --weights "
+            f"{escape(str(result.weights_path))} --dataset {escape(dataset)}")
+            + " (robustness suites: not yet)")
     out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
               f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n{use}")
 

@@ -9,7 +9,8 @@ from functools import partial
 from pathlib import Path
 
 from aiot.converters import get_converter
-from aiot.converters.api import artifact_files, convert_model
+from aiot.converters.api import convert_model
+from aiot.converters.naming import artifact_files
 from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import AiotError, UsageError, failure_reason, is_transient
 from aiot.core.paths import cache_dir

@@ -44,6 +44,8 @@ from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoi
 from aiot.host.native import get_adapter
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
+from aiot.models.quant.deploy import deployment_hint, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 
 class Checked(NamedTuple):
@@ -150,7 +152,8 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
     wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
     targets = []
     # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
-    for ref in dict.fromkeys(resolve_model(text, binarize) for text in dict.fromkeys(models)):
+    for ref in dict.fromkeys(resolve_model(text, binarize, quantized_ok=True)
+                             for text in dict.fromkeys(models)):
         if ref.is_artifact:
             if wanted and ref.format not in wanted and not every:
                 check_format(ref, wanted[0])  # the one-line "is a X artifact, not Y"
@@ -165,7 +168,19 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
             targets.append((ref, fits))
         else:
             targets.append((ref, wanted or [default_format(ref)]))
+        if ref.quantize:
+            for fmt in targets[-1][1]:
+                check_quantized(ref, fmt)
     return targets
+
+
+def check_quantized(ref, fmt: str) -> None:
+    """A quantized model runs only where it deploys (:mod:`aiot.models.quant.deploy`):
+    else one line with the reason, before any work."""
+    chosen = parse_quantize(ref.quantize)
+    reason = deployment_refusal(chosen, fmt)
+    if reason:
+        raise UsageError(f"{ref.label()} cannot run as {fmt}: {reason}", deployment_hint(chosen))
 
 
 def validate_native(native: str | None, formats: list[str], delegate: str | None) -> None:
@@ -454,7 +469,7 @@ def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunReq
 def _resolved(request: RunRequest):
     """The request's model as resolved by :func:`resolve_targets` (no name resolved twice)."""
     ref = request.resolved()
-    return ref if not isinstance(ref, str) else resolve_model(ref, request.binarize)
+    return ref if not isinstance(ref, str) else resolve_model(ref, request.binarize, quantized_ok=True)
 
 
 def announce_weights(chosen: list[tuple], dataset: str | None) -> None:

@@ -225,7 +225,8 @@ def expand_targets(devices: list[str], targets: list[tuple[object, list[str]]], 
             binarize = ref.binarize or common.get("binarize")
             for fmt, delegate, cluster, t in itertools.product(formats, delegates or [None],
                                                                clusters or [None], threads):
-                requests.append(RunRequest(device, ref.name, fmt, t, delegate=delegate,
+                # a quantized model runs under its label (tiny_cnn_lsq8), which resolves again
+                requests.append(RunRequest(device, ref.label() if ref.quantize else ref.name, fmt, t, delegate=delegate,
                                            cluster=cluster, **{**common, "binarize": binarize},
                                            model_ref=ref, **user_file))
     return list(dict.fromkeys(requests))  # "a,a" or "1,1" measure once

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from aiot.core.fileio import write_atomic
+from aiot.models.model_ref import resolve_model
 
 
 def _save_npy_atomic(path: Path, array) -> None:
@@ -26,7 +27,7 @@ def prepare_shard(model: str, dataset: str, limit: int | None, seed: int,
     from aiot.models import get_model_spec
     from aiot.models.datasets import dataset_fingerprint, load_dataset
 
-    spec = get_model_spec(model)
+    spec = get_model_spec(resolve_model(model, quantized_ok=True).name)  # tiny_cnn_lsq8: tiny_cnn's
     key = json.dumps({"input": spec.input.to_dict(),
                       "data": dataset_fingerprint(dataset, "test", limit, seed)}, sort_keys=True)
     folder = cache_root / "shards" / hashlib.sha256(key.encode()).hexdigest()[:16]

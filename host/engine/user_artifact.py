@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.converters import get_converter
-from aiot.converters.api import artifact_files
+from aiot.converters.naming import artifact_files
 from aiot.core.companions import artifact_identity
 from aiot.core.errors import UsageError
 from aiot.core.fileio import sha256_file

@@ -94,7 +94,8 @@ def trained_weights(model: str, binarize: str | None = None, dataset: str | None
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
             config = summary["config"]
             if (summary.get("v") != SUMMARY_VERSION or summary.get("model") != model
-                    or _algorithm(config.get("binarize")) != algorithm):
+                    or _algorithm(config.get("binarize")) != algorithm
+                    or config.get("quantize")):  # a quantized model's weights fit no other
                 continue
             trained_on = _canonical_dataset(config["dataset"])
             weights = summary_path.with_name(summary["weights_file"])
@@ -120,6 +121,8 @@ def choose_weights(ref, weights: Path | None = None, dataset: str | None = None)
         return WeightsChoice(Path(weights), GIVEN)
     if ref.kind != ZOO:
         return WeightsChoice(None, OWN)
+    if ref.quantize:  # float weights do not load into it; its training is named by --weights
+        return WeightsChoice(None, RANDOM)
     for found in trained_weights(ref.name, ref.binarize, dataset):
         if sha256_file(found.path) == found.sha256:
             return WeightsChoice(found.path, TRAINED, found)

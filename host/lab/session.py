@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.converters import get_converter
-from aiot.converters.api import artifact_files
+from aiot.converters.naming import artifact_files
 from aiot.core.errors import AiotError, TransportError, UsageError
 from aiot.host.engine.executor import _convert
 from aiot.host.engine.workspace import Workspace

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from aiot.converters import format_table, get_converter
-from aiot.converters.api import artifact_name, build_source_model, convert_model, state_sha256
+from aiot.converters.api import build_source_model, convert_model, state_sha256
+from aiot.converters.naming import artifact_name
 from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, verify_artifact
 from aiot.core.errors import AccuracyMismatch, ArtifactError, UnknownName, UsageError
@@ -272,7 +273,7 @@ def test_artifact_names():
 
 def test_artifact_variants_tell_options_and_weights_apart():
     from aiot.converters import get_converter
-    from aiot.converters.api import artifact_variant
+    from aiot.converters.naming import artifact_variant
     from aiot.converters.base import resolve_options
 
     tflite = get_converter("tflite")

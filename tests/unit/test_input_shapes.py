@@ -15,10 +15,10 @@ from aiot.host.engine.input_shapes import (
     flat_shapes,
     parse_shape_args,
     shape_detail,
-    shape_label,
 )
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.shape_guess import propose
+from aiot.host.store.identity import shape_label
 from aiot.models.model_ref import resolve_model
 
 

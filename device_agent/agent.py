@@ -236,7 +236,8 @@ def run(spec: RunSpec) -> dict:
 def _prepare_inputs(session, spec: RunSpec):
     """``(arrays, used)`` for the session's inputs from the spec (see ``signature.prepare``);
     ``run`` and ``memory`` feed the same inputs."""
-    return prepare(session.inputs, session.shapes, spec.seed, spec.inputs)
+    return prepare(session.inputs, session.shapes, spec.seed, spec.inputs,
+                   spec.input_values)
 
 
 def _outputs(session) -> list[dict]:

@@ -26,6 +26,7 @@ from aiot.core import notices
 from aiot.core.errors import AiotError, DatasetError, UsageError, is_transient
 from aiot.core.fileio import sha256_file
 from aiot.host.devices.affinity import cluster_cpus
+from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.resolve import emulation_warning, open_transport
 from aiot.host.devices.setup import require_agent_python
 from aiot.host.engine.gates import (
@@ -33,6 +34,7 @@ from aiot.host.engine.gates import (
     check_native_formats,
     check_native_via,
     check_runnable,
+    device_runner,
     native_binary,
 )
 from aiot.host.engine.input_shapes import bind_shapes
@@ -41,7 +43,7 @@ from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
-from aiot.host.native import get_adapter
+from aiot.host.native import get_adapter, inventory_binaries
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 
@@ -194,6 +196,9 @@ def validate_requests(requests: list[RunRequest], native: str | None, delegates)
         check_runnable(r.format, r.native)
     if native:
         _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
+        if requests[0].input_values:
+            raise UsageError("--input-value fills inputs the agent makes; a --native tool makes "
+                             "its own", "drop --native, or drop --input-value")
     for r in distinct:
         check_run_inputs(r)
 
@@ -228,6 +233,18 @@ def check_push(spec: SweepSpec) -> WeightsChoice | None:
     picked = choose_weights(ref, spec.weights)
     announce_weights([(ref.name, ref.binarize, picked)], None)
     return picked
+
+
+def push_runner(transport, fmt: str) -> str | None:
+    """Who will time a push of ``fmt`` to the device of ``transport``, asked before it
+    converts: None for the agent, else the ``--native`` tool its inventory configures
+    (:func:`~aiot.host.engine.gates.device_runner` refuses a device that has neither). A
+    runtime kept in a toolchain environment of its own (LCE on this host) counts as there."""
+    with AgentSession(transport) as agent:
+        runtimes = dict(agent.hello().get("runtimes") or {})
+    for backend, version in runtimes.items():
+        runtimes[backend] = version or transport.python(backend) != transport.python()
+    return device_runner(fmt, transport.name, runtimes, inventory_binaries(transport.name))
 
 
 # -- the devices ----------------------------------------------------------------------------------
@@ -273,9 +290,10 @@ def lab_session(spec: SweepSpec, lab):
     checked, or None for this host's devices."""
     if not spec.lab:
         return None
-    if spec.native or spec.input_shapes or spec.inputs_file:
+    if spec.native or spec.input_shapes or spec.inputs_file or spec.input_values:
         raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
-                         "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
+                         "drop --native / --input-shape / --inputs / --input-value, or sweep on "
+                         "the host the device hangs off")
     if lab is None:  # a caller of the engine that drives no lab
         raise UsageError("--lab needs a driver that opens the lab", "run the sweep with aiot sweep --lab")
     session = lab(spec.lab)
@@ -428,7 +446,8 @@ def last_pushed(spec: SweepSpec, results_dir: Path) -> list[RunRequest]:
                                    dataset_limit=spec.limit, native=spec.native, binary=spec.binary,
                                    weights=Path(pushed.weights) if pushed.weights else None,
                                    binarize=pushed.binarize,
-                                   inputs=inputs, inputs_sha256=inputs_sha)
+                                   inputs=inputs, inputs_sha256=inputs_sha,
+                                   input_values=spec.input_values or None)
     return requests
 
 

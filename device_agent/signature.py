@@ -284,6 +284,18 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
     return arrays, used
 
 
+def made_up_clause(used: list[dict]) -> str | None:
+    """Where a run fails on inputs it made up, which integer ones were made up and how to give
+    them (``--input-value``); None when no integer input was made up."""
+    made = [u for u in used if u.get("range")]
+    if not made:
+        return None
+    names = ", ".join(f"'{u['name']}' {u['dtype']} {list(u['shape'])}" for u in made)
+    return (f"the model failed on made-up values in [{made[0]['range'][0]}, "
+            f"{made[0]['range'][1]}) for integer input {names} (give real ones: --input-value "
+            f"{made[0]['name']}=NUMBER or --inputs FILE.npz)")
+
+
 def _given(spec: dict, shape: list[int], value):
     """Input ``spec`` at ``shape`` filled with the user's ``value`` (``--input-value``)."""
     import numpy as np

@@ -54,6 +54,27 @@ def test_made_up_control_input_is_said_and_a_given_value_is_kept(cli, srnet):
     assert "given: sample_rate=16000" in cli("results", "show", latest["id"]).stdout
 
 
+def test_a_runtime_failing_on_made_up_values_names_the_input(cli, tmp_path):
+    import torch
+    from torch import nn
+
+    class Framer(nn.Module):  # frames of (sample_rate / 1000 - 8) samples: 8 at 16 kHz
+        def forward(self, x, sample_rate):
+            return x.reshape(-1, sample_rate // 1000 - 8) * 2.0
+
+    path = tmp_path / "framer.onnx"
+    torch.onnx.export(Framer().eval(), (torch.randn(1, 16), torch.tensor(16000)), str(path),
+                      input_names=["x", "sample_rate"], output_names=["frames"],
+                      opset_version=17, dynamo=False)
+    cli("run", "-m", str(path), "-d", "local", *FAST, code=1)
+    (failed,) = cli.json("results", "list")
+    assert ("the model failed on made-up values in [0, 10) for integer input 'sample_rate' "
+            "int64 [] (give real ones: --input-value sample_rate=NUMBER") in failed["reason"]
+    assert "Reshape" in failed["reason"]  # the runtime's own words follow
+    cli("run", "-m", str(path), "-d", "local", "--input-value", "sample_rate=16000", *FAST)
+    assert {r["status"] for r in cli.json("results", "list")} == {"failed", "ok"}
+
+
 def test_input_value_typos_are_refused(cli, srnet):
     bad = cli("run", "-m", str(srnet), "-d", "local", "--input-value", "sample_rate", *FAST, code=2)
     assert "is not NAME=NUMBER" in bad.stderr

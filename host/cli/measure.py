@@ -42,7 +42,7 @@ from aiot.host.devices.deploy import push_file
 from aiot.host.devices.pull import outputs_dir, pull_outputs
 from aiot.host.devices.resolve import open_transport, resolve_name
 from aiot.host.engine.campaign import plan_sweep, run_campaign
-from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_shape_args
+from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_inputs_args, parse_shape_args
 from aiot.host.engine.input_values import made_up_note, parse_value_args
 from aiot.host.engine.preflight import (
     check_data_options,
@@ -96,8 +96,9 @@ InputShape = Annotated[list[str], typer.Option(
 InputValue = Annotated[list[str], typer.Option(
     "--input-value", metavar="NAME=NUMBER", help="Fill input NAME with this number (repeatable) "
     "instead of made-up values: a control input such as sample_rate=16000 or a mode flag.")]
-InputsFile = Annotated[Path | None, typer.Option(
-    "--inputs", help="A .npz with one array per input name: real input values (hashes recorded).")]
+InputsFile = Annotated[list[str], typer.Option(
+    "--inputs", metavar="[MODEL:]FILE.npz", help="A .npz with one array per input name: real "
+    "input values (hashes recorded); MODEL:FILE.npz for one model of a sweep (repeatable).")]
 Via = Annotated[str, typer.Option(
     "--via", help="How the agent starts on an Android device: shell (adb shell, the shell user's "
                   "background group) or app (the aiot app's Instrumentation, a foreground app: "
@@ -219,7 +220,7 @@ def run(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
-    inputs: InputsFile = None,
+    inputs: InputsFile = [],  # noqa: B006 - Typer needs a literal default
     input_value: InputValue = [],  # noqa: B006 - Typer needs a literal default
     opt: Opt = None,
     via: Via = SWEEP.vias[0],
@@ -236,7 +237,7 @@ def run(
         params=params, weights=weights, dataset=dataset, limit=limit, native=native, binary=binary,
         delegates=(delegate.strip().lower(),) if delegate else None, binarize=binarize,
         clusters=_tuple(parse_clusters(cluster)), cooldown_max_s=cooldown_max_s,
-        input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
+        input_shapes=parse_shape_args(input_shape), **_inputs(inputs),
         input_values=parse_value_args(input_value),
         options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)), validity=validity,
         shuffle=False, fresh=True)  # one run: nothing to order, measured anew every time
@@ -268,7 +269,7 @@ def sweep(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
-    inputs: InputsFile = None,
+    inputs: InputsFile = [],  # noqa: B006 - Typer needs a literal default
     input_value: InputValue = [],  # noqa: B006 - Typer needs a literal default
     lab: Annotated[str | None, typer.Option(
         "--lab", envvar="AIOT_LAB",
@@ -306,11 +307,17 @@ def sweep(
         devices=tuple(devices), targets=targets, threads=tuple(counts), params=params,
         weights=weights, dataset=dataset, limit=limit, native=native, binary=binary,
         delegates=_tuple(delegates), binarize=binarize, clusters=_tuple(clusters),
-        options=_pairs(options), input_shapes=shapes, inputs_file=inputs,
+        options=_pairs(options), input_shapes=shapes, **_inputs(inputs),
         input_values=parse_value_args(input_value),
         vias=tuple(parse_vias(via)), seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
         cooldown_max_s=cooldown_max_s, lab=lab, validity=validity)
     _sweep(ctx, spec, as_json)
+
+
+def _inputs(values: list[str]) -> dict:
+    """``--inputs`` as SweepSpec's two fields (a file for every model, files per model)."""
+    bare, scoped = parse_inputs_args(values)
+    return {"inputs_file": bare, "scoped_inputs": scoped}
 
 
 def push(

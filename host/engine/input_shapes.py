@@ -143,6 +143,49 @@ def _split(arg: ShapeArg, requests) -> tuple[str | None, str | None]:
     return None, left
 
 
+def parse_inputs_args(values: list[str] | None) -> tuple[Path | None, tuple[tuple[str, Path], ...]]:
+    """``--inputs`` values, ``[MODEL:]FILE.npz`` (MODEL as in ``--input-shape``):
+    ``(the file for every model or None, (model, file) pairs for one model each)``.
+
+    Raises:
+        UsageError: two files for every model, or two for one model.
+    """
+    bare: Path | None = None
+    scoped: dict[str, Path] = {}
+    for value in values or ():
+        scope, colon, file = value.rpartition(":")
+        if not colon or not scope or Path(value).expanduser().is_file():
+            if bare is not None and bare != Path(value):
+                raise UsageError(f"--inputs {bare} and {value}: two files for every model",
+                                 "scope each to its model: --inputs MODEL:FILE.npz")
+            bare = Path(value)
+        elif scoped.setdefault(scope, Path(file)) != Path(file):
+            raise UsageError(f"--inputs gives {scope} two files ({scoped[scope]} and {file})",
+                             "give each model one file")
+    return bare, tuple(scoped.items())
+
+
+def bind_inputs(requests: list, scoped: tuple[tuple[str, Path, str], ...]) -> list:
+    """Each request with its own model's ``--inputs MODEL:FILE`` (``(model, file, sha256)``),
+    over a file given for every model.
+
+    Raises:
+        UsageError: a MODEL that is no model of the run.
+    """
+    for scope, _, _ in scoped:
+        if not any(_scope_matches(scope, r) for r in requests):
+            models = ", ".join(dict.fromkeys(r.model for r in requests))
+            raise UsageError(f"--inputs {scope}:…: '{scope}' is no model of this run "
+                             f"(models: {models})", "scope a file as MODEL:FILE.npz with MODEL "
+                             "as --model names it")
+    done = []
+    for request in requests:
+        mine = next(((path, sha) for scope, path, sha in scoped if _scope_matches(scope, request)),
+                    None)
+        done.append(replace(request, inputs=mine[0], inputs_sha256=mine[1]) if mine else request)
+    return done
+
+
 def _no_such_model(arg: ShapeArg, scope: str, requests) -> UsageError:
     models = ", ".join(dict.fromkeys(r.model for r in requests))
     return UsageError(f"--input-shape {arg.text}: '{scope}' is no model of this run "

@@ -67,6 +67,7 @@ class SweepSpec:
     options: tuple[tuple[str, str], ...] = ()
     input_shapes: tuple[ShapeArg, ...] = ()
     inputs_file: Path | None = None
+    scoped_inputs: tuple[tuple[str, Path], ...] = ()  # --inputs MODEL:FILE.npz
     input_values: tuple[tuple[str, int | float], ...] = ()  # --input-value NAME=NUMBER
     vias: tuple[str, ...] = ("shell",)
     seed: int = 0

@@ -3,7 +3,8 @@
 ``aiot push --model resnet18_bnn`` to a phone converts to LCE, which no runtime aiot installs
 on a phone runs: push refuses before converting, names what the phone runs and the fix; with
 ``lce_benchmark_model`` in the phone's inventory entry it pushes and suggests ``--native``.
-A ``.ptl`` run on a phone set up without torch fails with ``devices setup --with torch``.
+A ``.ptl`` sweep on a phone set up without torch is refused the same way, with
+``devices setup --with torch``; the agent's own failure carries that fix too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ import time
 
 import pytest
 
+from aiot.core.errors import AgentError
+from aiot.device_agent.spec import RunSpec
+from aiot.host.devices.agent_client import AgentSession
+from aiot.host.devices.resolve import open_transport
 from aiot.host.emulator import arm64
 from tests.helpers import fast
 
@@ -39,13 +44,17 @@ def test_push_refuses_what_the_phone_cannot_run_before_converting(cli, tmp_path)
         assert "no pytorch_mobile runtime" in ptl.stderr
         assert "aiot devices setup ph39 --with torch" in ptl.stderr
 
-        # The same failure met by a sweep (which does not ask first) carries the same fix.
-        cli("sweep", "-m", "tiny_cnn", "-f", "ptl", "-d", "ph39", "--threads", "1",
-            *fast(warmup_runs=1, cooldown=False), code=1)
-        (record,) = cli.json("results", "list")
-        assert record["status"] == "failed"
-        assert "BackendUnavailable" in record["reason"]
-        assert "aiot devices setup ph39 --with torch" in record["reason"]
+        # A sweep asks the same before converting; an agent asked anyway (a run built by API,
+        # a lab node's) fails with the same fix.
+        swept = cli("sweep", "-m", "tiny_cnn", "-f", "onnx,ptl", "-d", "ph39", "--threads", "1",
+                    *fast(warmup_runs=1, cooldown=False), code=2)
+        assert "ph39 cannot time ptl artifacts" in swept.stderr
+        assert "aiot devices setup ph39 --with torch" in swept.stderr
+        assert cli.json("results", "list") == []
+        with AgentSession(open_transport("ph39")) as agent, pytest.raises(AgentError) as failed:
+            agent.run(RunSpec(backend="pytorch_mobile", artifact="model.ptl").to_wire())
+        assert "BackendUnavailable" in failed.value.message
+        assert failed.value.hint == "run: aiot devices setup ph39 --with torch"
 
         # A configured native tool redirects the push instead of refusing it.
         binary = tmp_path / "speed_benchmark_torch"

@@ -80,3 +80,21 @@ def test_a_bare_input_shape_that_fits_no_model_is_refused(cli, fixed_onnx):
     fixed = cli("run", "-m", str(fixed_onnx), "-d", "local", "--input-shape", "1x8", *FAST, code=2)
     assert "--input-shape 1x8 applies to no model here: fixed.onnx" in fixed.stderr
     assert cli.json("results", "list") == []
+
+
+def test_inputs_scoped_per_model_in_one_sweep(cli, fixed_onnx, streaming_onnx, tmp_path):
+    import numpy as np
+
+    fixed_npz, stream_npz = tmp_path / "fixed_in.npz", tmp_path / "stream_in.npz"
+    np.savez(fixed_npz, x=np.ones((1, 8), np.float32))
+    np.savez(stream_npz, x=np.ones((2, 3, 16), np.float32), state=np.zeros((1, 2, 32), np.float32),
+             mask=np.ones((2, 3), np.float32))
+    cli("sweep", "-m", f"{fixed_onnx},{streaming_onnx}", "-d", "local", "--threads", "1",
+        "--inputs", f"fixed.onnx:{fixed_npz}", "--inputs", f"streaming:{stream_npz}", *FAST)
+    records = {r["model"]: r for r in cli.json("results", "list")}
+    assert {m: (r["status"], r["spec"]["inputs"]) for m, r in records.items()} == {
+        "fixed.onnx": ("ok", "fixed_in.npz"), "streaming.onnx": ("ok", "stream_in.npz")}
+    assert records["streaming.onnx"]["result"]["inputs"][0]["shape"] == [2, 3, 16]
+    wrong = cli("run", "-m", str(fixed_onnx), "-d", "local", "--inputs", f"other.onnx:{fixed_npz}",
+                *FAST, code=2)
+    assert "'other.onnx' is no model of this run (models: fixed.onnx)" in wrong.stderr

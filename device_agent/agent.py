@@ -44,7 +44,7 @@ from . import backends, cpuload, profiling, seccomp
 from .backends import ArtifactLoadError, BackendUnavailable, open_session
 from .process import current_rss_kb, peak_rss_kb, pin
 from .serve import serve
-from .signature import SpecError, all_outputs, load_batches, prepare
+from .signature import SpecError, all_outputs, load_batches, made_up_clause, prepare
 from .spec import RunSpec
 from .stats import robust_cv, summarize_ms
 from .wire import emit, first_line
@@ -187,7 +187,14 @@ def run(spec: RunSpec) -> dict:
     arrays, used = _prepare_inputs(session, spec)
     session.set_inputs(arrays)
     t0 = time.perf_counter_ns()
-    session.invoke()
+    try:
+        session.invoke()
+    except Exception as exc:  # made-up control values are a likely cause: say which
+        clause = made_up_clause(used)
+        if clause is None:
+            raise
+        # The fix first: a runtime's own message can be long, and the error line is capped.
+        raise RuntimeError(f"{clause}; {type(exc).__name__}: {first_line(exc)}") from None
     first_ns = time.perf_counter_ns() - t0
     fingerprint = output_fingerprint(session.output())
     outputs = _outputs(session)
@@ -236,7 +243,8 @@ def run(spec: RunSpec) -> dict:
 def _prepare_inputs(session, spec: RunSpec):
     """``(arrays, used)`` for the session's inputs from the spec (see ``signature.prepare``);
     ``run`` and ``memory`` feed the same inputs."""
-    return prepare(session.inputs, session.shapes, spec.seed, spec.inputs)
+    return prepare(session.inputs, session.shapes, spec.seed, spec.inputs,
+                   spec.input_values)
 
 
 def _outputs(session) -> list[dict]:

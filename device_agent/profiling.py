@@ -89,7 +89,8 @@ def profile(spec: RunSpec) -> dict:
     pin(spec.cpus)
     emit("progress", phase="load", done=0, total=1)
     session = backends.open_session(backend, spec, backend.open_profiled)
-    session.set_inputs(prepare(session.inputs, session.shapes, spec.seed, spec.inputs)[0])
+    session.set_inputs(prepare(session.inputs, session.shapes, spec.seed, spec.inputs,
+                                   spec.input_values)[0])
     for _ in range(warmup):
         session.invoke()
     session.profile_start()

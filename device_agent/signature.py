@@ -208,7 +208,7 @@ def generate(spec: dict, shape: list[int], rng):
         info = np.iinfo(dtype)
         return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True,
                                        dtype=dtype))
-    return _filled(shape, dtype, lambda n: rng.integers(0, 10, size=n))
+    return _filled(shape, dtype, lambda n: rng.integers(*MADE_UP_INTS, size=n))
 
 
 #: Values drawn at a time by :func:`_filled` (float64 or int64: 8 MiB).
@@ -228,7 +228,12 @@ def _filled(shape, dtype, draw):
     return out
 
 
-def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | None):
+#: The range made-up integer inputs (neither quantized nor boolean) are drawn from.
+MADE_UP_INTS = (0, 10)
+
+
+def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | None,
+            values: dict | None = None):
     """``(arrays, used)``: one array per input, and the ``inputs`` block of a result.
 
     With ``npz_path`` every array comes from that file (``source`` "npz"), each under its
@@ -236,7 +241,10 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
     Otherwise each is generated (:func:`generate`, ``source`` "generated") from its own
     stream: the first float input from ``default_rng(seed)``, so a single-input float model
     gets the very input older agents made, and input ``i`` otherwise from
-    ``default_rng([seed, i])``, so no input's values depend on another's shape.
+    ``default_rng([seed, i])``, so no input's values depend on another's shape. An input
+    named in ``values`` is that number throughout (``source`` "given", its ``value``); a name
+    that is no input of this model is another model's of the sweep, unless none of them is
+    (a typo: refused). A made-up integer input says the range it was drawn from (``range``).
 
     Raises:
         SpecError: a dynamic dim with neither an override nor a file; a file that lacks an
@@ -249,7 +257,16 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
     first_float = next((i for i, spec in enumerate(inputs)
                         if spec["dtype"] != "string" and np.dtype(spec["dtype"]).kind == "f"),
                        None)
+    values = values or {}
+    names = {spec["name"] for spec in inputs}
+    if values and not names & set(values):  # a sweep's values may name other models' inputs
+        unknown = sorted(values)
+        raise SpecError(f"--input-value names no input of the model: {', '.join(unknown)} "
+                        f"(its inputs: {', '.join(spec['name'] for spec in inputs) or 'none'})")
     for i, (spec, shape) in enumerate(zip(inputs, shapes)):
+        if spec["name"] in values:
+            arrays.append(_given(spec, shape, values[spec["name"]]))
+            continue
         if found is not None:
             arrays.append(_from_npz(spec, shape, found, npz_path))
             continue
@@ -259,12 +276,49 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
                             f"--input-shape {spec['name']}={example(shape)} or --inputs FILE.npz")
         rng = np.random.default_rng(seed if i == first_float else [seed, i])
         arrays.append(generate(spec, shape, rng))
-    source = "npz" if found is not None else "generated"
     used = [{"name": spec["name"], "shape": list(array.shape), "dtype": array.dtype.name,
-             "quantization": spec["quantization"], "source": source,
-             "sha256": hashlib.sha256(array.tobytes()).hexdigest()}
+             "quantization": spec["quantization"],
+             "sha256": hashlib.sha256(array.tobytes()).hexdigest(),
+             **_source(spec, array, found, values)}
             for spec, array in zip(inputs, arrays)]
     return arrays, used
+
+
+def made_up_clause(used: list[dict]) -> str | None:
+    """Where a run fails on inputs it made up, which integer ones were made up and how to give
+    them (``--input-value``); None when no integer input was made up."""
+    made = [u for u in used if u.get("range")]
+    if not made:
+        return None
+    names = ", ".join(f"'{u['name']}' {u['dtype']} {list(u['shape'])}" for u in made)
+    return (f"the model failed on made-up values in [{made[0]['range'][0]}, "
+            f"{made[0]['range'][1]}) for integer input {names} (give real ones: --input-value "
+            f"{made[0]['name']}=NUMBER or --inputs FILE.npz)")
+
+
+def _given(spec: dict, shape: list[int], value):
+    """Input ``spec`` at ``shape`` filled with the user's ``value`` (``--input-value``)."""
+    import numpy as np
+
+    if DYNAMIC in shape:
+        raise SpecError(f"input '{spec['name']}' has dynamic dims: give --input-shape "
+                        f"{spec['name']}={example(shape)} with its --input-value")
+    dtype = np.dtype(spec["dtype"])
+    array = np.full(shape, value, dtype=dtype)
+    if array.size and float(array.reshape(-1)[0]) != float(value):
+        raise SpecError(f"--input-value {spec['name']}={value} does not fit its {dtype.name}")
+    return array
+
+
+def _source(spec: dict, array, found, values: dict) -> dict:
+    """Where an input's values came from, as the result's ``inputs`` block says it."""
+    if spec["name"] in values:
+        return {"source": "given", "value": values[spec["name"]]}
+    if found is not None:
+        return {"source": "npz"}
+    if array.dtype.kind in "iu" and spec["quantization"] is None:
+        return {"source": "generated", "range": list(MADE_UP_INTS)}
+    return {"source": "generated"}
 
 
 def validate_overrides(value) -> None:

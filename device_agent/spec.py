@@ -24,7 +24,7 @@ from .signature import SpecError, validate_overrides
 
 RUN_SPEC_VERSION = 1
 #: Keys left off the wire while they are None (see the module docstring).
-SENT_WHEN_SET = ("input_shapes", "inputs", "outputs", "runs", "profile_runs", "profile_warmup")
+SENT_WHEN_SET = ("input_shapes", "input_values", "inputs", "outputs", "runs", "profile_runs", "profile_warmup")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class RunSpec:
     max_runs: int | None = None  #: None: no cap on timed iterations (``max_s`` still applies)
     cpus: list[int] | None = None  #: None: no pinning; else the CPUs this process may run on
     input_shapes: dict | None = None  #: None: the model's own shapes; else {input name: dims}
+    #: None: every input generated; else {input name: number} filling those inputs instead
+    input_values: dict | None = None
     #: None: generated inputs; else a pushed .npz, one array per input name (``predict``: the
     #: batch file, a .npy or a .npz of batches)
     inputs: str | None = None
@@ -101,9 +103,21 @@ def _check(spec: dict) -> None:
     _check_stability(spec)
     _check_cpus(spec["cpus"])
     validate_overrides(spec["input_shapes"])
+    _check_values(spec["input_values"])
     if spec["inputs"] is not None and (not isinstance(spec["inputs"], str) or not spec["inputs"]):
         raise SpecError(f"run spec field 'inputs' must be the path of a .npz or null, "
                         f"got {spec['inputs']!r}")
+
+
+def _check_values(values) -> None:
+    if values is None:
+        return
+    ok = isinstance(values, dict) and all(
+        isinstance(name, str) and name and isinstance(v, (int, float)) and not isinstance(v, bool)
+        for name, v in values.items())
+    if not ok:
+        raise SpecError(f"run spec field 'input_values' must map input names to numbers "
+                        f"(or be null), got {values!r}")
 
 
 def _check_cpus(cpus) -> None:

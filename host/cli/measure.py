@@ -42,11 +42,13 @@ from aiot.host.devices.deploy import push_file
 from aiot.host.devices.pull import outputs_dir, pull_outputs
 from aiot.host.devices.resolve import open_transport, resolve_name
 from aiot.host.engine.campaign import plan_sweep, run_campaign
-from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_shape_args
+from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_inputs_args, parse_shape_args
+from aiot.host.engine.input_values import made_up_note, parse_value_args
 from aiot.host.engine.preflight import (
     check_data_options,
     check_push,
     check_sweep,
+    push_runner,
     resolve_targets,
     validate_devices,
 )
@@ -91,8 +93,12 @@ InputShape = Annotated[list[str], typer.Option(
     "--input-shape", metavar=SYNTAX, help="An input's shape (repeatable): 1x3x640x640 for a "
     "single-input model, x=1x3x48x320 by input name, rec.onnx:x=1x3x48x320 for one model of a "
     "sweep. A free batch dim alone runs at 1 without it.")]
-InputsFile = Annotated[Path | None, typer.Option(
-    "--inputs", help="A .npz with one array per input name: real input values (hashes recorded).")]
+InputValue = Annotated[list[str], typer.Option(
+    "--input-value", metavar="NAME=NUMBER", help="Fill input NAME with this number (repeatable) "
+    "instead of made-up values: a control input such as sample_rate=16000 or a mode flag.")]
+InputsFile = Annotated[list[str], typer.Option(
+    "--inputs", metavar="[MODEL:]FILE.npz", help="A .npz with one array per input name: real "
+    "input values (hashes recorded); MODEL:FILE.npz for one model of a sweep (repeatable).")]
 Via = Annotated[str, typer.Option(
     "--via", help="How the agent starts on an Android device: shell (adb shell, the shell user's "
                   "background group) or app (the aiot app's Instrumentation, a foreground app: "
@@ -190,7 +196,9 @@ def _print_records(records, as_json: bool) -> None:
     else:
         print_run_table(records, sweep=True)
         print_profiles(records)
-    for note in parity_notes(records):
+    notes = parity_notes(records) + list(dict.fromkeys(
+        note for r in records if (note := made_up_note(r.model, r.result)) is not None))
+    for note in notes:
         message(f"[yellow]warning:[/] {safe(note)}")
 
 
@@ -212,7 +220,8 @@ def run(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
-    inputs: InputsFile = None,
+    inputs: InputsFile = [],  # noqa: B006 - Typer needs a literal default
+    input_value: InputValue = [],  # noqa: B006 - Typer needs a literal default
     opt: Opt = None,
     via: Via = SWEEP.vias[0],
     validity: Validity = None,
@@ -228,7 +237,8 @@ def run(
         params=params, weights=weights, dataset=dataset, limit=limit, native=native, binary=binary,
         delegates=(delegate.strip().lower(),) if delegate else None, binarize=binarize,
         clusters=_tuple(parse_clusters(cluster)), cooldown_max_s=cooldown_max_s,
-        input_shapes=parse_shape_args(input_shape), inputs_file=inputs,
+        input_shapes=parse_shape_args(input_shape), **_inputs(inputs),
+        input_values=parse_value_args(input_value),
         options=_pairs(parse_options(opt)), vias=tuple(parse_vias(via)), validity=validity,
         shuffle=False, fresh=True)  # one run: nothing to order, measured anew every time
     _sweep(ctx, spec, as_json)
@@ -259,7 +269,8 @@ def sweep(
     target_cv: TargetCv = None, max_runs: MaxRuns = None, memory: Memory = False,
     profile: Profile = False,
     input_shape: InputShape = [],  # noqa: B006 - Typer needs a literal default
-    inputs: InputsFile = None,
+    inputs: InputsFile = [],  # noqa: B006 - Typer needs a literal default
+    input_value: InputValue = [],  # noqa: B006 - Typer needs a literal default
     lab: Annotated[str | None, typer.Option(
         "--lab", envvar="AIOT_LAB",
         help="A lab's HOST:PORT (aiot lab start/join): each device is measured on the lab node that "
@@ -296,10 +307,17 @@ def sweep(
         devices=tuple(devices), targets=targets, threads=tuple(counts), params=params,
         weights=weights, dataset=dataset, limit=limit, native=native, binary=binary,
         delegates=_tuple(delegates), binarize=binarize, clusters=_tuple(clusters),
-        options=_pairs(options), input_shapes=shapes, inputs_file=inputs,
+        options=_pairs(options), input_shapes=shapes, **_inputs(inputs),
+        input_values=parse_value_args(input_value),
         vias=tuple(parse_vias(via)), seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
         cooldown_max_s=cooldown_max_s, lab=lab, validity=validity)
     _sweep(ctx, spec, as_json)
+
+
+def _inputs(values: list[str]) -> dict:
+    """``--inputs`` as SweepSpec's two fields (a file for every model, files per model)."""
+    bare, scoped = parse_inputs_args(values)
+    return {"inputs_file": bare, "scoped_inputs": scoped}
 
 
 def push(
@@ -324,16 +342,20 @@ def push(
                      input_shapes=parse_shape_args(input_shape))
     ((ref, (chosen,)),) = spec.targets
     picked = check_push(spec)
+    transport = open_transport(name)
+    with spinner(f"asking {name} what it runs…"):
+        native = push_runner(transport, chosen)  # refused here, before minutes of converting
     with spinner(f"converting {ref.label()} to {chosen}…"):
         artifact, sha256 = _artifact_for_push(ctx, spec, picked.path if picked else None)
-    transport = open_transport(name)
     with spinner(f"pushing to {name}…"), AgentSession(transport) as agent:
         pushed = push_file(transport, artifact, sha256)
         sidecar = _push_sidecar(transport, artifact)
     with open_store(state(ctx).results_dir()) as store:
         store.record_push(Push(name, ref.name, chosen, _reference(ref), ref.binarize,
                                str(weights) if weights else None, pushed.sha256, pushed.remote))
+    sweep = f"aiot sweep --device {name}" + (f" --native {native}" if native else "")
     report = {"device": name, "model": ref.label(), "format": chosen, "artifact": pushed.remote,
+              "native": native, "measure": f"{sweep} --threads 1,2,4,8",
               "sidecar": sidecar, "sha256": pushed.sha256, "size_bytes": pushed.size,
               "sent": pushed.sent, "agent": agent.root}
     if as_json:
@@ -342,7 +364,7 @@ def push(
     verb = "pushed" if pushed.sent else "already on device, not sent again:"
     out.print(f"[green]✓[/] {escape(ref.label())} as {chosen}: {verb} {escape(pushed.remote)} "
               f"({size_text(pushed.size)})\n  agent in {escape(agent.root)}\n"
-              f"  measure it: aiot sweep --device {escape(name)} --threads 1,2,4,8")
+              f"  measure it: {escape(report['measure'])}")
 
 
 def _artifact_for_push(ctx, spec, weights: Path | None):

@@ -38,6 +38,7 @@ from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_shapes import shape_detail
+from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
 from aiot.host.scores.vips import device_scores, select_tests, si
@@ -143,6 +144,8 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
             row(*_shown(key, data[key]))
     result = record.result or {}
     row("input shape", shape_detail(record))
+    if (values := values_detail(result)) is not None:
+        row("input values", values)
     stats = result.get("stats_ms")
     if stats:
         row("latency (ms)", stats_line(stats))

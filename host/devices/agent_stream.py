@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 
 from aiot.core.errors import AgentError, AiotError, CommandTimeout, TransportError
 from aiot.device_agent import protocol
 from aiot.host.devices.agent_messages import answered_twice, read_message
+from aiot.host.devices.wheels import runtime_fix
 from aiot.host.transports.base import Stream
 from aiot.host.transports.stream import LineTooLong
 
@@ -35,6 +37,9 @@ def agent_error(device: str, msg: dict) -> AgentError:
     hint = None
     if msg.get("type") in ("ModuleNotFoundError", "ImportError"):
         hint = f"the device's Python lacks a runtime: run aiot devices setup {device}"
+    elif msg.get("type") == "BackendUnavailable":  # "runtime for backend 'X' is not importable"
+        named = re.search(r"backend '([\w-]+)'", str(msg.get("message")))
+        hint = runtime_fix(device, named.group(1)) if named else f"see aiot devices info {device}"
     error = AgentError(f"agent on {device}: {msg.get('type')}: {msg.get('message')}", hint)
     # What the agent itself raised: a model that would not load makes the host check its blobs.
     error.agent_type = msg.get("type")

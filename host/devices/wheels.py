@@ -57,6 +57,27 @@ OPTIONAL_RUNTIMES = {
     "executorch": {"aarch64": (*_TORCH_AARCH64, "executorch==1.1.0", "ruamel.yaml", "tabulate")},
 }
 COMPLETE = ".complete"
+
+
+#: The ``devices setup --with`` extra that brings each optional backend's runtime.
+SETUP_EXTRA = {"pytorch_mobile": "torch", "executorch": "executorch"}
+#: Backends whose runtimes ``devices setup`` installs on every device (RUNTIME_MODULES).
+SETUP_BACKENDS = ("onnxruntime", "litert")
+
+
+def runtime_fix(device: str, backend: str, tools=()) -> str:
+    """What gives ``device``'s agent the runtime of ``backend``, as one line a user types:
+    ``devices setup`` (with its ``--with`` extra), else a native tool of ``tools`` that times
+    the backend's format (LCE publishes no runtime aiot can install on a device)."""
+    if backend in SETUP_EXTRA:
+        return f"run: aiot devices setup {device} --with {SETUP_EXTRA[backend]}"
+    if backend in SETUP_BACKENDS:
+        return f"run: aiot devices setup {device}"
+    if not tools:
+        return ("aiot installs no such runtime on a device: time it with its native benchmark "
+                "tool (--native, see aiot run --help), or choose a --format the device runs")
+    return (f"time it with --native {tools[0]} (add [devices.{device}.binaries] {tools[0]} = "
+            "\"/path\" to the inventory), or choose a --format the device runs")
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
 
 #: Prints the facts a wheel must match as one JSON line; run by the device's Python.

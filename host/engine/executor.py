@@ -65,6 +65,7 @@ def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict 
         warmup_min_s=p.warmup_min_s, min_runs=p.min_runs, min_s=p.min_s, max_s=p.max_s,
         seed=p.seed, dataset=dataset, target_cv=p.target_cv, max_runs=p.max_runs, cpus=cpus,
         input_shapes=_artifact_shapes(request) or None, inputs=inputs or None,
+        input_values=dict(request.input_values) if request.input_values else None,
     ).to_wire()
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from aiot.converters import get_converter
+from aiot.converters.base import user_converters
 from aiot.core.errors import UsageError
-from aiot.host.native import get_adapter, resolve_binary
+from aiot.host.devices.wheels import runtime_fix
+from aiot.host.native import adapters_for_format, get_adapter, resolve_binary
 
 
 def check_native_via(native: str | None, vias) -> None:
@@ -56,3 +58,20 @@ def native_binary(tool: str, device: str, binary: Path | None) -> Path:
         raise UsageError(f"{tool} binary {found} for '{device}' does not exist",
                          "check --binary or the device's [binaries] entry in the inventory")
     return found
+
+
+def device_runner(fmt: str, device: str, runtimes: dict, binaries) -> str | None:
+    """Who times ``fmt`` on ``device``: None for its agent (its ``runtimes``, the agent's
+    hello, has the format's backend), else a native tool ``binaries`` (its inventory entry)
+    configures for the format. Refuses, naming what the device runs and the fix, when neither
+    can, before anything converts."""
+    backend = get_converter(fmt).backend
+    if backend is None or runtimes.get(backend):
+        return None
+    tools = [a.tool for a in adapters_for_format(fmt)]
+    configured = [tool for tool in tools if tool in binaries]
+    if configured:
+        return configured[0]
+    runs = [c.name for c in user_converters() if c.backend and runtimes.get(c.backend)]
+    raise UsageError(f"{device} cannot time {fmt} artifacts: its agent has no {backend} runtime "
+                     f"(it runs {', '.join(runs) or 'none yet'})", runtime_fix(device, backend, tools))

@@ -16,7 +16,7 @@ replaced. An artifact input whose only free dim is the batch runs at batch 1, as
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aiot.core.errors import UsageError
@@ -143,6 +143,49 @@ def _split(arg: ShapeArg, requests) -> tuple[str | None, str | None]:
     return None, left
 
 
+def parse_inputs_args(values: list[str] | None) -> tuple[Path | None, tuple[tuple[str, Path], ...]]:
+    """``--inputs`` values, ``[MODEL:]FILE.npz`` (MODEL as in ``--input-shape``):
+    ``(the file for every model or None, (model, file) pairs for one model each)``.
+
+    Raises:
+        UsageError: two files for every model, or two for one model.
+    """
+    bare: Path | None = None
+    scoped: dict[str, Path] = {}
+    for value in values or ():
+        scope, colon, file = value.rpartition(":")
+        if not colon or not scope or Path(value).expanduser().is_file():
+            if bare is not None and bare != Path(value):
+                raise UsageError(f"--inputs {bare} and {value}: two files for every model",
+                                 "scope each to its model: --inputs MODEL:FILE.npz")
+            bare = Path(value)
+        elif scoped.setdefault(scope, Path(file)) != Path(file):
+            raise UsageError(f"--inputs gives {scope} two files ({scoped[scope]} and {file})",
+                             "give each model one file")
+    return bare, tuple(scoped.items())
+
+
+def bind_inputs(requests: list, scoped: tuple[tuple[str, Path, str], ...]) -> list:
+    """Each request with its own model's ``--inputs MODEL:FILE`` (``(model, file, sha256)``),
+    over a file given for every model.
+
+    Raises:
+        UsageError: a MODEL that is no model of the run.
+    """
+    for scope, _, _ in scoped:
+        if not any(_scope_matches(scope, r) for r in requests):
+            models = ", ".join(dict.fromkeys(r.model for r in requests))
+            raise UsageError(f"--inputs {scope}:…: '{scope}' is no model of this run "
+                             f"(models: {models})", "scope a file as MODEL:FILE.npz with MODEL "
+                             "as --model names it")
+    done = []
+    for request in requests:
+        mine = next(((path, sha) for scope, path, sha in scoped if _scope_matches(scope, request)),
+                    None)
+        done.append(replace(request, inputs=mine[0], inputs_sha256=mine[1]) if mine else request)
+    return done
+
+
 def _no_such_model(arg: ShapeArg, scope: str, requests) -> UsageError:
     models = ", ".join(dict.fromkeys(r.model for r in requests))
     return UsageError(f"--input-shape {arg.text}: '{scope}' is no model of this run "
@@ -154,9 +197,11 @@ def _no_such_model(arg: ShapeArg, scope: str, requests) -> UsageError:
 class _Bound:
     shapes: dict
     specific: dict  # name -> (scoped?, ShapeArg) that set it
+    applied: set = field(default_factory=set)  # the args' texts that applied to the model
 
 
 def _assign(bound: _Bound, name: str, arg: ShapeArg, scoped: bool, model: str) -> None:
+    bound.applied.add(arg.text)
     previous = bound.specific.get(name)
     if previous is not None and previous[0] == scoped and previous[1].dims != arg.dims:
         raise UsageError(f"--input-shape {previous[1].text} and {arg.text} give {model}'s input "
@@ -167,7 +212,7 @@ def _assign(bound: _Bound, name: str, arg: ShapeArg, scoped: bool, model: str) -
 
 
 def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
-    """``(shapes, batch-defaulted names)`` for one request."""
+    """``(shapes, batch-defaulted names, the args' texts that applied)`` for one request."""
     mine = [(a, scope, name) for a, scope, name in parts
             if scope is None or _scope_matches(scope, request)]
     if _is_zoo(request):  # its input is the zoo's: nothing to set
@@ -176,7 +221,7 @@ def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
             raise UsageError(f"--input-shape {scoped.text}: {request.model} is a zoo model, whose "
                              "input shape is fixed", "aiot models info NAME shows it; drop the "
                              "shape, or export the model at another size and run the file")
-        return {}, ()
+        return {}, (), set()
     named = _Bound({}, {})
     for arg, scope, name in mine:
         if name is not None:
@@ -188,7 +233,7 @@ def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
     if signature is None:  # aiot converts it: its factory takes the one shape given
         for arg, scope, name in mine:
             _assign(bound, name or BARE_NAME, arg, scope is not None, request.model)
-        return bound.shapes, ()
+        return bound.shapes, (), bound.applied
     inputs = {i["name"]: list(i["shape"]) for i in signature["inputs"]}
     loose = signature.get("declares_no_inputs")
     for arg, scope, name in mine:
@@ -213,7 +258,7 @@ def _bind_one(request, parts: list[tuple[ShapeArg, str | None, str | None]]):
             if name not in bound.shapes and dims and dims[0] < 0 and all(d >= 0 for d in dims[1:]):
                 bound.shapes[name] = [1, *dims[1:]]
                 defaulted.append(name)
-    return bound.shapes, tuple(defaulted)
+    return bound.shapes, tuple(defaulted), bound.applied
 
 
 def _is_zoo(request) -> bool:
@@ -235,18 +280,25 @@ def bind_shapes(requests: list, args: tuple[ShapeArg, ...]) -> tuple[list, list[
             one input at one scope.
     """
     parts = [(a, *_split(a, requests)) for a in args]
-    done, notes, used, cache = [], {}, set(), {}
+    done, notes, used, cache, applied = [], {}, set(), {}, set()
     for request in requests:
         key = (request.model, request.model_sha256, request.format, request.binarize,
                request.model_path, request.inputs)
         if key not in cache:
             cache[key] = _bind_one(request, parts)
-        shapes, defaulted = cache[key]
+        shapes, defaulted, took = cache[key]
         used |= set(shapes)
+        applied |= took
         if defaulted:
             notes[request.model] = _batch_note(request.model, shapes, defaulted)
         done.append(replace(request, input_shapes=_as_tuple(shapes),
                             batch_defaulted=defaulted or None))
+    bare = next((a for a, scope, name in parts if name is None and a.text not in applied), None)
+    if bare is not None:  # said, never silently dropped
+        models = ", ".join(dict.fromkeys(r.model for r in requests))
+        raise UsageError(f"--input-shape {bare.text} applies to no model here: {models} "
+                         "take(s) fixed input shapes (a zoo model's, or a file without free "
+                         "dims)", "drop it; aiot models info NAME shows a model's inputs")
     unused = [(a, name) for a, scope, name in parts if scope is None and name and name not in used]
     for arg, name in unused:
         scope = name.rpartition(":")[0]

@@ -25,7 +25,9 @@ from aiot.converters.base import all_formats, check_format, formats_for, resolve
 from aiot.core import notices
 from aiot.core.errors import AiotError, DatasetError, UsageError, is_transient
 from aiot.core.fileio import sha256_file
+from aiot.device_agent import backends as agent_backends
 from aiot.host.devices.affinity import cluster_cpus
+from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.resolve import emulation_warning, open_transport
 from aiot.host.devices.setup import require_agent_python
 from aiot.host.engine.gates import (
@@ -33,15 +35,16 @@ from aiot.host.engine.gates import (
     check_native_formats,
     check_native_via,
     check_runnable,
+    device_runner,
     native_binary,
 )
-from aiot.host.engine.input_shapes import bind_shapes
+from aiot.host.engine.input_shapes import bind_inputs, bind_shapes
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_npz
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
-from aiot.host.native import get_adapter
+from aiot.host.native import get_adapter, inventory_binaries
 from aiot.host.store import open_store
 from aiot.models.model_ref import default_format, model_label, resolve_model
 from aiot.models.quant.deploy import deployment_hint, deployment_refusal
@@ -89,6 +92,9 @@ def _check_runs(spec: SweepSpec, requests, dataset: str | None, session,
         validate_devices(spec.devices, links)
     if requests is None:
         requests = spec.requests(dataset, *check_inputs_file(spec.inputs_file))
+    if spec.scoped_inputs:
+        requests = bind_inputs(requests, tuple((scope, *check_inputs_file(path))
+                                               for scope, path in spec.scoped_inputs))
     requests, notes = bind_shapes(with_vias(requests, spec.vias, spec.native), spec.input_shapes)
     for note in notes:
         notices.say(note)
@@ -96,6 +102,7 @@ def _check_runs(spec: SweepSpec, requests, dataset: str | None, session,
     if session is None:  # a lab node checks its own devices
         reach_devices(dict.fromkeys(r.device for r in requests), links)
         require_agents(requests, links)
+        require_runtimes(requests, links)
         # unknown --cluster: one line; too many threads: warned (unless --validity threads=off)
         for line in check_cores(requests, ValidityPolicy.from_env(option=spec.validity), links):
             notices.warn(line)
@@ -209,6 +216,9 @@ def validate_requests(requests: list[RunRequest], native: str | None, delegates)
         check_runnable(r.format, r.native)
     if native:
         _check_native_binaries(native, dict.fromkeys(r.device for r in requests), requests[0].binary)
+        if requests[0].input_values:
+            raise UsageError("--input-value fills inputs the agent makes; a --native tool makes "
+                             "its own", "drop --native, or drop --input-value")
     for r in distinct:
         check_run_inputs(r)
 
@@ -243,6 +253,48 @@ def check_push(spec: SweepSpec) -> WeightsChoice | None:
     picked = choose_weights(ref, spec.weights)
     announce_weights([(ref.name, ref.binarize, picked)], None)
     return picked
+
+
+def push_runner(transport, fmt: str) -> str | None:
+    """Who will time a push of ``fmt`` to the device of ``transport``, asked before it
+    converts: None for the agent, else the ``--native`` tool its inventory configures
+    (:func:`~aiot.host.engine.gates.device_runner` refuses a device that has neither)."""
+    return device_runner(fmt, transport.name, _runtimes(transport), inventory_binaries(transport.name))
+
+
+def _runtimes(transport) -> dict:
+    """``{backend: truthy when the device's agent runs it}``, from the agent's hello. A runtime
+    kept in a toolchain environment of its own (LCE on this host) counts as there."""
+    if transport.kind == "local":  # the agent here is this Python: no process to ask
+        runtimes = agent_backends.versions()
+    else:
+        with AgentSession(transport) as agent:
+            runtimes = dict(agent.hello().get("runtimes") or {})
+    for backend, version in runtimes.items():
+        runtimes[backend] = version or transport.python(backend) != transport.python()
+    return runtimes
+
+
+def require_runtimes(requests: list[RunRequest], links: Links | None = None) -> None:
+    """Every agent run's format has its runtime on its device (one hello per device), before
+    anything converts: a phone without LCE or torch is refused with its fix, not failed in
+    every record after minutes of converting."""
+    wanted: dict[str, set[str]] = {}
+    for r in requests:
+        if not r.native and get_converter(r.format).backend is not None:
+            wanted.setdefault(r.device, set()).add(r.format)
+
+    def check(transport) -> None:
+        runtimes = _runtimes(transport)
+        binaries = inventory_binaries(transport.name)
+        for fmt in sorted(wanted.get(transport.name, ())):
+            tool = device_runner(fmt, transport.name, runtimes, binaries)
+            if tool is not None:
+                raise UsageError(f"{transport.name}'s agent has no runtime for {fmt}; its "
+                                 f"inventory configures {tool}, which does",
+                                 f"add --native {tool}, or choose a --format the device runs")
+
+    _each_device(wanted, check, links)
 
 
 # -- the devices ----------------------------------------------------------------------------------
@@ -288,9 +340,11 @@ def lab_session(spec: SweepSpec, lab):
     checked, or None for this host's devices."""
     if not spec.lab:
         return None
-    if spec.native or spec.input_shapes or spec.inputs_file:
+    if (spec.native or spec.input_shapes or spec.inputs_file or spec.scoped_inputs
+            or spec.input_values):
         raise UsageError("--lab sweeps measure with the device agent, from aiot's own inputs",
-                         "drop --native / --input-shape / --inputs, or sweep on the host the device hangs off")
+                         "drop --native / --input-shape / --inputs / --input-value, or sweep on "
+                         "the host the device hangs off")
     if lab is None:  # a caller of the engine that drives no lab
         raise UsageError("--lab needs a driver that opens the lab", "run the sweep with aiot sweep --lab")
     session = lab(spec.lab)
@@ -443,7 +497,8 @@ def last_pushed(spec: SweepSpec, results_dir: Path) -> list[RunRequest]:
                                    dataset_limit=spec.limit, native=spec.native, binary=spec.binary,
                                    weights=Path(pushed.weights) if pushed.weights else None,
                                    binarize=pushed.binarize,
-                                   inputs=inputs, inputs_sha256=inputs_sha)
+                                   inputs=inputs, inputs_sha256=inputs_sha,
+                                   input_values=spec.input_values or None)
     return requests
 
 

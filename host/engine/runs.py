@@ -96,6 +96,8 @@ class RunRequest:
     # Inputs whose free batch dim aiot set to 1 (aiot.host.engine.input_shapes): provenance, not spec.
     batch_defaulted: tuple[str, ...] | None = None
     inputs: Path | None = None  # --inputs FILE.npz (recorded by name and hash)
+    # --input-value: sorted (input name, number) pairs filling those inputs; None: made up.
+    input_values: tuple[tuple[str, int | float], ...] | None = None
     inputs_sha256: str | None = None
     # Converter options (``--opt quant=int8``), sorted ``(key, value)`` pairs so the request
     # stays hashable; None: the format's defaults.
@@ -135,6 +137,7 @@ class RunRequest:
         spec["inputs"] = self.inputs.name if self.inputs else None
         spec["input_shapes"] = self.shapes()
         spec["options"] = self.option_dict() or None
+        spec["input_values"] = dict(self.input_values) if self.input_values else None
         spec.pop("weights_origin")
         spec.pop("model_ref")
         spec.pop("batch_defaulted")
@@ -142,7 +145,8 @@ class RunRequest:
             spec.pop("via")
         if not spec["params"]["profile"]:  # likewise: a run without --profile keeps its key
             spec["params"].pop("profile")
-        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options"):
+        for key in ("model_sha256", "input_shapes", "inputs", "inputs_sha256", "options",
+                    "input_values"):
             if spec[key] is None:  # keep the specs (and run keys) of zoo runs as they were
                 spec.pop(key)
         return spec

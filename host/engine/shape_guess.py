@@ -74,6 +74,19 @@ def _spatial(dims: list[int], names: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def _batch_names(all_names: dict[str, list[str]]) -> set[str]:
+    """Symbolic names the file gives the batch: those of the inputs' first dims (an RNN's
+    state ``[layers, N, hidden]`` shares its ``N`` with the audio's ``[N, samples]``)."""
+    return {names[0] for names in all_names.values() if names and names[0]}
+
+
+def _is_state_batch(dims: list[int], i: int) -> bool:
+    """Dim ``i`` is the batch of a recurrent state laid out as PyTorch's LSTM/GRU keep it,
+    ``[layers x directions, N, hidden]``: rank 3, a fixed first dim of 2 to 8 (1 would be a
+    batch of one before a free sequence, ``[1, T, features]``), a fixed last."""
+    return len(dims) == 3 and i == 1 and 2 <= dims[0] <= 8 and dims[2] > 0
+
+
 def propose(spec: dict, path: Path | None = None, facts=None) -> tuple[list[int], str]:
     """``(dims, why)``: a shape for ``spec`` (an input of the agent's signature, -1 for a
     free dim) that a model of its kind runs at, and where its sizes came from."""
@@ -83,8 +96,10 @@ def propose(spec: dict, path: Path | None = None, facts=None) -> tuple[list[int]
     names = (names + [""] * len(dims))[:len(dims)]
     out = list(dims)
     sources: list[str] = []
+    batch_names = _batch_names(all_names)
     for i, d in enumerate(dims):
-        if d < 0 and (i == 0 or _BATCH.match(names[i] or "-")):
+        if d < 0 and (i == 0 or _BATCH.match(names[i] or "-") or names[i] in batch_names
+                      or _is_state_batch(dims, i)):
             out[i] = 1  # the batch
     spatial = _spatial(dims, names)
     if spatial and any(out[i] < 0 for i in spatial):

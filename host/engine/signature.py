@@ -247,6 +247,7 @@ def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | N
     inputs = signature["inputs"]
     names = [i["name"] for i in inputs]
     listed = ", ".join(names) or "none"
+    free = []  # (spec, dims, free dim indices): every one named in one refusal
     for spec in inputs:
         name, dims = spec["name"], list(spec["shape"])
         given = (npz or {}).get(name)
@@ -261,11 +262,27 @@ def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | N
             continue
         dynamic = [i for i, d in enumerate(dims) if d is None or d < 0]
         if dynamic:
-            proposed, why = propose(spec, path)
-            example = "x".join(map(str, proposed)) or "1"
-            raise UsageError(f"input '{name}' of {model} has dynamic dims {dynamic} "
-                             f"(shape {dims})",
-                             f"give --input-shape {name}={example} ({why}) or --inputs FILE.npz")
+            free.append((spec, dims, dynamic))
+    if free:
+        raise _free_dims(model, free, path)
+
+
+def _free_dims(model: str, free: list, path: Path | None) -> UsageError:
+    """One refusal naming every input left with free dims, a whole ``--input-shape`` for each
+    (a model of three such inputs is fixed in one try, not three)."""
+    flags, whys = [], []
+    for spec, _, _ in free:
+        proposed, why = propose(spec, path)
+        flags.append(f"--input-shape {spec['name']}={'x'.join(map(str, proposed)) or '1'}")
+        whys.append(why)
+    why = "; ".join(dict.fromkeys(whys))
+    if len(free) == 1:
+        (spec, dims, dynamic), = free
+        what = f"input '{spec['name']}' of {model} has dynamic dims {dynamic} (shape {dims})"
+    else:
+        what = f"{len(free)} inputs of {model} have dynamic dims: " + ", ".join(
+            f"'{spec['name']}' {dims} (free: {dynamic})" for spec, dims, dynamic in free)
+    return UsageError(what, f"give {' '.join(flags)} ({why}) or --inputs FILE.npz")
 
 
 def _check_array(model: str, spec: dict, array) -> None:

@@ -67,6 +67,8 @@ class SweepSpec:
     options: tuple[tuple[str, str], ...] = ()
     input_shapes: tuple[ShapeArg, ...] = ()
     inputs_file: Path | None = None
+    scoped_inputs: tuple[tuple[str, Path], ...] = ()  # --inputs MODEL:FILE.npz
+    input_values: tuple[tuple[str, int | float], ...] = ()  # --input-value NAME=NUMBER
     vias: tuple[str, ...] = ("shell",)
     seed: int = 0
     shuffle: bool = True
@@ -91,7 +93,8 @@ class SweepSpec:
                               weights=self.weights, dataset=dataset, dataset_limit=self.limit,
                               params=self.params, native=self.native, binary=self.binary,
                               binarize=self.binarize, inputs=inputs, inputs_sha256=inputs_sha256,
-                              options=self.options or None)
+                              options=self.options or None,
+                              input_values=self.input_values or None)
 
     def campaign_policy(self, lab=None, probes: dict | None = None) -> CampaignPolicy:
         """How the campaign treats the devices (``lab``: the open lab session, if any;

@@ -120,3 +120,38 @@ def lab_address(given: str | None) -> str:
                          "start it again (aiot lab start --head, or aiot lab join HOST:PORT), or give --lab "
                          "HOST:PORT")
     raise UsageError("no lab address", "give --lab HOST:PORT, set AIOT_LAB, or start one: aiot lab start --head")
+
+
+@app.command("view")
+def view(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="Port the view listens on.")] = 8470,
+    bind: Annotated[str, typer.Option(
+        help="Address it listens on: loopback by default (reach it over an SSH tunnel); another "
+             "address exposes it to that network, still behind the token.")] = "127.0.0.1",
+    token: Annotated[Path | None, typer.Option(
+        "--token", help="A token file to log in with (default: the lab's token on this host, else a "
+                        "new random one, printed once).")] = None,
+    every: Annotated[float, typer.Option(help="Seconds between the live pages' polls.")] = 3.0,
+) -> None:
+    """The lab in a browser: devices, campaigns, results and reservations, live."""
+    from aiot.host.cli._output import state
+    from aiot.host.lab.security import check_bind, read_token
+
+    bind = check_bind(bind)
+    try:
+        from aiot.host.labview.server import ViewConfig, new_token, serve
+    except ImportError as exc:
+        raise UsageError(f"aiot lab view needs the view extra ({exc.name} is missing)",
+                         "pip install 'aiot[view]'") from None
+    given = token or (token_path() if read_token(token_path()) else None)
+    secret = read_token(given) if given is not None else new_token()
+    if not secret:
+        raise UsageError(f"token file {given} is empty", "give a file holding the token")
+    host = f"[{bind}]" if ":" in bind else bind
+    message(f"lab view at http://{host}:{port}/ (Ctrl-C stops it)")
+    if given is not None:
+        message(f"log in with the token in {given} (at http://{host}:{port}/login)")
+    else:  # the fragment never reaches a server or its log; the page posts it and forgets it
+        message(f"log in (once per browser): http://{host}:{port}/login#{secret}")
+    serve(ViewConfig(state(ctx).results_dir(), secret, every), bind, port)

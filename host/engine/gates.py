@@ -11,7 +11,13 @@ from pathlib import Path
 
 from aiot.converters import get_converter
 from aiot.core.errors import UsageError
+from aiot.host.devices import reservations
 from aiot.host.native import get_adapter, resolve_binary
+
+
+def check_reserved(devices) -> None:
+    """A device another user reserved (``aiot devices reserve``) is theirs until the end of it."""
+    reservations.check_free(devices)
 
 
 def check_native_via(native: str | None, vias) -> None:

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import message, out, print_json, safe, spinner
+from aiot.host.cli._output import message, out, print_json, safe, spinner, state
 from aiot.host.cli.options import JsonOpt
 from aiot.host.lab.node import load_nodes, start_node, stop_nodes
-from aiot.host.lab.security import token_path
+from aiot.host.lab.security import check_bind, read_token, token_path
 from aiot.host.lab.session import connect, lab_nodes
 
 app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
@@ -135,9 +135,6 @@ def view(
     every: Annotated[float, typer.Option(help="Seconds between the live pages' polls.")] = 3.0,
 ) -> None:
     """The lab in a browser: devices, campaigns, results and reservations, live."""
-    from aiot.host.cli._output import state
-    from aiot.host.lab.security import check_bind, read_token
-
     bind = check_bind(bind)
     try:
         from aiot.host.labview.server import ViewConfig, new_token, serve

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import write_text_atomic
-from aiot.host.devices.entry import inventory_path
+from aiot.host.devices.entry import check_name, inventory_path
 
 try:
     import fcntl
@@ -85,8 +85,6 @@ def parse_duration(text: str) -> timedelta:
 
 def check_device(name: str) -> str:
     """``name`` if it can be reserved (``local`` or a valid device name), else UsageError."""
-    from aiot.host.devices.entry import check_name
-
     return name if name == "local" else check_name(name)
 
 

@@ -18,6 +18,8 @@ from aiot.core.errors import AiotError
 from aiot.host.devices import inventory, reservations
 from aiot.host.devices.reachability import adb_states, ssh_state
 from aiot.host.devices.resolve import LOCAL
+from aiot.host.lab.node import load_nodes
+from aiot.host.lab.session import connect, lab_nodes
 from aiot.host.store import open_store
 from aiot.host.store.locks import held
 from aiot.host.store.queries import Filters, parse_time
@@ -99,13 +101,9 @@ def _from_store(store, device: str) -> dict:
 def lab_rows() -> list[dict]:
     """The devices of the lab's live nodes when this host started one (a row per device; a
     row naming the error when the lab cannot be asked). Ray is imported only when a lab runs."""
-    from aiot.host.lab.node import load_nodes
-
     if not any(state.alive() for state in load_nodes()):
         return []
     try:
-        from aiot.host.lab.session import connect, lab_nodes
-
         connect(next(s.address for s in load_nodes() if s.alive()))
         nodes = lab_nodes()
     except AiotError as exc:

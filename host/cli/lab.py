@@ -133,11 +133,16 @@ def view(
         "--token", help="A token file to log in with (default: the lab's token on this host, else a "
                         "new random one, printed once).")] = None,
     every: Annotated[float, typer.Option(help="Seconds between the live pages' polls.")] = 3.0,
+    lab: Annotated[str | None, typer.Option(
+        help="The lab's HOST:PORT whose nodes' devices to show (default: $AIOT_LAB, else the node "
+             "this host started, else none: this host's devices only).")] = None,
+    lab_token: Annotated[Path | None, typer.Option(help="The lab's token file for --lab (default: as "
+                                                        "aiot lab status finds it).")] = None,
 ) -> None:
     """The lab in a browser: devices, campaigns, results and reservations, live."""
     bind = check_bind(bind)
     try:
-        from aiot.host.labview.server import ViewConfig, new_token, serve
+        from aiot.host.labview.server import ViewConfig, join_lab, new_token, serve
     except ImportError as exc:
         raise UsageError(f"aiot lab view needs the view extra ({exc.name} is missing)",
                          "pip install 'aiot[view]'") from None
@@ -145,7 +150,11 @@ def view(
     secret = read_token(given) if given is not None else new_token()
     if not secret:
         raise UsageError(f"token file {given} is empty", "give a file holding the token")
+    with spinner("joining the lab…"):
+        joined = join_lab(lab, lab_token)
     host = f"[{bind}]" if ":" in bind else bind
+    if joined:
+        message(f"showing the devices of the lab at {safe(joined)} and of this host")
     message(f"lab view at http://{host}:{port}/ (Ctrl-C stops it)")
     if given is not None:
         message(f"log in with the token in {given} (at http://{host}:{port}/login)")

@@ -26,14 +26,17 @@ from urllib.parse import parse_qs, urlencode
 
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.concurrency import run_in_threadpool
 
 from aiot.core.errors import AiotError
 from aiot.host.devices import reservations
 from aiot.host.labview import pages, sources
+from aiot.host.labview.sources import join_lab
+
+__all__ = ["COOKIE", "ViewConfig", "create_app", "join_lab", "new_token", "serve"]
 
 COOKIE = "aiot_lab_view"
 _OPEN = {"/login", "/app.js", "/app.css"}

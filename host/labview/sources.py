@@ -9,12 +9,13 @@ same with 100 records or 100k.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aiot.core.errors import AiotError
 from aiot.host.devices import inventory, reservations
 from aiot.host.devices.reachability import adb_states, ssh_state
 from aiot.host.devices.resolve import LOCAL
@@ -99,15 +100,16 @@ def _from_store(store, device: str) -> dict:
 
 
 def lab_rows() -> list[dict]:
-    """The devices of the lab's live nodes when this host started one (a row per device; a
-    row naming the error when the lab cannot be asked). Ray is imported only when a lab runs."""
-    if not any(state.alive() for state in load_nodes()):
+    """The devices of every node of the lab this process joined (:func:`join_lab`), a row
+    per device; none when it joined no lab."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
         return []
     try:
-        connect(next(s.address for s in load_nodes() if s.alive()))
         nodes = lab_nodes()
-    except AiotError as exc:
-        return [{"name": "lab", "transport": "ray", "node": "?", "state": "offline", "last_error": exc.message}]
+    except Exception as exc:  # noqa: BLE001  Ray's errors have no common base; the page says it
+        return [{"name": "lab", "transport": "ray", "node": "?", "state": "offline",
+                 "last_error": f"the lab did not answer: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}"}]
     rows = []
     for node in nodes:
         for device in node.devices:
@@ -115,6 +117,17 @@ def lab_rows() -> list[dict]:
             rows.append({"name": device, "transport": "ray", "node": node.hostname or node.address,
                          "state": state, "last_error": node.compatible()})
     return rows
+
+
+def join_lab(address: str | None, token: Path | None = None) -> str | None:
+    """Join the lab at ``address`` (default: ``$AIOT_LAB``, else a live node this host
+    started) as a driver, so the devices page lists its nodes' devices; the address joined,
+    or None when there is no lab."""
+    address = address or os.environ.get("AIOT_LAB") or next(
+        (state.address for state in load_nodes() if state.alive()), None)
+    if address:
+        connect(address, token)
+    return address
 
 
 def campaigns(results_dir: Path, recent: int = 15) -> dict:

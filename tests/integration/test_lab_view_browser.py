@@ -110,6 +110,15 @@ def view(tmp_path):
         log.close()
 
 
+def log_in(browser, url: str, token: str) -> None:
+    """Open the login link as the view printed it: the token in the fragment is posted and
+    exchanged for a cookie, and the devices page opens."""
+    browser.get(f"{url}/login#{token}")
+    wait_until(lambda: browser.current_url.rstrip("/") == url and "Devices" in browser.page_source,
+               "the devices page after login")
+    assert token not in browser.current_url
+
+
 def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, tmp_path):
     from aiot.host.devices import reservations
     from aiot.host.store import open_store
@@ -125,10 +134,7 @@ def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, t
         urllib.request.urlopen(f"{url}/", timeout=10)
     assert refused.value.code == 401
 
-    browser.get(f"{url}/login#{token}")  # the token in the fragment: posted, then a cookie
-    wait_until(lambda: browser.current_url.rstrip("/") == url and "Devices" in browser.page_source,
-               "the devices page after login")
-    assert token not in browser.current_url
+    log_in(browser, url, token)
     row = browser.execute_script(TEXT, 'tr[data-device="local"]')
     assert "<script>alert(1)</script>" in row  # shown as text, not run
     assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
@@ -155,3 +161,36 @@ def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, t
     recent = browser.execute_script(TEXT, "#live").split("Recent sweeps")[1]
     assert "local" in recent and "earlier" in recent
     assert browser.execute_script("return window.aiotNoReload") == 1  # all of it without a reload
+
+
+def test_a_device_stopped_mid_sweep_turns_offline_on_the_page(view, browser, cli, tmp_path):
+    from aiot.host.emulator.state import load_all
+
+    url, token = view
+    cli("emulator", "start", "ssh", "--name", "dev-a")
+    sweep = None
+    try:
+        log_in(browser, url, token)
+        browser.execute_script("window.aiotNoReload = 1")
+
+        def state():
+            return browser.execute_script(TEXT, 'tr[data-device="dev-a"] .state') or ""
+
+        wait_until(lambda: state().startswith("online"), "dev-a online")
+        sweep = subprocess.Popen([sys.executable, "-m", "aiot", "sweep", "-d", "dev-a", "-m", "tiny_cnn", "-f",
+                                  "onnx", "--threads", "1,2,3,4", *fast(30, warmup_runs=1)],
+                                 stdout=subprocess.DEVNULL, stderr=open(tmp_path / "sweep.log", "wb"))
+        busy = wait_until(lambda: "busy" in state() and state(), "dev-a busy with the sweep")
+        assert "with sweep" in busy and "@" in busy
+        # the board dies (its server and agent killed); it stays in the inventory, as a crashed one does
+        (emulator,) = [e for e in load_all() if e.name == "dev-a"]
+        emulator.terminate()
+        offline = wait_until(lambda: state().startswith("offline") and state(), "dev-a offline")
+        assert "since" in offline
+        sweep.wait(timeout=TIMEOUT_S)
+    finally:
+        if sweep is not None and sweep.poll() is None:
+            sweep.kill()
+        subprocess.run([sys.executable, "-m", "aiot", "emulator", "stop", "dev-a"], capture_output=True,
+                       timeout=120)  # already stopped unless the test failed before
+    assert browser.execute_script("return window.aiotNoReload") == 1

@@ -142,16 +142,16 @@ def view(
     """The lab in a browser: devices, campaigns, results and reservations, live."""
     bind = check_bind(bind)
     try:
-        from aiot.host.labview.server import ViewConfig, join_lab, new_token, serve
+        from aiot.host.labview import server
     except ImportError as exc:
         raise UsageError(f"aiot lab view needs the view extra ({exc.name} is missing)",
                          "pip install 'aiot[view]'") from None
     given = token or (token_path() if read_token(token_path()) else None)
-    secret = read_token(given) if given is not None else new_token()
+    secret = read_token(given) if given is not None else server.new_token()
     if not secret:
         raise UsageError(f"token file {given} is empty", "give a file holding the token")
     with spinner("joining the lab…"):
-        joined = join_lab(lab, lab_token)
+        joined = server.join_lab(lab, lab_token)
     host = f"[{bind}]" if ":" in bind else bind
     if joined:
         message(f"showing the devices of the lab at {safe(joined)} and of this host")
@@ -160,4 +160,4 @@ def view(
         message(f"log in with the token in {given} (at http://{host}:{port}/login)")
     else:  # the fragment never reaches a server or its log; the page posts it and forgets it
         message(f"log in (once per browser): http://{host}:{port}/login#{secret}")
-    serve(ViewConfig(state(ctx).results_dir(), secret, every), bind, port)
+    server.serve(server.ViewConfig(state(ctx).results_dir(), secret, every), bind, port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 
@@ -150,9 +151,12 @@ def view(
     secret = read_token(given) if given is not None else server.new_token()
     if not secret:
         raise UsageError(f"token file {given} is empty", "give a file holding the token")
-    with spinner("joining the lab…"):
-        joined = server.join_lab(lab, lab_token)
+    server.check_listen(bind, port)
+    joined = server.join_lab(lab, lab_token)
     host = f"[{bind}]" if ":" in bind else bind
+    if not ipaddress.ip_address(bind).is_loopback:
+        message(f"[yellow]the view listens on {bind}: anyone there who holds the token sees the lab and "
+                "may reserve its devices[/]")
     if joined:
         message(f"showing the devices of the lab at {safe(joined)} and of this host")
     message(f"lab view at http://{host}:{port}/ (Ctrl-C stops it)")

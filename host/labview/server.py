@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
@@ -31,12 +32,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from aiot.core.errors import AiotError
+from aiot.core.errors import AiotError, UsageError
 from aiot.host.devices import reservations
 from aiot.host.labview import pages, sources
 from aiot.host.labview.sources import join_lab
 
-__all__ = ["COOKIE", "ViewConfig", "create_app", "join_lab", "new_token", "serve"]
+__all__ = ["COOKIE", "ViewConfig", "check_listen", "create_app", "join_lab", "new_token", "serve"]
 
 COOKIE = "aiot_lab_view"
 _OPEN = {"/login", "/app.js", "/app.css"}
@@ -204,8 +205,30 @@ def _int(text: str | None) -> int:
         return 0
 
 
+def check_listen(bind: str, port: int) -> None:
+    """Nothing if the view can listen on ``bind:port`` (a trial bind, released at once).
+
+    Raises:
+        UsageError: the port is taken, not this host's address, or privileged.
+    """
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind((bind, port))
+        except OSError as exc:
+            raise UsageError(f"the lab view cannot listen on {bind} port {port} ({exc.strerror})",
+                             "give another --port (above 1023), or --bind one of this host's "
+                             "addresses") from None
+
+
 def serve(config: ViewConfig, bind: str = "127.0.0.1", port: int = 8470) -> None:
-    """Serve the view until interrupted (uvicorn; its access log shows paths, never a token)."""
+    """Serve the view until interrupted (uvicorn; its access log shows paths, never a token).
+
+    Raises:
+        UsageError: it cannot listen there (:func:`check_listen`).
+    """
     import uvicorn
 
+    check_listen(bind, port)
     uvicorn.run(create_app(config), host=bind, port=port, log_level="warning", access_log=False)

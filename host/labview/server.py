@@ -231,4 +231,6 @@ def serve(config: ViewConfig, bind: str = "127.0.0.1", port: int = 8470) -> None
     import uvicorn
 
     check_listen(bind, port)
-    uvicorn.run(create_app(config), host=bind, port=port, log_level="warning", access_log=False)
+    # A live page's stream never ends by itself: on Ctrl-C/SIGTERM give open streams 2 s.
+    uvicorn.run(create_app(config), host=bind, port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=2)

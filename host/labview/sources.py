@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,9 @@ from aiot.host.store.locks import held
 from aiot.host.store.queries import Filters, parse_time
 
 PAGE_SIZE = 50
+#: How long the devices page waits for the lab's GCS (a node dying can stall it a while).
+LAB_ANSWER_S = 5.0
+_LAB_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aiot-view-lab")
 #: Filters of the results page, as its query parameters name them.
 RESULT_FILTERS = ("device", "model", "format", "sweep_id", "status", "kind", "since", "until")
 
@@ -105,11 +109,13 @@ def lab_rows() -> list[dict]:
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
         return []
+    asked = _LAB_POOL.submit(lab_nodes)
     try:
-        nodes = lab_nodes()
+        nodes = asked.result(timeout=LAB_ANSWER_S)
     except Exception as exc:  # noqa: BLE001  Ray's errors have no common base; the page says it
+        said = str(exc).splitlines()[0][:200] if str(exc) else f"no answer in {LAB_ANSWER_S:g} s"
         return [{"name": "lab", "transport": "ray", "node": "?", "state": "offline",
-                 "last_error": f"the lab did not answer: {str(exc).splitlines()[0][:200] if str(exc) else exc!r}"}]
+                 "last_error": f"the lab did not answer: {said}"}]
     rows = []
     for node in nodes:
         for device in node.devices:

@@ -8,6 +8,7 @@ the test skips, except under ``make test`` (AIOT_REQUIRE_TOOLCHAINS=1), where it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -80,9 +81,10 @@ def browser(tmp_path):
         driver.quit()
 
 
-@pytest.fixture
-def view(tmp_path):
-    """``aiot lab view`` on a free port with a known token file; yields (url, token)."""
+@contextlib.contextmanager
+def running_view(tmp_path: Path, *args: str, env: dict | None = None):
+    """``aiot lab view`` (with ``args``) on a free port with a known token file, as a user
+    starts it; yields (url, token)."""
     pytest.importorskip("starlette")
     token = "view-token-" + os.urandom(8).hex()
     token_file = tmp_path / "token"
@@ -90,7 +92,8 @@ def view(tmp_path):
     port = free_port()
     log = open(tmp_path / "view.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "aiot", "lab", "view", "--port", str(port), "--token",
-                             str(token_file), "--every", "0.5"], stdout=log, stderr=subprocess.STDOUT)
+                             str(token_file), "--every", "0.5", *args], stdout=log, stderr=subprocess.STDOUT,
+                            env=env)
     url = f"http://127.0.0.1:{port}"
 
     def answers():
@@ -102,12 +105,18 @@ def view(tmp_path):
             return False
 
     try:
-        wait_until(answers, "the view to listen", timeout=60)
+        wait_until(answers, "the view to listen", timeout=90)
         yield url, token
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def view(tmp_path):
+    with running_view(tmp_path) as found:
+        yield found
 
 
 def log_in(browser, url: str, token: str) -> None:
@@ -194,3 +203,4 @@ def test_a_device_stopped_mid_sweep_turns_offline_on_the_page(view, browser, cli
         subprocess.run([sys.executable, "-m", "aiot", "emulator", "stop", "dev-a"], capture_output=True,
                        timeout=120)  # already stopped unless the test failed before
     assert browser.execute_script("return window.aiotNoReload") == 1
+

@@ -40,6 +40,7 @@ class DeviceWatch:
 
     def __init__(self) -> None:
         self._since: dict[str, tuple[str, float]] = {}
+        self._lab_seen: dict[str, str] = {}  # lab device -> its node, as last listed
 
     def rows(self, results_dir: Path) -> list[dict]:
         """Every device (this host, the inventory, the lab's nodes) with its state, its
@@ -51,7 +52,18 @@ class DeviceWatch:
             for name, transport, state in _reachability():
                 row = {"name": name, "transport": transport, "node": "this host", **_from_store(store, name)}
                 rows.append(self._stated(row, state, busy.get(name), booked.get(name)))
-        rows += [self._stated(row, row.pop("state"), None, booked.get(row["name"])) for row in lab_rows()]
+        rows += [self._stated(row, row.pop("state"), None, booked.get(row["name"])) for row in self._lab()]
+        return rows
+
+    def _lab(self) -> list[dict]:
+        """The lab's devices; one whose node is no longer listed (Ray drops a dead node's
+        resources) stays on the page, offline, as a dead phone would."""
+        rows = lab_rows()
+        listed = {row["name"] for row in rows}
+        self._lab_seen.update({row["name"]: row["node"] for row in rows if row["transport"] == "ray"
+                               and row["node"] != "?"})
+        rows += [{"name": name, "transport": "ray", "node": node, "state": "offline",
+                  "last_error": "its lab node is gone"} for name, node in self._lab_seen.items() if name not in listed]
         return rows
 
     def _stated(self, row: dict, state: str, busy: dict | None, booked) -> dict:

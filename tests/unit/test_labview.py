@@ -184,3 +184,16 @@ def test_the_live_feed_pushes_fragments_as_server_sent_events():
         data = next(lines)
         assert data.startswith("data: ") and "No sweep is running" in json.loads(data[6:])
     assert c.get("/events/secrets").status_code == 404
+
+
+def test_a_lab_device_whose_node_vanished_stays_listed_offline(monkeypatch):
+    from aiot.host.labview import sources
+
+    listed = [[{"name": "dev-b", "transport": "ray", "node": "beta", "state": "busy", "last_error": None}], []]
+    monkeypatch.setattr(sources, "lab_rows", lambda: listed.pop(0))
+    watch = sources.DeviceWatch()
+    first = {r["name"]: r for r in watch.rows(results_dir())}
+    second = {r["name"]: r for r in watch.rows(results_dir())}
+    assert first["dev-b"]["state"] == "busy" and first["local"]["state"] == "online"
+    assert second["dev-b"]["state"] == "offline" and second["dev-b"]["node"] == "beta"
+    assert second["dev-b"]["last_error"] == "its lab node is gone"

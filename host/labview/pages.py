@@ -33,19 +33,19 @@ _DEVICE_ROWS = """<table class="devices"><tr><th>device</th><th>node</th><th>sta
 <td class="name">{{ d.name }}<br><small>{{ d.transport }}{% if d.model_name %} · {{ d.model_name }}{% endif %}</small></td>
 <td>{{ d.node }}</td>
 <td class="state">{{ d.state }}{% if d.busy %} with sweep {{ d.busy.sweep }} of {{ d.busy.user }}@{{ d.busy.host }}{% endif %}
-<br><small>since {{ d.since }}</small></td>
+<br><small>since {{ d.since|when }}</small></td>
 <td>{{ d.soc or "?" }} · {{ d.cores or "?" }}</td>
 <td>{% if d.telemetry %}{% set t = d.telemetry %}
-{% if t.battery_pct is not none %}🔋 {{ t.battery_pct }}% {{ t.battery_status or "" }}<br>{% endif %}
+{% if t.battery_pct is not none %}battery {{ t.battery_pct }}% {{ t.battery_status or "" }}<br>{% endif %}
 {% if t.cpu_temp_max_c is not none %}{{ "%.1f"|format(t.cpu_temp_max_c) }} °C<br>{% endif %}
 {% if t.cpu_freq_khz %}<small>{% for core, f in t.cpu_freq_khz.items() %}{{ core }}:{{ (f / 1000)|round|int }}{% if t.cpu_cap_khz and t.cpu_cap_khz.get(core) and t.cpu_cap_khz.get(core) < f %}!{% endif %} {% endfor %}MHz</small>{% endif %}
 {% else %}—{% endif %}</td>
-<td>{% if d.runtimes %}{{ d.runtimes|join(", ") }}{% elif d.last_run %}measured {{ d.last_run }}{% else %}—{% endif %}</td>
-<td class="reservation">{% if d.reservation %}{{ d.reservation.user }} until {{ d.reservation.until }}
+<td>{% if d.runtimes %}{{ d.runtimes|join(", ") }}{% elif d.last_run %}measured {{ d.last_run|when }}{% else %}—{% endif %}</td>
+<td class="reservation">{% if d.reservation %}{{ d.reservation.user }} until {{ d.reservation.until|when }}
 {% if d.reservation.note %}<br><small>{{ d.reservation.note }}</small>{% endif %}
 <form method="post" action="/release"><input type="hidden" name="device" value="{{ d.name }}"><button>release</button></form>
 {% else %}free{% endif %}</td>
-<td class="error">{{ d.last_error or "" }}{% if d.last_error_at %}<br><small>{{ d.last_error_at }}</small>{% endif %}</td>
+<td class="error">{{ d.last_error or "" }}{% if d.last_error_at %}<br><small>{{ d.last_error_at|when }}</small>{% endif %}</td>
 </tr>{% endfor %}</table>"""
 
 _CAMPAIGNS = """{% extends "base" %}{% block main %}<h1>Campaigns</h1><div id="live">{{ fragment }}</div>{% endblock %}"""
@@ -61,7 +61,7 @@ elapsed {{ s.elapsed_s|duration }}{% if s.eta_s is not none %}, about {{ s.eta_s
 </section>{% else %}<p>No sweep is running.</p>{% endfor %}
 <h2>Recent sweeps</h2><table><tr><th>sweep</th><th>devices</th><th>started</th><th>ended</th><th>ok</th><th>failed</th><th>pending</th></tr>
 {% for s in finished %}<tr data-sweep="{{ s.sweep_id }}"><td><a href="/results?sweep_id={{ s.sweep_id|urlencode }}">{{ s.sweep_id }}</a></td>
-<td>{{ s.devices }}</td><td>{{ s.started }}</td><td>{{ s.ended }}</td><td>{{ s.ok }}</td><td>{{ s.failed }}</td><td>{{ s.pending }}</td></tr>
+<td>{{ s.devices }}</td><td>{{ s.started|when }}</td><td>{{ s.ended|when }}</td><td>{{ s.ok }}</td><td>{{ s.failed }}</td><td>{{ s.pending }}</td></tr>
 {% for f in s.failures %}<tr class="failure"><td></td><td colspan="6">{{ f.device }} · {{ f.model }}: {{ f.reason }}</td></tr>{% endfor %}
 {% endfor %}</table>"""
 
@@ -71,7 +71,7 @@ _RESULTS = """{% extends "base" %}{% block main %}<h1>Results</h1>
 <button>filter</button></form>
 <p>{{ page.records|length }} record(s) on page {{ page.page + 1 }} of a store of {{ page.total }}.</p>
 <table class="results"><tr><th>id</th><th>time</th><th>sweep</th><th>device</th><th>model</th><th>format</th><th>thr</th><th>status</th><th>median ms</th><th>reason</th></tr>
-{% for r in page.records %}<tr><td><a href="/record/{{ r.id|urlencode }}">{{ r.id[:10] }}</a></td><td>{{ r.created_at }}</td>
+{% for r in page.records %}<tr><td><a href="/record/{{ r.id|urlencode }}">{{ r.id[:10] }}</a></td><td>{{ r.created_at|when }}</td>
 <td>{{ r.sweep_id or "" }}</td><td>{{ r.device }}</td><td>{{ r.model }}</td><td>{{ r.format }}</td><td>{{ r.threads }}</td>
 <td>{{ r.status }}</td><td>{{ "%.3f"|format(r.median_ms) if r.median_ms is not none else "" }}</td><td>{{ r.reason or "" }}</td></tr>{% endfor %}</table>
 <p>{% if page.page > 0 %}<a href="/results?{{ query(page.page - 1) }}">newer</a>{% endif %}
@@ -115,12 +115,20 @@ def _duration(seconds) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def _when(text) -> str:
+    """An ISO 8601 UTC time as people read it: ``2026-11-27 03:48:30``."""
+    if not isinstance(text, str):
+        return "" if text is None else str(text)
+    return text.replace("T", " ", 1).split(".")[0].removesuffix("+00:00")
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.DictLoader({"base": _BASE, "devices": _DEVICES, "device_rows": _DEVICE_ROWS,
                               "campaigns": _CAMPAIGNS, "campaign_rows": _CAMPAIGN_ROWS, "results": _RESULTS,
                               "record": _RECORD, "login": _LOGIN, "error": _ERROR}),
     autoescape=True, undefined=jinja2.ChainableUndefined)
 _ENV.filters["duration"] = _duration
+_ENV.filters["when"] = _when
 
 
 def render(name: str, **values) -> str:

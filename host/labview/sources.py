@@ -95,8 +95,11 @@ def _reachability() -> list[tuple[str, str, str]]:
 
 def _from_store(store, device: str) -> dict:
     """SoC, cores, setup, telemetry and last error of ``device`` from its newest records."""
-    newest = next(store.records(Filters(device=device), newest_first=True, limit=1), None)
-    failed = next(store.records(Filters(device=device, status="failed"), newest_first=True, limit=1), None)
+    def newest_of(status: str | None):
+        return next(store.records(Filters(device=device, status=status), newest_first=True, limit=1), None)
+
+    # a finished run's provenance is whole (a pending one's has no telemetry yet)
+    newest, failed = newest_of("ok") or newest_of(None), newest_of("failed")
     info, telemetry = {}, None
     if newest is not None:
         info = newest.provenance.get("device") or {}

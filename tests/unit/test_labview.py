@@ -128,7 +128,8 @@ def test_a_reservation_made_in_the_page_is_shown_and_refuses_other_users(monkeyp
     assert answer.status_code == 303
     held = reservations.load()["local"]
     page = c.get("/").text
-    assert "thermal study" in page and f"{held.user} until {held.until}" in page
+    until = held.until.replace("T", " ").removesuffix("+00:00")
+    assert "thermal study" in page and f"{held.user} until {until}" in page
     monkeypatch.setattr(reservations, "current_user", lambda: "mallory")
     with pytest.raises(reservations.Reserved, match=f"local is reserved by {held.user}@.* until"):
         reservations.check_free(["local"])

@@ -26,8 +26,10 @@ apt_install() {
 # Fashion-MNIST (the demo's data set) comes from Debian, not from a download at run time;
 # sshd, ssh and adb back the emulated SSH and ADB devices (`aiot emulator`) and their tests;
 # qemu-user-static and mmdebstrap give them an aarch64 userland (`aiot emulator start ... --arch arm64`);
-# chromium opens `aiot report`'s page headless in its test (the page loads, every image renders).
-apt_install dataset-fashion-mnist openssh-server openssh-client adb qemu-user-static mmdebstrap chromium
+# chromium opens `aiot report`'s page headless in its test (the page loads, every image renders);
+# chromium-driver lets Selenium drive it through `aiot lab view`'s live pages in theirs.
+apt_install dataset-fashion-mnist openssh-server openssh-client adb qemu-user-static mmdebstrap chromium \
+  chromium-driver
 # The Android app (`aiot app build`, offline): javac/keytool, aapt2/zipalign/apksigner, the
 # framework resources aapt2 links against, and dexdump (its test checks the APK with it).
 apt_install default-jdk-headless android-sdk-build-tools android-framework-res dexdump

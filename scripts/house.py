@@ -49,10 +49,11 @@ LIMITS = {
 # tests and demos; then the store of records and its provenance, the scores computed from
 # records (OM_infer, VIPS), training (it writes records), the engine that measures (it writes
 # records, picks trained weights, scores BiBench's tables), the lab that runs the engine on
-# other hosts, and the consumers of it all: the report, the robustness suites; the CLI on top.
+# other hosts, and the consumers of it all: the report, the robustness suites, the lab view
+# (the lab in a browser: it reads the lab, the store and the inventory); the CLI on top.
 # The same order is import-linter's layers contract inside host (pyproject.toml).
 WINGS = ("transports", "devices", "native", "app", "emulator", "store", "scores", "training",
-         "engine", "lab", "report", "robust", "cli")
+         "engine", "lab", "report", "robust", "labview", "cli")
 #: Fewer AST nodes than this in a function's body is too little to call a copy (``return x``).
 MIN_TWICE_NODES = 12
 

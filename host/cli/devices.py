@@ -14,7 +14,7 @@ from aiot.core.units import size_text
 from aiot.host.app.runtime import check_app
 from aiot.host.cli._output import message, out, print_json, safe, spinner
 from aiot.host.cli.options import JsonOpt, parse_options
-from aiot.host.devices import inventory
+from aiot.host.devices import inventory, reservations
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.doctor import diagnose
 from aiot.host.devices.reachability import adb_states, ssh_state
@@ -277,3 +277,24 @@ def setup(
         return
     message(f"{name}: installed {', '.join(summary['requirements'])} into {summary['site']} "
             f"({len(summary['wheels'])} wheels, {size_text(summary['sent_bytes'])} sent)")
+
+
+@app.command("reserve")
+def reserve(
+    name: Annotated[str, typer.Argument(help="Device name (inventory name, or local).")],
+    duration: Annotated[str, typer.Option("--for", help="How long: 2h, 30m, 1d.")] = "2h",
+    note: Annotated[str, typer.Option(help="Why, for the others (shown in aiot lab view).")] = "",
+) -> None:
+    """Reserve a device: other users' sweeps on it are refused until the time is up."""
+    held = reservations.reserve(reservations.check_device(name), reservations.parse_duration(duration), note)
+    message(f"reserved {safe(name)} for {held.user} until {held.until}")
+
+
+@app.command("release")
+def release(
+    name: Annotated[str, typer.Argument(help="Device name.")],
+    force: Annotated[bool, typer.Option("--force", help="Release another user's reservation.")] = False,
+) -> None:
+    """End a device's reservation (yours, or anyone's with --force)."""
+    held = reservations.release(reservations.check_device(name), force=force)
+    message(f"released {safe(name)} (held by {held.user})" if held else f"{safe(name)} was not reserved")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import message, out, print_json, safe, spinner
+from aiot.host.cli._output import message, out, print_json, safe, spinner, state
 from aiot.host.cli.options import JsonOpt
 from aiot.host.lab.node import load_nodes, start_node, stop_nodes
-from aiot.host.lab.security import token_path
+from aiot.host.lab.security import check_bind, read_token, token_path
 from aiot.host.lab.session import connect, lab_nodes
 
 app = typer.Typer(no_args_is_help=True, help="A lab of several hosts: start, join, list and stop Ray nodes.")
@@ -120,3 +121,47 @@ def lab_address(given: str | None) -> str:
                          "start it again (aiot lab start --head, or aiot lab join HOST:PORT), or give --lab "
                          "HOST:PORT")
     raise UsageError("no lab address", "give --lab HOST:PORT, set AIOT_LAB, or start one: aiot lab start --head")
+
+
+@app.command("view")
+def view(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="Port the view listens on.")] = 8470,
+    bind: Annotated[str, typer.Option(
+        help="Address it listens on: loopback by default (reach it over an SSH tunnel); another "
+             "address exposes it to that network, still behind the token.")] = "127.0.0.1",
+    token: Annotated[Path | None, typer.Option(
+        "--token", help="A token file to log in with (default: the lab's token on this host, else a "
+                        "new random one, printed once).")] = None,
+    every: Annotated[float, typer.Option(help="Seconds between the live pages' polls.")] = 3.0,
+    lab: Annotated[str | None, typer.Option(
+        help="The lab's HOST:PORT whose nodes' devices to show (default: $AIOT_LAB, else the node "
+             "this host started, else none: this host's devices only).")] = None,
+    lab_token: Annotated[Path | None, typer.Option(help="The lab's token file for --lab (default: as "
+                                                        "aiot lab status finds it).")] = None,
+) -> None:
+    """The lab in a browser: devices, campaigns, results and reservations, live."""
+    bind = check_bind(bind)
+    try:
+        from aiot.host.labview import server
+    except ImportError as exc:
+        raise UsageError(f"aiot lab view needs the view extra ({exc.name} is missing)",
+                         "pip install 'aiot[view]'") from None
+    given = token or (token_path() if read_token(token_path()) else None)
+    secret = read_token(given) if given is not None else server.new_token()
+    if not secret:
+        raise UsageError(f"token file {given} is empty", "give a file holding the token")
+    server.check_listen(bind, port)
+    joined = server.join_lab(lab, lab_token)
+    host = f"[{bind}]" if ":" in bind else bind
+    if not ipaddress.ip_address(bind).is_loopback:
+        message(f"[yellow]the view listens on {bind}: anyone there who holds the token sees the lab and "
+                "may reserve its devices[/]")
+    if joined:
+        message(f"showing the devices of the lab at {safe(joined)} and of this host")
+    message(f"lab view at http://{host}:{port}/ (Ctrl-C stops it)")
+    if given is not None:
+        message(f"log in with the token in {given} (at http://{host}:{port}/login)")
+    else:  # the fragment never reaches a server or its log; the page posts it and forgets it
+        message(f"log in (once per browser): http://{host}:{port}/login#{secret}")
+    server.serve(server.ViewConfig(state(ctx).results_dir(), secret, every), bind, port)

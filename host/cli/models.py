@@ -20,6 +20,7 @@ from aiot.host.engine.signature import declared_reader, read_signature
 from aiot.models.model_facts import complexities
 from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
 from aiot.models.model_ref import ZOO as ZOO_KIND  # a reference's kind, not the zoo itself
+from aiot.models.quant.methods import BITS, METHODS
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
 
@@ -72,9 +73,8 @@ def list_models(
 
 def _forms(name: str) -> dict:
     """The model's default format, its ``<zoo>_<algorithm>`` names with theirs, and its
-    ``<zoo>_<method><bits>`` names (trained and described; not deployed yet)."""
+    ``<zoo>_<method><bits>`` names (trained and described; 8-bit LSQ deploys as int8 ONNX)."""
     from aiot.models.bibench import ALGORITHMS
-    from aiot.models.quant.methods import BITS, METHODS
 
     return {"default_format": default_format(resolve_model(name)),
             "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
@@ -86,7 +86,6 @@ def _forms_note() -> str:
     """How to name a binarized or quantized zoo model, your own files and code (under the
     table)."""
     from aiot.models.bibench import ALGORITHMS
-    from aiot.models.quant.methods import BITS, METHODS
 
     names = ALGORITHMS.names()
     lce = [a for a in names if default_format(resolve_model(f"tiny_vgg_{a}")) ==
@@ -185,7 +184,6 @@ def _binarized_facts(spec, algorithm: str) -> dict:
 def _quantized_facts(spec, option: str) -> dict:
     """What quantizing ``spec`` with ``option`` (``lsq:4``) gives: method, layers kept in float."""
     from aiot.models.quant import build_quantized, parse_quantize, quantized_layers
-    from aiot.models.quant.methods import METHODS
 
     chosen = parse_quantize(option)
     model = build_quantized(spec, chosen)

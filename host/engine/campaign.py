@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import random
+import socket
 import threading
 import time
 import uuid
@@ -36,12 +37,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aiot.core.errors import StoreError
+from aiot.host.devices.reservations import current_user
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
 from aiot.host.engine.runs import NullListener, RunListener, RunRequest
 from aiot.host.engine.workspace import Workspace
 from aiot.host.store.identity import request_key
 from aiot.host.store.locks import campaign_locks
-from aiot.host.store.store import RunRecord, Store, open_store
+from aiot.host.store.store import RunRecord, Store, open_store, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +206,9 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
     by_device: dict[str, list[tuple[int, RunRequest]]] = {}
     for index, request in enumerate(plan.requests):
         by_device.setdefault(request.device, []).append((index, request))
-    with campaign_locks(plan.sweep_id, by_device):  # Busy: another process measures there
+    info = {"user": current_user(), "host": socket.gethostname(), "runs": len(plan.requests),
+            "started": utc_now()}
+    with campaign_locks(plan.sweep_id, by_device, info):  # Busy: another process measures there
         with open_store(results_dir) as store:
             store.reap_stale()
         return _run_locked(plan, results_dir, by_device, listener, policy)

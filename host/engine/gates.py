@@ -12,8 +12,14 @@ from pathlib import Path
 from aiot.converters import get_converter
 from aiot.converters.base import user_converters
 from aiot.core.errors import UsageError
+from aiot.host.devices import reservations
 from aiot.host.devices.wheels import runtime_fix
 from aiot.host.native import adapters_for_format, get_adapter, resolve_binary
+
+
+def check_reserved(devices) -> None:
+    """A device another user reserved (``aiot devices reserve``) is theirs until the end of it."""
+    reservations.check_free(devices)
 
 
 def check_native_via(native: str | None, vias) -> None:

@@ -34,6 +34,7 @@ from aiot.host.engine.gates import (
     check_delegate,
     check_native_formats,
     check_native_via,
+    check_reserved,
     check_runnable,
     device_runner,
     native_binary,
@@ -75,6 +76,7 @@ def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> Checked:
     # A bad AIOT_VALIDITY or --validity: one line now, not after every run.
     ValidityPolicy.from_env(option=spec.validity)
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)
+    check_reserved(spec.devices)
     session = lab_session(spec, lab)
     try:
         with Links() as links:  # each device's transport opened once for all the checks

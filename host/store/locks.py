@@ -63,8 +63,9 @@ def _busy(kind: str, name: str, holder: dict) -> Busy:
 
 
 @contextmanager
-def _hold(kind: str, name: str, sweep: str):
-    """Hold the lock on ``kind name`` (non-blocking) for the block, or raise :class:`Busy`."""
+def _hold(kind: str, name: str, sweep: str, info: dict | None = None):
+    """Hold the lock on ``kind name`` (non-blocking) for the block, or raise :class:`Busy`;
+    the file names the holder (pid, sweep and ``info``) for other processes."""
     path = _lock_file(kind, name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,7 +81,7 @@ def _hold(kind: str, name: str, sweep: str):
         # Who holds it, for the next process's message; the lock itself is the flock.
         try:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"pid": os.getpid(), "sweep": sweep, kind: name}).encode(), 0)
+            os.pwrite(fd, json.dumps({**(info or {}), "pid": os.getpid(), "sweep": sweep, kind: name}).encode(), 0)
         except OSError as exc:  # a full state folder: the flock holds all the same
             log.debug("cannot note the holder of %s: %s", path, exc)
         yield
@@ -89,14 +90,55 @@ def _hold(kind: str, name: str, sweep: str):
 
 
 @contextmanager
-def campaign_locks(sweep_id: str, devices: Iterable[str]):
+def campaign_locks(sweep_id: str, devices: Iterable[str], info: dict | None = None):
     """Hold the sweep's lock and every device's for the block; :class:`Busy` (nothing held)
-    when another process has one of them."""
+    when another process has one of them. ``info`` (user, host, runs in the sweep) is noted
+    in each lock file for :func:`held` to show."""
     if fcntl is None:
         yield
         return
     with ExitStack() as stack:
-        stack.enter_context(_hold("sweep", sweep_id, sweep_id))
+        stack.enter_context(_hold("sweep", sweep_id, sweep_id, info))
         for device in sorted(set(devices)):
-            stack.enter_context(_hold("device", device, sweep_id))
+            stack.enter_context(_hold("device", device, sweep_id, info))
         yield
+
+
+def held(kind: str) -> list[dict]:
+    """What other processes hold now: the holder notes of every ``kind`` (``sweep`` or
+    ``device``) lock whose flock is held (read from ``/proc/locks`` where there is one, else
+    by the holder's pid being alive). Reads only: it never takes a lock, so it never makes a
+    starting campaign meet a Busy."""
+    folder = locks_dir()
+    try:
+        paths = sorted(folder.glob(f"{kind}-*.lock"))
+    except OSError:
+        return []
+    locked = _flocked_inodes()
+    found = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            note = json.loads(path.read_bytes()[:4096] or b"{}")
+        except (OSError, ValueError):
+            continue
+        pid = note.get("pid")
+        alive = (info.st_ino in locked) if locked is not None else (
+            isinstance(pid, int) and os.path.exists(f"/proc/{pid}"))
+        if alive and isinstance(note, dict):
+            found.append(note)
+    return found
+
+
+def _flocked_inodes() -> set[int] | None:
+    """Inodes with a FLOCK held, from ``/proc/locks``; None where it cannot be read."""
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    inodes = set()
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].count(":") == 2:
+            inodes.add(int(parts[5].rsplit(":", 1)[1]))
+    return inodes

@@ -74,6 +74,20 @@ LATEST_SWEEP = ("SELECT sweep_id FROM runs WHERE sweep_id = ? OR (sweep_id > ? A
                 "GROUP BY sweep_id ORDER BY MAX(created_at) DESC, MAX(rowid) DESC LIMIT 1")
 
 
+#: One sweep's records counted by status (from the sweep index).
+SWEEP_COUNTS = "SELECT status, COUNT(*) FROM runs WHERE sweep_id = ? GROUP BY status"
+#: One sweep's newest failures.
+SWEEP_FAILURES = ("SELECT id, device, model, format, threads, reason, created_at FROM runs "
+                  "WHERE sweep_id = ? AND status = 'failed' ORDER BY created_at DESC LIMIT ?")
+#: The sweeps among the newest N records (N bounds the read, whatever the store's size).
+RECENT_SWEEPS = ("SELECT sweep_id, MIN(created_at) AS started, MAX(COALESCE(finished_at, created_at)) "
+                 "AS ended, COUNT(*) AS records, SUM(status = 'ok') AS ok, SUM(status = 'failed') AS "
+                 "failed, SUM(status = 'pending') AS pending, GROUP_CONCAT(DISTINCT device) AS devices "
+                 "FROM (SELECT sweep_id, created_at, finished_at, status, device FROM runs "
+                 "ORDER BY created_at DESC LIMIT ?) WHERE sweep_id IS NOT NULL "
+                 "GROUP BY sweep_id ORDER BY MAX(created_at) DESC LIMIT ?")
+
+
 def latest_sweep_args(key: str) -> tuple[str, str, str]:
     """The arguments of :data:`LATEST_SWEEP` for ``key``."""
     return key, key + ".", key + "/"

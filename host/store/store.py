@@ -422,6 +422,19 @@ class Store:
                 return
             yield from (_row_to_record(r) for r in rows)
 
+    def sweep_counts(self, sweep_id: str) -> dict[str, int]:
+        """``{status: records}`` of one sweep."""
+        return {r[0]: r[1] for r in self._read(queries.SWEEP_COUNTS, (sweep_id,))}
+
+    def sweep_failures(self, sweep_id: str, limit: int = 20) -> list[dict]:
+        """The newest ``limit`` failed records of one sweep (id, target and reason)."""
+        return [dict(r) for r in self._read(queries.SWEEP_FAILURES, (sweep_id, limit))]
+
+    def recent_sweeps(self, window: int = 5000, limit: int = 20) -> list[dict]:
+        """The newest ``limit`` sweeps among the newest ``window`` records, each with its
+        times, record counts by status and devices (a bounded read at any store size)."""
+        return [dict(r) for r in self._read(queries.RECENT_SWEEPS, (window, limit))]
+
     # -- pushes ----------------------------------------------------------------------------
 
     def record_push(self, push: Push) -> None:

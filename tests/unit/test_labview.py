@@ -1,0 +1,200 @@
+"""``aiot lab view``'s application in Starlette's TestClient: every request needs the token,
+every device- or file-supplied string is text, the results page is bounded, reservations
+are made and refused, and running sweeps show their progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from aiot.host.devices import reservations  # noqa: E402
+from aiot.host.labview.server import COOKIE, ViewConfig, create_app  # noqa: E402
+from aiot.host.store import open_store  # noqa: E402
+from aiot.host.store.locks import campaign_locks  # noqa: E402
+from tests.helpers import single_error  # noqa: E402
+
+TOKEN = "s3cret-token-for-tests"
+HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+
+
+def results_dir() -> Path:
+    return Path(os.environ["AIOT_RESULTS_DIR"])
+
+
+def client(logged_in: bool = True) -> TestClient:
+    c = TestClient(create_app(ViewConfig(results_dir(), TOKEN, every_s=0.05)))
+    if logged_in:
+        assert c.post("/login", data={"token": TOKEN}, follow_redirects=False).status_code == 303
+    return c
+
+
+def add_record(store, device="local", model="tiny_cnn", status="ok", sweep="s1", info=None, reason=None):
+    provenance = {"device": info or {"soc": "BCM2711", "processors": 4}}
+    r = store.begin("latency", {"device": device, "model": model}, provenance, sweep_id=sweep, device=device,
+                    model=model, format="onnx", threads=1)
+    if status != "pending":
+        store.finish(r.id, status, reason=reason, median_ms=1.5 if status == "ok" else None)
+    return r.id
+
+
+@pytest.mark.parametrize("path", ["/", "/campaigns", "/results", "/record/abcd1234", "/events/devices"])
+def test_every_page_refuses_a_request_without_the_token(path):
+    c = client(logged_in=False)
+    answer = c.get(path)
+    assert answer.status_code == 401 and "log in" in answer.text.lower()
+    assert c.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.post("/reserve", data={"device": "local"}).status_code == 401
+    assert not reservations.load()
+
+
+def test_login_sets_an_httponly_strict_cookie_that_is_not_the_token():
+    c = client(logged_in=False)
+    assert c.post("/login", data={"token": "nope"}).status_code == 403
+    answer = c.post("/login", data={"token": TOKEN}, follow_redirects=False)
+    cookie = answer.headers["set-cookie"]
+    assert answer.status_code == 303 and "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
+    assert TOKEN not in cookie and c.cookies.get(COOKIE)
+    page = c.get("/")
+    assert page.status_code == 200 and "script-src" not in page.headers["content-security-policy"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    # scripts: the same token as a header, no cookie
+    bare = client(logged_in=False)
+    assert bare.get("/results", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_hostile_device_and_file_strings_render_as_text():
+    with open_store(results_dir()) as store:
+        rid = add_record(store, model=HOSTILE, status="failed", reason=HOSTILE,
+                         info={"soc": HOSTILE, "model": HOSTILE, "processors": HOSTILE})
+    reservations.reserve("local", timedelta(hours=1), note=HOSTILE, user="alice")
+    c = client()
+    for path in ("/", "/campaigns", "/results", f"/record/{rid}", f"/results?model={HOSTILE}"):
+        page = c.get(path).text
+        assert "<script>alert" not in page and "<img src=x" not in page, path
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, path
+
+
+def test_results_are_filtered_and_paged():
+    with open_store(results_dir()) as store:
+        for i in range(120):
+            add_record(store, device="local" if i % 2 else "pi4", model=f"m{i:03d}", sweep="big")
+    c = client()
+    first = c.get("/results").text
+    assert first.count("/record/") == 50 and "m119" in first and 'class="older"' in first
+    last = c.get("/results?page=2").text
+    assert last.count("/record/") == 20 and "m000" in last and 'class="older"' not in last
+    pi4 = c.get("/results?device=pi4&page=1").text
+    assert pi4.count("/record/") == 10 and "<td>local</td>" not in pi4
+    assert c.get("/results?since=yesterday").status_code == 400
+
+
+@pytest.mark.slow
+def test_a_results_page_answers_within_300_ms_at_100k_records():
+    with open_store(results_dir()) as store:
+        add_record(store)
+    conn = sqlite3.connect(results_dir() / "aiot.sqlite")
+    rows = [(f"{i:032x}", f"sweep{i // 1000}", "latency", "ok" if i % 7 else "failed",
+             f"2026-01-01T00:{i // 6000 % 60:02d}:{i // 100 % 60:02d}+00:00", f"dev{i % 20}", f"m{i % 50}",
+             "onnx", 1, "{}", json.dumps({"device": {"soc": "x"}})) for i in range(100_000)]
+    conn.executemany("INSERT INTO runs (id, sweep_id, kind, status, created_at, device, model, format, threads, "
+                     "spec_json, provenance_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.commit()
+    conn.close()
+    c = client()
+    c.get("/results")  # the first open after a foreign write checks the store once
+    for query in ("", "?page=40", "?device=dev3&model=m3", "?sweep_id=sweep42&status=failed",
+                  "?since=2026-01-01T00:10&until=2026-01-01T00:20"):
+        start = time.perf_counter()
+        answer = c.get(f"/results{query}")
+        took = time.perf_counter() - start
+        assert answer.status_code == 200 and "/record/" in answer.text, query
+        assert took <= 0.3, f"/results{query} took {took * 1000:.0f} ms"
+    assert "100001" in c.get("/results").text
+
+
+def test_a_reservation_made_in_the_page_is_shown_and_refuses_other_users(monkeypatch):
+    c = client()
+    answer = c.post("/reserve", data={"device": "local", "for": "2h", "note": "thermal study"},
+                    follow_redirects=False)
+    assert answer.status_code == 303
+    held = reservations.load()["local"]
+    page = c.get("/").text
+    until = held.until.replace("T", " ").removesuffix("+00:00")
+    assert "thermal study" in page and f"{held.user} until {until}" in page
+    monkeypatch.setattr(reservations, "current_user", lambda: "mallory")
+    with pytest.raises(reservations.Reserved, match=f"local is reserved by {held.user}@.* until"):
+        reservations.check_free(["local"])
+    assert c.post("/reserve", data={"device": "../etc", "for": "1h"}).status_code != 303
+
+
+def test_a_sweep_on_a_device_another_user_reserved_is_refused_in_one_line(cli):
+    reservations.reserve("local", timedelta(hours=2), note="night run", user="alice")
+    result = cli("sweep", "-m", "tiny_cnn", "-f", "onnx", "--threads", "1", code=1)
+    line = single_error(result, "local is reserved by alice@", "night run")
+    assert "until" in line and "hint: wait until then, ask alice to run aiot devices release local" in result.stderr
+    # the holder's own sweeps are not refused, and a release frees it for everyone
+    cli("devices", "release", "local", code=1)  # not yours
+    cli("devices", "release", "local", "--force")
+    assert not reservations.load()
+
+
+def test_devices_reserve_and_release_from_the_cli(cli):
+    cli("devices", "reserve", "local", "--for", "30m", "--note", "calibration")
+    (held,) = reservations.load().values()
+    assert held.note == "calibration" and held.user == reservations.current_user()
+    assert "was not reserved" not in cli("devices", "release", "local").stderr
+    assert "was not reserved" in cli("devices", "release", "local").stderr
+    assert "is not a duration" in cli("devices", "reserve", "local", "--for", "soon", code=2).stderr
+
+
+def test_a_running_sweep_shows_its_progress_and_failures():
+    with open_store(results_dir()) as store:
+        add_record(store, sweep="live1")
+        add_record(store, sweep="live1", status="failed", reason="agent crashed: <oom>")
+        add_record(store, sweep="live1", status="pending", model="now_running")
+        add_record(store, sweep="old", status="ok")
+    c = client()
+    with campaign_locks("live1", ["local"], {"user": "bob", "host": "rack1", "runs": 4,
+                                             "started": "2026-01-01T00:00:00+00:00"}):
+        page = c.get("/campaigns").text
+        devices = c.get("/").text
+    running = page.split("Recent sweeps")[0]
+    assert "live1" in running and "1/4 done" in running and "bob@rack1" in running
+    assert "agent crashed: &lt;oom&gt;" in running and "now_running" in running
+    assert "old" in page.split("Recent sweeps")[1]
+    assert "busy" in devices and "with sweep live1 of bob@rack1" in devices
+    after = c.get("/campaigns").text
+    assert "No sweep is running" in after and "live1" in after.split("Recent sweeps")[1]
+
+
+def test_the_live_feed_pushes_fragments_as_server_sent_events():
+    c = client()
+    with c.stream("GET", "/events/campaigns") as feed:
+        assert feed.headers["content-type"].startswith("text/event-stream")
+        lines = feed.iter_lines()
+        assert next(lines) == "event: campaigns"
+        data = next(lines)
+        assert data.startswith("data: ") and "No sweep is running" in json.loads(data[6:])
+    assert c.get("/events/secrets").status_code == 404
+
+
+def test_a_lab_device_whose_node_vanished_stays_listed_offline(monkeypatch):
+    from aiot.host.labview import sources
+
+    listed = [[{"name": "dev-b", "transport": "ray", "node": "beta", "state": "busy", "last_error": None}], []]
+    monkeypatch.setattr(sources, "lab_rows", lambda: listed.pop(0))
+    watch = sources.DeviceWatch()
+    first = {r["name"]: r for r in watch.rows(results_dir())}
+    second = {r["name"]: r for r in watch.rows(results_dir())}
+    assert first["dev-b"]["state"] == "busy" and first["local"]["state"] == "online"
+    assert second["dev-b"]["state"] == "offline" and second["dev-b"]["node"] == "beta"
+    assert second["dev-b"]["last_error"] == "its lab node is gone"

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from aiot.converters.api import zoo_ref
+from aiot.converters.api import check_quantized_deployable, zoo_ref
 from aiot.converters.base import get_converter
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import state
@@ -40,21 +40,23 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     which, once every check has passed.
     """
     # The suites need an image classifier (data set, classes, corruptions): a zoo model,
-    # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
-    ref = zoo_ref(model, binarize)
+    # <zoo>_<algorithm> or <zoo>_<method><bits>; a user's file or code is refused here in one line.
+    ref = zoo_ref(model, binarize, quantized_ok=True)
     if fmt is not None:
         fmt = get_converter(fmt).name
+        if ref.quantize:  # lower bit-widths stay measurable on the host (no --format)
+            check_quantized_deployable(get_converter(fmt), ref.quantize)
     check_weights_file(weights, "--weights")
     picked = choose_weights(ref, weights, _labelled(dataset))
     return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
-                  parse_options(opts), weights_origin=picked.origin)
+                  parse_options(opts), weights_origin=picked.origin, quantize=ref.quantize)
 
 
 def announce_target(target, dataset: str | None) -> None:
     """Say which weights the suite scores when they were picked for it, and warn when they
     are untrained (its clean accuracy is then chance level); after every check, before work."""
     choice = WeightsChoice(target.weights, target.weights_origin or "given")
-    announce_weights([(target.model, target.binarize, choice)], dataset)
+    announce_weights([(target.zoo_name, target.binarize, choice)], dataset)
 
 
 def _labelled(dataset: str | None) -> str | None:

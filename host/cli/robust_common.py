@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from aiot.converters.api import check_quantized_deployable, zoo_ref
+from aiot.converters.api import zoo_ref
 from aiot.converters.base import get_converter
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import state
@@ -22,6 +22,9 @@ from aiot.host.engine.workspace import Workspace
 from aiot.host.robust.data import PHOTOS
 from aiot.host.robust.target import Target
 from aiot.host.store.store import open_store
+from aiot.models.model_ref import a_format
+from aiot.models.quant.deploy import DEPLOY_FORMATS, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
 Format = Annotated[str | None, typer.Option(
@@ -44,12 +47,22 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     ref = zoo_ref(model, binarize, quantized_ok=True)
     if fmt is not None:
         fmt = get_converter(fmt).name
-        if ref.quantize:  # lower bit-widths stay measurable on the host (no --format)
-            check_quantized_deployable(get_converter(fmt), ref.quantize)
+        if ref.quantize:
+            _check_deploys(ref, fmt)
     check_weights_file(weights, "--weights")
     picked = choose_weights(ref, weights, _labelled(dataset))
     return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
                   parse_options(opts), weights_origin=picked.origin, quantize=ref.quantize)
+
+
+def _check_deploys(ref, fmt: str) -> None:
+    """A quantized model runs on a device only where :mod:`aiot.models.quant.deploy` says it
+    deploys (LSQ 8-bit as int8 ONNX); the others stay measurable on the host model."""
+    reason = deployment_refusal(parse_quantize(ref.quantize), fmt)
+    if reason:
+        raise UsageError(f"{ref.label()} cannot be evaluated as {a_format(fmt)} artifact: {reason}",
+                         f"drop --format to measure it on the host model (PyTorch); "
+                         f"deployed: {ref.name}_lsq8 -f {DEPLOY_FORMATS[0]}")
 
 
 def announce_target(target, dataset: str | None) -> None:

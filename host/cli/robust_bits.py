@@ -90,7 +90,7 @@ def sysnoise_row(result: dict) -> dict[str, str]:
     for key, value in result["summary"].items():
         kind, _, name = key.partition(".")
         if name == "dacc_mean":
-            row[f"{kind} dACC"] = _pct(value)
+            row[f"{kind} dACC"] = "—" if value is None else f"{value * 100:+.2f} pp"
         elif name.startswith("systematic_robustness"):
             case = name[len("systematic_robustness"):].lstrip("_")
             row[f"{kind}{' ' + case if case else ''} SNI std"] = _num(value)

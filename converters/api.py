@@ -83,9 +83,10 @@ def _zoo_names() -> set[str]:
     return {spec.name for spec in model_specs()}
 
 
-def zoo_ref(model_name: str, binarize: str | None):
-    """The zoo reference ``model_name`` names; user files and code are refused here."""
-    ref = resolve_model(model_name, binarize)
+def zoo_ref(model_name: str, binarize: str | None, quantized_ok: bool = False):
+    """The zoo reference ``model_name`` names; user files and code are refused here (and
+    quantized models unless ``quantized_ok``: see :func:`resolve_model`)."""
+    ref = resolve_model(model_name, binarize, quantized_ok=quantized_ok)
     if ref.kind != ZOO:
         raise UsageError(f"{ref.name} is not a zoo model; this needs an image classifier of the "
                          "zoo (its input size, classes and data set)",

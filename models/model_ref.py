@@ -5,8 +5,9 @@ Every command that takes ``--model`` accepts the same references:
 - a zoo name (``resnet18``), or ``<zoo>_<algorithm>`` for a binarized zoo model
   (``resnet18_bnn``, ``vgg_small_reactnet``: BiBench's naming), or ``<zoo>_<method><bits>``
   for a quantized one (``resnet18_lsq4``, ``tiny_cnn_dorefa8``: RobustMQ's methods), which
-  only the commands that pass ``quantized_ok`` accept so far (training, description,
-  convert/run/sweep where :mod:`aiot.models.quant.deploy` says it deploys: lsq8 as onnx);
+  only the commands that pass ``quantized_ok`` accept so far (training, description, the
+  robustness suites, convert/run/sweep where :mod:`aiot.models.quant.deploy` says it deploys:
+  lsq8 as onnx);
 - an artifact file of a format aiot knows (``.tflite`` incl. LCE and quantized, ``.onnx``,
   ``.ort``, ``.pte``, ``.ptl``, ``.dab``, a Caffe2 ``predict_net.pb`` with its ``init_net.pb``
   beside it): its format comes from the file's bytes, it is measured as it is (no conversion,
@@ -158,8 +159,8 @@ def resolve_model(text: str, binarize: str | None = None, quantize: str | None =
     ref = _with_quantize(_with_binarize(ref, binarize), quantize)
     if ref.quantize and not quantized_ok:
         raise UsageError(f"{ref.label()} is a quantized model, which this command does not run yet",
-                         "aiot train --quantize trains it, aiot models info describes it and "
-                         "aiot run/sweep -f onnx deploy it at 8 bits (LSQ)")
+                         "aiot train --quantize trains it, aiot models info describes it, aiot robust "
+                         "measures it and aiot run/sweep -f onnx deploy it at 8 bits (LSQ)")
     return ref
 
 

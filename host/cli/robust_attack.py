@@ -10,6 +10,7 @@ import typer
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_bits import Bits, attack_row, bit_models, print_sweep
 from aiot.host.cli.robust_common import (
     EvalDataset,
     EvalLimit,
@@ -88,12 +89,17 @@ def attack(
     dataset: EvalDataset = "fashion-mnist",
     limit: EvalLimit = 100,
     seed: Seed = 0,
+    bits: Bits = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """White-box, transfer and black-box attacks; accuracy on the reference and the deployment."""
+    """White-box, transfer and black-box attacks; accuracy on the reference and the deployment.
+
+    A quantized model (tiny_cnn_lsq4) is attacked fake-quantized in PyTorch (its rounding
+    passes gradients straight through); --bits 2,4,8 attacks each bit-width in turn."""
     if dataset == PHOTOS:
         raise UsageError("the photos have no labels: attacks need them", "pass --dataset fashion-mnist or digits")
-    target = make_target(model, weights, binarize, fmt, device, opt, dataset)
+    targets = [make_target(m, weights, binarize, fmt, device, opt, dataset)
+               for m in bit_models(model, bits, weights)]
     chosen = select_attacks(attacks)
     settings = AttackSettings(tuple(a.name for a in chosen), eps, eps_l2, queries, steps,
                               _budgets(eps_curve, "--eps-curve"), _budgets(eps_curve_l2, "--eps-curve-l2"),
@@ -101,11 +107,17 @@ def attack(
     settings.validate()
     for one in chosen:
         require(one.modules)  # before converting or deploying anything
-    result, record = _run(ctx, target, settings)
+    runs = []
+    for target in targets:
+        result, record = _run(ctx, target, settings)
+        runs.append((result, record))
+        if not as_json:
+            _print(result, record)
     if as_json:
-        print_json({**result, "record": record.id})
-        return
-    _print(result, record)
+        shown = [{**result, "record": record.id} for result, record in runs]
+        print_json(shown[0] if bits is None else {"sweep": shown})
+    elif bits is not None:
+        print_sweep("attacks", runs, attack_row)
 
 
 def _run(ctx, target, settings):

@@ -22,6 +22,9 @@ from aiot.host.engine.workspace import Workspace
 from aiot.host.robust.data import PHOTOS
 from aiot.host.robust.target import Target
 from aiot.host.store.store import open_store
+from aiot.models.model_ref import a_format
+from aiot.models.quant.deploy import DEPLOY_FORMATS, deployment_refusal
+from aiot.models.quant.methods import parse_quantize
 
 Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
 Format = Annotated[str | None, typer.Option(
@@ -40,21 +43,33 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     which, once every check has passed.
     """
     # The suites need an image classifier (data set, classes, corruptions): a zoo model,
-    # or <zoo>_<algorithm>; a user's file or code is refused here in one line.
-    ref = zoo_ref(model, binarize)
+    # <zoo>_<algorithm> or <zoo>_<method><bits>; a user's file or code is refused here in one line.
+    ref = zoo_ref(model, binarize, quantized_ok=True)
     if fmt is not None:
         fmt = get_converter(fmt).name
+        if ref.quantize:
+            _check_deploys(ref, fmt)
     check_weights_file(weights, "--weights")
     picked = choose_weights(ref, weights, _labelled(dataset))
     return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
-                  parse_options(opts), weights_origin=picked.origin)
+                  parse_options(opts), weights_origin=picked.origin, quantize=ref.quantize)
+
+
+def _check_deploys(ref, fmt: str) -> None:
+    """A quantized model runs on a device only where :mod:`aiot.models.quant.deploy` says it
+    deploys (LSQ 8-bit as int8 ONNX); the others stay measurable on the host model."""
+    reason = deployment_refusal(parse_quantize(ref.quantize), fmt)
+    if reason:
+        raise UsageError(f"{ref.label()} cannot be evaluated as {a_format(fmt)} artifact: {reason}",
+                         f"drop --format to measure it on the host model (PyTorch); "
+                         f"deployed: {ref.name}_lsq8 -f {DEPLOY_FORMATS[0]}")
 
 
 def announce_target(target, dataset: str | None) -> None:
     """Say which weights the suite scores when they were picked for it, and warn when they
     are untrained (its clean accuracy is then chance level); after every check, before work."""
     choice = WeightsChoice(target.weights, target.weights_origin or "given")
-    announce_weights([(target.model, target.binarize, choice)], dataset)
+    announce_weights([(target.zoo_name, target.binarize, choice)], dataset)
 
 
 def _labelled(dataset: str | None) -> str | None:

@@ -9,6 +9,7 @@ import typer
 
 from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_bits import Bits, bit_models, corrupt_row, print_sweep
 from aiot.host.cli.robust_common import (
     EvalDataset,
     EvalLimit,
@@ -89,6 +90,7 @@ def corrupt(
     frames: Frames = 16,
     compare_binarized: CompareBinarized = None,
     compare_weights: CompareWeights = None,
+    bits: Bits = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy under the 15 ImageNet-C corruptions x 5 severities, and flip probability.
@@ -101,8 +103,12 @@ def corrupt(
     --dataset photos (unlabelled, many sizes): each photo is resized and centre-cropped to the
     model's input first, and every accuracy is top-1 agreement with the model's own clean
     prediction (summary keys *_agreement).
+
+    A quantized model (tiny_cnn_lsq4) runs fake-quantized in PyTorch; --bits 2,4,8 measures
+    each bit-width in turn and prints one row per width.
     """
-    target = make_target(model, weights, binarize, fmt, device, opt, dataset)
+    targets = [make_target(m, weights, binarize, fmt, device, opt, dataset)
+               for m in bit_models(model, bits, weights)]
     if compare_binarized:
         from aiot.models.bibench import ALGORITHMS
 
@@ -111,16 +117,28 @@ def corrupt(
                            tuple(parse_severities(severities)), dataset, limit, seed,
                            check_frames(frames) if with_sequences else None,
                            compare_binarized, compare_weights)
-    compare_target(target, config)  # a bad comparison fails before a record is opened
-    what = f"corrupting {dataset} for {target.label}…"
-    with suite_context(ctx, target, dataset) as (store, workspace), spinner(what) as status:
-        result, record = run_recorded(
+    for target in targets:
+        compare_target(target, config)  # a bad comparison fails before a record is opened
+    runs = []
+    for target in targets:
+        result, record = _run(ctx, target, config)
+        runs.append((result, record))
+        if not as_json:
+            _print_result(result, record.id)
+    if as_json:
+        shown = [{"record": record.id, **result} for result, record in runs]
+        print_json(shown[0] if bits is None else {"sweep": shown})
+    elif bits is not None:
+        print_sweep("corruptions", runs, corrupt_row)
+
+
+def _run(ctx, target, config: CorruptConfig):
+    """One recorded corruption run of ``target``: ``(result, record)``."""
+    what = f"corrupting {config.dataset} for {target.label}…"
+    with suite_context(ctx, target, config.dataset) as (store, workspace), spinner(what) as status:
+        return run_recorded(
             store, "robust-corrupt", target, config.to_dict(),
             lambda provenance: run_corrupt(target, config, workspace, provenance, status.update))
-    if as_json:
-        print_json({"record": record.id, **result})
-        return
-    _print_result(result, record.id)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ import typer
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import fmt_pct, message, out, print_json, spinner
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, Weights
+from aiot.host.cli.robust_bits import Bits, bit_models, print_sweep, sysnoise_row
 from aiot.host.cli.robust_common import (
     EvalDataset,
     EvalLimit,
@@ -111,6 +112,7 @@ def sysnoise(
     dataset: EvalDataset = "fashion-mnist",
     limit: EvalLimit = 500,
     seed: Seed = 0,
+    bits: Bits = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy drop (dACC) and top-1 flip rate when one step of the deployment pipeline changes.
@@ -119,14 +121,34 @@ def sysnoise(
     methods (Pillow's 6, OpenCV's 5; down and up), RGB -> NV12 -> RGB, FP16/INT8 artifacts vs
     FP32, max-pool ceil_mode and upsampling variants, and the same artifact on each --device.
     Labelled images are re-encoded as JPEG at a camera size; --dataset photos (unlabelled, for
-    efficientnet_lite0) gives flip rate and top-1 agreement only.
+    efficientnet_lite0) gives flip rate and top-1 agreement only. A quantized model
+    (tiny_cnn_lsq4) runs fake-quantized in PyTorch; --bits 2,4,8 measures each bit-width in
+    turn and prints one row per width.
     """
     chosen = parse_types(types)
     devices = parse_devices(device)
     _check_deployed(chosen, types is not None, fmt)
-    target = make_target(model, weights, binarize, fmt, devices[0], opt, dataset)
+    targets = [make_target(m, weights, binarize, fmt, devices[0], opt, dataset)
+               for m in bit_models(model, bits, weights)]
     images = eval_set(dataset, limit, seed)
     spec = {"types": chosen, "devices": devices, "dataset": images.name, "limit": limit, "seed": seed}
+    runs = []
+    for target in targets:
+        result, record = _run(ctx, target, images, spec, dataset)
+        runs.append((result, record))
+        if not as_json:
+            message(f"sysnoise on {len(images)} {images.name} images, types: {', '.join(chosen)}")
+            _print_result(result, record)
+    if as_json:
+        shown = [{**result, "record": record.id} for result, record in runs]
+        print_json(shown[0] if bits is None else {"sweep": shown})
+    elif bits is not None:
+        print_sweep("system noise", runs, sysnoise_row)
+
+
+def _run(ctx, target, images, spec: dict, dataset: str):
+    """One recorded sysnoise run of ``target``: ``(result, record)``."""
+    chosen, devices = spec["types"], spec["devices"]
     with suite_context(ctx, target, dataset) as (store, workspace), spinner(
             f"sysnoise: {target.label} on {len(images)} {images.name} images…") as status:
 
@@ -143,12 +165,7 @@ def sysnoise(
             provenance.update(learned)
             return result
 
-        result, record = run_recorded(store, "robust-sysnoise", target, spec, work)
-    if as_json:
-        print_json({**result, "record": record.id})
-        return
-    message(f"sysnoise on {len(images)} {images.name} images, types: {', '.join(chosen)}")
-    _print_result(result, record)
+        return run_recorded(store, "robust-sysnoise", target, spec, work)
 
 
 def register(app: typer.Typer) -> None:

@@ -91,13 +91,13 @@ def train(
     how = "reused cached weights" if result.cached else f"trained in {result.seconds:.1f} s"
     use = (f"  run, sweep and robust use them by default (the newest training): aiot run "
            f"--model {escape(ref)} --dataset {escape(dataset)}")
-    if quantize:  # attacking quantized models is a later part of issue 38
+    if quantize:
         refused = deployment_refusal(parse_quantize(quantize))
-        use = (f"  {escape(ref)}: aiot models info {escape(ref)}; " + (
-            f"not deployed: {escape(refused)}" if refused else
-            f"deployed as int8 ONNX: aiot run --model {escape(ref)} --weights "
-            f"{escape(str(result.weights_path))} --dataset {escape(dataset)}")
-            + " (robustness suites: not yet)")
+        use = (f"  {escape(ref)}: aiot models info {escape(ref)}; robustness (these weights by "
+               f"default): aiot robust attack -m {escape(ref)} --dataset {escape(dataset)}; " + (
+                   f"not deployed: {escape(refused)}" if refused else
+                   f"deployed as int8 ONNX: aiot run --model {escape(ref)} -f onnx "
+                   f"--dataset {escape(dataset)}"))
     out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
               f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n{use}")
 

@@ -523,6 +523,18 @@ def with_weights(requests: list[RunRequest], dataset: str | None) -> list[RunReq
     return done
 
 
+def _train_command(model: str, binarize: str | None) -> str:
+    """The ``aiot train`` that makes weights for ``model`` (``tiny_cnn_lsq4``: ``aiot train
+    tiny_cnn --quantize lsq:4``)."""
+    try:
+        ref = resolve_model(model, quantized_ok=True)
+    except AiotError:
+        ref = None
+    if ref is not None and ref.quantize:
+        return f"aiot train {ref.name} --quantize {ref.quantize}"
+    return f"aiot train {model}" + (f" --binarize {binarize}" if binarize else "")
+
+
 def _resolved(request: RunRequest):
     """The request's model as resolved by :func:`resolve_targets` (no name resolved twice)."""
     ref = request.resolved()
@@ -540,7 +552,7 @@ def announce_weights(chosen: list[tuple], dataset: str | None) -> None:
     untrained = [(m, b) for m, b, c in chosen if c.untrained]
     if untrained and dataset:
         model, binarize = untrained[0]
-        train = f"aiot train {model}" + (f" --binarize {binarize}" if binarize else "")
+        train = _train_command(model, binarize)
         names = ", ".join(model_label(m, b) for m, b in untrained)
         notices.warn(f"{names}: {UNTRAINED}, so the accuracy on {dataset} is chance level; "
                      f"train first: {train} --dataset {dataset}")

@@ -75,9 +75,10 @@ class WeightsChoice:
 
 
 def trained_weights(model: str, binarize: str | None = None, dataset: str | None = None,
-                    folder: Path | None = None) -> list[TrainedWeights]:
-    """Finished trainings of zoo ``model`` (with ``binarize``) in the weights cache, newest
-    first; only those on ``dataset`` when it is given.
+                    folder: Path | None = None, quantize: str | None = None) -> list[TrainedWeights]:
+    """Finished trainings of zoo ``model`` (with ``binarize``, or quantized with ``quantize``,
+    ``lsq:4``) in the weights cache, newest first; only those on ``dataset`` when it is given.
+    A training's weights fit only the model it trained: float, binarized or quantized alike.
 
     A training counts once its JSON summary (written last, after the weights) is there;
     summaries that cannot be read are skipped. Weights are checked against their sha256
@@ -86,7 +87,7 @@ def trained_weights(model: str, binarize: str | None = None, dataset: str | None
     folder = Path(folder) if folder is not None else _cache_folder()
     if folder is None or not folder.is_dir():
         return []
-    algorithm = _algorithm(binarize)
+    algorithm, quantization = _algorithm(binarize), _quantization(quantize)
     wanted = _canonical_dataset(dataset) if dataset else None
     found = []
     for summary_path in folder.glob("*.json"):
@@ -95,7 +96,7 @@ def trained_weights(model: str, binarize: str | None = None, dataset: str | None
             config = summary["config"]
             if (summary.get("v") != SUMMARY_VERSION or summary.get("model") != model
                     or _algorithm(config.get("binarize")) != algorithm
-                    or config.get("quantize")):  # a quantized model's weights fit no other
+                    or _quantization(config.get("quantize")) != quantization):
                 continue
             trained_on = _canonical_dataset(config["dataset"])
             weights = summary_path.with_name(summary["weights_file"])
@@ -121,16 +122,14 @@ def choose_weights(ref, weights: Path | None = None, dataset: str | None = None)
         return WeightsChoice(Path(weights), GIVEN)
     if ref.kind != ZOO:
         return WeightsChoice(None, OWN)
-    if ref.quantize:  # float weights do not load into it; its training is named by --weights
-        return WeightsChoice(None, RANDOM)
-    for found in trained_weights(ref.name, ref.binarize, dataset):
+    for found in trained_weights(ref.name, ref.binarize, dataset, quantize=ref.quantize):
         if sha256_file(found.path) == found.sha256:
             return WeightsChoice(found.path, TRAINED, found)
         log.warning("cached weights %s do not match their training summary; not using them", found.path)
     from aiot.models import get_model_spec
 
     spec = get_model_spec(ref.name)
-    if not ref.binarize and spec.default_weights is not None:
+    if not ref.binarize and not ref.quantize and spec.default_weights is not None:
         return WeightsChoice(spec.weights_file(), PACKAGED)
     return WeightsChoice(None, RANDOM)
 
@@ -179,6 +178,15 @@ def _algorithm(binarize: str | None) -> str | None:
     from aiot.models.bibench import get_algorithm
 
     return get_algorithm(binarize).name
+
+
+def _quantization(quantize: str | None) -> str | None:
+    """``lsq:4`` as ``aiot train --quantize`` records it (None: full precision)."""
+    if not quantize:
+        return None
+    from aiot.models.quant.methods import parse_quantize
+
+    return parse_quantize(quantize).option
 
 
 def _canonical_dataset(name: str) -> str:

@@ -57,7 +57,7 @@ class DeployedPredictor:
         self.backend = converter.backend
         self.name = f"{target.fmt}@{target.device}"
         self.queries = 0
-        conv = convert_model(target.model, target.fmt, workspace.artifacts_dir, weights=target.weights,
+        conv = convert_model(target.zoo_name, target.fmt, workspace.artifacts_dir, weights=target.weights,
                              options=target.options or None, binarize=target.binarize)
         self.session = workspace.session(target.device)
         self.remote = push_file(self.session.transport, conv.artifact, conv.sha256).remote

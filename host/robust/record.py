@@ -16,7 +16,8 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
     """Run ``work(provenance)`` as one record of ``kind`` and return ``(result, record)``.
 
     ``work`` returns the result dict; it may add device/artifact facts to ``provenance``.
-    The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one.
+    The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one; a
+    quantized target's result says its ``quantization`` (method, bits).
     A failure (or Ctrl-C) finishes the record as failed with the reason, then re-raises.
     """
     if kind not in KINDS:
@@ -26,6 +27,8 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
                          model=target.label, format=target.fmt or "pytorch", threads=target.threads)
     try:
         result = work(provenance)
+        if target.quantize:  # tables group a bit-width sweep by it
+            result = {**result, "quantization": target.quantization()}
     except BaseException as exc:
         reason = "interrupted by user" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
         store.finish(record.id, "failed", reason=reason, provenance=provenance)

@@ -29,6 +29,7 @@ from pathlib import Path
 from aiot.core.companions import artifact_identity, init_net_path
 from aiot.core.errors import UnknownName, UsageError
 from aiot.core.fileio import sha256_file
+from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.models.quant.deploy import DEPLOY_FORMATS
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
@@ -279,7 +280,7 @@ def detect_format(path: Path) -> str:
     with open(path, "rb") as fh:
         head = fh.read(8)
     if len(head) >= 8 and head[4:8] == b"TFL3":
-        return "lce" if _mentions(path, (b"LceBconv2d", b"LceQuantize")) else "tflite"
+        return "lce" if _uses_lce_ops(path) else "tflite"
     if len(head) >= 8 and head[4:8] == b"ORTM":
         return "ort"
     if len(head) >= 8 and head[4:6] == b"ET" and head[6:8].isdigit():
@@ -299,10 +300,15 @@ def detect_format(path: Path) -> str:
                      "predict_net.pb file, a zoo name or file.py:factory")
 
 
-def _mentions(path: Path, needles: tuple[bytes, ...]) -> bool:
-    """Whether the file contains one of ``needles`` (custom op names sit in the flatbuffer)."""
+def _uses_lce_ops(path: Path) -> bool:
+    """Whether a ``.tflite`` uses a Larq Compute Engine custom op (``LceBconv2d``, ...): its
+    operator table names them; where that table does not parse, whether the bytes mention
+    LCE's two commonest ops (the runtime then refuses the file in its own words)."""
     data = path.read_bytes()
-    return any(needle in data for needle in needles)
+    try:
+        return any(op.startswith("Lce") for op in custom_ops(data))
+    except ValueError:
+        return any(needle in data for needle in (b"LceBconv2d", b"LceQuantize"))
 
 
 def _zip_format(path: Path) -> str:

@@ -33,6 +33,10 @@ from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.models.quant.deploy import DEPLOY_FORMATS
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
+#: A Keras model file (``.keras`` zip, ``.h5``/``.hdf5``): no runtime reads it; it converts
+#: to TFLite with the TensorFlow of the ``lce`` toolchain.
+KERAS = "keras"
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 #: Extensions of artifact files by format, for messages and for files without a magic number.
 ARTIFACT_EXTENSIONS = {".tflite": "tflite", ".onnx": "onnx", ".ort": "ort", ".pte": "executorch",
@@ -235,6 +239,10 @@ def _file_reference(text: str) -> ModelRef | None:
     sha, _files = artifact_identity(path, fmt)  # an ONNX model's data files are part of it
     if fmt == "pt2":
         return ModelRef(PROGRAM, path.name, path=path, sha256=sha)
+    if fmt == KERAS:
+        raise UsageError(f"{path.name} is a Keras model, which no runtime reads as it is",
+                         f"aiot convert {path.name} -f tflite makes its .tflite (TensorFlow in "
+                         "the lce toolchain); aiot run and sweep convert it themselves")
     return ModelRef(ARTIFACT, path.name, path=path, format=fmt, sha256=sha)
 
 
@@ -285,6 +293,8 @@ def detect_format(path: Path) -> str:
         return "ort"
     if len(head) >= 8 and head[4:6] == b"ET" and head[6:8].isdigit():
         return "executorch"
+    if head == HDF5_SIGNATURE:
+        return KERAS
     if head[:4] == b"PK\x03\x04":
         return _zip_format(path)
     suffix = path.suffix.lower()
@@ -324,6 +334,8 @@ def _zip_format(path: Path) -> str:
         return "ptl"
     if any(n.endswith("archive_format") for n in names):
         return "pt2"
+    if "config.json" in names and any(n.endswith(".weights.h5") for n in names):
+        return KERAS  # Keras 3's .keras: the model's config beside its weights
     if any(n.endswith("/data.pkl") for n in names):
         raise UsageError(f"{path.name} is a TorchScript or state-dict file, not a mobile model",
                          "save it with _save_for_lite_interpreter (.ptl) or torch.export.save "

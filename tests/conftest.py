@@ -307,11 +307,12 @@ def keras_tflite(third_party_dir, toolchains_dir):
 
 @pytest.fixture(scope="session")
 def keras_files(third_party_dir, toolchains_dir):
-    """A small Keras model saved by Keras 3 in TensorFlow: ``(small.keras, small.h5)``."""
-    from tests.third_party import keras_small_h5, keras_small_keras
+    """A small Keras model saved by Keras 3 in TensorFlow: ``(small.keras, small.h5,
+    small.weights.h5)``, the last its weights alone."""
+    from tests.third_party import keras_small_h5, keras_small_keras, keras_weights_only
 
     return tuple(_build_in_toolchain("lce", toolchains_dir, build, third_party_dir)
-                 for build in (keras_small_keras, keras_small_h5))
+                 for build in (keras_small_keras, keras_small_h5, keras_weights_only))
 
 
 def _need_lite0_onnx() -> None:

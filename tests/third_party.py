@@ -223,7 +223,7 @@ def keras_mobilenet_tflite(folder: Path) -> Path:
 
 #: Keras script (run in the ``lce`` toolchain): a small functional Keras 3 model, ``image``
 #: float32 [-1, 8, 8, 3] -> conv, average pool -> ``logits`` [-1, 5], saved by Keras itself
-#: as the given file (``.keras`` zip or legacy ``.h5``).
+#: as the given file (``.keras`` zip or legacy ``.h5``; ``*.weights.h5``: its weights alone).
 _KERAS_SAVE_SCRIPT = textwrap.dedent('''
     import sys
 
@@ -233,7 +233,11 @@ _KERAS_SAVE_SCRIPT = textwrap.dedent('''
     image = keras.Input((8, 8, 3), name="image")
     x = keras.layers.Conv2D(4, 3, activation="relu")(image)
     x = keras.layers.GlobalAveragePooling2D()(x)
-    keras.Model(image, keras.layers.Dense(5, name="logits")(x)).save(sys.argv[1])
+    model = keras.Model(image, keras.layers.Dense(5, name="logits")(x))
+    if sys.argv[1].endswith(".weights.h5"):
+        model.save_weights(sys.argv[1])
+    else:
+        model.save(sys.argv[1])
 ''')
 
 
@@ -248,6 +252,14 @@ def keras_small_keras(folder: Path) -> Path:
 def keras_small_h5(folder: Path) -> Path:
     """:func:`keras_small_keras`'s model in the legacy HDF5 format (``small.h5``)."""
     out = Path(folder) / "small.h5"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
+def keras_weights_only(folder: Path) -> Path:
+    """:func:`keras_small_keras`'s weights alone (``small.weights.h5``, ``save_weights``): an
+    HDF5 file with no model in it."""
+    out = Path(folder) / "small.weights.h5"
     _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
     return out
 

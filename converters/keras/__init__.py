@@ -68,8 +68,16 @@ def tflite_of(path: Path) -> KerasTflite:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="aiot-keras-") as tmp:
         out = Path(tmp) / artifact.name
-        lines = toolchains.run_script(TOOLCHAIN, SCRIPT, [str(path.resolve()), str(out)],
-                                      timeout=900).strip().splitlines()
+        toolchains.require_python(TOOLCHAIN)  # not installed: its own error says how to
+        try:
+            lines = toolchains.run_script(TOOLCHAIN, SCRIPT, [str(path.resolve()), str(out)],
+                                          timeout=900).strip().splitlines()
+        except toolchains.ToolchainError as exc:  # Keras could not load it, or TensorFlow not convert it
+            why = exc.message.split(" failed: ", 1)[-1]
+            raise ConversionError("tflite", "export", f"{path.name}: TensorFlow could not "
+                                  f"convert it: {why}", "a model saved whole by Keras 2 or 3 "
+                                  "(model.save, not save_weights) converts; --verbose shows "
+                                  "TensorFlow's output") from None
         parity = _judge(path.name, json.loads(lines[-1]))
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out, artifact)

@@ -10,7 +10,7 @@ from tests.helpers import fast, single_error
 
 
 def test_keras_files_are_recognised_from_their_bytes(keras_files, tmp_path):
-    keras_zip, h5 = keras_files
+    keras_zip, h5, _weights = keras_files
     assert detect_format(keras_zip) == detect_format(h5) == "keras"
     renamed = tmp_path / "model.bin"  # the bytes decide, not the name
     renamed.write_bytes(h5.read_bytes())
@@ -19,7 +19,7 @@ def test_keras_files_are_recognised_from_their_bytes(keras_files, tmp_path):
 
 @pytest.mark.slow
 def test_a_keras_file_runs_and_converts_with_parity_vs_keras(cli, keras_files, tmp_path):
-    keras_zip, h5 = keras_files
+    keras_zip, h5, weights = keras_files
     # run: converted by TensorFlow in the lce toolchain, measured as its .tflite
     (record,) = cli.json("run", "-m", str(keras_zip), *fast(warmup_runs=1))
     assert record["status"] == "ok" and record["format"] == "tflite"
@@ -35,3 +35,7 @@ def test_a_keras_file_runs_and_converts_with_parity_vs_keras(cli, keras_files, t
     assert again["cached"] is True  # per file content: TensorFlow is not started again
     single_error(cli("convert", str(keras_zip), "-f", "onnx", code=2),
                  "small.keras is a Keras model: aiot converts it to tflite only")
+    # weights alone (save_weights): one line naming what Keras found, and what file converts
+    single_error(cli("run", "-m", str(weights), code=1),
+                 "small.weights.h5: TensorFlow could not convert it", "No model config",
+                 "model.save, not save_weights")

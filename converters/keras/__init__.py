@@ -23,7 +23,7 @@ from aiot.core import toolchains
 from aiot.core.errors import AiotError, ConversionError
 from aiot.core.fileio import sha256_file, write_text_atomic
 from aiot.core.paths import cache_dir
-from aiot.models.model_ref import KERAS, detect_format
+from aiot.models.model_ref import HDF5_SIGNATURE, KERAS, detect_format
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,12 @@ def is_keras_file(text: str) -> bool:
     """Whether ``text`` (a ``--model`` value) names an existing Keras model file."""
     path = Path(text).expanduser()
     try:
-        return path.is_file() and detect_format(path) == KERAS
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        # only a zip is read further (not an ONNX file, which detect_format would parse)
+        return head == HDF5_SIGNATURE or (head[:4] == b"PK\x03\x04" and detect_format(path) == KERAS)
     except (OSError, ValueError, AiotError):  # a file detect_format refuses is not Keras
         return False
 

@@ -53,7 +53,8 @@ def is_keras_file(text: str) -> bool:
         with open(path, "rb") as fh:
             head = fh.read(8)
         # only a zip is read further (not an ONNX file, which detect_format would parse)
-        return head == HDF5_SIGNATURE or (head[:4] == b"PK\x03\x04" and detect_format(path) == KERAS)
+        zipped = head[:4] == b"PK\x03\x04"
+        return head == HDF5_SIGNATURE or (zipped and detect_format(path) == KERAS)
     except (OSError, ValueError, AiotError):  # a file detect_format refuses is not Keras
         return False
 
@@ -77,7 +78,7 @@ def tflite_of(path: Path) -> KerasTflite:
         try:
             lines = toolchains.run_script(TOOLCHAIN, SCRIPT, [str(path.resolve()), str(out)],
                                           timeout=900).strip().splitlines()
-        except toolchains.ToolchainError as exc:  # Keras could not load it, or TensorFlow not convert it
+        except toolchains.ToolchainError as exc:  # Keras could not load it, or TF convert it
             why = exc.message.split(" failed: ", 1)[-1]
             raise ConversionError("tflite", "export", f"{path.name}: TensorFlow could not "
                                   f"convert it: {why}", "a model saved whole by Keras 2 or 3 "

@@ -306,8 +306,8 @@ def detect_format(path: Path) -> str:
     if suffix == ".pb":
         return _caffe2_format(path)
     raise UsageError(f"cannot tell what kind of model {path.name} is",
-                     "give a .tflite, .onnx, .ort, .pte, .ptl, .pt2, .dab or Caffe2 "
-                     "predict_net.pb file, a zoo name or file.py:factory")
+                     "give a .tflite, .onnx, .ort, .pte, .ptl, .pt2, .keras, .h5, .dab or "
+                     "Caffe2 predict_net.pb file, a zoo name or file.py:factory")
 
 
 def _uses_lce_ops(path: Path) -> bool:

@@ -56,7 +56,7 @@ def convert(
 
     The model is a zoo name (resnet18, resnet18_bnn), a torch.export .pt2 program file, or
     your own code: a file.py:factory or module:factory returning an nn.Module (or the module
-    and its example inputs). An artifact file (.tflite, .onnx, ...) needs no conversion:
+    and its example inputs). A Keras file (.keras, .h5) converts to tflite with TensorFlow. An artifact file (.tflite, .onnx, ...) needs no conversion:
     aiot run --model FILE measures it as it is.
     """
     if list_formats:

@@ -223,7 +223,8 @@ def keras_mobilenet_tflite(folder: Path) -> Path:
 
 #: Keras script (run in the ``lce`` toolchain): a small functional Keras 3 model, ``image``
 #: float32 [-1, 8, 8, 3] -> conv, average pool -> ``logits`` [-1, 5], saved by Keras itself
-#: as the given file (``.keras`` zip or legacy ``.h5``; ``*.weights.h5``: its weights alone).
+#: as the given file (``.keras`` zip or legacy ``.h5``; ``*.weights.h5``: its weights alone;
+#: ``lambda*``: a Lambda layer, whose Python code the file carries).
 _KERAS_SAVE_SCRIPT = textwrap.dedent('''
     import sys
 
@@ -234,6 +235,8 @@ _KERAS_SAVE_SCRIPT = textwrap.dedent('''
     x = keras.layers.Conv2D(4, 3, activation="relu")(image)
     x = keras.layers.GlobalAveragePooling2D()(x)
     model = keras.Model(image, keras.layers.Dense(5, name="logits")(x))
+    if "lambda" in sys.argv[1]:  # Python code stored in the file
+        model = keras.Model(image, keras.layers.Lambda(lambda t: t * 2)(image))
     if sys.argv[1].endswith(".weights.h5"):
         model.save_weights(sys.argv[1])
     else:
@@ -252,6 +255,13 @@ def keras_small_keras(folder: Path) -> Path:
 def keras_small_h5(folder: Path) -> Path:
     """:func:`keras_small_keras`'s model in the legacy HDF5 format (``small.h5``)."""
     out = Path(folder) / "small.h5"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
+def keras_lambda(folder: Path) -> Path:
+    """A Keras model with a ``Lambda`` layer (``lambda.keras``): the file carries Python code."""
+    out = Path(folder) / "lambda.keras"
     _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
     return out
 

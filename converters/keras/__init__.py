@@ -80,10 +80,14 @@ def tflite_of(path: Path) -> KerasTflite:
                                           timeout=900).strip().splitlines()
         except toolchains.ToolchainError as exc:  # Keras could not load it, or TF convert it
             why = exc.message.split(" failed: ", 1)[-1]
+            hint = ("a model saved whole by Keras 2 or 3 (model.save, not save_weights) "
+                    "converts; --verbose shows TensorFlow's output")
+            if "safe_mode" in why:  # a Lambda layer's code: aiot reads files, never runs them
+                why = why.split(". ", 1)[0]
+                hint = ("aiot does not run code stored in a model file: make the Lambda a "
+                        "registered Layer subclass, or convert the file yourself if you trust it")
             raise ConversionError("tflite", "export", f"{path.name}: TensorFlow could not "
-                                  f"convert it: {why}", "a model saved whole by Keras 2 or 3 "
-                                  "(model.save, not save_weights) converts; --verbose shows "
-                                  "TensorFlow's output") from None
+                                  f"convert it: {why}", hint) from None
         parity = _judge(path.name, json.loads(lines[-1]))
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out, artifact)

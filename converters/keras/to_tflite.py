@@ -44,7 +44,8 @@ def _tflite_outputs(data: bytes, model, values: list) -> list:
 
 
 def main(src: str, out: str) -> None:
-    model = keras.saving.load_model(src, compile=False)
+    # safe_mode: a Lambda layer's pickled bytecode is refused, not run (a file is read, never run)
+    model = keras.saving.load_model(src, compile=False, safe_mode=True)
     with tempfile.TemporaryDirectory() as tmp:
         model.export(os.path.join(tmp, "saved"))
         data = tf.lite.TFLiteConverter.from_saved_model(os.path.join(tmp, "saved")).convert()

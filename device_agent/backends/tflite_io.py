@@ -23,7 +23,9 @@ TENSOR_TYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 
 _INTEGER = {"int8", "uint8", "int16", "int32", "int64"}
 
 # Field numbers of the schema.fbs tables read here.
-_MODEL_SUBGRAPHS, _MODEL_SIGNATURE_DEFS = 2, 7
+_MODEL_OPERATOR_CODES, _MODEL_SUBGRAPHS, _MODEL_SIGNATURE_DEFS = 1, 2, 7
+_CODE_DEPRECATED, _CODE_CUSTOM, _CODE_BUILTIN = 0, 1, 3
+_CUSTOM = 32  # BuiltinOperator.CUSTOM
 _GRAPH_TENSORS, _GRAPH_INPUTS, _GRAPH_OUTPUTS = 0, 1, 2
 _TENSOR_SHAPE, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_QUANT, _TENSOR_SHAPE_SIG = 0, 1, 3, 4, 7
 _QUANT_SCALE, _QUANT_ZERO = 2, 3
@@ -142,3 +144,26 @@ def _read(buf: FlatBuffer) -> tuple[list[dict], list[dict], list[int], list[int]
         found[kind] = ([_tensor_entry(buf, tensors[t], name) for name, t in pairs],
                        [listed[kind].index(t) for _, t in pairs])
     return found["inputs"][0], found["outputs"][0], found["inputs"][1], found["outputs"][1]
+
+
+def custom_ops(data: bytes) -> list[str]:
+    """The names of the custom operators a TFLite flatbuffer uses (its ``operator_codes``
+    with a ``custom_code``), in file order, each once.
+
+    Raises:
+        ValueError: not a TFLite flatbuffer, or one whose tables run past its end.
+    """
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ValueError("not a TFLite flatbuffer (no TFL3 identifier)")
+    buf = FlatBuffer(data)
+    try:
+        names = []
+        for code in buf.tables(buf.deref(0), _MODEL_OPERATOR_CODES):
+            custom = _CUSTOM in (buf.scalar(code, _CODE_BUILTIN, "<i"),
+                                 buf.scalar(code, _CODE_DEPRECATED, "<b"))
+            name = buf.string(code, _CODE_CUSTOM)
+            if custom and name and name not in names:
+                names.append(name)
+        return names
+    except (IndexError, struct.error) as exc:
+        raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None

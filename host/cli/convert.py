@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aiot.converters import api, format_table
+from aiot.converters.keras import is_keras_file, tflite_of
 from aiot.converters.matrix import convert_all
 from aiot.core.errors import UsageError
 from aiot.core.units import size_text
@@ -54,7 +56,7 @@ def convert(
 
     The model is a zoo name (resnet18, resnet18_bnn), a torch.export .pt2 program file, or
     your own code: a file.py:factory or module:factory returning an nn.Module (or the module
-    and its example inputs). An artifact file (.tflite, .onnx, ...) needs no conversion:
+    and its example inputs). A Keras file (.keras, .h5) converts to tflite with TensorFlow. An artifact file (.tflite, .onnx, ...) needs no conversion:
     aiot run --model FILE measures it as it is.
     """
     if list_formats:
@@ -63,6 +65,9 @@ def convert(
     if not model:
         raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
     out_dir = out_dir or state(ctx).results_dir() / "artifacts"
+    if is_keras_file(model):
+        _convert_keras(Path(model).expanduser(), fmt, out_dir, as_json)
+        return
     shapes = flat_shapes(parse_shape_args(input_shape))
     ref = resolve_model(model, binarize, quantized_ok=True)  # convert_model says where it deploys
     if fmt is None:
@@ -95,6 +100,28 @@ def convert(
                   f"{escape(describe_form(deployed))}")
     if p:
         out.print(f"  parity vs PyTorch{' (deployed form)' if deployed else ''}: {_parity_line(p)}")
+
+
+def _convert_keras(path: Path, fmt: str | None, out_dir: Path, as_json: bool) -> None:
+    """A Keras file to ``out_dir/NAME.tflite`` (TensorFlow's converter, parity vs Keras)."""
+    if fmt not in (None, "tflite"):
+        raise UsageError(f"{path.name} is a Keras model: aiot converts it to tflite only",
+                         f"aiot convert {path.name} -f tflite")
+    with spinner(f"converting {path.name} to tflite with TensorFlow (lce toolchain)…"):
+        done = tflite_of(path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    artifact = out_dir / done.artifact.name
+    shutil.copyfile(done.artifact, artifact)
+    size = artifact.stat().st_size
+    if as_json:
+        print_json({"artifact": str(artifact), "size_bytes": size, "seconds": done.seconds,
+                    "cached": done.cached, "parity": done.parity})
+        return
+    out.print(f"[green]✓[/] {escape(str(artifact))} ({size_text(size)}"
+              f"{', cached' if done.cached else f', {done.seconds:.1f} s'})")
+    out.print(f"  parity vs Keras: max |diff| {done.parity['max_abs_diff']:.2g} on "
+              f"{', '.join(i['name'] for i in done.parity['inputs'])} (tolerance "
+              f"{done.parity['tolerance']:g} of each output's scale)")
 
 
 def _weights(ref, weights: Path | None) -> Path | None:

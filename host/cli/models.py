@@ -16,6 +16,7 @@ from aiot.core.units import size_text
 from aiot.host.cli._output import err, out, print_json, progress_enabled
 from aiot.host.cli.options import JsonOpt
 from aiot.host.engine.input_shapes import flat_shapes, free_dims_line, parse_shape_args
+from aiot.host.engine.preflight import keras_as_tflite
 from aiot.host.engine.signature import declared_reader, read_signature
 from aiot.models.model_facts import complexities
 from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
@@ -115,7 +116,7 @@ def info(model: Annotated[str, typer.Argument(
 
     from aiot.models import get_model_spec  # the zoo: torch
 
-    ref = resolve_model(model, binarize, quantized_ok=True)
+    ref = resolve_model(keras_as_tflite(model), binarize, quantized_ok=True)
     if ref.kind != ZOO_KIND:
         _user_model_info(ref, flat_shapes(parse_shape_args(input_shape)), as_json)
         return

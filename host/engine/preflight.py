@@ -22,6 +22,7 @@ from typing import NamedTuple, Self
 from aiot.converters import get_converter
 from aiot.converters.api import check_deployable
 from aiot.converters.base import all_formats, check_format, formats_for, resolve_options
+from aiot.converters.keras import is_keras_file, tflite_of
 from aiot.core import notices
 from aiot.core.errors import AiotError, DatasetError, UsageError, is_transient
 from aiot.core.fileio import sha256_file
@@ -147,6 +148,18 @@ def check_inputs_file(path: Path | None) -> tuple[Path | None, str | None]:
     return path, sha256_file(path)
 
 
+def keras_as_tflite(text: str) -> str:
+    """A ``--model`` value naming a Keras file as its ``.tflite`` (TensorFlow's converter in
+    the ``lce`` toolchain, parity checked, cached per content), said on stderr; else ``text``."""
+    if not is_keras_file(text):
+        return text
+    done = tflite_of(Path(text).expanduser())
+    notices.say(f"{Path(text).name}: a Keras model, run as {done.artifact.name} (TFLiteConverter"
+                f"{', cached' if done.cached else f', {done.seconds:.0f} s'}; parity vs Keras: "
+                f"max |diff| {done.parity['max_abs_diff']:.2g})")
+    return str(done.artifact)
+
+
 def resolve_targets(models: list[str], formats: list[str] | None, binarize: str | None,
                     native: str | None = None) -> list[tuple]:
     """``(ModelRef, formats)`` per model: an artifact file runs in its own format (which a
@@ -161,7 +174,7 @@ def resolve_targets(models: list[str], formats: list[str] | None, binarize: str 
     wanted = list(dict.fromkeys(get_converter(f).name for f in formats)) if formats else None
     targets = []
     # Canonical references, repeats dropped: "mobilenetv2,MobileNet_V2" is one model.
-    for ref in dict.fromkeys(resolve_model(text, binarize, quantized_ok=True)
+    for ref in dict.fromkeys(resolve_model(keras_as_tflite(text), binarize, quantized_ok=True)
                              for text in dict.fromkeys(models)):
         if ref.is_artifact:
             if wanted and ref.format not in wanted and not every:

@@ -23,6 +23,7 @@ from aiot.converters.source import load_user_model
 from aiot.core.errors import ArtifactError, UsageError
 from aiot.core.isolation import isolated
 from aiot.device_agent import backends
+from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.host.engine.shape_guess import propose
 from aiot.models.model_ref import detect_format, resolve_model
 
@@ -341,10 +342,9 @@ def read_signature(backend: str, artifact: Path, sha256: str, shapes_json: str =
         if event["event"] == "error" and event.get("type") == "SpecError":
             raise UsageError(f"{Path(artifact).name}: {event['message']}")  # says what to give
         if event["event"] == "error":
-            raise RefusedArtifact(f"{Path(artifact).name}: {backend} refuses it: "
-                                  f"{event['message']}",
-                                  "check that the file is complete and of a version the "
-                                  "runtime reads")
+            raise _custom_op_refusal(backend, Path(artifact)) or RefusedArtifact(
+                f"{Path(artifact).name}: {backend} refuses it: {event['message']}",
+                "check that the file is complete and of a version the runtime reads")
     raise ArtifactError(f"{Path(artifact).name}: the agent's inspect gave no signature",
                         "run with --verbose to see its output")
 
@@ -386,3 +386,48 @@ def _declared_text(read, path: str) -> str:
     except (OSError, ValueError) as exc:
         return json.dumps({"error": (str(exc).strip().splitlines() or ["unreadable"])[0][:300]})
     return json.dumps({"inputs": inputs, "outputs": outputs})
+
+
+#: Custom ops LiteRT's builtin resolver registers itself (tensorflow/lite/kernels/register.cc).
+_RESOLVED_CUSTOM = frozenset({"TFLite_Detection_PostProcess", "Mfcc", "AudioSpectrogram"})
+
+
+def _custom_op_refusal(backend: str, artifact: Path) -> RefusedArtifact | None:
+    """Why a refused ``.tflite`` cannot load, read from the file rather than the runtime's
+    log: the custom ops it uses that the runtime does not define, named with what could
+    run them. None: not a flatbuffer, or no such op (the refusal has another cause).
+
+    The operator table is parsed in a forked child, as the runtime's own read is."""
+    if backend not in ("litert", "lce"):
+        return None
+    found = json.loads(isolated(functools.partial(_custom_ops_text, str(artifact.resolve())),
+                                file=artifact.name, runtime=backend))
+    unknown = [op for op in found if op not in _RESOLVED_CUSTOM
+               and not (backend == "lce" and op.startswith("Lce"))]
+    if not unknown:
+        return None
+    one = len(unknown) == 1
+    names = ", ".join(f"'{op}'" for op in unknown)
+    runtime = "LiteRT" if backend == "litert" else "LCE"
+    if backend == "litert" and all(op.startswith("Lce") for op in unknown):
+        hint = ("Larq Compute Engine defines it: drop --format to run the file with LCE "
+                "(aiot toolchains install lce)")
+    elif all(op.startswith("Flex") for op in unknown):
+        hint = ("a TensorFlow op (select TF ops) needs the Flex delegate, which aiot's "
+                "runtimes lack: convert the model again with TFLite builtin ops only")
+    else:
+        hint = ("it needs the runtime that defines it (a delegate or a LiteRT build that "
+                "registers it), or convert the model again without it")
+    return RefusedArtifact(f"{artifact.name}: {backend} cannot load it: custom "
+                           f"op{'' if one else 's'} {names} {'is' if one else 'are'} not among "
+                           f"{runtime}'s builtin ops", hint)
+
+
+def _custom_ops_text(path: str) -> str:
+    """The custom op names of the ``.tflite`` at ``path`` as JSON (in the child); [] when
+    the file is not a readable flatbuffer."""
+    try:
+        with open(path, "rb") as fh:
+            return json.dumps(custom_ops(fh.read()))
+    except (OSError, ValueError):
+        return "[]"

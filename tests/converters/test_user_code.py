@@ -45,6 +45,15 @@ MYNET = textwrap.dedent("""
 
     def not_a_module():
         return 42
+
+
+    def scripted():
+        return torch.jit.script(MyNet().eval())
+
+
+    def traced():
+        example = torch.randn(1, 3, 16, 16)
+        return torch.jit.trace(MyNet().eval(), example), example
 """)
 
 
@@ -94,6 +103,15 @@ def test_bad_factories_are_one_line_errors(mynet, tmp_path, factory, message):
     with pytest.raises(UsageError, match=message):
         convert_model(f"{mynet}:{factory}", "onnx", tmp_path)
     assert not list(tmp_path.glob("*.onnx"))
+
+
+@pytest.mark.parametrize("factory, kind", [("scripted", "RecursiveScriptModule"),
+                                           ("traced", "TopLevelTracedModule")])
+def test_a_torchscript_module_from_a_factory_gets_its_own_hint(mynet, tmp_path, factory, kind):
+    with pytest.raises(UsageError, match=f"returned a TorchScript module \\({kind}\\)") as caught:
+        convert_model(f"{mynet}:{factory}", "onnx", tmp_path)
+    assert "before torch.jit.script/trace" in caught.value.hint
+    assert "_save_for_lite_interpreter" in caught.value.hint  # the .ptl aiot runs as it is
 
 
 def test_a_file_that_does_not_import_is_one_line(tmp_path):

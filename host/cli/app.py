@@ -143,9 +143,11 @@ class AiotGroup(LazyGroup):
                 raise disk from None
         except AiotError as exc:
             # Messages quote devices (an agent's error, a command's output): made safe here.
-            err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False)
+            # One line each, never wrapped by Rich: a CI log or `grep error:` sees it whole
+            # (a terminal still wraps it on screen).
+            err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False, soft_wrap=True)
             if exc.hint:
-                err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False)
+                err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
             try:  # after a hangup the terminal may be gone: the records are marked already

@@ -40,8 +40,10 @@ def bare_board(tmp_path, cli):
 
 def test_setup_installs_runtimes_and_the_board_then_measures(cli, bare_board):
     assert set(cli.json("devices", "info", "bare")["agent"]["runtimes"].values()) == {None}
-    failed = cli("run", "--device", "bare", "--model", "tiny_cnn", "--format", "onnx", *FAST, code=1)
-    assert "No module named" in failed.stderr and "aiot devices setup bare" in failed.stderr
+    # Refused before converting, with its fix (issue 39: the device says what it runs first).
+    refused = cli("run", "--device", "bare", "--model", "tiny_cnn", "--format", "onnx", *FAST, code=2)
+    assert "bare cannot time onnx artifacts" in refused.stderr
+    assert "aiot devices setup bare" in refused.stderr
     summary = cli.json("devices", "setup", "bare")
     version = subprocess.run([BARE_PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True).stdout.strip()

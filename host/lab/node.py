@@ -135,6 +135,26 @@ def check_port(bind: str, port: int) -> None:
         UsageError: the port is in use (another lab head, or another program), ``bind`` is no
             address of this host, or the port needs privileges this account has not.
     """
+    exc = trial_bind(bind, port)
+    if exc is None:
+        return
+    if exc.errno == errno.EADDRINUSE:
+        raise UsageError(f"port {port} on {_host_for_address(bind)} is already in use: another lab "
+                         "head or another program listens there",
+                         f"start the head on another port (aiot lab start --head --port N), or stop "
+                         f"what listens on {port} (a lab head of this host: aiot lab stop)") from None
+    if exc.errno == errno.EADDRNOTAVAIL:
+        raise UsageError(f"--bind {bind} is not an address of this host",
+                         "give one of this host's addresses (ip addr), or 127.0.0.1") from None
+    if exc.errno == errno.EACCES:
+        raise UsageError(f"port {port} needs privileges this account has not",
+                         "use a port above 1023, e.g. --port 6380") from None
+    raise exc
+
+
+def trial_bind(bind: str, port: int) -> OSError | None:
+    """Bind ``bind:port`` and release it at once: None where a server could listen there, else
+    the bind's error."""
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as trial:
         # As servers do (Ray's included): a closed connection's TIME_WAIT does not hold the
@@ -143,18 +163,8 @@ def check_port(bind: str, port: int) -> None:
         try:
             trial.bind((bind, port))
         except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise UsageError(f"port {port} on {_host_for_address(bind)} is already in use: another lab "
-                                 "head or another program listens there",
-                                 f"start the head on another port (aiot lab start --head --port N), or stop "
-                                 f"what listens on {port} (a lab head of this host: aiot lab stop)") from None
-            if exc.errno == errno.EADDRNOTAVAIL:
-                raise UsageError(f"--bind {bind} is not an address of this host",
-                                 "give one of this host's addresses (ip addr), or 127.0.0.1") from None
-            if exc.errno == errno.EACCES:
-                raise UsageError(f"port {port} needs privileges this account has not",
-                                 "use a port above 1023, e.g. --port 6380") from None
-            raise
+            return exc
+    return None
 
 
 def _host_for_address(bind: str) -> str:

@@ -20,7 +20,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
@@ -34,6 +33,7 @@ from starlette.routing import Route
 
 from aiot.core.errors import AiotError, UsageError
 from aiot.host.devices import reservations
+from aiot.host.lab.node import trial_bind
 from aiot.host.labview import pages, sources
 from aiot.host.labview.sources import join_lab
 
@@ -211,15 +211,11 @@ def check_listen(bind: str, port: int) -> None:
     Raises:
         UsageError: the port is taken, not this host's address, or privileged.
     """
-    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as trial:
-        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            trial.bind((bind, port))
-        except OSError as exc:
-            raise UsageError(f"the lab view cannot listen on {bind} port {port} ({exc.strerror})",
-                             "give another --port (above 1023), or --bind one of this host's "
-                             "addresses") from None
+    exc = trial_bind(bind, port)
+    if exc is not None:
+        raise UsageError(f"the lab view cannot listen on {bind} port {port} ({exc.strerror})",
+                         "give another --port (above 1023), or --bind one of this host's "
+                         "addresses") from None
 
 
 def serve(config: ViewConfig, bind: str = "127.0.0.1", port: int = 8470) -> None:

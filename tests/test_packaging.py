@@ -1,5 +1,6 @@
 """The built wheel installs only the `aiot` name and carries every source package."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,11 +14,19 @@ SOURCE_FOLDERS = ["core", "host", "converters", "models", "device_agent"]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    # Built from a private copy of the sources: an in-tree build shares build/ and the
+    # egg-info with whatever else touches the checkout while the suite runs in parallel.
+    src = tmp_path_factory.mktemp("src")
+    for name in ["pyproject.toml", "README.md"]:
+        shutil.copy2(ROOT / name, src / name)
+    for folder in [*SOURCE_FOLDERS, "src"]:
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        check=True, capture_output=True, text=True,
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(src)],
+        capture_output=True, text=True,
     )
+    assert built.returncode == 0, f"pip wheel failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     (path,) = out.glob("aiot-*.whl")
     return zipfile.ZipFile(path)
 

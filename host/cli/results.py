@@ -45,6 +45,7 @@ from aiot.host.scores.vips import device_scores, select_tests, si
 from aiot.host.store import open_store
 from aiot.host.store.compare import (
     BY,
+    LEGEND,
     by_value,
     compare,
     compare_by,
@@ -302,8 +303,6 @@ def outputs(
 
 # -- compare: a regression gate ------------------------------------------------------------------
 
-LEGEND = ("+ slower  - faster  ~ within noise  ! newly failing  * fixed  . failing in both  "
-          "x not comparable  < only in A  > only in B")
 
 
 def _could_not_compare(exc: AiotError) -> typer.Exit:

@@ -15,14 +15,14 @@ _BASE = """<!doctype html>
 <link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head>
 <body data-live="{{ live }}">
 <nav><b>aiot lab</b> <a href="/">devices</a> <a href="/campaigns">campaigns</a>
-<a href="/results">results</a> <span class="who">{{ user }}</span></nav>
+<a href="/results">results</a> <a href="/compare">compare</a> <span class="who">{{ user }}</span></nav>
 <main>{% block main %}{% endblock %}</main></body></html>
 """
 
 _DEVICES = """{% extends "base" %}{% block main %}
 <h1>Devices</h1><div id="live">{{ fragment }}</div>
 <h2>Reserve a device</h2>
-<form method="post" action="/reserve" class="reserve">
+<form method="post" action="/reserve" class="reserve"><input type="hidden" name="csrf" value="{{ csrf }}">
 <input name="device" placeholder="device" required> for <input name="for" value="2h" size="4">
 <input name="note" placeholder="note" size="30"> <button>reserve</button></form>
 {% endblock %}"""
@@ -43,7 +43,7 @@ _DEVICE_ROWS = """<table class="devices"><tr><th>device</th><th>node</th><th>sta
 <td>{% if d.runtimes %}{{ d.runtimes|join(", ") }}{% elif d.last_run %}measured {{ d.last_run|when }}{% else %}—{% endif %}</td>
 <td class="reservation">{% if d.reservation %}{{ d.reservation.user }} until {{ d.reservation.until|when }}
 {% if d.reservation.note %}<br><small>{{ d.reservation.note }}</small>{% endif %}
-<form method="post" action="/release"><input type="hidden" name="device" value="{{ d.name }}"><button>release</button></form>
+<form method="post" action="/release"><input type="hidden" name="csrf" value="{{ csrf }}"><input type="hidden" name="device" value="{{ d.name }}"><button>release</button></form>
 {% else %}free{% endif %}</td>
 <td class="error">{{ d.last_error or "" }}{% if d.last_error_at %}<br><small>{{ d.last_error_at|when }}</small>{% endif %}</td>
 </tr>{% endfor %}</table>"""
@@ -52,17 +52,19 @@ _CAMPAIGNS = """{% extends "base" %}{% block main %}<h1>Campaigns</h1><div id="l
 
 _CAMPAIGN_ROWS = """<h2>Running</h2>
 {% for s in running %}<section class="sweep running" data-sweep="{{ s.sweep }}">
-<h3>sweep <a href="/results?sweep_id={{ s.sweep|urlencode }}">{{ s.sweep }}</a> · {{ s.user }}@{{ s.host }}</h3>
+<h3>sweep <a href="/results?sweep_id={{ s.sweep|urlencode }}">{{ s.sweep }}</a> · {{ s.user }}@{{ s.host }}
+<small><a href="/report/{{ s.sweep|urlencode }}/">report</a></small></h3>
 <progress max="{{ s.total or 1 }}" value="{{ s.done }}"></progress>
 <span class="progress">{{ s.done }}/{{ s.total or "?" }} done</span>, {{ s.failed }} failed,
 elapsed {{ s.elapsed_s|duration }}{% if s.eta_s is not none %}, about {{ s.eta_s|duration }} left{% endif %}
 {% if s.current %}<br>now: {{ s.current|join("; ") }}{% endif %}
 {% if s.failures %}<ul class="failures">{% for f in s.failures %}<li>{{ f.device }} · {{ f.model }} · {{ f.format }}: {{ f.reason }}</li>{% endfor %}</ul>{% endif %}
 </section>{% else %}<p>No sweep is running.</p>{% endfor %}
-<h2>Recent sweeps</h2><table><tr><th>sweep</th><th>devices</th><th>started</th><th>ended</th><th>ok</th><th>failed</th><th>pending</th></tr>
+<h2>Recent sweeps</h2><table><tr><th>sweep</th><th></th><th>devices</th><th>started</th><th>ended</th><th>ok</th><th>failed</th><th>pending</th></tr>
 {% for s in finished %}<tr data-sweep="{{ s.sweep_id }}"><td><a href="/results?sweep_id={{ s.sweep_id|urlencode }}">{{ s.sweep_id }}</a></td>
+<td><a href="/report/{{ s.sweep_id|urlencode }}/">report</a>{% if not loop.last %} · <a href="/compare?a={{ loop.nextitem.sweep_id|urlencode }}&amp;b={{ s.sweep_id|urlencode }}" title="compare with the sweep before it">compare</a>{% endif %}</td>
 <td>{{ s.devices }}</td><td>{{ s.started|when }}</td><td>{{ s.ended|when }}</td><td>{{ s.ok }}</td><td>{{ s.failed }}</td><td>{{ s.pending }}</td></tr>
-{% for f in s.failures %}<tr class="failure"><td></td><td colspan="6">{{ f.device }} · {{ f.model }}: {{ f.reason }}</td></tr>{% endfor %}
+{% for f in s.failures %}<tr class="failure"><td></td><td colspan="7">{{ f.device }} · {{ f.model }}: {{ f.reason }}</td></tr>{% endfor %}
 {% endfor %}</table>"""
 
 _RESULTS = """{% extends "base" %}{% block main %}<h1>Results</h1>
@@ -77,6 +79,28 @@ _RESULTS = """{% extends "base" %}{% block main %}<h1>Results</h1>
 <p>{% if page.page > 0 %}<a href="/results?{{ query(page.page - 1) }}">newer</a>{% endif %}
 {% if page.more %}<a href="/results?{{ query(page.page + 1) }}" class="older">older</a>{% endif %}</p>
 {% endblock %}"""
+
+_COMPARE = """{% extends "base" %}{% block main %}<h1>Compare two result sets</h1>
+<form method="get" action="/compare" class="filters"><label>A (baseline) <input name="a" value="{{ a }}" size="28"></label>
+<label>B <input name="b" value="{{ b }}" size="28"></label> <button>compare</button></form>
+<p><small>Each set: a sweep id (or a prefix of one) or record ids separated by commas, as in
+<code>aiot results compare A B</code>.</small></p>
+{% if compared %}{% set c = compared.result %}
+<p class="verdict {{ 'passed' if not c.failing and not c.incomplete else 'failed' }}">
+B {{ compared.b.name }} ({{ compared.b.records|length }} runs) vs A {{ compared.a.name }} ({{ compared.a.records|length }} runs),
+gate {{ check }}: {% if c.failing %}<b>{{ c.failing|length }} run(s) fail</b>{% elif c.incomplete %}<b>incomplete</b>: {{ c.incomplete }}{% else %}passed{% endif %}
+· {% for status, n in c.counts()|dictsort %}{{ n }} {{ status }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
+{% for w in c.warnings %}<p class="warning">warning: {{ w }}</p>{% endfor %}
+<table class="compare"><tr><th></th><th>status</th><th>run</th><th>A ms</th><th>B ms</th><th>change</th><th>A</th><th>B</th><th>notes</th></tr>
+{% for row in c.rows %}{% set m = row.metrics.get(row.stat or "median") or {} %}
+<tr class="status-{{ row.status|replace(' ', '-') }}"><td>{{ row.marker }}</td><td>{{ row.status }}</td><td>{{ row.label() }}</td>
+<td>{{ m.get("a")|ms }}</td><td>{{ m.get("b")|ms }}</td><td>{{ "%+.1f%%"|format(m.get("change") * 100) if m.get("change") is not none else "—" }}</td>
+<td>{% if row.a_id %}<a href="/record/{{ row.a_id|urlencode }}">{{ row.a_id[:8] }}</a>{% else %}—{% endif %}</td>
+<td>{% if row.b_id %}<a href="/record/{{ row.b_id|urlencode }}">{{ row.b_id[:8] }}</a>{% else %}—{% endif %}</td>
+<td>{{ (row.failures + ([row.reason] if row.reason else []) + (row.invalid|map("format_invalid")|list) + row.environment)|join("; ") }}</td></tr>
+{% endfor %}</table>
+<p><small>{{ legend }}</small></p>
+{% endif %}{% endblock %}"""
 
 _RECORD = """{% extends "base" %}{% block main %}<h1>Record {{ r.id }}</h1>
 <table>{% for k, v in fields %}<tr><th>{{ k }}</th><td>{{ v }}</td></tr>{% endfor %}</table>
@@ -93,7 +117,7 @@ STYLE = """body{font:14px system-ui,sans-serif;margin:0}nav{background:#223;colo
 nav a{color:#9cf;margin:0 8px}.who{float:right}main{padding:8px 16px}table{border-collapse:collapse}
 td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 .state-online .state{color:#070}.state-busy .state{color:#a60}.state-offline .state{color:#b00}
-.failures,.failure,.error{color:#900}small{color:#666}form.reserve input{margin:2px}
+.failures,.failure,.error,.failed,.warning{color:#900}.passed{color:#070}small{color:#666}form.reserve input{margin:2px}
 """
 
 #: The page's one script: the login link's token comes in the URL's fragment (never sent to a
@@ -125,10 +149,12 @@ def _when(text) -> str:
 _ENV = jinja2.Environment(
     loader=jinja2.DictLoader({"base": _BASE, "devices": _DEVICES, "device_rows": _DEVICE_ROWS,
                               "campaigns": _CAMPAIGNS, "campaign_rows": _CAMPAIGN_ROWS, "results": _RESULTS,
-                              "record": _RECORD, "login": _LOGIN, "error": _ERROR}),
+                              "record": _RECORD, "login": _LOGIN, "error": _ERROR, "compare": _COMPARE}),
     autoescape=True, undefined=jinja2.ChainableUndefined)
 _ENV.filters["duration"] = _duration
 _ENV.filters["when"] = _when
+_ENV.filters["ms"] = lambda value: "—" if value is None else f"{value:.3f}"
+_ENV.filters["format_invalid"] = lambda side: f"{side} INVALID"
 
 
 def render(name: str, **values) -> str:
@@ -136,6 +162,7 @@ def render(name: str, **values) -> str:
     values.setdefault("live", "")
     values.setdefault("title", name)
     values.setdefault("user", "")
+    values.setdefault("csrf", "")
     return _ENV.get_template(name).render(**values)
 
 

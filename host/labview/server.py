@@ -10,12 +10,16 @@ of the token, not the token. Pages send a Content-Security-Policy without inline
 markup a device smuggled past the escaping still could not run.
 
 **What it may change.** Nothing but reservations (``POST /reserve``, ``POST /release``),
-made as the OS user who started the view.
+made as the OS user who started the view. A browser's form also carries the view's form
+token (an HMAC of the token, in the page, never in the cookie): a page of another site can
+make the browser send the cookie, but cannot read the form token (SameSite=Strict is the first
+guard, this one does not depend on the browser honouring it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -34,7 +38,8 @@ from starlette.routing import Route
 from aiot.core.errors import AiotError, UsageError
 from aiot.host.devices import reservations
 from aiot.host.lab.node import trial_bind
-from aiot.host.labview import pages, sources
+from aiot.host.store.compare import LEGEND
+from aiot.host.labview import analysis, pages, sources
 from aiot.host.labview.sources import join_lab
 
 __all__ = ["COOKIE", "ViewConfig", "check_listen", "create_app", "join_lab", "new_token", "serve"]
@@ -43,6 +48,12 @@ COOKIE = "aiot_lab_view"
 _OPEN = {"/login", "/app.js", "/app.css"}
 _HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+#: A report page is ``aiot report``'s static page: its inline CSS, its PNGs, nothing else.
+_REPORT_HEADERS = {**_HEADERS, "Content-Security-Policy": "default-src 'none'; img-src 'self'; "
+                   "style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
+#: Where the authentication middleware notes how a request was let in (a form's token is
+#: checked for the cookie only: a script's Authorization header cannot be forged by a page).
+_AUTH = "aiot.auth"
 
 
 @dataclass
@@ -58,6 +69,10 @@ class ViewConfig:
         """The cookie's value: an HMAC of the token (the cookie never holds the token)."""
         return hmac.new(self.token.encode(), b"aiot lab view session", hashlib.sha256).hexdigest()
 
+    def form_value(self) -> str:
+        """The token a page's forms carry (an HMAC of the token, other than the cookie's)."""
+        return hmac.new(self.token.encode(), b"aiot lab view form", hashlib.sha256).hexdigest()
+
 
 def new_token() -> str:
     """A random token for a view with no lab token."""
@@ -68,13 +83,15 @@ def create_app(config: ViewConfig) -> Starlette:
     """The view's Starlette application for ``config``."""
     config.user = config.user or reservations.current_user()
     watch = sources.DeviceWatch()
+    reports = analysis.SweepReports()
 
     def page(name: str, status: int = 200, **values) -> HTMLResponse:
-        return HTMLResponse(pages.render(name, user=config.user, **values), status, headers=_HEADERS)
+        return HTMLResponse(pages.render(name, user=config.user, csrf=config.form_value(), **values), status,
+                            headers=_HEADERS)
 
     def fragment(topic: str) -> str:
         if topic == "devices":
-            return pages.render("device_rows", rows=watch.rows(config.results_dir))
+            return pages.render("device_rows", rows=watch.rows(config.results_dir), csrf=config.form_value())
         return pages.render("campaign_rows", **sources.campaigns(config.results_dir))
 
     async def devices(request: Request) -> Response:
@@ -104,6 +121,28 @@ def create_app(config: ViewConfig) -> Starlette:
             return page("error", 404, what=exc.message, hint=exc.hint or "")
         columns, detail = pages.record_fields(found)
         return page("record", title="record", r=found, fields=columns, detail=detail)
+
+    def comparison(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        if not a and not b:
+            return page("compare", title="compare", a="", b="", compared=None)
+        try:
+            compared = analysis.compare_sets(config.results_dir, a, b)
+        except AiotError as exc:
+            return page("error", 400, what=exc.message, hint=exc.hint or "")
+        return page("compare", title="compare", a=a, b=b, compared=compared, check=analysis.DEFAULT_CHECK,
+                    legend=LEGEND)
+
+    async def report(request: Request) -> Response:
+        try:
+            sweep, folder = await run_in_threadpool(reports.folder, config.results_dir, request.path_params["sweep"])
+        except AiotError as exc:
+            return page("error", 404, what=exc.message, hint=exc.hint or "")
+        path = reports.file(folder, request.path_params.get("file", "index.html"))
+        if path is None:
+            return Response("no such file in this report", 404, headers=_HEADERS)
+        kind = "text/html; charset=utf-8" if path.suffix == ".html" else "image/png"
+        return Response(path.read_bytes(), media_type=kind, headers=_REPORT_HEADERS)
 
     async def events(request: Request) -> Response:
         topic = request.path_params["topic"]
@@ -137,8 +176,18 @@ def create_app(config: ViewConfig) -> Starlette:
         response.set_cookie(COOKIE, config.session_value(), httponly=True, samesite="strict", path="/")
         return response
 
+    def forged(request: Request, form: dict[str, str]) -> Response | None:
+        """A 403 page for a browser's form without this view's form token, else None."""
+        if request.scope.get(_AUTH) == "bearer" or hmac.compare_digest(
+                form.get("csrf", "").encode(), config.form_value().encode()):
+            return None
+        return page("error", 403, what="this form was not sent by a page of this lab view",
+                    hint="reload the lab view's page and send the form from it")
+
     async def reserve(request: Request) -> Response:
         form = await _form(request)
+        if (refused := forged(request, form)) is not None:
+            return refused
         try:
             duration = reservations.parse_duration(form.get("for", "2h"))
             await run_in_threadpool(reservations.reserve, _device(form), duration, form.get("note", ""),
@@ -149,6 +198,8 @@ def create_app(config: ViewConfig) -> Starlette:
 
     async def release(request: Request) -> Response:
         form = await _form(request)
+        if (refused := forged(request, form)) is not None:
+            return refused
         try:
             await run_in_threadpool(reservations.release, _device(form), config.user)
         except AiotError as exc:
@@ -158,12 +209,18 @@ def create_app(config: ViewConfig) -> Starlette:
     routes = [
         Route("/", devices), Route("/campaigns", campaigns), Route("/results", results),
         Route("/record/{record_id}", record), Route("/events/{topic}", events),
+        Route("/compare", comparison), Route("/report/{sweep}/", report), Route("/report/{sweep}/{file}", report),
         Route("/login", login, methods=["GET", "POST"]),
         Route("/reserve", reserve, methods=["POST"]), Route("/release", release, methods=["POST"]),
         Route("/app.js", lambda r: Response(pages.SCRIPT, media_type="text/javascript", headers=_HEADERS)),
         Route("/app.css", lambda r: Response(pages.STYLE, media_type="text/css", headers=_HEADERS)),
     ]
-    app = Starlette(routes=routes)
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        reports.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
     return _Authenticated(app, config)
 
 
@@ -174,18 +231,26 @@ class _Authenticated:
         self.app, self.config = app, config
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["path"] in _OPEN or self._allowed(Request(scope)):
+        if scope["type"] != "http" or scope["path"] in _OPEN:
+            await self.app(scope, receive, send)
+            return
+        how = self._allowed(Request(scope))
+        if how:
+            scope[_AUTH] = how
             await self.app(scope, receive, send)
             return
         html = pages.render("login", title="log in", why="This lab view needs its token: log in.")
         await HTMLResponse(html, 401, headers=_HEADERS)(scope, receive, send)
 
-    def _allowed(self, request: Request) -> bool:
+    def _allowed(self, request: Request) -> str | None:
+        """How the request proved it holds the token ("bearer" or "cookie"), or None."""
         bearer = request.headers.get("authorization", "")
         if bearer.lower().startswith("bearer "):
-            return hmac.compare_digest(bearer[7:].strip().encode(), self.config.token.encode())
+            ok = hmac.compare_digest(bearer[7:].strip().encode(), self.config.token.encode())
+            return "bearer" if ok else None
         cookie = request.cookies.get(COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(cookie.encode(), self.config.session_value().encode())
+        ok = bool(cookie) and hmac.compare_digest(cookie.encode(), self.config.session_value().encode())
+        return "cookie" if ok else None
 
 
 async def _form(request: Request) -> dict[str, str]:

@@ -65,6 +65,9 @@ _UNITS = {"median": ("%", "ms"), "p90": ("%", "ms"), "mean": ("%", "ms"), "load"
 MARKERS = {"slower": "+", "faster": "-", "newly failing": "!", "fixed": "*",
            "not comparable": "x", "within noise": "~", "unchanged": " ", "still failing": ".",
            "only in A": "<", "only in B": ">"}
+#: What the markers mean, for every view of a comparison.
+LEGEND = ("+ slower  - faster  ~ within noise  ! newly failing  * fixed  . failing in both  "
+          "x not comparable  < only in A  > only in B")
 #: Device facts that make the same device name another machine.
 HARDWARE = ("model", "manufacturer", "soc", "cpu_model", "abi", "cores")
 #: Software facts that may differ between compared runs (warned about, still compared).
@@ -105,7 +108,7 @@ def load_export(path: Path) -> list[RunRecord]:
     return [RunRecord(**{k: v for k, v in d.items() if k in fields}) for d in data]
 
 
-def _sweep(name: str, store: Store) -> str | None:
+def find_sweep(name: str, store: Store) -> str | None:
     """The sweep ``name`` names: itself, else the one sweep id it prefixes."""
     matches = store.sweep_ids(name)
     if name in matches:
@@ -130,23 +133,25 @@ def _by_ids(name: str, store: Store) -> list[RunRecord]:
     return found
 
 
-def resolve_set(name: str, store: Store | None) -> ResultSet:
+def resolve_set(name: str, store: Store | None, files: bool = True) -> ResultSet:
     """The result set ``name`` names: an export file, else a sweep id, else record ids.
 
     Only the set's own records are read from the store (by its sweep or ids' index).
 
     Args:
         store: where sweeps and records are looked up (unused, may be None, for a file).
+        files: whether ``name`` may be a file (False where a remote user names the set: the
+            lab view never opens a path a request gives).
 
     Raises:
         UsageError: nothing matches, an id is ambiguous, or the set has no latency records.
     """
     path = Path(name)
-    if path.is_file():
+    if files and path.is_file():
         records = [r for r in load_export(path) if r.kind == "latency"]
         chosen = ResultSet(name, "file", records)
     else:
-        sweep = _sweep(name, store) if name else None
+        sweep = find_sweep(name, store) if name else None
         records = store.query(kind="latency", sweep_id=sweep) if sweep is not None else []
         if records:
             chosen = ResultSet(sweep, "sweep", records)

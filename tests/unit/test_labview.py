@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from datetime import timedelta
@@ -121,10 +122,17 @@ def test_a_results_page_answers_within_300_ms_at_100k_records():
     assert "100001" in c.get("/results").text
 
 
+def form_token(c: TestClient) -> str:
+    """The form token the devices page's forms carry."""
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', c.get("/").text)
+    assert found, "the devices page has no form token"
+    return found.group(1)
+
+
 def test_a_reservation_made_in_the_page_is_shown_and_refuses_other_users(monkeypatch):
     c = client()
-    answer = c.post("/reserve", data={"device": "local", "for": "2h", "note": "thermal study"},
-                    follow_redirects=False)
+    answer = c.post("/reserve", data={"device": "local", "for": "2h", "note": "thermal study",
+                                      "csrf": form_token(c)}, follow_redirects=False)
     assert answer.status_code == 303
     held = reservations.load()["local"]
     page = c.get("/").text
@@ -133,7 +141,64 @@ def test_a_reservation_made_in_the_page_is_shown_and_refuses_other_users(monkeyp
     monkeypatch.setattr(reservations, "current_user", lambda: "mallory")
     with pytest.raises(reservations.Reserved, match=f"local is reserved by {held.user}@.* until"):
         reservations.check_free(["local"])
-    assert c.post("/reserve", data={"device": "../etc", "for": "1h"}).status_code != 303
+    assert c.post("/reserve", data={"device": "../etc", "for": "1h", "csrf": form_token(c)}).status_code != 303
+
+
+def test_a_form_another_page_made_the_browser_send_is_refused():
+    """The cookie alone (what a forged cross-site form sends) changes nothing; the page's own
+    form token, or a script's bearer header, does."""
+    c = client()
+    for token in (None, "", "0" * 64):
+        data = {"device": "local", "for": "1h", **({} if token is None else {"csrf": token})}
+        answer = c.post("/reserve", data=data, follow_redirects=False)
+        assert answer.status_code == 403 and "not sent by a page of this lab view" in answer.text
+    assert not reservations.load()
+    reservations.reserve("local", timedelta(hours=1), note="mine")
+    assert c.post("/release", data={"device": "local"}).status_code == 403 and reservations.load()
+    script = client(logged_in=False)
+    answer = script.post("/release", data={"device": "local"}, headers={"Authorization": f"Bearer {TOKEN}"},
+                         follow_redirects=False)
+    assert answer.status_code == 303 and not reservations.load()
+    assert form_token(c) != c.cookies[COOKIE] and TOKEN not in c.get("/").text
+
+
+def test_two_sweeps_compared_on_the_page_as_results_compare_judges_them():
+    with open_store(results_dir()) as store:
+        for sweep, ms in (("night1", 10.0), ("night2", 13.0)):
+            for model in ("tiny_cnn", HOSTILE):
+                r = store.begin("latency", {"model": model}, {"device": {"soc": "BCM2711"}}, sweep_id=sweep,
+                                device="local", model=model, format="onnx", threads=1)
+                store.finish(r.id, "ok", median_ms=ms, result={"stats_ms": {"median": ms}})
+    c = client()
+    page = c.get("/compare?a=night1&b=night2")
+    assert page.status_code == 200
+    assert "gate median:5%: <b>2 run(s) fail</b>" in page.text and page.text.count("<td>+30.0%</td>") == 2
+    assert "<script>alert(1)" not in page.text and "&lt;script&gt;alert(1)" in page.text
+    assert "only in A" in c.get("/compare?a=night1&b=" + ",".join(
+        r.id for r in open_store(results_dir(), readonly=True).query(sweep_id="night2", model="tiny_cnn"))).text
+    # a set is a sweep or record ids, never a file of the server's
+    refused = c.get("/compare?a=/etc/passwd&b=night2")
+    assert refused.status_code == 400 and "root:" not in refused.text and "is not a file, a sweep id" in refused.text
+    assert c.get("/compare").status_code == 200
+
+
+def test_a_sweeps_report_is_served_with_its_plots_and_nothing_else():
+    with open_store(results_dir()) as store:
+        for threads, ms in ((1, 10.0), (2, 6.0)):
+            r = store.begin("latency", {"model": "tiny_cnn"}, {"device": {"soc": "BCM2711"}}, sweep_id="night1",
+                            device="local", model="tiny_cnn", format="onnx", threads=threads)
+            store.finish(r.id, "ok", median_ms=ms, result={"stats_ms": {"median": ms}})
+    c = client()
+    assert c.get("/report/night", follow_redirects=False).status_code in (307, 308)  # to /report/night/
+    page = c.get("/report/nigh/")  # a unique prefix names the sweep
+    assert page.status_code == 200 and "aiot report" in page.text and "tiny_cnn" in page.text
+    assert "script-src" not in page.headers["content-security-policy"]
+    images = re.findall(r'<img src="([a-z0-9_]+\.png)"', page.text)
+    assert images and all(c.get(f"/report/night1/{name}").content.startswith(b"\x89PNG") for name in images)
+    for bad in ("..%2F..%2Fetc%2Fpasswd", "index.htm", "x.png"):
+        assert c.get(f"/report/night1/{bad}").status_code == 404
+    assert c.get("/report/nosuch/").status_code == 404
+    assert client(logged_in=False).get("/report/night1/").status_code == 401
 
 
 def test_a_sweep_on_a_device_another_user_reserved_is_refused_in_one_line(cli):

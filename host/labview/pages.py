@@ -7,6 +7,7 @@ script, :data:`SCRIPT`, swaps the live fragments the server pushes over server-s
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import jinja2
 
@@ -39,6 +40,7 @@ _DEVICE_ROWS = """<table class="devices"><tr><th>device</th><th>node</th><th>sta
 {% if t.battery_pct is not none %}battery {{ t.battery_pct }}% {{ t.battery_status or "" }}<br>{% endif %}
 {% if t.cpu_temp_max_c is not none %}{{ "%.1f"|format(t.cpu_temp_max_c) }} °C<br>{% endif %}
 {% if t.cpu_freq_khz %}<small>{% for core, f in t.cpu_freq_khz.items() %}{{ core }}:{{ (f / 1000)|round|int }}{% if t.cpu_cap_khz and t.cpu_cap_khz.get(core) and t.cpu_cap_khz.get(core) < f %}!{% endif %} {% endfor %}MHz</small>{% endif %}
+<small class="telemetry-when">{% if t.read_at %}read live {{ t.read_at|clock }}{% if t.error %}; now: {{ t.error }}{% endif %}{% else %}as of its newest record{% endif %}</small>
 {% else %}—{% endif %}</td>
 <td>{% if d.runtimes %}{{ d.runtimes|join(", ") }}{% elif d.last_run %}measured {{ d.last_run|when }}{% else %}—{% endif %}</td>
 <td class="reservation">{% if d.reservation %}{{ d.reservation.user }} until {{ d.reservation.until|when }}
@@ -153,6 +155,7 @@ _ENV = jinja2.Environment(
     autoescape=True, undefined=jinja2.ChainableUndefined)
 _ENV.filters["duration"] = _duration
 _ENV.filters["when"] = _when
+_ENV.filters["clock"] = lambda ts: _when(datetime.fromtimestamp(ts, UTC).isoformat())
 _ENV.filters["ms"] = lambda value: "—" if value is None else f"{value:.3f}"
 _ENV.filters["format_invalid"] = lambda side: f"{side} INVALID"
 

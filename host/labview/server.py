@@ -40,6 +40,7 @@ from aiot.host.devices import reservations
 from aiot.host.lab.node import trial_bind
 from aiot.host.store.compare import LEGEND
 from aiot.host.labview import analysis, pages, sources
+from aiot.host.labview.live import LiveTelemetry
 from aiot.host.labview.sources import join_lab
 
 __all__ = ["COOKIE", "ViewConfig", "check_listen", "create_app", "join_lab", "new_token", "serve"]
@@ -82,7 +83,8 @@ def new_token() -> str:
 def create_app(config: ViewConfig) -> Starlette:
     """The view's Starlette application for ``config``."""
     config.user = config.user or reservations.current_user()
-    watch = sources.DeviceWatch()
+    live = LiveTelemetry()
+    watch = sources.DeviceWatch(live)
     reports = analysis.SweepReports()
 
     def page(name: str, status: int = 200, **values) -> HTMLResponse:
@@ -219,6 +221,7 @@ def create_app(config: ViewConfig) -> Starlette:
     async def lifespan(app):
         yield
         reports.close()
+        live.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
     return _Authenticated(app, config)

@@ -38,9 +38,10 @@ class DeviceWatch:
     """Devices' rows over successive polls: remembers since when each is in its state (so an
     offline phone reads "offline since 02:14")."""
 
-    def __init__(self) -> None:
+    def __init__(self, live=None) -> None:
         self._since: dict[str, tuple[str, float]] = {}
         self._lab_seen: dict[str, str] = {}  # lab device -> its node, as last listed
+        self.live = live  # a LiveTelemetry: free devices of this host read now and then
 
     def rows(self, results_dir: Path) -> list[dict]:
         """Every device (this host, the inventory, the lab's nodes) with its state, its
@@ -51,7 +52,7 @@ class DeviceWatch:
         with open_store(results_dir, readonly=True) as store:
             for name, transport, state in _reachability():
                 row = {"name": name, "transport": transport, "node": "this host", **_from_store(store, name)}
-                rows.append(self._stated(row, state, busy.get(name), booked.get(name)))
+                rows.append(self._live(self._stated(row, state, busy.get(name), booked.get(name))))
         rows += [self._stated(row, row.pop("state"), None, booked.get(row["name"])) for row in self._lab()]
         return rows
 
@@ -65,6 +66,13 @@ class DeviceWatch:
         rows += [{"name": name, "transport": "ray", "node": node, "state": "offline",
                   "last_error": "its lab node is gone"} for name, node in self._lab_seen.items() if name not in listed]
         return rows
+
+    def _live(self, row: dict) -> dict:
+        """The row with its live telemetry when there is a reading (else its newest record's)."""
+        reading = self.live.reading(row["name"], row["state"]) if self.live is not None else None
+        if reading is not None:
+            row["telemetry"] = reading
+        return row
 
     def _stated(self, row: dict, state: str, busy: dict | None, booked) -> dict:
         if busy is not None and state == "online":

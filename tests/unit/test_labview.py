@@ -263,3 +263,43 @@ def test_a_lab_device_whose_node_vanished_stays_listed_offline(monkeypatch):
     assert first["dev-b"]["state"] == "busy" and first["local"]["state"] == "online"
     assert second["dev-b"]["state"] == "offline" and second["dev-b"]["node"] == "beta"
     assert second["dev-b"]["last_error"] == "its lab node is gone"
+
+
+def test_free_devices_telemetry_is_read_live_and_busy_ones_are_left_alone():
+    from aiot.core.errors import TransportError
+    from aiot.host.labview.live import LiveTelemetry
+
+    asked, answers = [], iter([{"battery_pct": 81, "read_at": 1.0},
+                               TransportError("phone went away", "reconnect it")])
+
+    def read(device):
+        asked.append(device)
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    live = LiveTelemetry(every_s=0.0, read=read)
+    assert live.reading("busy-phone", "busy") is None and live.reading("gone", "offline") is None
+    assert live.reading("pixel", "online") is None  # the first reading is under way
+    deadline = time.monotonic() + 5
+    while live.reading("pixel", "online") is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert live.reading("pixel", "online")["battery_pct"] == 81
+    while "error" not in live.reading("pixel", "online") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    kept = live.reading("pixel", "online")
+    assert kept["battery_pct"] == 81 and kept["error"] == "phone went away"  # the last reading stays
+    assert "busy-phone" not in asked and "gone" not in asked
+    live.close()
+
+
+def test_the_devices_page_shows_this_hosts_telemetry_read_live():
+    c = client()
+    deadline = time.monotonic() + 20
+    page = c.get("/").text
+    while "read live" not in page and time.monotonic() < deadline:
+        time.sleep(0.2)
+        page = c.get("/").text
+    row = page[page.index('data-device="local"'):]
+    assert "read live 20" in row[:row.index("</tr>")]

@@ -73,7 +73,7 @@ class SweepReports:
             state = repr(sorted(store.sweep_counts(sweep).items()))
             folder = Path(self._root.name) / hashlib.sha256(f"{sweep}\0{state}".encode()).hexdigest()[:20]
             if not (folder / "index.html").is_file():
-                write(report_of(store, source=f"sweep {sweep}", sweep=sweep), "html", folder)
+                write(report_of(store, source=str(results_dir), sweep=sweep), "html", folder)
         return sweep, folder
 
     @staticmethod

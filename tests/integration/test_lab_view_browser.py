@@ -171,6 +171,21 @@ def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, t
     assert "local" in recent and "earlier" in recent
     assert browser.execute_script("return window.aiotNoReload") == 1  # all of it without a reload
 
+    # the newest sweep's report opens from its link, every plot drawn; then its comparison
+    link = browser.execute_script("return document.querySelector('#live tr[data-sweep] a[href^=\"/report/\"]').href")
+    browser.get(link)
+    wait_until(lambda: "aiot report" in browser.title, "the sweep's report")
+    drawn = browser.execute_script("return Array.from(document.images).map(i => i.complete && i.naturalWidth)")
+    assert drawn and all(drawn), drawn
+    browser.get(f"{url}/campaigns")
+    browser.execute_script("document.querySelector('#live a[href^=\"/compare\"]').click()")
+    wait_until(lambda: "Compare two result sets" in browser.page_source and " vs A earlier" in
+               browser.execute_script(TEXT, "main"), "the comparison with the sweep before")
+    # the page's own form (it carries the form token) releases our reservation
+    browser.get(url)
+    browser.execute_script("document.querySelector('tr[data-device=\"local\"] .reservation button').click()")
+    wait_until(lambda: not reservations.load(), "the reservation released from the page")
+
 
 def test_a_device_stopped_mid_sweep_turns_offline_on_the_page(view, browser, cli, tmp_path):
     from aiot.host.emulator.state import load_all

@@ -34,14 +34,24 @@ class HungUp(Terminated):
     exit_code = 128 + signal.SIGHUP
 
 
+class Quit(Terminated):
+    """SIGQUIT (Ctrl-\\), handled as SIGTERM instead of Python's core dump: the records of the
+    runs it stops are marked failed, not left pending."""
+
+    reason = "quit (SIGQUIT)"
+    exit_code = 128 + getattr(signal, "SIGQUIT", 3)
+
+
 #: The signals that end a command as Ctrl-C does, each with the interrupt it raises.
-_ENDING = {signal.SIGTERM: Terminated, **({signal.SIGHUP: HungUp} if hasattr(signal, "SIGHUP") else {})}
+_ENDING = {signal.SIGTERM: Terminated,
+           **{getattr(signal, name): ending for name, ending in (("SIGHUP", HungUp), ("SIGQUIT", Quit))
+              if hasattr(signal, name)}}
 
 
 @contextmanager
 def _sigterm_as_interrupt():
-    """Raise :class:`Terminated` (SIGTERM) or :class:`HungUp` (SIGHUP) in the main thread on the
-    first such signal; later ones are ignored so that the clean-up it starts can finish
+    """Raise :class:`Terminated` (SIGTERM), :class:`HungUp` (SIGHUP) or :class:`Quit` (SIGQUIT)
+    in the main thread on the first such signal; later ones are ignored so that the clean-up it starts can finish
     (SIGKILL still ends the process). A hangup that was ignored (``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -115,8 +125,8 @@ class AiotGroup(LazyGroup):
 
     Turns every AiotError into one line on stderr and its exit code (2: bad input, 1: a
     failure); a write that found the disk full or read-only (wherever it was not caught with
-    more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM and SIGHUP (handled as
-    Ctrl-C) into 143 and 129."""
+    more to say) into one line naming ENOSPC/EROFS; Ctrl-C into 130, SIGTERM, SIGHUP and SIGQUIT
+    (handled as Ctrl-C) into 143, 129 and 131."""
 
     TABLE = COMMANDS
 

@@ -114,6 +114,21 @@ def test_a_hung_up_sweep_marks_its_run_failed(fault):
     fault.records_lost(before, count_records())
 
 
+@pytest.mark.fault("sweep quit (SIGQUIT, Ctrl-\\)")
+def test_a_quit_sweep_marks_its_run_failed_instead_of_dumping_core(fault):
+    proc = _start(*_sweep("1,2", 30))
+    _wait_for(proc)
+    before = count_records()
+    proc.send_signal(signal.SIGQUIT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGQUIT, err
+    assert "Traceback" not in err and "core dumped" not in err
+    rows = _rows()
+    assert [why for _id, status, why in rows if status == "failed"] == ["quit (SIGQUIT)"], rows
+    assert all(status != "pending" for _id, status, _why in rows), rows
+    fault.records_lost(before, count_records())
+
+
 @pytest.mark.fault("nohup sweep hung up (SIGHUP ignored)")
 def test_a_nohup_sweep_outlives_its_terminal(fault):
     proc = subprocess.Popen([sys.executable, "-m", "aiot", *_sweep("1", 2)], stdout=subprocess.PIPE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -193,12 +194,23 @@ def root(
         help="Where the result store and artifacts live (default: ./results in a checkout, "
              "else ~/.local/share/aiot/results).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details to stderr.")] = False,
+    store_wait: Annotated[str | None, typer.Option(
+        "--store-wait", metavar="SECONDS",
+        help="How long a write waits for a store another program holds locked "
+             "(default: $AIOT_STORE_WAIT_S, else 300).")] = None,
     version: Annotated[bool, typer.Option(
         "--version", is_eager=True, callback=_print_version, help="Print aiot's version and exit."
     )] = False,
 ) -> None:
     """aiot: convert PyTorch models, push them to devices, measure, store and score."""
     del version  # handled by its eager callback
+    if store_wait is not None:
+        # The store reads its wait from the variable (so do the processes aiot starts): set it,
+        # then read it back once so a bad value is refused before any work.
+        from aiot.host.store.busy import WAIT_VARIABLE, wait_s
+
+        os.environ[WAIT_VARIABLE] = store_wait
+        wait_s()
 
     ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
     notices.set_sink(notice)

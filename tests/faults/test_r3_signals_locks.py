@@ -180,7 +180,7 @@ def test_a_sweep_waits_for_a_locked_store_and_stores_everything(fault):
 
 @pytest.mark.fault("store locked past the wait")
 def test_a_store_locked_past_the_wait_keeps_the_measurement(cli, fault):
-    proc = _start(*_sweep("1", 2), AIOT_STORE_WAIT_S="2")
+    proc = _start("--store-wait", "2", *_sweep("1", 2))  # the option, as a user gives it
     _wait_for(proc)
     (run_id,) = [i for i, status, _why in _rows() if status == "pending"]
     holder = _hold_lock(12)

@@ -53,7 +53,11 @@ class DeviceWatch:
             for name, transport, state in _reachability():
                 row = {"name": name, "transport": transport, "node": "this host", **_from_store(store, name)}
                 rows.append(self._live(self._stated(row, state, busy.get(name), booked.get(name))))
-        rows += [self._stated(row, row.pop("state"), None, booked.get(row["name"])) for row in self._lab()]
+            # a lab node's device: what the sweeps this driver ran there stored of it
+            for row in self._lab():
+                stored = _from_store(store, row["name"])
+                row.update({k: v for k, v in stored.items() if row.get(k) is None})
+                rows.append(self._stated(row, row.pop("state"), None, booked.get(row["name"])))
         return rows
 
     def _lab(self) -> list[dict]:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from aiot import __version__
-from aiot.core import notices
+from aiot.core import children, notices
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
 from aiot.core.quiet import silence_runtime_teardown
@@ -129,6 +129,7 @@ class AiotGroup(LazyGroup):
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
+        children.allow()  # a command run in-process after a stopped one starts children again
         with _sigterm_as_interrupt():
             return self._invoke(ctx)
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aiot.core import children
 from aiot.core.errors import StoreError
 from aiot.host.devices.reservations import current_user
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
@@ -208,6 +209,7 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
         by_device.setdefault(request.device, []).append((index, request))
     info = {"user": current_user(), "host": socket.gethostname(), "runs": len(plan.requests),
             "started": utc_now()}
+    children.allow()  # a campaign after a cancelled one (in one process) converts again
     with campaign_locks(plan.sweep_id, by_device, info):  # Busy: another process measures there
         with open_store(results_dir) as store:
             store.reap_stale()
@@ -267,6 +269,9 @@ def _wait_all(futures) -> None:
 def _cancel(shared: _Shared, reason: str) -> None:
     shared.cancel_reason = reason
     shared.cancel.set()
+    # A worker converting waits on a toolchain child (minutes for LCE): end it now, so the
+    # worker closes its record and the process exits within seconds.
+    children.stop_all()
     with shared.lock:
         workspaces, stores = list(shared.workspaces.values()), list(shared.stores)
     for store in stores:  # a write waiting for a locked store gives up soon: the user said stop

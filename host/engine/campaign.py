@@ -33,7 +33,6 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from aiot.core import children
@@ -160,7 +159,7 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
         random.Random(seed).shuffle(ordered)
     previous = None if fresh else store.latest_sweep(key)
     if previous is None:
-        sweep_id = key if store.latest_sweep(key) is None else f"{key}.{_stamp()}"
+        sweep_id = key if store.latest_sweep(key) is None else _fresh_id(key)
         return SweepPlan(sweep_id, key, seed, ordered)
     history = store.query(sweep_id=previous)
     done = {record_key(r) for r in history if r.status == "ok"}
@@ -169,11 +168,13 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
     return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
 
 
-def _stamp() -> str:
-    """A time stamp plus a random tail: two fresh attempts in one second stay apart."""
+def _fresh_id(key: str) -> str:
+    """A ``--fresh`` attempt's id, ``<token>.<key>``: it starts with a token of its own, so no
+    prefix of it names the earlier attempt (``key.<time>`` did: ``key`` was a prefix of
+    both), and it ends with ``key``, so the same command resumes it."""
     import secrets
 
-    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    return f"{secrets.token_hex(4)}.{key}"
 
 
 @dataclass

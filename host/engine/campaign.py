@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,10 @@ _sleep = time.sleep  # the backoff's wait (tests replace it)
 #: At most this long a cancelled campaign waits for a store another process holds locked
 #: before keeping its failed records beside it (a service manager's SIGKILL comes soon).
 _CLEANUP_WAIT_S = 10.0
+
+#: At most this long a cancelled campaign waits for its device workers to close their runs
+#: (their conversion children are killed at once) before marking what is left failed.
+_STOP_WAIT_S = 3.0
 
 #: Thread counts up to this run everywhere (BiBench's 1, 2, 4, 8); above it only on devices
 #: with at least that many cores (BiBench's 16 threads on Apple M1).
@@ -240,24 +244,47 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
     """:func:`run_campaign` once its devices and sweep are locked."""
     shared = _Shared(plan, results_dir, listener or NullListener(), policy or CampaignPolicy())
     results: dict[int, RunRecord] = {}
-    workers = len(by_device) if shared.policy.parallel else 1
-    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="aiot-device")
-    futures = [pool.submit(_device_worker, shared, device, runs, results)
-               for device, runs in by_device.items()]
+    futures = _start_workers(shared, by_device, results)
     try:
         _wait_all(futures)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (see aiot.host.cli.app.Terminated)
         _cancel(shared, getattr(exc, "reason", "interrupted by user"))
-        wait(futures, timeout=30)
+        wait(futures, timeout=_STOP_WAIT_S)
         with open_store(results_dir) as store:
             store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
             store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
         raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
     for future in futures:
         future.result()  # a bug in a worker surfaces here
     return [results[i] for i in sorted(results)]
+
+
+def _start_workers(shared: _Shared, by_device: dict[str, list[tuple[int, RunRequest]]],
+                   results: dict[int, RunRecord]) -> list[Future]:
+    """One daemon thread per device (one for all with ``parallel=False``), each future
+    holding its device's outcome.
+
+    Daemon threads, not a ThreadPoolExecutor's: at exit Python waits for an executor's
+    threads, so a worker inside a conversion's own Python work (tracing, lowering a ResNet)
+    held a cancelled aiot for as long as that took. A cancel kills the conversion's child
+    processes and marks the pending records; what is left of a worker then ends with aiot.
+    """
+    jobs = list(by_device.items())
+    futures = [Future() for _ in jobs]
+
+    def work(indices: list[int]) -> None:
+        for i in indices:
+            if not futures[i].set_running_or_notify_cancel():
+                continue
+            try:
+                futures[i].set_result(_device_worker(shared, *jobs[i], results))
+            except BaseException as exc:  # noqa: BLE001 - the main thread raises it
+                futures[i].set_exception(exc)
+
+    groups = [[i] for i in range(len(jobs))] if shared.policy.parallel else [list(range(len(jobs)))]
+    for group in groups:
+        threading.Thread(target=work, args=(group,), name="aiot-device", daemon=True).start()
+    return futures
 
 
 def _wait_all(futures) -> None:

@@ -21,6 +21,11 @@ from aiot.host.engine.cooldown import Baseline
 log = logging.getLogger(__name__)
 
 
+def artifacts_dir(results_dir: Path) -> Path:
+    """Where converted artifacts (and their sidecars) live in a results folder."""
+    return Path(results_dir) / "artifacts"
+
+
 class Workspace:
     """Per-invocation state shared across runs: open agent sessions and prepared files.
 
@@ -40,7 +45,7 @@ class Workspace:
                  conversions: dict | None = None, probes: dict | None = None) -> None:
         self.results_dir = results_dir
         self.persistent_agent = persistent_agent
-        self.artifacts_dir = results_dir / "artifacts"
+        self.artifacts_dir = artifacts_dir(results_dir)
         self._sessions: dict[str, object] = {}
         self._app_sessions: dict[str, object] = {}  # --via app: agents the Android app starts
         self._transports: dict[str, object] = {}

@@ -140,3 +140,31 @@ def test_sigterm_while_a_factory_hangs_ends_its_child_within_seconds(fault, tmp_
     assert "Traceback" not in err, err
     assert all(status != "pending" for status, _why in (_rows() if count_records() else [])), _rows()
     fault.records_lost(before, count_records())
+
+
+@pytest.mark.fault("paper procedure stopped while it converts")
+def test_bibench_says_its_estimate_and_stops_within_seconds_while_converting(fault):
+    # Nothing is converted yet: the estimate counts every conversion as to do, with a rough
+    # figure it names; SIGTERM then comes while a worker builds and lowers its first ResNet
+    # (aiot's own Python work, before any toolchain child runs).
+    argv = [sys.executable, "-m", "aiot", "paper", "bibench", "--size", "cifar", "--threads", "1",
+            "--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-max-s", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    said = []
+    for line in proc.stderr:
+        said.append(line)
+        if line.lstrip().startswith("[") and "/" in line:  # the first run started: converting
+            break
+    assert proc.poll() is None, "".join(said)
+    estimate = next((line for line in said if line.startswith("estimate:")), "")
+    assert "conversion(s) to do" in estimate and "0 cached" in estimate, said
+    assert "rough: none recorded here" in estimate and "about" in estimate, estimate
+    time.sleep(2)
+    before = count_records()
+    took, err = _stop(proc, signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert took < STOP_WITHIN_S, f"aiot took {took:.1f} s to stop"
+    assert "Traceback" not in err, err
+    assert all(status != "pending" for status, _why in _rows()), _rows()
+    fault.records_lost(before, count_records())

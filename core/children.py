@@ -19,6 +19,10 @@ import threading
 
 from aiot.core.errors import AiotError
 
+#: The name of a campaign's device worker threads: a stopped command does not wait for one
+#: still inside a conversion's own Python work (:func:`aiot.host.cli.app.main`).
+WORKER_THREAD = "aiot-device"
+
 _LOCK = threading.Lock()
 _RUNNING: set[subprocess.Popen] = set()
 _STOPPED = threading.Event()

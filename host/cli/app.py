@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Annotated
@@ -198,6 +201,21 @@ def root(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    A command that was stopped (Ctrl-C, SIGTERM, SIGHUP) while a campaign's worker thread was
+    inside a conversion's own Python work ends without waiting for that thread: its records
+    are marked, its child processes killed, and Python's exit would otherwise wait minutes.
+    """
     silence_runtime_teardown()
-    app()
+    try:
+        app()
+    except SystemExit as end:
+        if any(t.name == children.WORKER_THREAD and t.is_alive() for t in threading.enumerate()):
+            code = end.code if isinstance(end.code, int) else 1
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            logging.shutdown()
+            os._exit(code)
+        raise

@@ -261,13 +261,13 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
 
 def _start_workers(shared: _Shared, by_device: dict[str, list[tuple[int, RunRequest]]],
                    results: dict[int, RunRecord]) -> list[Future]:
-    """One daemon thread per device (one for all with ``parallel=False``), each future
-    holding its device's outcome.
+    """One thread per device (one for all with ``parallel=False``), each future holding its
+    device's outcome; named :data:`aiot.core.children.WORKER_THREAD`.
 
-    Daemon threads, not a ThreadPoolExecutor's: at exit Python waits for an executor's
-    threads, so a worker inside a conversion's own Python work (tracing, lowering a ResNet)
-    held a cancelled aiot for as long as that took. A cancel kills the conversion's child
-    processes and marks the pending records; what is left of a worker then ends with aiot.
+    A cancel kills the conversions' child processes and marks the pending records; a worker
+    still inside a conversion's own Python work (tracing, lowering a ResNet) is not waited for
+    past :data:`_STOP_WAIT_S`: the command line ends the process without it
+    (:func:`aiot.host.cli.app.main`), where Python's exit would wait for it to finish.
     """
     jobs = list(by_device.items())
     futures = [Future() for _ in jobs]
@@ -283,7 +283,7 @@ def _start_workers(shared: _Shared, by_device: dict[str, list[tuple[int, RunRequ
 
     groups = [[i] for i in range(len(jobs))] if shared.policy.parallel else [list(range(len(jobs)))]
     for group in groups:
-        threading.Thread(target=work, args=(group,), name="aiot-device", daemon=True).start()
+        threading.Thread(target=work, args=(group,), name=children.WORKER_THREAD).start()
     return futures
 
 

@@ -22,6 +22,9 @@ import aiot
 #: a ResNet's on a laptop: TensorFlow's converter took 2.5–5 minutes per model).
 ROUGH_CONVERT_S = {"lce": 180.0, "tflite": 60.0, "executorch": 60.0, "dabnn": 30.0}
 ROUGH_CONVERT_DEFAULT_S = 20.0
+#: Work estimated at this many seconds or more says so before it starts (``aiot sweep``; the
+#: paper procedures always do).
+LONG_S = 120.0
 #: A run's own overhead beyond its timed and warm-up seconds (agent start, load, telemetry).
 RUN_OVERHEAD_S = 5.0
 

@@ -73,8 +73,11 @@ def estimate(requests, artifacts_dir: Path, records=()) -> Estimate:
         if _cached(request, sidecars):
             result.cached += 1
             continue
-        recorded = [s["convert_seconds"] for s in sidecars
-                    if s.get("format") == request.format and s.get("convert_seconds")]
+        timed = [s for s in sidecars if s.get("format") == request.format and s.get("convert_seconds")]
+        # this model's own conversions to the format where there are any (a ResNet converts
+        # for minutes, a tiny net in seconds), else the format's
+        same = [s for s in timed if (s.get("source") or {}).get("model") == request.model]
+        recorded = [s["convert_seconds"] for s in same or timed]
         seconds = statistics.median(recorded) if recorded else ROUGH_CONVERT_S.get(
             request.format, ROUGH_CONVERT_DEFAULT_S)
         result.convert.append((_label(request), float(seconds), bool(recorded)))
@@ -98,7 +101,8 @@ def _conversions(est: Estimate) -> str:
     for label, seconds, recorded in est.convert:
         by_format.setdefault(label.rsplit(" ", 1)[-1], []).append((seconds, recorded))
     each = ", ".join(
-        f"{len(v)} {fmt} × ~{duration(v[0][0])}" + ("" if v[0][1] else " (rough: none recorded here)")
+        f"{len(v)} {fmt} × ~{duration(statistics.mean(s for s, _ in v))}"
+        + ("" if all(recorded for _, recorded in v) else " (rough: none recorded here)")
         for fmt, v in by_format.items())
     return f"{len(est.convert)} conversion(s) to do ({each}), {est.cached} cached"
 

@@ -32,15 +32,17 @@ def test_cached_conversions_are_counted_and_the_rest_timed_as_recorded(tmp_path)
     _sidecar(tmp_path, "a", "tflite", "resnet18_cifar")  # cached: not converted again
     _sidecar(tmp_path, "b", "lce", "tiny_bnn", seconds=150.0)  # an LCE conversion took 150 s
     _sidecar(tmp_path, "c", "lce", "resnet18_cifar", "bnn", version="0.0.1")  # another aiot's
+    _sidecar(tmp_path, "d", "lce", "vgg_small", "reactnet", seconds=90.0)  # vgg_small's own time
     est = estimate(_requests(), tmp_path)
     assert est.cached == 1 and est.runs == 8
-    assert sorted(est.convert) == [("resnet18_cifar_bnn lce", 150.0, True),
+    # vgg_small at its own recorded time, resnet18_cifar at the format's median (150, 90)
+    assert sorted(est.convert) == [("resnet18_cifar_bnn lce", 120.0, True),
                                    ("vgg_small tflite", ROUGH_CONVERT_S["tflite"], False),
-                                   ("vgg_small_bnn lce", 150.0, True)]
+                                   ("vgg_small_bnn lce", 90.0, True)]
     line = est.line()
     assert line.startswith("estimate: 3 conversion(s) to do (2 lce × ~2 min, 1 tflite × ~60 s "
                            "(rough: none recorded here)), 1 cached; 8 run(s) × ~6 s (rough)"), line
-    assert "about 7 min in all" in line and "Ctrl-C stops within seconds" in line
+    assert "about 5 min in all" in line and "Ctrl-C stops within seconds" in line
 
 
 def test_runs_are_timed_from_finished_runs_on_the_same_device_and_format(tmp_path):

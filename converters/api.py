@@ -300,7 +300,7 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     if exported.deployed is not None:
         exported.deployed["training_graph"] = _change_cost(exported.trained, exported.model,
                                                            plan.source, parity_samples, dataset_samples)
-    sidecar, written, total = _write_facts(plan, exported, parity)
+    sidecar, written, total = _write_facts(plan, exported, parity, time.perf_counter() - started)
     return ConversionResult(artifact, sidecar, parity, written["artifact"]["sha256"], total,
                             time.perf_counter() - started, cached=False, facts=written)
 
@@ -379,10 +379,12 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, datas
         raise
 
 
-def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None) -> tuple[Path, dict, int]:
+def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None,
+                 seconds: float) -> tuple[Path, dict, int]:
     """Stage 5: the sidecar, written atomically; ``(its path, its contents, the artifact's
     total bytes)``. A sidecar that cannot be written takes the artifact with it (an artifact
-    without its sidecar is never reused)."""
+    without its sidecar is never reused). ``seconds``: how long the conversion took (export
+    and parity), kept so that later work can be estimated from it."""
     converter, artifact, source, model = plan.converter, plan.artifact, plan.source, exported.model
     sha, size = sha256_file(artifact), artifact.stat().st_size
     total = sum(p.stat().st_size for p in artifact_files(converter, artifact))
@@ -390,6 +392,7 @@ def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None) -> tuple
         sidecar, written = write_sidecar_facts(artifact, {
             "aiot_version": aiot.__version__,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "convert_seconds": round(seconds, 1),
             "format": converter.name, "backend": converter.backend,
             "artifact": {"file": artifact.name, "sha256": sha, "size_bytes": size, "total_bytes": total,
                          **_companions(converter, artifact)},

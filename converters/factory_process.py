@@ -36,6 +36,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from aiot.core import children
 from aiot.core.errors import UsageError
 from aiot.models.model_ref import ModelRef
 
@@ -115,7 +116,12 @@ def _run_child(ref: ModelRef, request: Path, output: Path, timeout: float) -> in
         proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(request)], stdin=subprocess.DEVNULL,
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            return proc.wait(timeout=timeout)
+            with children.tracked(proc):  # a campaign's Ctrl-C ends it from the main thread
+                code = proc.wait(timeout=timeout)
+            if children.stopping():
+                raise children.Stopped(f"{ref.name}: stopped while its factory ran (aiot was told "
+                                       "to stop)", "run the command again")
+            return code
         except subprocess.TimeoutExpired:
             raise UsageError(f"{ref.name} did not return within {timeout:.0f} s (a factory that hangs or "
                              "waits for something)",

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.core import children
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.isolation import signal_name
 from aiot.core.paths import cache_dir
@@ -251,9 +252,8 @@ def run_python(name: str, args: list[str], *, cwd: Path | None = None, timeout: 
     py = require_python(name)
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
-    try:
-        proc = subprocess.run([str(py), *args], capture_output=True, text=True, cwd=cwd,
-                              timeout=timeout, env=env, check=False)
+    try:  # stoppable from any thread: a campaign's Ctrl-C ends a conversion in flight
+        proc = children.run([str(py), *args], cwd=cwd, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"{what} in the '{name}' toolchain ran over {timeout:.0f} s") from None
     log.debug("%s stderr:\n%s", what, proc.stderr)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Annotated
@@ -12,7 +14,7 @@ from typing import Annotated
 import typer
 
 from aiot import __version__
-from aiot.core import notices
+from aiot.core import children, notices
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
 from aiot.core.quiet import silence_runtime_teardown
@@ -140,6 +142,7 @@ class AiotGroup(LazyGroup):
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
+        children.allow()  # a command run in-process after a stopped one starts children again
         with _sigterm_as_interrupt():
             return self._invoke(ctx)
 
@@ -219,6 +222,21 @@ def root(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    A command that was stopped (Ctrl-C, SIGTERM, SIGHUP) while a campaign's worker thread was
+    inside a conversion's own Python work ends without waiting for that thread: its records
+    are marked, its child processes killed, and Python's exit would otherwise wait minutes.
+    """
     silence_runtime_teardown()
-    app()
+    try:
+        app()
+    except SystemExit as end:
+        if any(t.name == children.WORKER_THREAD and t.is_alive() for t in threading.enumerate()):
+            code = end.code if isinstance(end.code, int) else 1
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            logging.shutdown()
+            os._exit(code)
+        raise

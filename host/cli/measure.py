@@ -42,6 +42,7 @@ from aiot.host.devices.deploy import push_file
 from aiot.host.devices.pull import outputs_dir, pull_outputs
 from aiot.host.devices.resolve import open_transport, resolve_name
 from aiot.host.engine.campaign import plan_sweep, run_campaign
+from aiot.host.engine.estimate import LONG_S, estimate
 from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_inputs_args, parse_shape_args
 from aiot.host.engine.input_values import made_up_note, parse_value_args
 from aiot.host.engine.preflight import (
@@ -54,6 +55,7 @@ from aiot.host.engine.preflight import (
 )
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
+from aiot.host.engine.workspace import artifacts_dir
 from aiot.host.lab.session import LabSession
 from aiot.host.store import Push, open_store
 from aiot.models.model_ref import split_models
@@ -169,6 +171,10 @@ def _sweep(ctx, spec, as_json: bool) -> None:
     try:
         with open_store(results_dir) as store:
             plan = plan_sweep(requests, store, seed=spec.seed, shuffle=spec.shuffle, fresh=spec.fresh)
+            recent = store.query(status="ok", limit=500)  # how long runs took here
+        guess = estimate(plan.todo, artifacts_dir(results_dir), recent)
+        if guess.seconds >= LONG_S:  # long work says how long before it starts
+            message(guess.line())
         message(f"resuming sweep {plan.sweep_id}: {len(plan.done)} of {len(plan.requests)} runs "
                 "already done (--fresh measures everything again)" if plan.done else
                 f"sweep {plan.sweep_id}: {len(plan.requests)} run(s)")

@@ -17,10 +17,11 @@ from aiot.host.cli.progress import RichRunListener
 from aiot.host.devices.resolve import resolve_name
 from aiot.host.engine import aiotbench, bibench_hw
 from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, record_key, run_campaign, run_key
+from aiot.host.engine.estimate import estimate
 from aiot.host.engine.preflight import check_data_options, validate_devices
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import cooldown_policy
-from aiot.host.engine.workspace import Workspace
+from aiot.host.engine.workspace import Workspace, artifacts_dir
 from aiot.host.native.config import inventory_binaries
 from aiot.host.store import open_store
 
@@ -74,9 +75,12 @@ def _run_procedure(paper: str, unit: str, requests, skips: dict, results_dir, fr
     with ``skips`` recorded as skipped, and return the sweep id with every record it holds."""
     with open_store(results_dir) as store:
         plan = plan_sweep(requests, store, fresh=fresh)
+        recent = store.query(status="ok", limit=500)  # how long runs took here, for the estimate
     plan.skips = {run_key(r): why for r, why in skips.items()}
     if plan.done:
         message(f"resuming {paper} sweep {plan.sweep_id}: {len(plan.done)} {unit} already done")
+    todo = [r for r in plan.todo if run_key(r) not in plan.skips]
+    message(estimate(todo, artifacts_dir(results_dir), recent).line())
     with RichRunListener() as listener:
         run_campaign(plan, results_dir, listener, CampaignPolicy(cooldown=cooldown_policy(cooldown_max_s)))
     with open_store(results_dir) as store:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from aiot.core.untrusted import csv_cell
+from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import limits_text, verdict_text
 from aiot.host.store.identity import shape_label
 from aiot.host.transports.probe import emulated
@@ -30,6 +31,7 @@ FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "fin
 
 #: What a CSV row adds: statistics, what ran where, and what makes two runs of a model differ.
 CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_shape",
+             "input_values",
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
              "emulated", "validity", "validity_reasons", "validity_limits", "parity", "quant", "binarize",
              "cluster", "weights")
@@ -57,6 +59,8 @@ def csv_extras(record: RunRecord) -> dict:
         "mean_ms": stats.get("mean"), "min_ms": stats.get("min"), "max_ms": stats.get("max"),
         "std_ms": stats.get("std"), "n": stats.get("count"), "robust_cv": stats.get("robust_cv"),
         "input_shape": input_shape(record),
+        # given values, or made-up integers and their range (a control input's path)
+        "input_values": values_detail(result),
         "runtime": runtime.get("backend"), "runtime_version": runtime.get("version"),
         "soc": device.get("soc_name") or device.get("soc"), "cpu": device.get("cpu_model"),
         "cores": device.get("cores"), "via": spec.get("via") or ("shell" if record.kind == "latency" else None),

@@ -31,11 +31,11 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
+from aiot.core import children
 from aiot.core.errors import StoreError
 from aiot.host.devices.reservations import current_user
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
@@ -52,6 +52,10 @@ _sleep = time.sleep  # the backoff's wait (tests replace it)
 #: At most this long a cancelled campaign waits for a store another process holds locked
 #: before keeping its failed records beside it (a service manager's SIGKILL comes soon).
 _CLEANUP_WAIT_S = 10.0
+
+#: At most this long a cancelled campaign waits for its device workers to close their runs
+#: (their conversion children are killed at once) before marking what is left failed.
+_STOP_WAIT_S = 3.0
 
 #: Thread counts up to this run everywhere (BiBench's 1, 2, 4, 8); above it only on devices
 #: with at least that many cores (BiBench's 16 threads on Apple M1).
@@ -159,7 +163,7 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
         random.Random(seed).shuffle(ordered)
     previous = None if fresh else store.latest_sweep(key)
     if previous is None:
-        sweep_id = key if store.latest_sweep(key) is None else f"{key}.{_stamp()}"
+        sweep_id = key if store.latest_sweep(key) is None else _fresh_id(key)
         return SweepPlan(sweep_id, key, seed, ordered)
     history = store.query(sweep_id=previous)
     done = {record_key(r) for r in history if r.status == "ok"}
@@ -168,11 +172,13 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
     return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
 
 
-def _stamp() -> str:
-    """A time stamp plus a random tail: two fresh attempts in one second stay apart."""
+def _fresh_id(key: str) -> str:
+    """A ``--fresh`` attempt's id, ``<token>.<key>``: it starts with a token of its own, so no
+    prefix of it names the earlier attempt (``key.<time>`` did: ``key`` was a prefix of
+    both), and it ends with ``key``, so the same command resumes it."""
     import secrets
 
-    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    return f"{secrets.token_hex(4)}.{key}"
 
 
 @dataclass
@@ -208,6 +214,7 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
         by_device.setdefault(request.device, []).append((index, request))
     info = {"user": current_user(), "host": socket.gethostname(), "runs": len(plan.requests),
             "started": utc_now()}
+    children.allow()  # a campaign after a cancelled one (in one process) converts again
     with campaign_locks(plan.sweep_id, by_device, info):  # Busy: another process measures there
         with open_store(results_dir) as store:
             store.reap_stale()
@@ -237,24 +244,47 @@ def _run_locked(plan: SweepPlan, results_dir: Path,
     """:func:`run_campaign` once its devices and sweep are locked."""
     shared = _Shared(plan, results_dir, listener or NullListener(), policy or CampaignPolicy())
     results: dict[int, RunRecord] = {}
-    workers = len(by_device) if shared.policy.parallel else 1
-    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="aiot-device")
-    futures = [pool.submit(_device_worker, shared, device, runs, results)
-               for device, runs in by_device.items()]
+    futures = _start_workers(shared, by_device, results)
     try:
         _wait_all(futures)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (see aiot.host.cli.app.Terminated)
         _cancel(shared, getattr(exc, "reason", "interrupted by user"))
-        wait(futures, timeout=30)
+        wait(futures, timeout=_STOP_WAIT_S)
         with open_store(results_dir) as store:
             store.wait_s = min(store.wait_s, _CLEANUP_WAIT_S)
             store.fail_pending(shared.cancel_reason, sweep_id=plan.sweep_id)
         raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
     for future in futures:
         future.result()  # a bug in a worker surfaces here
     return [results[i] for i in sorted(results)]
+
+
+def _start_workers(shared: _Shared, by_device: dict[str, list[tuple[int, RunRequest]]],
+                   results: dict[int, RunRecord]) -> list[Future]:
+    """One thread per device (one for all with ``parallel=False``), each future holding its
+    device's outcome; named :data:`aiot.core.children.WORKER_THREAD`.
+
+    A cancel kills the conversions' child processes and marks the pending records; a worker
+    still inside a conversion's own Python work (tracing, lowering a ResNet) is not waited for
+    past :data:`_STOP_WAIT_S`: the command line ends the process without it
+    (:func:`aiot.host.cli.app.main`), where Python's exit would wait for it to finish.
+    """
+    jobs = list(by_device.items())
+    futures = [Future() for _ in jobs]
+
+    def work(indices: list[int]) -> None:
+        for i in indices:
+            if not futures[i].set_running_or_notify_cancel():
+                continue
+            try:
+                futures[i].set_result(_device_worker(shared, *jobs[i], results))
+            except BaseException as exc:  # noqa: BLE001 - the main thread raises it
+                futures[i].set_exception(exc)
+
+    groups = [[i] for i in range(len(jobs))] if shared.policy.parallel else [list(range(len(jobs)))]
+    for group in groups:
+        threading.Thread(target=work, args=(group,), name=children.WORKER_THREAD).start()
+    return futures
 
 
 def _wait_all(futures) -> None:
@@ -267,6 +297,9 @@ def _wait_all(futures) -> None:
 def _cancel(shared: _Shared, reason: str) -> None:
     shared.cancel_reason = reason
     shared.cancel.set()
+    # A worker converting waits on a toolchain child (minutes for LCE): end it now, so the
+    # worker closes its record and the process exits within seconds.
+    children.stop_all()
     with shared.lock:
         workspaces, stores = list(shared.workspaces.values()), list(shared.stores)
     for store in stores:  # a write waiting for a locked store gives up soon: the user said stop

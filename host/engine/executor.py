@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -390,7 +391,8 @@ class _DeviceWatch:
         self.cooldown = None
         if policy is not None:
             listener.on_stage(request, "cool-down")
-            self.cooldown = wait_for_cooldown(self.source, self.baseline, self.policy)
+            self.cooldown = wait_for_cooldown(self.source, self.baseline, self.policy,
+                                              sleep=getattr(workspace, "pause", time.sleep))
         # The gate's last reading is the state the run starts from: no second round trip.
         self.before = self.cooldown.after if self.cooldown else self.source()
 

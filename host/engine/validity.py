@@ -185,12 +185,13 @@ def sample_reasons(result: dict, min_runs: int, policy: ValidityPolicy | None = 
                        f"compare by (--min-runs {policy.samples} or more)")
     stability = result.get("stability") or {}
     if stability.get("target_cv") is not None and stability.get("stable") is False:
-        reasons.append(f"CV above target: {stability.get('cv', float('nan')):.3f} > "
-                       f"{stability['target_cv']:.3f} after {count} samples")
+        cv, target = apart(stability.get("cv", float("nan")), stability["target_cv"])
+        reasons.append(f"CV above target: {cv} > {target} after {count} samples")
     elif policy.cv is not None and (count or 0) >= 2:
         cv, which = _cv(stats)
         if cv is not None and cv > policy.cv:
-            reasons.append(f"CV above limit: {which} {cv:.3f} > {policy.cv:.3f} "
+            shown, limit = apart(cv, policy.cv)
+            reasons.append(f"CV above limit: {which} {shown} > {limit} "
                            f"over {count} samples (a noisy device or run; --validity cv=… or "
                            f"{ENV}=cv=… sets the limit)")
     if why := tail_reason(stats, policy.tail):
@@ -198,12 +199,24 @@ def sample_reasons(result: dict, min_runs: int, policy: ValidityPolicy | None = 
     return reasons
 
 
+def apart(value: float, limit: float, digits: int = 3) -> tuple[str, str]:
+    """``value`` and ``limit`` with as many decimals (``digits`` at least) as it takes for
+    them to read differently: a CV of 0.1004 over a limit of 0.1 reads ``0.1004 > 0.1000``,
+    not ``0.100 > 0.100``."""
+    for places in range(digits, 10):
+        shown, bound = f"{value:.{places}f}", f"{limit:.{places}f}"
+        if shown != bound:
+            return shown, bound
+    return f"{value:.{digits}f}", f"{limit:.{digits}f}"
+
+
 def tail_reason(stats: dict, limit: float | None) -> str | None:
     """Why the slow tenth of the samples makes the median no number to compare by, or None."""
     median, p90 = stats.get("median"), stats.get("p90")
     if limit is None or not median or p90 is None or p90 <= limit * median:
         return None
-    return (f"long tail: p90 {p90:.3g} ms is {p90 / median:.1f}× the median {median:.3g} ms "
+    ratio, _ = apart(p90 / median, limit, 1)
+    return (f"long tail: p90 {p90:.3g} ms is {ratio}× the median {median:.3g} ms "
             f"(limit {limit:g}×): a tenth of the runs were stalled (--validity tail=… sets it)")
 
 

@@ -8,6 +8,7 @@ whose runs are measured on the node (:mod:`aiot.host.lab.session`).
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from aiot.core.arch import canonical
@@ -18,6 +19,11 @@ from aiot.host.devices.resolve import open_transport
 from aiot.host.engine.cooldown import Baseline
 
 log = logging.getLogger(__name__)
+
+
+def artifacts_dir(results_dir: Path) -> Path:
+    """Where converted artifacts (and their sidecars) live in a results folder."""
+    return Path(results_dir) / "artifacts"
 
 
 class Workspace:
@@ -39,7 +45,7 @@ class Workspace:
                  conversions: dict | None = None, probes: dict | None = None) -> None:
         self.results_dir = results_dir
         self.persistent_agent = persistent_agent
-        self.artifacts_dir = results_dir / "artifacts"
+        self.artifacts_dir = artifacts_dir(results_dir)
         self._sessions: dict[str, object] = {}
         self._app_sessions: dict[str, object] = {}  # --via app: agents the Android app starts
         self._transports: dict[str, object] = {}
@@ -49,6 +55,7 @@ class Workspace:
         #: (see :mod:`aiot.host.lab.runner`); None: runs convert here.
         self.shipped: tuple | None = None
         self._cancelled = False
+        self._cancel_event = threading.Event()  # wakes a cool-down wait when cancelled
         self.conversions = conversions if conversions is not None else {}
         self._probes: dict[str, dict] = dict(probes or {})
 
@@ -56,7 +63,13 @@ class Workspace:
         """Close every session and open no new one: a cancelled campaign's run in flight
         ends, and one still converting fails instead of starting to measure."""
         self._cancelled = True
+        self._cancel_event.set()
         self.close()
+
+    def pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` (a cool-down poll's wait), cut short by :meth:`cancel`."""
+        self._cancel_event.wait(seconds)
+        self._check_cancelled()
 
     def _check_cancelled(self) -> None:
         if self._cancelled:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
+from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report import robust, summary
 from aiot.host.report.page import Column, Section, Table
@@ -55,6 +56,7 @@ class Run:
     native: str | None = None
     cluster: str | None = None
     input_shape: str | None = None  # "1x3x224x224", or "a=1x4 b=1x4" for several inputs
+    input_values: str | None = None  # given values, made-up integers and their range
     emulated: bool = False  # measured on one of aiot's emulated devices: not a phone's time
     profile: dict | None = None  # per-operator times (run --profile), see aiot.host.engine.profiles
     # From aiot.host.store.identity, resolved once per record (every table and plot reads these):
@@ -192,6 +194,7 @@ def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
         runtime=" ".join(str(v) for v in (runtime.get("backend"), runtime.get("version")) if v) or None,
         binarize=spec.get("binarize"), delegate=spec.get("delegate"), native=spec.get("native"),
         cluster=spec.get("cluster"), input_shape=input_shape(record),
+        input_values=values_detail(result),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
         key=key, model_label=key.configuration.model_label or "—", variant=variant,
@@ -348,7 +351,8 @@ def _verdict_notes(run: Run) -> str | None:
 
 def _run_row(run: Run) -> dict:
     return {"device": run.device, "model": run.model_label, "variant": run.variant,
-            "input_shape": run.input_shape, "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
+            "input_shape": run.input_shape, "input_values": run.input_values,
+            "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
             "mean_ms": run.mean_ms, "load_ms": run.load_ms, "accuracy": run.accuracy,
             "size_bytes": run.size_bytes, "runtime": run.runtime, "status": run.status,
             "validity": run.validity, "notes": _verdict_notes(run), "created_at": run.created_at,
@@ -357,7 +361,7 @@ def _run_row(run: Run) -> dict:
 
 _RUN_COLUMNS = (
     Column("device", "device"), Column("model", "model"), Column("variant", "format"),
-    Column("input_shape", "input shape"),
+    Column("input_shape", "input shape"), Column("input_values", "input values"),
     Column("threads", "threads", "int"), Column("median_ms", "median ms", "ms"),
     Column("p90_ms", "p90 ms", "ms"), Column("mean_ms", "mean ms", "ms"),
     Column("load_ms", "load ms", "ms"), Column("accuracy", "accuracy", "pct"),

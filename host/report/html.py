@@ -41,6 +41,7 @@ th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-al
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.invalid td { background: #fdecea; } tr.failed td { background: #fff4e0; }
 tr.fastest td { font-weight: 600; background: #eef5fc; }
+#summary td { white-space: nowrap; } #summary th { padding: 3px 5px; } #summary td { padding: 2px 5px; }
 .badge { display: inline-block; padding: 0 5px; border-radius: 3px; font-weight: 600;
          font-size: 11.5px; background: #d62728; color: #fff; }
 footer { margin-top: 48px; color: #888; font-size: 12px; }

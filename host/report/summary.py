@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from aiot.host.engine.profiles import TOP_N, top_ops
+from aiot.host.engine.validity import short_reasons
 from aiot.host.report.page import Column, Section, Table
 
 #: What marks the fastest format of a model on a device, in every writer.
@@ -56,7 +57,7 @@ def best_rows(report) -> list[dict]:
                 "vs_fastest": run.latency_ms / fastest if fastest else None,
                 "fastest": FASTEST if run is bests[0] and len(bests) > 1 else None,
                 "validity": run.validity, "notes": "; ".join(run.invalid_reasons) or None,
-                "id": run.id})
+                "why": short_reasons(list(run.invalid_reasons)) or None, "id": run.id})
     return rows
 
 
@@ -65,20 +66,43 @@ def summary_section(report):
     rows = best_rows(report)
     if not rows:
         return None
+    devices = {r["device"] for r in rows}
+    # One line per row and no wider than the page, so every configuration of a sweep is on
+    # the first screen: one device is named once (in the intro), not in every row.
     cols = (Column("model", "model"), Column("input_shape", "input shape"),
-            Column("device", "device"), Column("variant", "format"), Column("runtime", "runtime"),
+            *((Column("device", "device"),) if len(devices) > 1 else ()),
+            Column("variant", "format"), Column("runtime", "runtime"),
             Column("median_ms", "best median ms", "ms"), Column("threads", "at threads", "int"),
-            Column("per_s", "inferences/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
-            Column("fastest", ""), Column("validity", "validity"), Column("notes", "reasons"),
+            Column("per_s", "inf/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
+            Column("fastest", ""), Column("validity", "validity"), Column("why", "why INVALID"),
             Column("id", "record", "id"))
     emulated = any(r.emulated for r in report.runs)
     intro = ("Per model and device, each format's best median latency over the thread counts "
-             "measured, and how it compares with the fastest format of that model there.")
+             "measured (inf/s: inferences per second, one after another), and how it compares "
+             "with the fastest format of that model there.")
+    if len(devices) == 1:
+        intro += f" Every row was measured on {next(iter(devices))}."
     if emulated:
         intro += " Times on emulated devices are the host's, under emulation: not a phone's."
-    return Section("summary", "How fast is each model, where", intro,
+    return Section("summary", "How fast is each model, where", intro, note=_invalid_note(rows),
                    tables=(Table("best", "Best median per model, device and format", cols,
                                  tuple(rows)),))
+
+
+def _invalid_note(rows: list[dict]) -> str | None:
+    """One line under the first screen's title: why its INVALID rows are, counted, and where
+    each run's whole reasons are (a row shows their names only, so every row fits one line
+    and every configuration fits the first screen)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for name in filter(None, (row.get("why") or "").split("; ")):
+            counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return None
+    invalid = sum(1 for row in rows if row.get("why"))
+    named = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return (f"{invalid} of {len(rows)} rows are INVALID: {named}. Each run's reasons, with what to "
+            "do, are under 'INVALID and failed runs' and in aiot results show RECORD.")
 
 
 def format_rows(report) -> tuple[list[dict], list[int]]:

@@ -71,6 +71,7 @@ SWEEPS_BY_PREFIX = ("SELECT DISTINCT sweep_id FROM runs WHERE sweep_id >= ? AND 
                     "ORDER BY sweep_id LIMIT ?")
 #: The newest sweep that is KEY or KEY.<suffix> (``.`` and ``/`` are neighbours in ASCII).
 LATEST_SWEEP = ("SELECT sweep_id FROM runs WHERE sweep_id = ? OR (sweep_id > ? AND sweep_id < ?) "
+                "OR sweep_id LIKE ? "
                 "GROUP BY sweep_id ORDER BY MAX(created_at) DESC, MAX(rowid) DESC LIMIT 1")
 
 
@@ -88,9 +89,11 @@ RECENT_SWEEPS = ("SELECT sweep_id, MIN(created_at) AS started, MAX(COALESCE(fini
                  "GROUP BY sweep_id ORDER BY MAX(created_at) DESC LIMIT ?")
 
 
-def latest_sweep_args(key: str) -> tuple[str, str, str]:
-    """The arguments of :data:`LATEST_SWEEP` for ``key``."""
-    return key, key + ".", key + "/"
+def latest_sweep_args(key: str) -> tuple[str, str, str, str]:
+    """The arguments of :data:`LATEST_SWEEP` for ``key``: the sweep ``key``, a ``--fresh``
+    restart ``<token>.key`` (and, from stores of earlier versions, ``key.<time>``). ``key``
+    is hex: nothing in it is a LIKE wildcard."""
+    return key, key + ".", key + "/", "%." + key
 
 
 def parse_time(text: str | None, option: str) -> str | None:

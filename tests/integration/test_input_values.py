@@ -53,6 +53,23 @@ def test_made_up_control_input_is_said_and_a_given_value_is_kept(cli, srnet):
     assert latest["spec"]["input_values"] == {"sample_rate": 16000}
     assert "given: sample_rate=16000" in cli("results", "show", latest["id"]).stdout
 
+    # Not only `results show`: the run table of `results list` marks the run whose inputs were
+    # made up and says how under it, the CSV export has a column for it, and so does the report.
+    listed = cli("results", "list").stdout
+    row = next(line for line in listed.splitlines() if line.startswith(record["id"][:8]))
+    assert "†" in row and "† made-up values: sample_rate int64 uniform in [0, 10)" in listed, listed
+    assert "--input-value NAME=NUMBER" in listed
+    import csv
+    import io
+
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(cli("results", "export", "-f", "csv").stdout))}
+    assert rows[record["id"]]["input_values"] == "made-up values: sample_rate int64 uniform in [0, 10)"
+    assert rows[latest["id"]]["input_values"] == "given: sample_rate=16000"
+    out = srnet.parent / "report"
+    cli("report", "--out", str(out))
+    page = (out / "index.html").read_text()
+    assert "<th>input values</th>" in page and "made-up values: sample_rate int64 uniform in [0, 10)" in page
+
 
 def test_a_runtime_failing_on_made_up_values_names_the_input(cli, tmp_path):
     import torch

@@ -246,3 +246,49 @@ def _importable(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+#: Twelve zoo models, each its own configuration of a sweep (the null format: no conversion).
+TWELVE = ("tiny_cnn,tiny_vgg,tiny_bnn,squeezenet_mnist,mobilenet_v2_mnist,mnasnet_mnist,"
+          "resnet18_mnist,vgg_small_mnist,resnet34_mnist,regnetx_600mf_mnist,densenet121_mnist,"
+          "resnet50_mnist")
+
+# Each summary row's box, and whether anything of the first screen reaches past the window.
+EVERY_ROW = """JSON.stringify({
+  rows: [...document.querySelectorAll('#summary tbody tr')].map(r => {
+           const box = r.getBoundingClientRect(); return {bottom: box.bottom, height: box.height}; }),
+  tableRight: document.querySelector('#summary table').getBoundingClientRect().right,
+  scrolls: document.querySelector('#summary .scroll').scrollWidth
+           > document.querySelector('#summary .scroll').clientWidth,
+  pageWidth: document.documentElement.scrollWidth,
+})"""
+
+
+@pytest.mark.slow
+def test_every_configuration_of_an_invalid_12_run_sweep_is_on_the_first_screen(cli, browser, tmp_path):
+    """Issue 39: with INVALID runs each reasons cell was 8-10 lines and only 2 rows fitted
+    the first screen, in a table wider than 1280 px. Every row is now one line (the reasons
+    named, counted once above the table), and the table fits the window."""
+    need("matplotlib", _importable("matplotlib"), "pip install 'aiot[report]'")
+    # Too few samples by construction (--max-s ends the loop first): INVALID on any machine.
+    runs = cli.json("sweep", "--device", "local", "--model", TWELVE, "--format", "null",
+                    "--threads", "1", "--min-runs", "1000000", "--max-s", "0.05", "--min-s", "0",
+                    "--warmup-runs", "1", "--warmup-min-s", "0", "--cooldown-max-s", "0")
+    assert len(runs) == 12 and {r["validity"] for r in runs} == {"INVALID"}
+    out = tmp_path / "report"
+    cli.json("report", "--out", str(out))
+    browser.open((out / "index.html").as_uri())
+    assert browser.errors() == []
+    seen = json.loads(browser.evaluate(EVERY_ROW))
+    assert len(seen["rows"]) == 12
+    assert all(row["bottom"] <= HEIGHT for row in seen["rows"]), seen["rows"]  # all on screen 1
+    assert max(row["height"] for row in seen["rows"]) < 2 * min(row["height"] for row in seen["rows"])
+    assert seen["tableRight"] <= WIDTH and not seen["scrolls"] and seen["pageWidth"] <= WIDTH, seen
+    page = (out / "index.html").read_text()
+    assert "12 of 12 rows are INVALID: " in page and "too few samples (12)" in page
+    screen = tmp_path / "report-first-screen-invalid.png"
+    browser.screenshot(screen, whole=False)
+    assert png_size(screen) == (WIDTH, HEIGHT)
+    keep = os.environ.get("AIOT_REPORT_INVALID_SCREENSHOT")  # docs/report-first-screen-invalid.png
+    if keep:
+        shutil.copyfile(screen, keep)

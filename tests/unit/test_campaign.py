@@ -104,7 +104,11 @@ def test_running_the_same_sweep_again_redoes_only_missing_or_failed_runs(tmp_pat
         ok = store.query(sweep_id=plan.sweep_id, status="ok")
     assert len(ok) == 8 and len({run_key_of(r) for r in ok}) == 8  # none duplicated
     fresh = _plan(tmp_path, requests, fresh=True)
-    assert fresh.sweep_id.startswith(plan.sweep_id + ".") and not fresh.done
+    assert not fresh.done
+    # The fresh attempt's id does not extend the old one: a prefix of it names it alone.
+    assert not fresh.sweep_id.startswith(plan.sweep_id) and fresh.sweep_id.endswith("." + plan.key)
+    run_campaign(fresh, tmp_path)
+    assert _plan(tmp_path, requests).sweep_id == fresh.sweep_id  # the same command resumes it
 
 
 def run_key_of(record) -> str:

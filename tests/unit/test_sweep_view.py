@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aiot.host.cli._output import out
 from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import device_cell, sort_key, speedups, status_cell, throughput
@@ -55,22 +57,24 @@ def test_the_printed_sweep_table_has_the_new_columns():
 
 
 def _column_cells(text: str, column: int) -> list[str]:
-    """Each row's whole cell in ``column`` of a boxed Rich table, its folded lines joined."""
+    """Each row's whole cell in ``column`` of the run table (no box: columns start where
+    their headers do), its folded lines joined."""
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("id "))
+    starts = [m.start() for m in re.finditer(r"\S+", lines[head])] + [None]
     cells = []
-    for line in text.splitlines():
-        if not line.startswith("│"):
-            continue
-        parts = line.split("│")
-        if parts[1].strip():  # a row's first line (its id); the others continue the row
+    for line in lines[head + 1:]:
+        if not line.strip():
+            break
+        if line[:starts[1]].strip():  # a row's first line (its id); the others continue the row
             cells.append("")
-        cells[-1] += parts[column + 1].strip()
+        cells[-1] += line[starts[column]:starts[column + 1]].strip()
     return cells
 
 
 def test_names_are_never_cut_at_100_columns(monkeypatch):
     """Issue 39: rows of one sweep must be told apart at 100 columns (``mynet.py:ma…`` ×3 was):
-    a long name folds onto a second line, whole. (The 12-column table itself is still wider than
-    100 columns: Rich's boxed columns need about 120.)"""
+    a long name folds onto a second line, whole."""
     runs = []
     for i, factory in enumerate(("make_small", "make_medium", "make_large")):
         run = _record(f"{i}" * 32, 1, 12.5, device="face_detection_board")
@@ -80,6 +84,27 @@ def test_names_are_never_cut_at_100_columns(monkeypatch):
     with out.capture() as captured:
         print_run_table(runs)
     text = captured.get()
+    assert max(len(line) for line in text.splitlines()) <= 100, text
     assert _column_cells(text, 0) == ["0" * 8, "1" * 8, "2" * 8]
-    assert _column_cells(text, 1) == ["face_detection_board"] * 3
-    assert _column_cells(text, 2) == ["mynet.py:make_small", "mynet.py:make_medium", "mynet.py:make_large"]
+    # The device, the same in every row, is said once above the table, whole.
+    assert text.splitlines()[0].startswith("every run: device face_detection_board,")
+    assert _column_cells(text, 1) == ["mynet.py:make_small", "mynet.py:make_medium", "mynet.py:make_large"]
+
+
+def test_a_12_run_sweep_table_fits_100_columns(monkeypatch):
+    """Issue 39: the sweep's table of 12 runs (4 formats × 3 thread counts, INVALID for load)
+    was about 120 columns wide; every row and every column now fits 100, and the columns the
+    same in every row (device, input) are said once above it."""
+    runs = [_record(f"{fmt}{threads}" + "0" * 30, threads, 10.0 / threads, fmt=fmt, validity="INVALID",
+                    reasons=["device busy: other processes kept 1.7 CPUs busy", "CV above limit: x"],
+                    device="face_detection_board")
+            for fmt in ("onnx", "tflite", "ptl", "lce") for threads in (1, 2, 4)]
+    monkeypatch.setattr(out, "width", 100)
+    with out.capture() as captured:
+        print_run_table(runs, sweep=True)
+    lines = captured.get().splitlines()
+    table = lines[:lines.index(next(line for line in lines if line.startswith("speed-up:")))]
+    assert max(len(line) for line in table) <= 100, "\n".join(table)
+    assert table[0].startswith("every run: device face_detection_board")
+    assert len(_column_cells("\n".join(table), 0)) == 12
+    assert all("INVALID" in cell for cell in _column_cells("\n".join(table), 10)), table

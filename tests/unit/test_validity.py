@@ -100,6 +100,12 @@ def test_without_cpu_counters_the_load_average_judges_a_core_more_loosely():
     assert why.startswith("device busy: load average 6.50 with 1 thread(s)")
 
 
+def test_a_cv_just_above_its_limit_reads_above_it():
+    # 0.1004 > 0.1 printed to three places read "0.100 > 0.100": a contradiction.
+    (why,) = judge(_result(robust_cv=0.1004), 50, TWO_CORES, policy=DEFAULTS)["reasons"]
+    assert why.startswith("CV above limit: robust CV 0.1004 > 0.1000 over 60 samples"), why
+
+
 def test_cv_above_the_default_limit_and_too_few_samples():
     noisy = judge(_result(robust_cv=0.27), 50, TWO_CORES, policy=DEFAULTS)
     assert noisy["reasons"][0].startswith("CV above limit: robust CV 0.270 > 0.100 over 60 samples")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core.errors import UsageError
+from aiot.host.report.html import write
+from aiot.host.report.scale import report_of
 from aiot.host.store import open_store
 from aiot.host.store.compare import Comparison, ResultSet, compare, find_sweep, parse_check, resolve_set
 
@@ -63,9 +65,6 @@ class SweepReports:
         Raises:
             UsageError: no sweep has that id or prefix, or it is ambiguous.
         """
-        from aiot.host.report.html import write
-        from aiot.host.report.scale import report_of
-
         with self._lock, open_store(results_dir, readonly=True) as store:
             sweep = find_sweep(name.strip(), store) if name.strip() else None
             if sweep is None:

@@ -25,10 +25,14 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
         name_column("id", [r.id[:8] for r in records]),
         name_column("device", [sweep_view.device_cell(r) for r in records]),
         name_column("model", models.values())]
-    extra = ["speed-up", "inf/s"] if sweep else []
+    int8 = sweep_view.int8_speedups(records) if sweep else {}
+    int8_column = any(v is not None for v in int8.values())  # only where a float twin ran
+    extra = ["speed-up", *(["int8 ×"] if int8_column else []), "inf/s"] if sweep else []
     notes = [n for n in (sweep_view.limits_note(records),) if n]
     caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
                              "inferences per second, one after another"] if sweep else []),
+                          *(["int8 ×: the float run's median (same model, runtime, device and threads) "
+                             "over this int8 run's"] if int8_column else []),
                           *notes]) or None
     table = Table(*lead, "format", "input", "threads", "median ms", "p90 ms", *extra, "load ms",
                   "accuracy", "size", "status", caption=caption)
@@ -41,7 +45,8 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
         cells = [] if compact else [safe(r.id[:8]), safe(sweep_view.device_cell(r)), safe(model)]
         if sweep:
             gain, rate = gains.get(r.id), sweep_view.throughput(r)
-            extra = ["—" if gain is None else f"{gain:.2f}×", "—" if rate is None else f"{rate:,.1f}"]
+            extra = ["—" if gain is None else f"{gain:.2f}×",
+                     *([_int8_cell(int8, r.id)] if int8_column else []), "—" if rate is None else f"{rate:,.1f}"]
         table.add_row(*cells, safe(sweep_view.format_cell(r)), safe(shape_label(r)), str(r.threads or "—"),
                       fmt_ms(r.median_ms), fmt_ms(r.p90_ms), *extra, fmt_ms(r.load_ms),
                       fmt_pct(r.accuracy), fmt_bytes(r.size_bytes), sweep_view.status_cell(r))
@@ -49,3 +54,11 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
     busy = sweep_view.busy_note(records)
     if busy:  # the cells name it; the way out is said once, in full
         out.print(f"[yellow]{safe(busy)}[/]")
+
+
+def _int8_cell(gains: dict, record_id: str) -> str:
+    """The int8 speed-up of an int8 run; blank for a float run, — without its float twin."""
+    if record_id not in gains:
+        return ""
+    gain = gains[record_id]
+    return "—" if gain is None else f"{gain:.2f}×"

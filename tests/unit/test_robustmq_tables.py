@@ -122,3 +122,25 @@ def test_the_grid_is_the_papers_rows_and_its_jobs_are_stable():
     assert default_models("fashion-mnist") == ("resnet18_mnist", "resnet50_mnist", "regnetx_600mf_mnist",
                                                "mobilenet_v2_mnist")
     assert default_models("folder:/x")[0] == "resnet18"
+
+
+def test_rows_of_the_papers_architectures_carry_its_numbers_and_say_what_did_not_run():
+    from aiot.host.cli._output import out
+    from aiot.host.cli.robustmq_table import print_report
+    from aiot.host.robust.robustmq_tables import report
+
+    grid = Grid(("resnet18_mnist",), ("pact",), (2, 4), "digits", 8, suites=("attack",))
+    result = report(grid, {}, "abc123")
+    assert [t["table"] for t in result["tables"]] == [1, 2, 3, 4]  # only what the suites measure
+    (row,) = result["tables"][0]["rows"]
+    assert row["arch"] == "ResNet18" and row["paper"] == {"2": "NC", "4": 70.41, "32": 71.06}
+    assert row["cells"] == {"2": None, "4": None, "32": None}
+    assert row["why"] == {"2": "not run", "4": "not run", "32": "not run"}
+    assert result["tables"][2]["rows"][0]["paper"]["4"] == [36.49, 48.17]
+    assert result["trends"] == []
+    with out.capture() as captured:
+        print_report({**result, "failures": []})
+    text = captured.get()
+    assert "Table 3: FGSM: AR (%) and AAI (%)" in text and "paper 36.49 (48.17%)" in text
+    assert "paper NC" in text and "not run: resnet18_mnist PACT 2-bit" in text
+    assert "paper ResNet18" not in text  # its own rows carry the paper's numbers

@@ -49,7 +49,7 @@ def float_twin(record: RunRecord) -> Configuration | None:
     """The configuration of the float run an int8 run is compared with, or None when
     ``record`` is no int8 run: TFLite's ``quant=int8``/``dynamic-int8`` against the same
     artifact without ``quant``; an 8-bit quantized zoo model deployed as integer
-    (``tiny_cnn_lsq8`` as int8 ONNX QDQ) against its float model (``tiny_cnn``) in the same
+    (``tiny_cnn_lsq8`` as int8 ONNX QDQ or XNNPACK int8) against its float model (``tiny_cnn``) in the same
     format. Device, runtime (format, native tool, delegate), cluster and shapes stay the same."""
     mine = configuration(record)
     options = dict(mine.options or ())

@@ -188,14 +188,15 @@ def deployable_model(model, converter, example):
     return model
 
 
-def _exported(model):
+def _exported(model, fmt: str):
     """What the exporter gets: an 8-bit quantized model rewritten with explicit Q/DQ
-    (:mod:`aiot.converters.qdq`); parity still runs against the fake-quantized model."""
+    (:mod:`aiot.converters.qdq`; ExecuTorch's operators for ``executorch``); parity still
+    runs against the fake-quantized model."""
     if getattr(model, "quantized_with", None) is None:
         return model
     from aiot.converters.qdq import qdq_model
 
-    return qdq_model(model)
+    return qdq_model(model, "executorch" if fmt == "executorch" else "onnx")
 
 
 def state_sha256(model) -> str:
@@ -351,7 +352,7 @@ def _export_artifact(plan: _Plan) -> _Exported:
     converter, example = plan.converter, plan.source.example
     model = deployable_model(plan.source.model, converter, example)
     trained, model, deployed = _deployed_form(converter, model, example)
-    facts = _export(converter, _exported(model), example, plan.artifact, plan.options,
+    facts = _export(converter, _exported(model, converter.name), example, plan.artifact, plan.options,
                     plan.source.spec if converter.uses_spec else None)
     return _Exported(trained, model, deployed, facts)
 

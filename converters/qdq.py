@@ -22,6 +22,14 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
 
 What stays: float rounding where the BN is folded, which may move a value at a rounding
 boundary by one level (see the parity report).
+
+For ExecuTorch (``style="executorch"``) the same plan is written with the
+``quantized_decomposed`` operators XNNPACK's partitioner lowers to its QS8 kernels, as PT2E's
+``convert_pt2e`` leaves them: activations on int8 (LSQ's unsigned grid ``[0, 255]`` with zero
+point 0 is int8 with zero point -128, the same levels), weights stored as int8 with a
+per-channel dequantize. A conv whose output reaches float layers keeps its exact dequantized
+float weight there (XNNPACK runs DQ→Conv→Q convolutions as integer and leaves a dequantized
+one undelegated), so it runs in float inside the delegate, as in the ONNX graph.
 """
 
 from __future__ import annotations
@@ -58,8 +66,37 @@ class _QDQLayer(nn.Module):
         self.register_buffer("weight", weight.detach().clone())
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
         self.output_step: float | None = None
+        self.style = "onnx"
+
+    def use_decomposed(self) -> None:
+        """Switch to ExecuTorch's ``quantized_decomposed`` Q/DQ (see the module), with the
+        weight stored as int8 levels."""
+        import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
+
+        self.style = "executorch"
+        self.register_buffer("zeros", torch.zeros(len(self.scales), dtype=torch.int64))
+        self.register_buffer("levels", torch.ops.quantized_decomposed.quantize_per_channel(
+            self.weight, self.scales, self.zeros, 0, -128, 127, torch.int8))
+        if self.output_step is not None:  # the file holds the int8 levels, not the float weight
+            self.weight = None
+
+    def _forward_decomposed(self, x: Tensor) -> Tensor:
+        ops = torch.ops.quantized_decomposed
+        zero = -128 if self.input_range[0] == 0 else 0  # uint8 levels as int8, shifted
+        x = ops.dequantize_per_tensor(ops.quantize_per_tensor(x, self.input_step, zero, -128, 127, torch.int8),
+                                      self.input_step, zero, -128, 127, torch.int8)
+        w = self.weight if self.output_step is None else ops.dequantize_per_channel(
+            self.levels, self.scales, self.zeros, 0, -128, 127, torch.int8)
+        y = (nn.functional.conv2d(x, w, self.bias, **self.conv) if self.conv is not None
+             else nn.functional.linear(x, w, self.bias))
+        if self.output_step is not None:
+            y = ops.dequantize_per_tensor(ops.quantize_per_tensor(y, self.output_step, -128, -128, 127, torch.int8),
+                                          self.output_step, -128, -128, 127, torch.int8)
+        return y
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.style == "executorch":
+            return self._forward_decomposed(x)
         x = torch.fake_quantize_per_tensor_affine(x, self.input_step, 0, *self.input_range)
         zeros = torch.zeros(len(self.scales), dtype=torch.int32)
         w = torch.fake_quantize_per_channel_affine(self.weight, self.scales, zeros, 0, -128, 127)
@@ -92,9 +129,10 @@ def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
     return _QDQLayer(layer, scales, levels * scales.reshape(sign.shape), new_bias)
 
 
-def qdq_model(model: nn.Module) -> nn.Module:
+def qdq_model(model: nn.Module, style: str = "onnx") -> nn.Module:
     """A copy of the 8-bit LSQ ``model`` (eval mode, steps initialised) rewritten for QDQ
-    export (see the module); ``model`` itself is left as it is, the parity reference.
+    export (see the module), for ONNX or (``style="executorch"``) ExecuTorch's XNNPACK;
+    ``model`` itself is left as it is, the parity reference.
 
     The data flow is read from a ``torch.fx`` trace (quantized layers as leaves), so the
     folding and output quantization follow what the forward does (a ResNet block's conv1 →
@@ -112,6 +150,8 @@ def qdq_model(model: nn.Module) -> nn.Module:
         bn = export.get_submodule(bn_name) if bn_name else None
         rewritten = _folded(layer, bn)
         rewritten.output_step = output_step
+        if style == "executorch":
+            rewritten.use_decomposed()
         _set_submodule(export, name, rewritten)
         if bn_name:
             _set_submodule(export, bn_name, nn.Identity())

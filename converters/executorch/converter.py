@@ -57,6 +57,10 @@ class ExecutorchConverter(Converter):
     def export(self, model, example, out_path: Path, options: dict[str, str]) -> dict:
         import torch
 
+        if getattr(model, "quantized_with", None) is not None and options["delegate"] != "xnnpack":
+            raise UsageError("an int8 model runs in ExecuTorch through XNNPACK's QS8 kernels; the "
+                             "portable kernels have no quantized operators", "drop --opt delegate=portable")
+
         with tempfile.TemporaryDirectory(prefix="aiot-et-") as tmp:
             program = Path(tmp) / "program.pt2"
             with torch.no_grad():
@@ -75,4 +79,5 @@ class ExecutorchConverter(Converter):
         if options["delegate"] == "xnnpack" and portable:
             log.warning("%s: %d operator kinds stay on portable kernels: %s", out_path.name,
                         len(portable), ", ".join(portable))
-        return {"ops": sorted(ops), "xnnpack_partitions": delegated, "portable_ops": portable}
+        return {"ops": sorted(ops), "xnnpack_partitions": delegated, "portable_ops": portable,
+                "delegated_convs": report.get("delegated_convs")}

@@ -39,11 +39,28 @@ def main(argv: list[str]) -> int:
     graph = edge.exported_program().graph_module.graph
     ops = Counter(str(n.target) for n in graph.nodes
                   if n.op == "call_function" and "getitem" not in str(n.target))
+    convs = delegated_convs(edge.exported_program().graph_module)
     with open(out_path, "wb") as fh:
         fh.write(edge.to_executorch().buffer)
-    print(json.dumps({"ops": dict(ops), "versions": {"executorch": version("executorch"),
-                                                     "torch": version("torch")}}))
+    print(json.dumps({"ops": dict(ops), "delegated_convs": convs,
+                      "versions": {"executorch": version("executorch"), "torch": version("torch")}}))
     return 0
+
+
+def delegated_convs(graph_module) -> dict:
+    """Convolutions inside the XNNPACK partitions: ``int8`` where both the input and the weight
+    come dequantized from int8 (XNNPACK runs them as QS8 convolutions), ``float`` otherwise."""
+    counts = {"int8": 0, "float": 0}
+    for node in graph_module.graph.nodes:
+        if node.op != "get_attr" or not node.target.startswith("lowered_module"):
+            continue
+        for conv in getattr(graph_module, node.target).original_module.graph.nodes:
+            if conv.op != "call_function" or "convolution" not in str(conv.target):
+                continue
+            sources = [str(getattr(arg, "target", "")) for arg in conv.args[:2]]
+            integer = "dequantize_per_tensor" in sources[0] and "dequantize_per_channel" in sources[1]
+            counts["int8" if integer else "float"] += 1
+    return counts
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ COMMANDS: Table = {
     "results": ("results", "Stored results: list, show, export, compare sets (a CI gate), "
                            "leaderboards, compare outputs across devices."),
     "score": ("score", "Benchmark scores: AIoTBench VIPS/VOPS, BiBench OM_infer and OM_comp."),
-    "paper": ("paper", "Whole benchmark procedures from the papers (AIoTBench, BiBench)."),
+    "paper": ("paper", "Whole benchmark procedures from the papers (AIoTBench, BiBench, RobustMQ)."),
     "toolchains": ("toolchains", "List, install and remove isolated toolchain environments "
                                  "(e.g. lce)."),
     "robust": ("robust", "Robustness suites: system noise, natural corruptions, adversarial "

@@ -1,5 +1,5 @@
 """``aiot paper``: a paper's whole measurement procedure as one command (``aiotbench``,
-``bibench``); ``aiot bench`` still works, with a notice."""
+``bibench``, ``robustmq``); ``aiot bench`` still works, with a notice."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, message, out, prin
 from aiot.host.cli.bibench_table import print_grid
 from aiot.host.cli.options import Devices, JsonOpt, Limit, parse_threads, split_list
 from aiot.host.cli.progress import RichRunListener
+from aiot.host.cli.robustmq_table import build_grid, run_and_print
 from aiot.host.devices.resolve import resolve_name
 from aiot.host.engine import aiotbench, bibench_hw
 from aiot.host.engine.campaign import CampaignPolicy, plan_sweep, record_key, run_campaign, run_key
@@ -25,7 +26,8 @@ from aiot.host.engine.workspace import Workspace, artifacts_dir
 from aiot.host.native.config import inventory_binaries
 from aiot.host.store import open_store
 
-app = typer.Typer(no_args_is_help=True, help="Whole benchmark procedures from the papers (AIoTBench, BiBench).")
+app = typer.Typer(no_args_is_help=True,
+                  help="Whole benchmark procedures from the papers (AIoTBench, BiBench, RobustMQ).")
 
 
 @app.command("aiotbench")
@@ -211,3 +213,46 @@ def _with_toolchain_runtimes(info: dict) -> dict:
         if not runtimes.get(backend) and runtime_python(backend) is not None:
             runtimes[backend] = "toolchain"
     return {**info, "agent": {**agent, "runtimes": runtimes}}
+
+
+@app.command("robustmq")
+def robustmq_command(
+    ctx: typer.Context,
+    models: Annotated[str | None, typer.Option(
+        help="Zoo models, comma-separated (default: the paper's ResNet18, ResNet50, RegNetX-600MF and "
+             "MobileNetV2; their 28 px variants on Fashion-MNIST and digits).")] = None,
+    methods: Annotated[str, typer.Option(help="Quantization methods: dorefa, pact, lsq.")] = "dorefa,pact,lsq",
+    bits: Annotated[str, typer.Option(help="Bit-widths (2, 4, 6, 8); the FP model is the 32-bit column.")] = "2,4,6,8",
+    dataset: Annotated[str, typer.Option(help="Labelled images: fashion-mnist, digits or folder:PATH.")] = "fashion-mnist",
+    limit: Annotated[int, typer.Option(min=1, help="Images each suite evaluates (a seeded, class-balanced subset).")] = 200,
+    suites: Annotated[str, typer.Option(help="Suites: attack, corrupt, sysnoise.")] = "attack,corrupt,sysnoise",
+    attacks: Annotated[str, typer.Option(
+        help="White-box attacks of the adversarial tables (WCAR is over them), e.g. fgsm,pgd,autoattack.")] = "fgsm,pgd",
+    eps: Annotated[float, typer.Option(
+        help="The small L-inf budget in [0, 1] pixel units (the seed's text of the paper lost its "
+             "ImageNet values).")] = 0.01,
+    corruptions: Annotated[str, typer.Option(help="ImageNet-C corruptions: all or a comma list.")] = "all",
+    severities: Annotated[str, typer.Option(help="Corruption severities, a comma list of 1..5.")] = "1,2,3,4,5",
+    frames: Annotated[int, typer.Option(min=0, help="Frames per perturbation sequence (0: no mFP).")] = 16,
+    epochs: Annotated[int, typer.Option(min=1, help="Training epochs of each cell (aiot train's recipe).")] = 2,
+    train_limit: Annotated[int | None, typer.Option(help="Train each cell on at most N images.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of training, the image subset and the perturbations.")] = 0,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Measure everything again instead of resuming.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """RobustMQ: quantized models' robustness, the paper's grid (methods × bit-widths ×
+    architectures) and its tables: clean accuracy (1), WCAR (2), FGSM and PGD AR with AAI
+    (3, 4), mNR/NCI (5) and per corruption (6), mFP (7) and per sequence (8), SR/SNI with
+    the std (9) and per decoder and resize mode (10), the paper's ImageNet numbers beside.
+
+    Each cell is trained first (the float model, then quantization-aware fine-tuning from it;
+    cached trainings are reused) and scored fake-quantized in PyTorch. Resumable: the same
+    command again runs only what has no ok record yet.
+    """
+    grid = build_grid({"models": models, "methods": methods, "bits": bits, "dataset": dataset,
+                       "limit": limit, "suites": suites, "attacks": attacks, "eps": eps,
+                       "corruptions": corruptions, "severities": severities, "frames": frames,
+                       "epochs": epochs, "train_limit": train_limit, "seed": seed})
+    result = run_and_print(grid, state(ctx).results_dir(), fresh, as_json)
+    if result["failures"]:
+        raise typer.Exit(1)

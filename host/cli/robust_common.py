@@ -57,7 +57,7 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
 
 def _check_deploys(ref, fmt: str) -> None:
     """A quantized model runs on a device only where :mod:`aiot.models.quant.deploy` says it
-    deploys (LSQ 8-bit as int8 ONNX); the others stay measurable on the host model."""
+    deploys (LSQ 8-bit as int8 ONNX or ExecuTorch XNNPACK); the others stay measurable on the host model."""
     reason = deployment_refusal(parse_quantize(ref.quantize), fmt)
     if reason:
         raise UsageError(f"{ref.label()} cannot be evaluated as {a_format(fmt)} artifact: {reason}",

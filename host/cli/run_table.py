@@ -37,7 +37,10 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
     notes = [n for n in (sweep_view.limits_note(records), _made_up_note(records)) if n]
     caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
                              "inferences per second, one after another"]
-                           if sweep and "speed-up" in shown else []), *notes]) or None
+                           if sweep and "speed-up" in shown else []),
+                          *(["int8 ×: the float run's median (same model, runtime, device and threads) "
+                             "over this int8 run's"] if "int8 ×" in shown else []),
+                          *notes]) or None
     # No box (columns one space apart, headers underlined, units under their names): a column
     # costs 1 character instead of Rich's boxed 3, so a 12-column sweep table fits 100 columns.
     status = _status_width(shown)
@@ -103,6 +106,9 @@ def _columns(records, compact: bool, sweep: bool) -> dict[str, tuple]:
         gains = sweep_view.speedups(records)
         columns["speed-up"] = ("speed-\nup", ["—" if gains.get(r.id) is None else f"{gains[r.id]:.2f}×"
                                             for r in records])
+        int8 = sweep_view.int8_speedups(records)
+        if any(v is not None for v in int8.values()):  # only where a float twin ran
+            columns["int8 ×"] = ("int8\n×", [_int8_cell(int8, r.id) for r in records])
         columns["inf/s"] = ("inf/s", ["—" if (rate := sweep_view.throughput(r)) is None
                                       else f"{rate:,.1f}" for r in records])
     columns["load ms"] = ("load\nms", [fmt_ms(r.load_ms) for r in records])
@@ -110,6 +116,14 @@ def _columns(records, compact: bool, sweep: bool) -> dict[str, tuple]:
     columns["size"] = ("size", [fmt_bytes(r.size_bytes) for r in records])
     columns["status"] = ("status", [sweep_view.status_cell(r) for r in records])
     return columns
+
+
+def _int8_cell(gains: dict, record_id: str) -> str:
+    """The int8 speed-up of an int8 run; blank for a float run, — without its float twin."""
+    if record_id not in gains:
+        return ""
+    gain = gains[record_id]
+    return "—" if gain is None else f"{gain:.2f}×"
 
 
 def _made_up_note(records) -> str | None:

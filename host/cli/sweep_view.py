@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from aiot.core.errors import AiotError
 from aiot.core.untrusted import visible
 from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import (
@@ -20,11 +21,16 @@ from aiot.host.engine.validity import (
     relaxed_limits,
     short_reasons,
 )
-from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
+from aiot.host.store.identity import Configuration, configuration, latency_ms, sort_key, variant
 from aiot.host.store.store import RunRecord, open_store
+from aiot.models.quant.deploy import deployment_refusal
+from aiot.models.quant.methods import split_suffix
 
-__all__ = ["device_cell", "format_cell", "invalid_reasons", "latency_ms", "parity_notes", "sort_key", "speedups",
-           "status_cell", "stored_records", "sweep_records", "throughput"]
+__all__ = ["device_cell", "format_cell", "int8_speedups", "invalid_reasons", "latency_ms", "parity_notes",
+           "sort_key", "speedups", "status_cell", "stored_records", "sweep_records", "throughput"]
+
+#: Converter options that make an artifact integer (TFLite's full-integer and dynamic-range).
+INT8_QUANT = ("int8", "dynamic-int8")
 
 
 def speedups(records: list[RunRecord]) -> dict[str, float | None]:
@@ -37,6 +43,41 @@ def speedups(records: list[RunRecord]) -> dict[str, float | None]:
         mine, one = latency_ms(r), base.get(configuration(r))
         out[r.id] = one / mine if mine and one else None
     return out
+
+
+def float_twin(record: RunRecord) -> Configuration | None:
+    """The configuration of the float run an int8 run is compared with, or None when
+    ``record`` is no int8 run: TFLite's ``quant=int8``/``dynamic-int8`` against the same
+    artifact without ``quant``; an 8-bit quantized zoo model deployed as integer
+    (``tiny_cnn_lsq8`` as int8 ONNX QDQ or XNNPACK int8) against its float model (``tiny_cnn``) in the same
+    format. Device, runtime (format, native tool, delegate), cluster and shapes stay the same."""
+    mine = configuration(record)
+    options = dict(mine.options or ())
+    if options.get("quant") in INT8_QUANT:
+        rest = tuple(sorted((k, v) for k, v in options.items() if k != "quant")) or None
+        return mine._replace(options=rest)
+    base, _, suffix = (mine.model or "").rpartition("_")
+    try:
+        chosen = split_suffix(suffix) if base else None
+    except AiotError:
+        return None
+    if chosen is None or chosen.bits != 8 or deployment_refusal(chosen, mine.format):
+        return None
+    return mine._replace(model=base)
+
+
+def int8_speedups(records: list[RunRecord]) -> dict[str, float | None]:
+    """Per int8 run (:func:`float_twin`): the latency of the float run of the same model,
+    runtime, device and thread count over its own; None where the sweep has no such float
+    run (or either failed). Runs that are not int8 are left out."""
+    floats = {(configuration(r), r.threads): latency_ms(r) for r in records if latency_ms(r)}
+    gains: dict[str, float | None] = {}
+    for r in records:
+        twin = float_twin(r)
+        if twin is not None:
+            mine, other = latency_ms(r), floats.get((twin, r.threads))
+            gains[r.id] = other / mine if mine and other else None
+    return gains
 
 
 def format_cell(record: RunRecord) -> str:

@@ -156,20 +156,33 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
     the failures they are (and are redone)."""
     store.reap_stale()
     keys = sorted(run_key(r) for r in requests)
-    key = _digest({"runs": keys, "seed": seed, "shuffle": shuffle})[:12]
+    key = sweep_key(keys, seed, shuffle)
     ordered = list(requests)
     if shuffle:  # from a canonical order, so the same runs and seed give the same order
         ordered.sort(key=run_key)
         random.Random(seed).shuffle(ordered)
-    previous = None if fresh else store.latest_sweep(key)
-    if previous is None:
-        sweep_id = key if store.latest_sweep(key) is None else _fresh_id(key)
+    sweep_id, history = resume_sweep(store, key, fresh)
+    if not history:
         return SweepPlan(sweep_id, key, seed, ordered)
-    history = store.query(sweep_id=previous)
     done = {record_key(r) for r in history if r.status == "ok"}
     newest = {record_key(r): r.reason for r in history}  # oldest first: newest wins
     reasons = {k: why for k, why in newest.items() if k not in done and why is not None}
-    return SweepPlan(previous, key, seed, ordered, done & set(keys), reasons=reasons)
+    return SweepPlan(sweep_id, key, seed, ordered, done & set(keys), reasons=reasons)
+
+
+def sweep_key(keys: list[str], seed: int = 0, shuffle: bool = True) -> str:
+    """A sweep's identity: a hash of its runs' keys (sorted) and its shuffle; the same work
+    asked for again gets the same key, so it resumes (a paper procedure's grid too)."""
+    return _digest({"runs": sorted(keys), "seed": seed, "shuffle": shuffle})[:12]
+
+
+def resume_sweep(store: Store, key: str, fresh: bool = False) -> tuple[str, list[RunRecord]]:
+    """``(sweep_id, records)``: the newest attempt of sweep ``key`` with its records (oldest
+    first) to resume, or a new attempt's id and no records (``fresh``, or none yet)."""
+    previous = None if fresh else store.latest_sweep(key)
+    if previous is None:
+        return (key if store.latest_sweep(key) is None else _fresh_id(key)), []
+    return previous, store.query(sweep_id=previous)
 
 
 def _fresh_id(key: str) -> str:

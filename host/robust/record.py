@@ -12,19 +12,22 @@ from aiot.host.store.provenance import base_provenance
 KINDS = ("robust-sysnoise", "robust-corrupt", "robust-attack")
 
 
-def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[dict], dict]):
+def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[dict], dict],
+                 sweep_id: str | None = None):
     """Run ``work(provenance)`` as one record of ``kind`` and return ``(result, record)``.
 
     ``work`` returns the result dict; it may add device/artifact facts to ``provenance``.
     The record's ``accuracy`` column is the result's ``clean_accuracy`` when it has one; a
     quantized target's result says its ``quantization`` (method, bits).
     A failure (or Ctrl-C) finishes the record as failed with the reason, then re-raises.
+    ``sweep_id`` files the record under a paper procedure's sweep (its resume point).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown robustness record kind {kind!r}")
     provenance = {**base_provenance(), "target": target.to_dict(), "weights": target.weights_provenance()}
     record = store.begin(kind, {**spec, "target": target.to_dict()}, provenance, device=target.device,
-                         model=target.label, format=target.fmt or "pytorch", threads=target.threads)
+                         model=target.label, format=target.fmt or "pytorch", threads=target.threads,
+                         sweep_id=sweep_id)
     try:
         result = work(provenance)
         if target.quantize:  # tables group a bit-width sweep by it

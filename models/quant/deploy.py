@@ -16,8 +16,10 @@ DequantizeLinear (ONNX), TFLite's int8 tensors and XNNPACK's QS8 kernels hold:
   model would run as int8 with its grid padded out, measuring nothing of its own. They stay
   measurable in PyTorch (``aiot train --quantize``).
 
-Formats: ``onnx`` (QDQ, run by ONNX Runtime). The others have no export of the learned
-scales yet; ``ort`` shares the ONNX export, but ONNX Runtime's mobile-format writer (1.32)
+Formats: ``onnx`` (QDQ, run by ONNX Runtime) and ``executorch`` (the same Q/DQ plan as
+``quantized_decomposed`` operators, lowered to XNNPACK's QS8 kernels: ``delegate=xnnpack``).
+The others have no export of the learned scales yet (full-integer TFLite: aiot's TFLite int8
+is ai-edge-quantizer's, which calibrates its own scales on a shard); ``ort`` shares the ONNX export, but ONNX Runtime's mobile-format writer (1.32)
 saves the QDQ graph's fused int32-bias DequantizeLinear with a missing input and then
 refuses its own file (``Conv_bias_dq``: input arg count), so it is refused until it can be
 saved at a lower optimization level and checked.
@@ -37,7 +39,7 @@ DEPLOY_METHODS = ("lsq",)
 #: level over now and then (the issue's bar for deployed quantized models is 99 %).
 QDQ_MIN_TOP1 = 0.99
 #: The formats that export the learned scales.
-DEPLOY_FORMATS = ("onnx",)
+DEPLOY_FORMATS = ("onnx", "executorch")
 
 
 def deployment_refusal(chosen: Quantization, fmt: str | None = None) -> str | None:

@@ -16,6 +16,7 @@ FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-ma
     ("dorefa:8", "onnx", "zero point 127.5"),
     ("lsq:8", "tflite", "no tflite export"),
     ("lsq:8", "ort", "no ort export"),
+    ("lsq:4", "executorch", "int8 is the narrowest integer type"),
 ])
 def test_what_does_not_deploy_says_why(option, fmt, words):
     from aiot.models.quant.deploy import deployment_refusal
@@ -23,6 +24,7 @@ def test_what_does_not_deploy_says_why(option, fmt, words):
 
     assert words in deployment_refusal(parse_quantize(option), fmt)
     assert deployment_refusal(parse_quantize("lsq:8"), "onnx") is None
+    assert deployment_refusal(parse_quantize("lsq:8"), "executorch") is None
 
 
 @pytest.mark.parametrize("args, words", [
@@ -143,8 +145,33 @@ def test_format_all_leaves_out_what_a_quantized_model_does_not_deploy_to():
     from aiot.converters.base import formats_for
     from aiot.models.model_ref import resolve_model
 
-    fits, left_out = formats_for(["onnx", "tflite", "ort"],
+    fits, left_out = formats_for(["onnx", "tflite", "ort", "executorch"],
                                  resolve_model("tiny_cnn_lsq8", quantized_ok=True))
-    assert fits == ["onnx"] and all("export of its learned scales" in why for why in left_out)
+    assert fits == ["onnx", "executorch"] and all("export of its learned scales" in why for why in left_out)
     fits, left_out = formats_for(["onnx"], resolve_model("tiny_cnn_lsq4", quantized_ok=True))
     assert fits == [] and "int8 is the narrowest" in left_out[0]
+
+
+@pytest.mark.slow
+def test_lsq8_lowers_to_xnnpack_int8_convolutions_in_executorch_with_parity(tmp_path):
+    """ExecuTorch: the same learned scales as quantized_decomposed Q/DQ, lowered whole to
+    XNNPACK, whose partition runs conv2 (DQ→Conv→Q) as an int8 convolution; the first conv and
+    conv3 (it feeds the float classifier) stay float, as in the ONNX graph."""
+    from aiot.converters.api import convert_model, read_sidecar
+    from aiot.core.errors import UsageError
+    from tests.converters.conftest import need_toolchain
+
+    need_toolchain("executorch")
+    weights = _trained_like(tmp_path)
+    result = convert_model("tiny_cnn_lsq8", "executorch", tmp_path / "out", weights=weights,
+                           dataset_samples=64)
+    side = read_sidecar(result.artifact)
+    assert side["converter"]["delegated_convs"] == {"int8": 1, "float": 2}
+    assert side["converter"]["portable_ops"] == [] and side["converter"]["xnnpack_partitions"] == 1
+    assert result.artifact.read_bytes()[4:8] == b"ET12"
+    parity = side["parity"]
+    assert parity["verdict"] == "pass" and parity["min_top1"] == 0.99
+    assert parity["dataset"]["top1_agreement"] >= 0.99 and parity["dataset"]["max_abs"] < 1e-2
+    with pytest.raises(UsageError, match="portable kernels have no quantized operators"):
+        convert_model("tiny_cnn_lsq8", "executorch", tmp_path / "portable", weights=weights,
+                      options={"delegate": "portable"})

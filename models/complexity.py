@@ -116,3 +116,18 @@ def count_complexity(model: nn.Module, input_shape: tuple[int, ...]) -> Complexi
     scaled = tuple((n, k, p, m // batch) for n, k, p, m in rows)
     params = sum(p.numel() for p in model.parameters())
     return Complexity(params=params, macs=sum(r[3] for r in scaled), by_layer=scaled)
+
+
+def count_built(builder, input_shape: tuple[int, ...]) -> Complexity:
+    """:func:`count_complexity` of the model ``builder()`` makes, built on PyTorch's ``meta``
+    device where it can be: counting needs shapes only, and a meta model allocates no weights,
+    initialises none and computes nothing (an ImageNet-size zoo model counts in a fraction of
+    the time). A model that cannot be built or run there (a data-dependent forward, a builder
+    that reads real tensors) is built and counted on the CPU instead."""
+    try:
+        with torch.device("meta"):
+            model = builder()
+        return count_complexity(model, input_shape)
+    except Exception:  # noqa: BLE001 - any meta failure: count the real model (it raises its own)
+        return count_complexity(builder(), input_shape)
+

@@ -19,7 +19,7 @@ from torch import nn
 
 from aiot.core.errors import ArtifactError
 from aiot.core.safe_load import UnpicklingRefused, load_tensors
-from aiot.models.complexity import Complexity, count_complexity
+from aiot.models.complexity import Complexity, count_built
 
 log = logging.getLogger(__name__)
 
@@ -228,8 +228,7 @@ class ModelSpec:
     def complexity(self) -> Complexity:
         """Parameters and multiply-accumulates of one image, counted from the graph (cached)."""
         if "complexity" not in self._cache:
-            model = self.builder().eval()
-            self._cache["complexity"] = count_complexity(model, (1, *self.input.shape))
+            self._cache["complexity"] = count_built(self.builder, (1, *self.input.shape))
         return self._cache["complexity"]
 
     def to_dict(self) -> dict[str, Any]:

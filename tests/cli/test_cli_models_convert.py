@@ -4,13 +4,19 @@ import sys
 
 import pytest
 
+#: The listings count every zoo model once per process (ModelSpec.complexity is cached): on one
+#: xdist worker the second listing reuses the first one's counts instead of counting again.
+ZOO_COUNTS = pytest.mark.xdist_group("zoo-counts")
 
+
+@ZOO_COUNTS
 def test_models_list_shows_counts_and_reference_flops(cli):
     rows = {r["name"]: r for r in cli.json("models", "list", "--paper", "aiot")}
     assert rows["tiny_cnn"]["params"] == 54_778 and rows["tiny_cnn"]["input"]["shape"] == [1, 28, 28]
     assert all(r["paper"] == "aiot" for r in rows.values())
 
 
+@ZOO_COUNTS
 def test_models_list_works_without_an_optional_model_package(cli, monkeypatch, tmp_path):
     from aiot.models import get_model_spec, model_facts
 
@@ -23,6 +29,7 @@ def test_models_list_works_without_an_optional_model_package(cli, monkeypatch, t
 
 
 @pytest.mark.slow
+@ZOO_COUNTS
 def test_models_list_table_has_every_model(cli):
     out = cli("models", "list").stdout
     for name in ("resnet50", "inception_v3", "densenet121", "squeezenet", "mobilenet_v2", "mnasnet",

@@ -252,6 +252,8 @@ def test_damaged_artifacts_give_a_clear_error(tiny, tmp_path, damage):
         caffe2.Caffe2Converter().reference_outputs(artifact, torch.zeros(1, 1, 28, 28).numpy())
 
 
+#: Random inputs and real images each zoo model's parity is checked on.
+ZOO_NOISE, ZOO_IMAGES = 2, 4
 ZOO = [  # model, operators its predict net must use
     ("resnet18_cifar", {"Add", "Conv", "SpatialBN", "Relu", "AveragePool", "FC"}),
     ("mobilenet_v2_mnist", {"Clip", "Add", "Conv", "SpatialBN"}),
@@ -268,7 +270,12 @@ def test_zoo_models_match_pytorch(tmp_path, model_name, ops):
     _, model = build_source_model(model_name)
     weights = tmp_path / "weights.pt"
     torch.save(_randomize_bn(model).state_dict(), weights)
-    res = convert_model(model_name, "caffe2", tmp_path, weights=weights)
+    # A few images: every one runs each emitted operator over its whole feature map in the
+    # float64 NumPy executor (minutes for 40 Inception images); the sample counts' defaults are
+    # the tiny model's (``tiny``) and EfficientNet-Lite0's (test_efficientnet_lite_convert).
+    res = convert_model(model_name, "caffe2", tmp_path, weights=weights, parity_samples=ZOO_NOISE,
+                        dataset_samples=ZOO_IMAGES)
+    assert res.parity["n"] == ZOO_NOISE
     assert res.parity["ok"] and res.parity["top1_agreement"] == 1.0, res.parity
     assert res.parity["max_abs"] <= 1e-4 or res.parity["max_rel"] <= 1e-5, res.parity
     assert ops <= set(read_sidecar(res.artifact)["converter"]["ops"])

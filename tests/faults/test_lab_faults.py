@@ -111,9 +111,14 @@ def start_lab(tmp_path: Path, bind: str = "127.0.0.1"):
     return address, alpha, beta
 
 
-@pytest.fixture
-def lab(tmp_path):
-    address, alpha, beta = start_lab(tmp_path)
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One two-node lab for the module's tests that only knock on it (starting one takes longer
+    than such a test). Its hosts have their own HOME and aiot state (:class:`Host`), so they need
+    nothing of a test's isolated environment. It is up until the module ends: its tests come
+    last in the file, as a second lab on this machine (the tests that start their own heads)
+    would fight it for Ray's fixed ports."""
+    address, alpha, beta = start_lab(tmp_path_factory.mktemp("lab"))
     try:
         yield address, alpha, beta
     finally:
@@ -137,50 +142,6 @@ def intrude(tmp_path: Path, address: str, **env: str) -> tuple[str, Path]:
     verdict = [line for line in done.stdout.splitlines() if line.startswith(("RAN", "REFUSED"))]
     assert verdict, (done.returncode, done.stdout[-1000:], done.stderr[-2000:])
     return verdict[-1], marker
-
-
-@pytest.mark.fault("a Ray client without the lab's token, on loopback")
-def test_a_client_without_the_token_is_refused_and_runs_nothing(lab, tmp_path):
-    address, alpha, beta = lab
-    # No token at all (RAY_AUTH_MODE unset: the client does not even know there is one).
-    verdict, marker = intrude(tmp_path, address)
-    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
-    # Token mode with a guessed token, and a made-up token in Ray's shared default path.
-    wrong = tmp_path / "guessed"
-    wrong.write_text("0" * 64)
-    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(wrong))
-    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
-    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="1" * 64)
-    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
-    # The same client with the head's token gets in: the token is what refused it above.
-    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(alpha.token))
-    assert verdict == f"RAN {os.getuid()}" and marker.exists(), verdict
-
-    # The token lives in aiot's state, private, never in Ray's shared ~/.ray/auth_token.
-    for host in (alpha, beta):
-        assert stat.S_IMODE(host.token.stat().st_mode) == 0o600
-        assert stat.S_IMODE(host.token.parent.stat().st_mode) == 0o700
-        assert not (Path(host.env["HOME"]) / ".ray" / "auth_token").exists()
-    assert beta.token.read_text() == alpha.token.read_text()
-
-    # aiot's own driver: refused without the token, in one line; let in with it.
-    stranger = Host(tmp_path, "stranger")
-    refused = stranger.run("lab", "status", "--address", address)
-    assert refused.returncode == 2 and "this host has no lab token" in refused.stderr, refused.stderr
-    refused = stranger.run("lab", "status", "--address", address, AIOT_LAB_TOKEN_FILE=str(wrong))
-    assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
-    assert not CPP_LOG.search(refused.stderr) and "Traceback" not in refused.stderr
-    # A node joining with a wrong token: one line, in seconds, and the wrong token is not kept.
-    started = time.monotonic()
-    refused = stranger.run("lab", "join", address, "--token", str(wrong))
-    assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
-    assert time.monotonic() - started < 30 and not stranger.token.exists()
-    assert not list((stranger.home / "state" / "lab").glob("node-*.json"))
-    rows = json.loads(stranger.aiot("lab", "status", "--address", address, "--json",
-                                    AIOT_LAB_TOKEN_FILE=str(alpha.token)))
-    assert len(rows) == 2 and all(r["alive"] for r in rows)
-    # Both nodes registered under the chosen address, not the machine's external one.
-    assert {r["address"] for r in rows} == {"127.0.0.1"}, rows
 
 
 def listening_sockets(pids: set[int]) -> list[tuple[str, int, int]]:
@@ -220,19 +181,6 @@ def session_pids(sid: int) -> set[int]:
 def _only_on(address: str, sockets: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     allowed = {address, f"::ffff:{address}"}
     return [s for s in sockets if s[0] not in allowed]
-
-
-@pytest.mark.fault("Ray listens on every interface despite --bind (loopback)")
-def test_every_listening_socket_of_the_lab_is_on_the_chosen_address(lab):
-    address, alpha, beta = lab
-    port = int(address.rpartition(":")[2])
-    # Workers come and go: let the nodes settle, and count a worker that exists now.
-    time.sleep(2)
-    pids = session_pids(alpha.node_pid()) | session_pids(beta.node_pid())
-    sockets = listening_sockets(pids)
-    assert any(p == port for _, p, _ in sockets), sockets  # the head's GCS is among them
-    assert len(sockets) >= 5, sockets  # GCS, and each node's raylet (2 ports) at least
-    assert _only_on("127.0.0.1", sockets) == [], sockets
 
 
 def _external_address() -> str | None:
@@ -380,3 +328,60 @@ def test_ctrl_c_and_sigterm_end_a_hanging_connect_at_once(tmp_path, silent_peer,
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == code and time.monotonic() - sent < 3, (proc.returncode, err)
     assert "Traceback" not in err and not CPP_LOG.search(err), err
+
+
+@pytest.mark.fault("a Ray client without the lab's token, on loopback")
+def test_a_client_without_the_token_is_refused_and_runs_nothing(lab, tmp_path):
+    address, alpha, beta = lab
+    # No token at all (RAY_AUTH_MODE unset: the client does not even know there is one).
+    verdict, marker = intrude(tmp_path, address)
+    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
+    # Token mode with a guessed token, and a made-up token in Ray's shared default path.
+    wrong = tmp_path / "guessed"
+    wrong.write_text("0" * 64)
+    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(wrong))
+    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
+    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="1" * 64)
+    assert verdict.startswith("REFUSED") and not marker.exists(), verdict
+    # The same client with the head's token gets in: the token is what refused it above.
+    verdict, marker = intrude(tmp_path, address, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(alpha.token))
+    assert verdict == f"RAN {os.getuid()}" and marker.exists(), verdict
+
+    # The token lives in aiot's state, private, never in Ray's shared ~/.ray/auth_token.
+    for host in (alpha, beta):
+        assert stat.S_IMODE(host.token.stat().st_mode) == 0o600
+        assert stat.S_IMODE(host.token.parent.stat().st_mode) == 0o700
+        assert not (Path(host.env["HOME"]) / ".ray" / "auth_token").exists()
+    assert beta.token.read_text() == alpha.token.read_text()
+
+    # aiot's own driver: refused without the token, in one line; let in with it.
+    stranger = Host(tmp_path, "stranger")
+    refused = stranger.run("lab", "status", "--address", address)
+    assert refused.returncode == 2 and "this host has no lab token" in refused.stderr, refused.stderr
+    refused = stranger.run("lab", "status", "--address", address, AIOT_LAB_TOKEN_FILE=str(wrong))
+    assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
+    assert not CPP_LOG.search(refused.stderr) and "Traceback" not in refused.stderr
+    # A node joining with a wrong token: one line, in seconds, and the wrong token is not kept.
+    started = time.monotonic()
+    refused = stranger.run("lab", "join", address, "--token", str(wrong))
+    assert refused.returncode == 1 and "refused this host's token" in refused.stderr, refused.stderr
+    assert time.monotonic() - started < 30 and not stranger.token.exists()
+    assert not list((stranger.home / "state" / "lab").glob("node-*.json"))
+    rows = json.loads(stranger.aiot("lab", "status", "--address", address, "--json",
+                                    AIOT_LAB_TOKEN_FILE=str(alpha.token)))
+    assert len(rows) == 2 and all(r["alive"] for r in rows)
+    # Both nodes registered under the chosen address, not the machine's external one.
+    assert {r["address"] for r in rows} == {"127.0.0.1"}, rows
+
+
+@pytest.mark.fault("Ray listens on every interface despite --bind (loopback)")
+def test_every_listening_socket_of_the_lab_is_on_the_chosen_address(lab):
+    address, alpha, beta = lab
+    port = int(address.rpartition(":")[2])
+    # Workers come and go: let the nodes settle, and count a worker that exists now.
+    time.sleep(2)
+    pids = session_pids(alpha.node_pid()) | session_pids(beta.node_pid())
+    sockets = listening_sockets(pids)
+    assert any(p == port for _, p, _ in sockets), sockets  # the head's GCS is among them
+    assert len(sockets) >= 5, sockets  # GCS, and each node's raylet (2 ports) at least
+    assert _only_on("127.0.0.1", sockets) == [], sockets

@@ -236,7 +236,8 @@ def _bomb(path: Path, shape: tuple, dtype: str = "<f4") -> Path:
                                                   "shape": shape})
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize
     chunk = bytes(1 << 24)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    # Deflate's fastest level: ~9x quicker to write than the default, still over 200:1 on zeros.
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         with archive.open("a.npy", "w", force_zip64=True) as member:
             member.write(header.getvalue())
             for start in range(0, size, len(chunk)):
@@ -260,7 +261,7 @@ def _peak_rss_mb() -> float:
 @pytest.mark.slow
 @pytest.mark.fault("compressed .npz inflated in full before its shape is checked")
 @pytest.mark.parametrize("shape, says", [
-    ((2**26, 9), "declares 2.2 GiB of arrays"),  # 2 MB of zip
+    ((2**26, 9), "declares 2.2 GiB of arrays"),  # 10 MB of zip
     ((2**24, 9), "has shape [16777216, 9]"),  # 576 MiB: under the cap, but the wrong shape
 ])
 def test_compressed_npz_is_checked_from_its_headers(cli, fault, tmp_path, two_input_onnx,

@@ -61,6 +61,27 @@ def test_count_complexity_by_hand():
     assert c.macs == 16 * 8 * 27 + 16 * 8 * 9 + 128 * 5
 
 
+def test_counts_come_from_the_meta_device_or_the_cpu_alike():
+    """Zoo models are counted on PyTorch's meta device (no weights: the known values above);
+    a model whose forward needs real values is counted on the CPU, with the same numbers."""
+    from aiot.models.complexity import count_built
+
+    class DataDependent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x if x.sum().item() >= 0 else -x)  # .item(): meta tensors have no value
+
+    devices = []
+    counted = count_built(lambda: devices.append(torch.empty(0).device.type) or DataDependent(), (1, 4))
+    assert devices == ["meta", "cpu"] and (counted.params, counted.macs) == (10, 8)
+    devices.clear()
+    assert count_built(lambda: devices.append(torch.empty(0).device.type) or torch.nn.Linear(4, 2),
+                       (1, 4)).macs == 8 and devices == ["meta"]
+
+
 def test_example_input_is_deterministic_and_normalised():
     spec = get_model_spec("tiny_cnn")
     a, b = spec.example_input(batch=3, seed=5), spec.example_input(batch=3, seed=5)

@@ -8,10 +8,11 @@ but INVALID run says why in its row, an emulated device says so.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 
 from aiot.core.untrusted import visible
-from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import (
     INVALID,
     VALID,
@@ -22,6 +23,9 @@ from aiot.host.engine.validity import (
 )
 from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
 from aiot.host.store.store import RunRecord, open_store
+
+if TYPE_CHECKING:
+    from aiot.host.engine.campaign import SweepPlan
 
 __all__ = ["device_cell", "format_cell", "invalid_reasons", "latency_ms", "parity_notes", "sort_key", "speedups",
            "status_cell", "stored_records", "sweep_records", "throughput"]
@@ -110,6 +114,9 @@ def device_cell(record: RunRecord) -> str:
 def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[RunRecord]:
     """The newest record of each run of a sweep (an ok one wins over a later failure),
     sorted as tables show them; ``keys`` limits it to those runs."""
+    # Here, not at the top: the run table (``results list``) needs none of the engine.
+    from aiot.host.engine.campaign import record_key
+
     newest: dict[str, RunRecord] = {}
     for r in store.query(sweep_id=sweep_id):  # oldest first
         key = record_key(r)
@@ -122,6 +129,8 @@ def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[Ru
 
 def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
     """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
+    from aiot.host.engine.campaign import run_key
+
     with open_store(results_dir) as store:
         return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
 

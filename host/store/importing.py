@@ -127,20 +127,16 @@ def _fast_fields(text: str) -> dict | None:
         got = _COLUMNS.decode(text)
     except (msgspec.DecodeError, RecursionError):
         return None
-    data = {}
-    for name in _Columns.__struct_fields__:
-        value = getattr(got, name)
-        if value is msgspec.UNSET:
-            continue
-        if name in _PART_NAMES:
-            raw = bytes(value)
-            if raw.startswith(b"{"):
-                value = {}
-            elif raw == b"null":
-                value = None
-            else:
-                return None
-        data[name] = value
+    unset = msgspec.UNSET
+    data = {k: v for k, v in msgspec.structs.asdict(got).items() if v is not unset}
+    for name in _PART_NAMES.intersection(data):
+        raw = bytes(data[name])
+        if raw.startswith(b"{"):
+            data[name] = {}
+        elif raw == b"null":
+            data[name] = None
+        else:
+            return None
     return data
 
 
@@ -208,12 +204,13 @@ class _ArrayReader:
         if self.missed > 32 + self.fast:
             return None
         end = self._candidate_end()
-        data = _fast_fields(self.buf[self.pos:end]) if end > self.pos else None
+        text = self.buf[self.pos:end] if end > self.pos else ""
+        data = _fast_fields(text) if text else None
         if data is None:
             self.missed += 1
             return None
         self.fast += 1
-        text, self.pos = self.buf[self.pos:end], end
+        self.pos = end
         self.items += 1
         return _Item(data, len(text), False, text=text, parts_decoded=False)
 

@@ -24,6 +24,7 @@ from aiot.host.cli._output import (
     state,
 )
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
+from aiot.host.cli.profile_view import print_profiles
 from aiot.host.cli.record_view import (
     FLAT_COLUMNS,
     Counted,
@@ -36,7 +37,10 @@ from aiot.host.cli.record_view import (
 from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import invalid_reasons
+from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
+from aiot.host.scores.om_infer import om_infer, pair_runs
+from aiot.host.scores.vips import device_scores, select_tests, si
 from aiot.host.store import open_store
 from aiot.host.store.compare import (
     BY,
@@ -47,7 +51,10 @@ from aiot.host.store.compare import (
     parse_check,
     resolve_set,
 )
+from aiot.host.store.identity import shape_detail
+from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 from aiot.host.store.queries import Filters, parse_time
+from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
 
 app = typer.Typer(no_args_is_help=True,
@@ -118,10 +125,6 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     """Show one record with its statistics and provenance."""
     from rich.table import Table
 
-    # Here, not at the top: they import the converters, which ``results list`` never needs.
-    from aiot.host.engine.input_shapes import shape_detail
-    from aiot.host.engine.input_values import values_detail
-
     with _open(ctx) as store:
         record = store.get(record_id)
     data = record.to_dict()
@@ -166,8 +169,6 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
         row("weights", _weights_line(prov["weights"]))
     row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
     out.print(table)
-    from aiot.host.cli.profile_view import print_profiles  # show alone draws profiles
-
     print_profiles([record])  # a --profile run's slowest operators, or why it has none
 
 
@@ -251,8 +252,6 @@ def recover(ctx: typer.Context) -> None:
     """
     from rich.markup import escape
 
-    from aiot.host.store.recover import recover_store
-
     done = recover_store(state(ctx).results_dir())
     # The count SQLite still gives (an index, read to its first damaged page) can fall short
     # of what the pages gave back: then it says nothing.
@@ -281,8 +280,6 @@ def outputs(
     Exits with code 1 when a device's output fingerprint differs beyond tolerance.
     """
     from rich.table import Table
-
-    from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 
     with _open(ctx) as store:
         drifts = output_drift(store.query(kind="latency", status="ok", sweep_id=sweep), reference)
@@ -505,8 +502,6 @@ def _latency_board(records, fmt, limit):
 
 def _vips_board(records, fmt, limit):
     """Devices by AIoTBench's VIPS, highest first (details: aiot score vips)."""
-    from aiot.host.scores.vips import device_scores, select_tests, si
-
     from rich.table import Table
 
     selection = select_tests([r for r in records if fmt is None or r.format == fmt])
@@ -524,8 +519,6 @@ def _vips_board(records, fmt, limit):
 
 def _om_infer_board(records, fmt, limit):
     """Binarizations by BiBench's OM_infer over their FP32 tflite baselines, highest first."""
-    from aiot.host.scores.om_infer import om_infer, pair_runs
-
     from rich.table import Table
 
     scores = [s for s in om_infer(pair_runs(records)) if fmt is None or s.format == fmt]

@@ -11,6 +11,8 @@ import typer
 from aiot.host.cli._output import message, print_json, safe, state
 from aiot.host.cli.options import JsonOpt
 from aiot.host.store import open_store
+from aiot.host.store.importing import ImportSummary, import_records
+from aiot.host.store.prune import parse_age, prune
 
 #: Refusals and conflicts named one per line before the summary; the rest counted.
 SHOWN = 20
@@ -38,9 +40,6 @@ def import_command(
     an interrupted import is resumed by running it again. Exits 1 when a record was refused
     or in conflict.
     """
-    # Here, not at the top: ``results list`` and the other commands need none of it.
-    from aiot.host.store.importing import ImportSummary, import_records
-
     summary = ImportSummary()
     with open_store(state(ctx).results_dir()) as store:
         import_records(store, source, summary)
@@ -72,8 +71,6 @@ def prune_command(
     Pending records, and every record of a sweep that still has pending ones (running, or
     to be resumed), are never pruned. All in one transaction.
     """
-    from aiot.host.store.prune import parse_age, prune
-
     age = parse_age(older_than) if older_than is not None else None
     with open_store(state(ctx).results_dir()) as store:
         summary = prune(store, age, keep, dry_run=dry_run, vacuum=vacuum)

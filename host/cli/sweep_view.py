@@ -8,8 +8,6 @@ but INVALID run says why in its row, an emulated device says so.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.markup import escape
 
 from aiot.core.untrusted import visible
@@ -22,13 +20,10 @@ from aiot.host.engine.validity import (
     short_reasons,
 )
 from aiot.host.store.identity import configuration, latency_ms, sort_key, variant
-from aiot.host.store.store import RunRecord, open_store
-
-if TYPE_CHECKING:
-    from aiot.host.engine.campaign import SweepPlan
+from aiot.host.store.store import RunRecord
 
 __all__ = ["device_cell", "format_cell", "invalid_reasons", "latency_ms", "parity_notes", "sort_key", "speedups",
-           "status_cell", "stored_records", "sweep_records", "throughput"]
+           "status_cell", "throughput"]
 
 
 def speedups(records: list[RunRecord]) -> dict[str, float | None]:
@@ -109,30 +104,6 @@ def device_cell(record: RunRecord) -> str:
     if emulated(prov.get("device") or {}):
         device = f"{device} (emulated)"
     return device
-
-
-def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[RunRecord]:
-    """The newest record of each run of a sweep (an ok one wins over a later failure),
-    sorted as tables show them; ``keys`` limits it to those runs."""
-    # Here, not at the top: the run table (``results list``) needs none of the engine.
-    from aiot.host.engine.campaign import record_key
-
-    newest: dict[str, RunRecord] = {}
-    for r in store.query(sweep_id=sweep_id):  # oldest first
-        key = record_key(r)
-        if keys is not None and key not in keys:
-            continue
-        if key not in newest or r.status == "ok" or newest[key].status != "ok":
-            newest[key] = r
-    return sorted(newest.values(), key=sort_key)
-
-
-def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
-    """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
-    from aiot.host.engine.campaign import run_key
-
-    with open_store(results_dir) as store:
-        return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
 
 
 def parity_notes(records: list[RunRecord]) -> list[str]:

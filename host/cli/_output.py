@@ -23,8 +23,10 @@ def _piped_width(stream) -> int | None:
     return None if stream.isatty() or os.environ.get("COLUMNS") else 160
 
 
-out = Console(highlight=False, soft_wrap=True, width=_piped_width(sys.stdout))
-err = Console(stderr=True, highlight=False, width=_piped_width(sys.stderr))
+# No emoji codes: a name from a user's file or a device (":fire:") is shown as it is, and a
+# table's every cell is not searched for them (a quarter of a 50-row run table's drawing).
+out = Console(highlight=False, soft_wrap=True, emoji=False, width=_piped_width(sys.stdout))
+err = Console(stderr=True, highlight=False, emoji=False, width=_piped_width(sys.stderr))
 
 
 @dataclass

@@ -36,12 +36,12 @@ from aiot.host.cli.options import (
 from aiot.host.cli.profile_view import print_profiles
 from aiot.host.cli.progress import RichRunListener
 from aiot.host.cli.run_table import print_run_table
-from aiot.host.cli.sweep_view import parity_notes, stored_records
+from aiot.host.cli.sweep_view import parity_notes, sort_key
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
 from aiot.host.devices.pull import outputs_dir, pull_outputs
 from aiot.host.devices.resolve import open_transport, resolve_name
-from aiot.host.engine.campaign import plan_sweep, run_campaign
+from aiot.host.engine.campaign import SweepPlan, plan_sweep, record_key, run_campaign, run_key
 from aiot.host.engine.estimate import LONG_S, estimate
 from aiot.host.engine.input_shapes import SYNTAX, flat_shapes, parse_inputs_args, parse_shape_args
 from aiot.host.engine.input_values import made_up_note, parse_value_args
@@ -57,7 +57,7 @@ from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.workspace import artifacts_dir
 from aiot.host.lab.session import LabSession
-from aiot.host.store import Push, open_store
+from aiot.host.store import Push, RunRecord, open_store
 from aiot.models.model_ref import split_models
 
 WarmupRuns = Annotated[int, typer.Option(help="Warm-up iterations (at least).")]
@@ -194,6 +194,25 @@ def _sweep(ctx, spec, as_json: bool) -> None:
     message(f"sweep {plan.sweep_id} done; see: aiot results list --sweep {plan.sweep_id}")
     if any(r.status == "failed" for r in records):
         raise typer.Exit(1)
+
+
+def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[RunRecord]:
+    """The newest record of each run of a sweep (an ok one wins over a later failure),
+    sorted as tables show them; ``keys`` limits it to those runs."""
+    newest: dict[str, RunRecord] = {}
+    for r in store.query(sweep_id=sweep_id):  # oldest first
+        key = record_key(r)
+        if keys is not None and key not in keys:
+            continue
+        if key not in newest or r.status == "ok" or newest[key].status != "ok":
+            newest[key] = r
+    return sorted(newest.values(), key=sort_key)
+
+
+def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
+    """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
+    with open_store(results_dir) as store:
+        return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
 
 
 def _print_records(records, as_json: bool) -> None:

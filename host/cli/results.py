@@ -37,7 +37,6 @@ from aiot.host.cli.record_view import (
 from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import invalid_reasons
-from aiot.host.engine.input_shapes import shape_detail
 from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import emulated, limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
@@ -53,6 +52,7 @@ from aiot.host.store.compare import (
     parse_check,
     resolve_set,
 )
+from aiot.host.store.identity import shape_detail
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.recover import recover_store

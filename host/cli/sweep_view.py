@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from aiot.core.errors import AiotError
 from aiot.core.untrusted import visible
-from aiot.host.engine.campaign import SweepPlan, record_key, run_key
 from aiot.host.engine.validity import (
     INVALID,
     VALID,
@@ -22,12 +21,12 @@ from aiot.host.engine.validity import (
     short_reasons,
 )
 from aiot.host.store.identity import Configuration, configuration, latency_ms, sort_key, variant
-from aiot.host.store.store import RunRecord, open_store
+from aiot.host.store.store import RunRecord
 from aiot.models.quant.deploy import deployment_refusal
 from aiot.models.quant.methods import split_suffix
 
 __all__ = ["device_cell", "format_cell", "int8_speedups", "invalid_reasons", "latency_ms", "parity_notes",
-           "sort_key", "speedups", "status_cell", "stored_records", "sweep_records", "throughput"]
+           "sort_key", "speedups", "status_cell", "throughput"]
 
 #: Converter options that make an artifact integer (TFLite's full-integer and dynamic-range).
 INT8_QUANT = ("int8", "dynamic-int8")
@@ -146,25 +145,6 @@ def device_cell(record: RunRecord) -> str:
     if emulated(prov.get("device") or {}):
         device = f"{device} (emulated)"
     return device
-
-
-def sweep_records(store, sweep_id: str, keys: set[str] | None = None) -> list[RunRecord]:
-    """The newest record of each run of a sweep (an ok one wins over a later failure),
-    sorted as tables show them; ``keys`` limits it to those runs."""
-    newest: dict[str, RunRecord] = {}
-    for r in store.query(sweep_id=sweep_id):  # oldest first
-        key = record_key(r)
-        if keys is not None and key not in keys:
-            continue
-        if key not in newest or r.status == "ok" or newest[key].status != "ok":
-            newest[key] = r
-    return sorted(newest.values(), key=sort_key)
-
-
-def stored_records(results_dir, plan: SweepPlan) -> list[RunRecord]:
-    """Every run of ``plan`` as the store holds it now (resumed runs included), sorted."""
-    with open_store(results_dir) as store:
-        return sweep_records(store, plan.sweep_id, {run_key(r) for r in plan.requests})
 
 
 def parity_notes(records: list[RunRecord]) -> list[str]:

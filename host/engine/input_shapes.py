@@ -24,7 +24,7 @@ from aiot.host.engine.shape_guess import propose
 from aiot.host.engine.signature import artifact_signature, is_artifact_file
 
 # One writer of a shape and of the shapes a record ran at: the store's identity (labels too).
-from aiot.host.store.identity import dims_text, record_shapes
+from aiot.host.store.identity import dims_text
 
 #: How a converting model's bare shape is named: its factory takes the one shape whatever
 #: the name (see ``aiot.converters.source``).
@@ -338,17 +338,3 @@ def _batch_note(model: str, shapes: dict, defaulted: tuple[str, ...]) -> str:
     runs = ", ".join(f"{n}={dims_text(shapes[n])}" for n in defaulted)
     return (f"{model}: free batch dim set to 1 ({runs}), as benchmark_model and "
             "onnxruntime_perf_test do; --input-shape sets another")
-
-
-# -- display -------------------------------------------------------------------------------------
-
-def shape_detail(record) -> str:
-    """The ``results show`` line: every input, and which batch dims aiot set to 1."""
-    shapes = record_shapes(record)
-    if not shapes:
-        return "—"
-    text = ", ".join(f"{n} {dims_text(d)}" for n, d in shapes.items())
-    defaulted = (record.provenance or {}).get("input_shapes_defaulted")
-    if defaulted:
-        text += f" (free batch dim set to 1: {', '.join(defaulted)})"
-    return text

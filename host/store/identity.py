@@ -272,3 +272,15 @@ def shape_label(record, width: int | None = 24) -> str:
     else:
         text = " ".join(f"{n}={dims_text(d)}" for n, d in shapes.items())
     return text if width is None or len(text) <= width else text[:width - 1] + "…"
+
+
+def shape_detail(record) -> str:
+    """The ``results show`` line: every input, and which batch dims aiot set to 1."""
+    shapes = record_shapes(record)
+    if not shapes:
+        return "—"
+    text = ", ".join(f"{n} {dims_text(d)}" for n, d in shapes.items())
+    defaulted = (record.provenance or {}).get("input_shapes_defaulted")
+    if defaulted:
+        text += f" (free batch dim set to 1: {', '.join(defaulted)})"
+    return text

@@ -7,7 +7,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import msgspec
+
 from aiot.host.store.store import RunRecord, Store, _row_to_record
+
+_DECODER = msgspec.json.Decoder()
+
+
+def _loads(text: str):
+    """``json.loads(text)``, by msgspec (2-3x faster on a record's small parts); a text it
+    does not take (NaN, an integer past 64 bits, both of which Python writes) by json."""
+    try:
+        return _DECODER.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 def count(store: Store, sweep_id: str | None = None) -> int:
@@ -51,15 +64,16 @@ def _slim_record(row: tuple, decoded: dict) -> RunRecord:
     if spec not in decoded:
         decoded[spec] = json.loads(spec)
     if facts not in decoded:
-        decoded[facts] = dict(zip(SLIM_PROVENANCE, json.loads(facts) if facts else ()))
-    provenance = {k: v for k, v in decoded[facts].items() if v is not None}
-    values = json.loads(state) if state else ()
+        decoded[facts] = {k: v for k, v in zip(SLIM_PROVENANCE, json.loads(facts) if facts else ())
+                          if v is not None}
+    provenance = dict(decoded[facts])
+    values = _loads(state) if state else ()
     if any(v is not None for v in values):
         half = len(SLIM_STATE)
         provenance["device_state"] = {"before": dict(zip(SLIM_STATE, values[:half])),
                                       "after": dict(zip(SLIM_STATE, values[half:]))}
     if latency and result is not None:
-        mean, *rest = json.loads(result)
+        mean, *rest = _loads(result)
         result = dict(zip(SLIM_RESULT[1:], rest), stats_ms={"mean": mean})
     elif result is not None:
         result = json.loads(result)

@@ -48,6 +48,16 @@ def other_host(tmp_path, cli):
     return folder, export, ids
 
 
+#: How an export file may be laid out: as ``results export`` writes it (read by msgspec, its
+#: closing brace found by its indent), a record a line (also msgspec), all on one line (the
+#: standard library's decoder). Each hostile case is read in each.
+LAYOUTS = {
+    "as exported": lambda records: json.dumps(records, indent=2, sort_keys=True) + "\n",
+    "a record a line": lambda records: "[\n" + ",\n".join(map(json.dumps, records)) + "\n]\n",
+    "one line": json.dumps,
+}
+
+
 def _stored_ids() -> set[str]:
     with open_store(Path(os.environ["AIOT_RESULTS_DIR"]), readonly=True) as store:
         return {r.id for r in store.query()}
@@ -106,14 +116,16 @@ HOSTILE = {
 }
 
 
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
 @pytest.mark.parametrize("case", sorted(HOSTILE))
-def test_hostile_record_is_refused_naming_it_the_rest_imported(cli, other_host, tmp_path, case):
+def test_hostile_record_is_refused_naming_it_the_rest_imported(cli, other_host, tmp_path, case,
+                                                               layout):
     _folder, export, ids = other_host
     name, value, why = HOSTILE[case]
     records = json.loads(export.read_text())
     records[2][name] = value
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(records))  # NaN written as JSON's NaN, as json.dumps does
+    bad.write_text(LAYOUTS[layout](records))  # NaN written as JSON's NaN, as json.dumps does
     result = cli("results", "import", str(bad), code=1)
     assert result.stdout.strip() == "5 imported, 0 already present, 0 conflicts, 1 refused"
     refusal = [line for line in result.stderr.splitlines() if line.startswith("refused:")]
@@ -123,17 +135,36 @@ def test_hostile_record_is_refused_naming_it_the_rest_imported(cli, other_host, 
     assert ids[2] not in _stored_ids() and len(_stored_ids()) == 5
 
 
-def test_duplicate_ids_in_one_file_store_one(cli, other_host, tmp_path):
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_duplicate_ids_in_one_file_store_one(cli, other_host, tmp_path, layout):
     _folder, export, ids = other_host
     records = json.loads(export.read_text())
     twice = tmp_path / "twice.json"
-    twice.write_text(json.dumps(records + [records[1]]))
+    twice.write_text(LAYOUTS[layout](records + [records[1]]))
     result = cli("results", "import", str(twice))
     assert result.stdout.strip() == "6 imported, 1 already present, 0 conflicts, 0 refused"
     other = dict(records[1], reason="edited")
-    twice.write_text(json.dumps([records[1], other]))
+    twice.write_text(LAYOUTS[layout]([records[1], other]))
     result = cli("results", "import", str(twice), code=1)
     assert "1 conflicts" in result.stdout
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_every_layout_reads_the_records_the_standard_library_reads(other_host, tmp_path, layout):
+    """The fast reading (msgspec) gives each record's text and columns as json reads them, and
+    is the one used for the layouts aiot writes."""
+    from aiot.host.store.importing import read_export
+
+    _folder, export, _ids = other_host
+    records = json.loads(export.read_text())
+    path = tmp_path / "laid.json"
+    path.write_text(LAYOUTS[layout](records))
+    items = list(read_export(path))
+    assert [json.loads(item.text) for item in items] == records
+    for item, record in zip(items, records, strict=True):
+        assert {k: v for k, v in item.data.items() if k not in ("spec", "result", "provenance")} \
+            == {k: v for k, v in record.items() if k not in ("spec", "result", "provenance")}
+    assert all(not item.parts_decoded for item in items) == (layout != "one line")
 
 
 def test_truncated_export_keeps_whole_batches_and_resumes(cli, other_host, tmp_path, monkeypatch):
@@ -257,14 +288,17 @@ def test_prune_needs_a_rule_and_a_readable_age(cli):
                                                    code=2).stderr
 
 
-def test_a_field_given_twice_is_refused_not_stored_as_sqlite_reads_it(cli, other_host, tmp_path):
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_field_given_twice_is_refused_not_stored_as_sqlite_reads_it(cli, other_host, tmp_path,
+                                                                      layout):
     _folder, export, ids = other_host
     records = json.loads(export.read_text())
-    first = json.dumps(records[0])
-    # Python keeps the last "spec", SQLite's json_extract the first: stored would be the text.
-    twice = first.replace('"spec": {', '"spec": "rm -rf", "spec": {', 1)
+    # Python and msgspec keep the last "spec", SQLite's json_extract the first: stored would
+    # be the text.
+    text = LAYOUTS[layout](records)
+    twice = text.replace('"spec": {', '"spec": "rm -rf", "spec": {', 1)
     bad = tmp_path / "twice.json"
-    bad.write_text("[" + ",".join([twice, *map(json.dumps, records[1:])]) + "]")
+    bad.write_text(twice)
     result = cli("results", "import", str(bad), code=1)
     assert result.stdout.strip() == "5 imported, 0 already present, 0 conflicts, 1 refused"
     assert f"refused: record {ids[0]} has a field given twice" in result.stderr

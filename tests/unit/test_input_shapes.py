@@ -14,11 +14,10 @@ from aiot.host.engine.input_shapes import (
     bind_shapes,
     flat_shapes,
     parse_shape_args,
-    shape_detail,
 )
 from aiot.host.engine.runs import RunRequest, expand_targets
 from aiot.host.engine.shape_guess import propose
-from aiot.host.store.identity import shape_label
+from aiot.host.store.identity import shape_detail, shape_label
 from aiot.models.model_ref import resolve_model
 
 

@@ -14,12 +14,22 @@ from tests.app.conftest import need_tools
 TOOLS = ("javac", "java", "keytool", "aapt2", "zipalign", "apksigner", "dexdump", "dpkg-deb")
 
 
+@pytest.fixture(scope="module")
+def first_build(tmp_path_factory) -> dict:
+    """The module's own cache (other tests build into the session's) and, once made, the
+    report of its first ``app build``."""
+    return {"cache": tmp_path_factory.mktemp("app-build-cache")}
+
+
 @pytest.fixture
-def built(cli, app_env, tmp_path, monkeypatch):
-    """A first build, in a cache of this test's own (other tests build into the session's)."""
+def built(cli, app_env, first_build, monkeypatch):
+    """The report of the first build in the module's cache: the first test to ask builds the
+    APK (javac, d8, aapt2, a new key); the others share it instead of building their own."""
     need_tools(*TOOLS)
-    monkeypatch.setenv("AIOT_CACHE_DIR", str(tmp_path / "cache"))
-    return cli.json("app", "build")
+    monkeypatch.setenv("AIOT_CACHE_DIR", str(first_build["cache"]))
+    if "report" not in first_build:
+        first_build["report"] = cli.json("app", "build")
+    return first_build["report"]
 
 
 def _run(*argv: str) -> str:

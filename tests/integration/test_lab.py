@@ -96,6 +96,7 @@ def test_sweep_through_a_two_node_lab_survives_a_node_killed_mid_sweep(cli, lab)
     assert inventory.load() == {} or set(inventory.load()) <= {"local"}  # the driver owns no device
     status = cli.json("lab", "status", "--address", address)
     assert {(r["device"], r["state"]) for r in status} == {("dev-a", "online"), ("dev-b", "online")}
+    _refuses_a_device_no_node_owns(cli, address)
 
     # The CLI, as a technician types it: every run stored here, each measured by its owner.
     records = cli.json("sweep", "--lab", address, "-d", "dev-a,dev-b", "-m", "tiny_cnn", "-f", "onnx",
@@ -135,8 +136,9 @@ def test_sweep_through_a_two_node_lab_survives_a_node_killed_mid_sweep(cli, lab)
     assert sorted(stored_run_key(r) for r in everything if r.status == "ok") == sorted(map(run_key, requests))
 
 
-def test_lab_refuses_a_device_no_node_owns(cli, lab):
-    address, _alpha, _beta = lab
+def _refuses_a_device_no_node_owns(cli, address: str) -> None:
+    """A sweep naming a device no node owns is refused before any run (checked inside the
+    test above: a lab of its own would cost two more emulators and Ray nodes)."""
     refused = cli("sweep", "--lab", address, "-d", "dev-z", "-m", "tiny_cnn", "-f", "onnx", "--threads", "1",
                   code=2)
     assert "no live node of the lab" in refused.stderr and "dev-a, dev-b" in refused.stderr

@@ -14,8 +14,9 @@ def test_unknown_size_and_device_are_refused_in_one_line(cli):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not arm64.missing_tools(), reason="the same grid on this host, with the same checks, "
-                    "runs in tests/integration/test_bibench_arm64.py beside the emulated board")
+@pytest.mark.skipif(not arm64.missing_tools(), reason="the grid on this host, with the same checks (on "
+                    "ResNet18; the whole grid's shape in tests/unit/test_bibench_hw.py), runs in "
+                    "tests/integration/test_bibench_arm64.py beside the emulated board")
 def test_local_cifar_grid_prints_speedups_and_om_infer(cli):
     pytest.importorskip("litert_torch")
     args = ("paper", "bibench", "--device", "local", "--size", "cifar", "--threads", "1",

@@ -25,6 +25,28 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("COLUMNS", "LINES"):
         os.environ.pop(_name, None)
 
+
+def _signals_as_a_foreground_job() -> None:
+    """SIGINT and SIGQUIT back to their defaults where the suite inherited them ignored.
+
+    A shell without job control starts a background command (`make test &` in a script, a CI
+    runner's step) with both ignored; every aiot process a test starts would inherit that, and
+    aiot rightly keeps an ignored signal ignored (as Python does with SIGINT), so the tests that
+    send Ctrl-C or Ctrl-\\ would see it pass unnoticed. SIGHUP is left alone: under nohup the
+    suite itself must outlive its terminal (the test that sends it resets it in its child).
+    """
+    import signal
+
+    for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+        try:
+            if signal.getsignal(signum) is signal.SIG_IGN:
+                signal.signal(signum, default)
+        except ValueError:  # not the main thread: nothing this process can change
+            pass
+
+
+_signals_as_a_foreground_job()
+
 import aiot.host.cli  # noqa: E402 - the CLI's consoles read the environment above
 from aiot.host.cli.app import app  # noqa: E402
 

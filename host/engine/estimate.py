@@ -10,13 +10,14 @@ is a likely cache hit, not a promise: the conversion itself still checks it is t
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import aiot
+from aiot.converters.sidecar import SUFFIX, read_sidecar
+from aiot.core.errors import ArtifactError
 
 #: Rough seconds per conversion where none of that format is recorded here (the LCE figure is
 #: a ResNet's on a laptop: TensorFlow's converter took 2.5–5 minutes per model).
@@ -122,12 +123,12 @@ def _label(request) -> str:
 def _sidecars(artifacts_dir: Path) -> list[dict]:
     """This aiot's sidecars in ``artifacts_dir`` (a file that does not read is no cache)."""
     found = []
-    for path in sorted(Path(artifacts_dir).glob("*.aiot.json")):
+    for path in sorted(Path(artifacts_dir).glob(f"*{SUFFIX}")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_sidecar(path.with_name(path.name[:-len(SUFFIX)]))
+        except ArtifactError:
             continue
-        if isinstance(data, dict) and data.get("aiot_version") == aiot.__version__:
+        if data.get("aiot_version") == aiot.__version__:
             found.append(data)
     return found
 

@@ -11,6 +11,7 @@ from aiot.converters.api import zoo_ref
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import message, out, print_json, safe, spinner
 from aiot.host.cli.options import split_list
+from aiot.host.cli.wide_table import wide_tables
 from aiot.host.engine.preflight import check_data_options
 from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
 from aiot.host.robust.robustmq import Grid, check_grid, default_models, run_grid
@@ -60,9 +61,10 @@ def run_and_print(grid: Grid, results_dir, fresh: bool, as_json: bool) -> dict:
 def print_report(result: dict) -> None:
     """Every table in the paper's order, the trends, the failures, the paper's source."""
     for table in result["tables"]:
-        out.print(_grid(table) if table["kind"] == "grid" else _detail(table))
-        if table["kind"] == "detail":
-            out.print(_paper_detail(table, result["grid"]))
+        if table["kind"] == "grid":
+            out.print(_grid(table))
+        else:  # 18 columns of corruptions or sequences: in parts on a narrow terminal
+            out.print(*_detail(table), *_paper_detail(table, result["grid"]))
         for line in _reasons(table):
             out.print(f"  [yellow]{safe(line)}[/]")
     if result["trends"]:
@@ -121,29 +123,24 @@ def _reading_rows(view: Table, table: dict) -> None:
                        for c in table["columns"]))
 
 
-def _detail(table: dict) -> Table:
-    view = Table("method", "bits", *map(escape, table["columns"]),
-                 title=f"Table {table['table']}: {escape(table['title'])} · aiot")
+def _detail(table: dict) -> list[Table]:
     digits = ".3f" if table["table"] == 8 else ".2f"
-    for row in table["rows"]:
-        values = row["values"] or [None] * len(table["columns"])
-        view.add_row(row["method"], str(row["bits"]),
-                     *("—" if v is None else format(v, digits) for v in values))
-    return view
+    rows = [[row["method"], str(row["bits"]),
+             *("—" if v is None else format(v, digits) for v in row["values"] or [None] * len(table["columns"]))]
+            for row in table["rows"]]
+    return wide_tables(f"Table {table['table']}: {escape(table['title'])} · aiot", ("method", "bits"),
+                       [escape(c) for c in table["columns"]], rows, out.width)
 
 
-def _paper_detail(table: dict, grid: dict) -> Table:
+def _paper_detail(table: dict, grid: dict) -> list[Table]:
     """The paper's rows of the same table (ResNet18 on ImageNet) at the grid's methods and widths."""
     data = table["paper"]
     wanted = {(m, b) for m in ("DoReFa", "PACT", "LSQ") for b in grid["bits"]
               if m.lower() in [x.lower() for x in grid["methods"]]}
-    view = Table("method", "bits", *data["columns"], style="dim",
-                 title=f"Table {table['table']} in the paper ({data['architecture']}, ImageNet)")
-    for row in data["rows"]:
-        if row["method"] == "FP" or (row["method"], row["bits"]) in wanted:
-            view.add_row(row["method"], str(row["bits"]),
-                         *(v if v == "NC" else f"{v:g}" for v in row["values"]))
-    return view
+    rows = [[row["method"], str(row["bits"]), *(v if v == "NC" else f"{v:g}" for v in row["values"])]
+            for row in data["rows"] if row["method"] == "FP" or (row["method"], row["bits"]) in wanted]
+    return wide_tables(f"Table {table['table']} in the paper ({data['architecture']}, ImageNet)",
+                       ("method", "bits"), data["columns"], rows, out.width, style="dim")
 
 
 def _reasons(table: dict) -> list[str]:

@@ -93,7 +93,7 @@ COMMANDS: Table = {
                         "the results folder."),
     "run": ("measure", "Measure one model in one format on one device at one thread count."),
     "sweep": ("measure", "Measure every combination of devices × models × formats × delegates "
-                         "× clusters × threads\n(× --via shell,app on Android devices)."),
+                         "× clusters × threads (× --via shell,app on Android devices)."),
     "train": ("train", "Train a zoo model (Adam, cosine schedule) and store the weights and a "
                        "train record."),
     "demo": ("demo", "Train a small CNN on Fashion-MNIST, convert to ONNX and TFLite, sweep "

@@ -32,7 +32,32 @@ def load_commands(table: Table, module_name: str, rich_markup_mode=None) -> dict
         for name, (owner, _) in table.items():
             if owner == module_name:
                 holder.add_typer(module.app, name=name)
-    return dict(typer.main.get_group(holder).commands)
+    commands = dict(typer.main.get_group(holder).commands)
+    for command in commands.values():
+        _reflow_help(command)
+    return commands
+
+
+def reflow(text: str) -> str:
+    """A docstring's paragraphs with their source line breaks joined: Typer's Rich help keeps
+    the single line breaks of every paragraph after the first, so a help text wrapped at 100
+    columns in the source came out ragged at any other width. A paragraph whose lines start
+    with a list mark or an indent keeps its lines."""
+    paragraphs = []
+    for paragraph in text.strip().split("\n\n"):
+        lines = paragraph.split("\n")
+        kept = any(line[:1] in (" ", "-", "*", "\b") for line in lines[1:])
+        paragraphs.append(paragraph if kept else " ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow_help(command: Command) -> None:
+    if command.help:
+        command.help = reflow(command.help)
+    subcommands = getattr(command, "commands", {})
+    if not isinstance(subcommands, _LazyCommands):  # a lazy group's are reflowed as they load
+        for sub in subcommands.values():
+            _reflow_help(sub)
 
 
 class _LazyCommands(MutableMapping):

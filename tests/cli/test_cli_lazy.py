@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 from aiot.host.cli.app import COMMANDS
-from aiot.host.cli.lazy import load_commands
+from aiot.host.cli.lazy import load_commands, reflow
 from aiot.host.cli.robust import SUITES
 
 
@@ -69,3 +69,11 @@ def test_the_robust_help_imports_no_suite(cli):
     assert "sysnoise" in stdout and "attack" in stdout
     assert "robust_" not in loaded and "'numpy'" not in loaded, loaded
     assert "robust attack [OPTIONS]" in cli("robust", "attack", "--help").stdout
+
+
+def test_a_help_paragraph_after_the_first_is_reflowed_but_a_list_keeps_its_lines():
+    text = "First line\nof the summary.\n\nSecond paragraph,\nwrapped in the source.\n\n- one\n- two"
+    assert reflow(text) == ("First line of the summary.\n\nSecond paragraph, wrapped in the source."
+                            "\n\n- one\n- two")
+    real = load_commands(COMMANDS, COMMANDS["sweep"][0])["sweep"]
+    assert "running the same command again resumes" in real.help  # joined: no source break left

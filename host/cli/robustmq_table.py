@@ -126,7 +126,8 @@ def _reading_rows(view: Table, table: dict) -> None:
 def _detail(table: dict) -> list[Table]:
     digits = ".3f" if table["table"] == 8 else ".2f"
     rows = [[row["method"], str(row["bits"]),
-             *("—" if v is None else format(v, digits) for v in row["values"] or [None] * len(table["columns"]))]
+             *("—" if v is None else v if v == "NC" else format(v, digits)
+               for v in row["values"] or [None] * len(table["columns"]))]
             for row in table["rows"]]
     return wide_tables(f"Table {table['table']}: {escape(table['title'])} · aiot", ("method", "bits"),
                        [escape(c) for c in table["columns"]], rows, out.width)

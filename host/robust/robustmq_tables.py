@@ -64,11 +64,28 @@ def _pct(value) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value * 100
 
 
-class CellResults:
-    """One cell's ok results by suite, and the metrics the tables print."""
+#: A cell whose clean accuracy is below this many times chance did not converge: the paper
+#: prints such a model's every number as "NC" (its PACT 2-bit ResNet18), and so does aiot,
+#: since the robustness of a model that has learned nothing measures nothing.
+NC_FACTOR = 2.0
+NC = "NC"
 
-    def __init__(self, results: dict[str, dict]):
+
+class CellResults:
+    """One cell's ok results by suite, and the metrics the tables print (``"NC"`` for every
+    number of a cell that did not converge, as the paper prints them)."""
+
+    def __init__(self, results: dict[str, dict], chance: float | None = None):
         self.results = results
+        self.chance = chance
+
+    def unconverged(self) -> str | None:
+        """Why the cell counts as not converged (its clean accuracy against chance), or None."""
+        clean = self.clean()
+        if clean is None or self.chance is None or clean >= NC_FACTOR * self.chance:
+            return None
+        return (f"not converged: clean accuracy {clean * 100:.2f}% is below {NC_FACTOR:g}× "
+                f"chance ({self.chance * 100:.2f}%)")
 
     def clean(self) -> float | None:
         """Clean accuracy (fraction): the attack suite's, else the corruption or sysnoise suite's."""
@@ -85,6 +102,8 @@ class CellResults:
         result = self.results.get(suite) if suite else None
         if suite and result is None:
             return None
+        if self.unconverged():
+            return NC
         if table == 1:
             clean = _pct(self.clean())
             return None if clean is None else [clean]
@@ -147,7 +166,8 @@ def cell_results(grid: Grid, records: dict) -> dict[Cell, CellResults]:
         record = records.get(job.key)
         if record is not None and record.status == "ok" and record.result:
             found.setdefault(job.cell, {})[job.suite] = record.result
-    return {cell: CellResults(found.get(cell, {})) for cell in grid.cells()}
+    return {cell: CellResults(found.get(cell, {}), 1 / get_model_spec(cell.model).num_classes)
+            for cell in grid.cells()}
 
 
 def _status(grid: Grid, records: dict, cell: Cell, suite: str | None) -> str:
@@ -188,12 +208,12 @@ def _grid_table(number: int, grid: Grid, cells: dict, records: dict) -> dict:
             for bits in grid.bits if method else ():
                 cell = Cell(model, f"{method}:{bits}")
                 row["cells"][str(bits)] = cells[cell].values(number)
-                if row["cells"][str(bits)] is None:
-                    row["why"][str(bits)] = _status(grid, records, cell, suite)
+                if row["cells"][str(bits)] in (None, NC):
+                    row["why"][str(bits)] = cells[cell].unconverged() or _status(grid, records, cell, suite)
             if index == 0:
                 row["cells"]["32"] = fp
-                if fp is None:
-                    row["why"]["32"] = _status(grid, records, Cell(model), suite)
+                if fp in (None, NC):
+                    row["why"]["32"] = cells[Cell(model)].unconverged() or _status(grid, records, Cell(model), suite)
             row["paper"] = paper_cells(data, arch, method, grid.bits, index == 0)
             rows.append(row)
     return {"table": number, "kind": "grid", "title": title, "fields": list(fields),
@@ -217,6 +237,8 @@ def _detail_table(number: int, grid: Grid, model: str, cells: dict) -> dict:
     for cell in (c for c in grid.cells() if c.model == model):
         values = _detail_values(number, cells[cell])
         columns = columns or list(values or ())
+        if values is not None and cells[cell].unconverged():
+            values = dict.fromkeys(values, NC)
         rows.append({"method": METHODS.get(cell.method).title if cell.method else "FP",
                      "bits": cell.bits, "values": None if values is None else list(values.values())})
     detail = paper()["details"][str(number)]
@@ -269,8 +291,8 @@ def trends(grid: Grid, cells: dict) -> list[dict]:
                     continue
                 a = cells[Cell(model, f"{method}:{low}")].values(table)
                 b = cells[Cell(model, f"{method}:{high}")].values(table)
-                if a is None or b is None or a[index] is None or b[index] is None:
-                    continue
+                if NC in (a, b) or a is None or b is None or a[index] is None or b[index] is None:
+                    continue  # not run, or not converged: nothing to compare
                 holds = (a[index] - b[index]) * sign > 0
                 found.append({"model": model, "method": METHODS.get(method).title, "claim": claim,
                               "low": a[index], "high": b[index], "bits": [low, high], "holds": holds})

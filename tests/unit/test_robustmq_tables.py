@@ -144,3 +144,28 @@ def test_rows_of_the_papers_architectures_carry_its_numbers_and_say_what_did_not
     assert "Table 3: FGSM: AR (%) and AAI (%)" in text and "paper 36.49 (48.17%)" in text
     assert "paper NC" in text and "not run: resnet18_mnist PACT 2-bit" in text
     assert "paper ResNet18" not in text  # its own rows carry the paper's numbers
+
+
+def test_a_cell_that_did_not_converge_is_nc_in_every_table_as_the_paper_prints_it():
+    from types import SimpleNamespace
+
+    from aiot.host.cli._output import out
+    from aiot.host.cli.robustmq_table import print_report
+    from aiot.host.robust.robustmq_tables import report
+
+    grid = Grid(("tiny_cnn",), ("pact",), (2, 8), "digits", 8, suites=("attack",))
+    clean = {Cell("tiny_cnn"): 0.9, Cell("tiny_cnn", "pact:2"): 0.12, Cell("tiny_cnn", "pact:8"): 0.85}
+    records = {job.key: SimpleNamespace(status="ok", reason=None, result={"summary": {
+        "clean_reference": clean[job.cell], "wcar_reference": clean[job.cell] / 2,
+        "fgsm_reference": clean[job.cell] / 2, "pgd_reference": clean[job.cell] / 3}})
+        for job in grid.jobs()}
+    assert CellResults({"attack": records[grid.jobs()[0].key].result}, chance=0.1).unconverged() is None
+    result = report(grid, records, "abc")
+    (row,) = [r for r in result["tables"][0]["rows"]]
+    assert row["cells"] == {"2": "NC", "8": [85.0], "32": [90.0]}
+    assert row["why"]["2"].startswith("not converged: clean accuracy 12.00% is below 2× chance (10.00%)")
+    assert all(t["rows"][0]["cells"]["2"] == "NC" for t in result["tables"])
+    assert result["trends"] == []  # a 2-bit model that learned nothing is no evidence either way
+    with out.capture() as captured:
+        print_report({**result, "failures": []})
+    assert "NC" in captured.get() and "not converged" in captured.get()

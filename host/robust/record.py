@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiot.core.errors import failure_reason
+from aiot.core.host_cpus import host_threads
 from aiot.host.robust.target import Target
 from aiot.host.store.provenance import base_provenance
+from aiot.host.training.trainer import torch_threads
 
 #: Record kinds of the three suites (``aiot report`` has a section for each).
 KINDS = ("robust-sysnoise", "robust-corrupt", "robust-attack")
@@ -28,8 +30,11 @@ def run_recorded(store, kind: str, target: Target, spec: dict, work: Callable[[d
     record = store.begin(kind, {**spec, "target": target.to_dict()}, provenance, device=target.device,
                          model=target.label, format=target.fmt or "pytorch", threads=target.threads,
                          sweep_id=sweep_id)
+    threads = host_threads()
+    provenance["host_threads"] = threads  # PyTorch's threads here (the idle CPUs at the start)
     try:
-        result = work(provenance)
+        with torch_threads(threads):
+            result = work(provenance)
         if target.quantize:  # tables group a bit-width sweep by it
             result = {**result, "quantization": target.quantization()}
     except BaseException as exc:

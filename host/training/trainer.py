@@ -35,6 +35,7 @@ from typing import Any
 
 from aiot.core.errors import UsageError
 from aiot.core.fileio import sha256_file, write_atomic, write_text_atomic
+from aiot.core.host_cpus import host_threads
 from aiot.core.paths import weights_dir as default_weights_dir
 from aiot.core.safe_load import UnpicklingRefused, load_tensors
 
@@ -72,8 +73,9 @@ class TrainConfig:
         seed: seeds weight init, data order and the ``limit`` subset.
         limit: train on at most this many images (a class-balanced subset); the test
             split is always evaluated in full.
-        threads: torch intra-op threads while training (None: torch's default). Not part of
-            :meth:`key`, since it does not change what is learned.
+        threads: torch intra-op threads while training (None: the CPUs idle when the command
+            started, :func:`aiot.core.host_cpus.host_threads`). Not part of :meth:`key`, since
+            it does not change what is learned.
         binarize: a BiBench algorithm (``bnn``, ``reactnet``, …) or None for full precision.
         init: for binarized and quantized models, ``fp`` (fine-tune the full-precision model
             trained with the same recipe, BiBench's and RobustMQ's pipeline) or ``scratch``.
@@ -266,7 +268,7 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
     start = None
     if (config.binarize or config.quantize) and config.init == "fp":
         start = train(config.full_precision(), progress, weights_dir, reuse=True).weights_path
-    with torch_threads(config.threads):
+    with torch_threads(config.threads or host_threads()):
         return _train_and_save(config, key, path, progress, start)
 
 

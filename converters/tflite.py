@@ -138,9 +138,10 @@ class TfliteConverter(Converter):
         calibration = None
         learned = getattr(model, "quantized_with", None) is not None
         if learned and quant != "fp32":
-            raise UsageError(f"{model.quantized_with.title()} carries its own learned int8 scales; "
-                             f"quant={quant} would quantize it again with scales of its own",
-                             "drop --opt quant: the artifact is full-integer with the learned scales")
+            raise UsageError(f"{model.quantized_with.title()} carries its own learned int8 "
+                             f"scales; quant={quant} would requantize it with scales of its own",
+                             "drop --opt quant: its convolutions become int8 with the learned "
+                             "scales")
         # The flatbuffer is written by Python, not by LiteRT's C++ writer: that one exits the
         # process with status 1 and no word when the disk is full, leaving its file behind.
         if quant == "fp32":

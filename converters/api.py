@@ -194,9 +194,9 @@ def _exported(model, fmt: str):
     ``ort``); parity still runs against the fake-quantized model."""
     if getattr(model, "quantized_with", None) is None:
         return model
-    from aiot.converters.qdq import STYLES, qdq_model
+    from aiot.converters.qdq import qdq_model
 
-    return qdq_model(model, fmt if fmt in STYLES else "onnx")
+    return qdq_model(model, fmt)
 
 
 def state_sha256(model) -> str:

@@ -23,7 +23,7 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
 What stays: float rounding where the BN is folded, which may move a value at a rounding
 boundary by one level (see the parity report).
 
-For ExecuTorch (``style="executorch"``) the same plan is written with the
+For ExecuTorch (``fmt="executorch"``) the same plan is written with the
 ``quantized_decomposed`` operators XNNPACK's partitioner lowers to its QS8 kernels, as PT2E's
 ``convert_pt2e`` leaves them: activations on int8 (LSQ's unsigned grid ``[0, 255]`` with zero
 point 0 is int8 with zero point -128, the same levels), weights stored as int8 with a
@@ -31,7 +31,7 @@ per-channel dequantize. A conv whose output reaches float layers keeps its exact
 float weight there (XNNPACK runs DQ→Conv→Q convolutions as integer and leaves a dequantized
 one undelegated), so it runs in float inside the delegate, as in the ONNX graph.
 
-For TFLite (``style="tflite"``) the operators are the same, but each integer convolution's
+For TFLite (``fmt="tflite"``) the operators are the same, but each integer convolution's
 weight is the float ``s q`` quantized in the graph (``quantize_per_channel`` then
 ``dequantize_per_channel``, the form ``convert_pt2e(fold_quantize=False)`` leaves): litert-torch's
 static Q/DQ conversion folds that pair into an int8 constant with the per-channel scales and
@@ -141,14 +141,15 @@ def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
     return _QDQLayer(layer, scales, levels * scales.reshape(sign.shape), new_bias)
 
 
-#: The export styles: the format each is written for (see the module).
-STYLES = ("onnx", "executorch", "tflite")
+#: The formats written with PT2E's ``quantized_decomposed`` operators (see the module); any
+#: other (``onnx``, ``ort``) gets ONNX's QDQ.
+DECOMPOSED = ("executorch", "tflite")
 
 
-def qdq_model(model: nn.Module, style: str = "onnx") -> nn.Module:
+def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
     """A copy of the 8-bit LSQ ``model`` (eval mode, steps initialised) rewritten for QDQ
-    export (see the module), in one of :data:`STYLES`: ONNX's QDQ, ExecuTorch's XNNPACK or
-    litert-torch's TFLite; ``model`` itself is left as it is, the parity reference.
+    export (see the module) in the style of format ``fmt``: ExecuTorch's XNNPACK, litert-torch's
+    TFLite, else ONNX's QDQ; ``model`` itself is left as it is, the parity reference.
 
     The data flow is read from a ``torch.fx`` trace (quantized layers as leaves), so the
     folding and output quantization follow what the forward does (a ResNet block's conv1 →
@@ -166,8 +167,8 @@ def qdq_model(model: nn.Module, style: str = "onnx") -> nn.Module:
         bn = export.get_submodule(bn_name) if bn_name else None
         rewritten = _folded(layer, bn)
         rewritten.output_step = output_step
-        if style != "onnx":
-            rewritten.use_decomposed(stored_levels=style == "executorch")
+        if fmt in DECOMPOSED:
+            rewritten.use_decomposed(stored_levels=fmt == "executorch")
         _set_submodule(export, name, rewritten)
         if bn_name:
             _set_submodule(export, bn_name, nn.Identity())

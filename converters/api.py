@@ -190,13 +190,13 @@ def deployable_model(model, converter, example):
 
 def _exported(model, fmt: str):
     """What the exporter gets: an 8-bit quantized model rewritten with explicit Q/DQ
-    (:mod:`aiot.converters.qdq`; ExecuTorch's operators for ``executorch``); parity still
-    runs against the fake-quantized model."""
+    (:mod:`aiot.converters.qdq`, in the style of its format: ONNX's QDQ for ``onnx`` and
+    ``ort``); parity still runs against the fake-quantized model."""
     if getattr(model, "quantized_with", None) is None:
         return model
     from aiot.converters.qdq import qdq_model
 
-    return qdq_model(model, "executorch" if fmt == "executorch" else "onnx")
+    return qdq_model(model, fmt)
 
 
 def state_sha256(model) -> str:

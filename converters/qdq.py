@@ -23,13 +23,21 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
 What stays: float rounding where the BN is folded, which may move a value at a rounding
 boundary by one level (see the parity report).
 
-For ExecuTorch (``style="executorch"``) the same plan is written with the
+For ExecuTorch (``fmt="executorch"``) the same plan is written with the
 ``quantized_decomposed`` operators XNNPACK's partitioner lowers to its QS8 kernels, as PT2E's
 ``convert_pt2e`` leaves them: activations on int8 (LSQ's unsigned grid ``[0, 255]`` with zero
 point 0 is int8 with zero point -128, the same levels), weights stored as int8 with a
 per-channel dequantize. A conv whose output reaches float layers keeps its exact dequantized
 float weight there (XNNPACK runs DQ→Conv→Q convolutions as integer and leaves a dequantized
 one undelegated), so it runs in float inside the delegate, as in the ONNX graph.
+
+For TFLite (``fmt="tflite"``) the operators are the same, but each integer convolution's
+weight is the float ``s q`` quantized in the graph (``quantize_per_channel`` then
+``dequantize_per_channel``, the form ``convert_pt2e(fold_quantize=False)`` leaves): litert-torch's
+static Q/DQ conversion folds that pair into an int8 constant with the per-channel scales and
+fuses DQ→Conv→Q into an int8 CONV_2D, whereas a dequantize of a stored int8 tensor does not
+lower (StableHLO's ``uniform_dequantize`` wants a quantized type). The float weight is exactly
+``s q``, so quantizing it gives back ``q``.
 """
 
 from __future__ import annotations
@@ -68,16 +76,17 @@ class _QDQLayer(nn.Module):
         self.output_step: float | None = None
         self.style = "onnx"
 
-    def use_decomposed(self) -> None:
-        """Switch to ExecuTorch's ``quantized_decomposed`` Q/DQ (see the module), with the
-        weight stored as int8 levels."""
+    def use_decomposed(self, stored_levels: bool = True) -> None:
+        """Switch to PT2E's ``quantized_decomposed`` Q/DQ (see the module): with the weight
+        stored as int8 levels (``stored_levels``: ExecuTorch) or quantized in the graph from
+        its float value (TFLite)."""
         import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
 
-        self.style = "executorch"
+        self.style = "decomposed"
         self.register_buffer("zeros", torch.zeros(len(self.scales), dtype=torch.int64))
         self.register_buffer("levels", torch.ops.quantized_decomposed.quantize_per_channel(
-            self.weight, self.scales, self.zeros, 0, -128, 127, torch.int8))
-        if self.output_step is not None:  # the file holds the int8 levels, not the float weight
+            self.weight, self.scales, self.zeros, 0, -128, 127, torch.int8) if stored_levels else None)
+        if stored_levels and self.output_step is not None:  # the file holds the levels only
             self.weight = None
 
     def _forward_decomposed(self, x: Tensor) -> Tensor:
@@ -85,8 +94,11 @@ class _QDQLayer(nn.Module):
         zero = -128 if self.input_range[0] == 0 else 0  # uint8 levels as int8, shifted
         x = ops.dequantize_per_tensor(ops.quantize_per_tensor(x, self.input_step, zero, -128, 127, torch.int8),
                                       self.input_step, zero, -128, 127, torch.int8)
+        levels = self.levels
+        if self.output_step is not None and levels is None:
+            levels = ops.quantize_per_channel(self.weight, self.scales, self.zeros, 0, -128, 127, torch.int8)
         w = self.weight if self.output_step is None else ops.dequantize_per_channel(
-            self.levels, self.scales, self.zeros, 0, -128, 127, torch.int8)
+            levels, self.scales, self.zeros, 0, -128, 127, torch.int8)
         y = (nn.functional.conv2d(x, w, self.bias, **self.conv) if self.conv is not None
              else nn.functional.linear(x, w, self.bias))
         if self.output_step is not None:
@@ -95,7 +107,7 @@ class _QDQLayer(nn.Module):
         return y
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.style == "executorch":
+        if self.style == "decomposed":
             return self._forward_decomposed(x)
         x = torch.fake_quantize_per_tensor_affine(x, self.input_step, 0, *self.input_range)
         zeros = torch.zeros(len(self.scales), dtype=torch.int32)
@@ -129,10 +141,15 @@ def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
     return _QDQLayer(layer, scales, levels * scales.reshape(sign.shape), new_bias)
 
 
-def qdq_model(model: nn.Module, style: str = "onnx") -> nn.Module:
+#: The formats written with PT2E's ``quantized_decomposed`` operators (see the module); any
+#: other (``onnx``, ``ort``) gets ONNX's QDQ.
+DECOMPOSED = ("executorch", "tflite")
+
+
+def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
     """A copy of the 8-bit LSQ ``model`` (eval mode, steps initialised) rewritten for QDQ
-    export (see the module), for ONNX or (``style="executorch"``) ExecuTorch's XNNPACK;
-    ``model`` itself is left as it is, the parity reference.
+    export (see the module) in the style of format ``fmt``: ExecuTorch's XNNPACK, litert-torch's
+    TFLite, else ONNX's QDQ; ``model`` itself is left as it is, the parity reference.
 
     The data flow is read from a ``torch.fx`` trace (quantized layers as leaves), so the
     folding and output quantization follow what the forward does (a ResNet block's conv1 →
@@ -150,8 +167,8 @@ def qdq_model(model: nn.Module, style: str = "onnx") -> nn.Module:
         bn = export.get_submodule(bn_name) if bn_name else None
         rewritten = _folded(layer, bn)
         rewritten.output_step = output_step
-        if style == "executorch":
-            rewritten.use_decomposed()
+        if fmt in DECOMPOSED:
+            rewritten.use_decomposed(stored_levels=fmt == "executorch")
         _set_submodule(export, name, rewritten)
         if bn_name:
             _set_submodule(export, bn_name, nn.Identity())

@@ -9,6 +9,12 @@ Why litert-torch and not onnx2tf's NHWC graph (the other public path, compared b
 litert-torch's on mobilenet_v2 and 1.15x on resnet18 — and onnx2tf 1.29 failed to convert
 efficientnet_lite0 at all; the one TRANSPOSE at the input costs less than what onnx2tf's graph
 adds. So litert-torch stays the default for every family.
+
+An 8-bit LSQ model (``tiny_cnn_lsq8``) arrives as :mod:`aiot.converters.qdq`'s ``tflite`` style:
+PT2E's Q/DQ operators with its learned scales. litert-torch converts it in its static Q/DQ mode
+(``qdq_conversion_mode="STATIC"``, switched on by a PT2E ``QuantConfig`` whose quantizer never
+runs: nothing is calibrated), which folds each DQ→Conv→Q into an int8 CONV_2D whose tensors
+carry those scales; ai-edge-quantizer (``quant=int8``) would calibrate scales of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +45,36 @@ def tflite_ops(path: Path) -> list[str]:
             name = f"CUSTOM:{(code.CustomCode() or b'?').decode()}"
         ops.add(name)
     return sorted(ops)
+
+
+def conv_types(path: Path) -> dict[str, int]:
+    """Convolutions (CONV_2D, DEPTHWISE_CONV_2D) of a ``.tflite`` file by their tensors:
+    ``int8`` where the input and the weight are int8 (an integer kernel), ``float`` otherwise."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(path.read_bytes(), 0)
+    convs = {schema.BuiltinOperator.CONV_2D, schema.BuiltinOperator.DEPTHWISE_CONV_2D}
+    counts = {"int8": 0, "float": 0}
+    for g in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(g)
+        for i in range(graph.OperatorsLength()):
+            op = graph.Operators(i)
+            code = model.OperatorCodes(op.OpcodeIndex())
+            if max(code.BuiltinCode(), code.DeprecatedBuiltinCode()) not in convs:
+                continue
+            types = {graph.Tensors(op.Inputs(k)).Type() for k in (0, 1)}
+            counts["int8" if types == {schema.TensorType.INT8} else "float"] += 1
+    return counts
+
+
+def _learned_scales():
+    """litert-torch's switch to its static Q/DQ conversion (see the module); the symmetric
+    per-channel quantizer only names the mode: litert-torch runs no quantizer itself."""
+    from litert_torch.quantize import pt2e_quantizer
+    from litert_torch.quantize.quant_config import QuantConfig
+
+    return QuantConfig(pt2e_quantizer=pt2e_quantizer.PT2EQuantizer().set_global(
+        pt2e_quantizer.get_symmetric_quantization_config(is_per_channel=True)))
 
 
 QUANT_MODES = {
@@ -100,10 +136,17 @@ class TfliteConverter(Converter):
 
         quant = options["quant"]
         calibration = None
+        learned = getattr(model, "quantized_with", None) is not None
+        if learned and quant != "fp32":
+            raise UsageError(f"{model.quantized_with.title()} carries its own learned int8 "
+                             f"scales; quant={quant} would requantize it with scales of its own",
+                             "drop --opt quant: its convolutions become int8 with the learned "
+                             "scales")
         # The flatbuffer is written by Python, not by LiteRT's C++ writer: that one exits the
         # process with status 1 and no word when the disk is full, leaving its file behind.
         if quant == "fp32":
-            data = litert_torch.convert(model, (example,)).model_content()
+            data = litert_torch.convert(model, (example,), quant_config=_learned_scales() if learned
+                                        else None).model_content()
             write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
         else:
             calibration = _calibration_batches(spec, options) if quant == "int8" else None
@@ -123,6 +166,8 @@ class TfliteConverter(Converter):
             raise ConversionError(self.name, "verify", f"artifact needs custom ops {custom} "
                                   "that stock LiteRT cannot run")
         facts = {"ops": ops, "quant": quant}
+        if learned:
+            facts.update(quant="int8-learned", convs=conv_types(out_path))
         if calibration is not None:
             facts["calibration"] = {"dataset": options["calibration"], "split": "train",
                                     "samples": len(calibration)}

@@ -48,8 +48,9 @@ def float_twin(record: RunRecord) -> Configuration | None:
     """The configuration of the float run an int8 run is compared with, or None when
     ``record`` is no int8 run: TFLite's ``quant=int8``/``dynamic-int8`` against the same
     artifact without ``quant``; an 8-bit quantized zoo model deployed as integer
-    (``tiny_cnn_lsq8`` as int8 ONNX QDQ or XNNPACK int8) against its float model (``tiny_cnn``) in the same
-    format. Device, runtime (format, native tool, delegate), cluster and shapes stay the same."""
+    (``tiny_cnn_lsq8`` as int8 ONNX QDQ, XNNPACK int8 or TFLite int8) against its float model
+    (``tiny_cnn``) in the same format. Device, runtime (format, native tool, delegate), cluster
+    and shapes stay the same."""
     mine = configuration(record)
     options = dict(mine.options or ())
     if options.get("quant") in INT8_QUANT:

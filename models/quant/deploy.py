@@ -16,12 +16,15 @@ DequantizeLinear (ONNX), TFLite's int8 tensors and XNNPACK's QS8 kernels hold:
   model would run as int8 with its grid padded out, measuring nothing of its own. They stay
   measurable in PyTorch (``aiot train --quantize``).
 
-Formats: ``onnx`` (QDQ, run by ONNX Runtime) and ``executorch`` (the same Q/DQ plan as
-``quantized_decomposed`` operators, lowered to XNNPACK's QS8 kernels: ``delegate=xnnpack``).
-The others have no export of the learned scales yet (full-integer TFLite: aiot's TFLite int8
-is ai-edge-quantizer's, which calibrates its own scales on a shard); ``ort`` shares the ONNX export, but ONNX Runtime's mobile-format writer (1.32)
-saves the QDQ graph's fused int32-bias DequantizeLinear with a missing input and then
-refuses its own file (``Conv_bias_dq``: input arg count), so it is refused until it can be
+Formats: ``onnx`` (QDQ, run by ONNX Runtime), ``executorch`` (the same Q/DQ plan as
+``quantized_decomposed`` operators, lowered to XNNPACK's QS8 kernels: ``delegate=xnnpack``) and
+``tflite`` (the same operators converted by litert-torch's static Q/DQ mode into int8 CONV_2D
+kernels with the learned scales; not aiot's ``quant=int8``, ai-edge-quantizer's, which calibrates
+scales of its own). Each runs the convolutions the plan makes integer as int8 and the others
+(the first layer, one feeding float layers or a residual addition) in float. ``ort`` has no
+export of the learned scales yet: it shares the ONNX export, but ONNX Runtime's mobile-format
+writer (1.32) saves the QDQ graph's fused int32-bias DequantizeLinear with a missing input and
+then refuses its own file (``Conv_bias_dq``: input arg count), so it is refused until it can be
 saved at a lower optimization level and checked.
 """
 
@@ -39,7 +42,7 @@ DEPLOY_METHODS = ("lsq",)
 #: level over now and then (the issue's bar for deployed quantized models is 99 %).
 QDQ_MIN_TOP1 = 0.99
 #: The formats that export the learned scales.
-DEPLOY_FORMATS = ("onnx", "executorch")
+DEPLOY_FORMATS = ("onnx", "executorch", "tflite")
 
 
 def deployment_refusal(chosen: Quantization, fmt: str | None = None) -> str | None:

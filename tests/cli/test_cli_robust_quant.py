@@ -66,7 +66,7 @@ def test_corrupt_and_sysnoise_sweep_bit_widths(cli):
 @pytest.mark.parametrize(("args", "message"), [
     (("-m", "tiny_cnn_lsq4", "-f", "onnx"), "LSQ 4-bit is not deployable: int8 is the narrowest"),
     (("-m", "tiny_cnn_lsq8", "--bits", "2,8", "-f", "onnx"), "tiny_cnn_lsq2 cannot be evaluated as an onnx"),
-    (("-m", "tiny_cnn_lsq8", "-f", "tflite"), "no tflite export of its learned scales"),
+    (("-m", "tiny_cnn_lsq8", "-f", "ort"), "no ort export of its learned scales"),
     (("-m", "tiny_cnn", "--bits", "2,4"), "tiny_cnn is not quantized"),
     (("-m", "tiny_cnn_lsq4", "--bits", "3"), "3 bits is not one of"),
 ])

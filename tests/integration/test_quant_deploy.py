@@ -1,6 +1,7 @@
 """RobustMQ's 8-bit LSQ models deployed as real int8 ONNX (QDQ with the learned scales, run by
-ONNX Runtime's integer kernels), parity against the fake-quantized PyTorch model, and the
-one-line refusals of what does not deploy (2/4/6 bits, DoReFa/PACT weights, other formats)."""
+ONNX Runtime's integer kernels), ExecuTorch (XNNPACK QS8) and TFLite (int8 CONV_2D), parity
+against the fake-quantized PyTorch model, and the one-line refusals of what does not deploy
+(2/4/6 bits, DoReFa/PACT weights, other formats)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ FAST = ["--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0", "--cooldown-ma
     ("lsq:2", "onnx", "int8 is the narrowest integer type"),
     ("pact:8", "onnx", "zero point 127.5"),
     ("dorefa:8", "onnx", "zero point 127.5"),
-    ("lsq:8", "tflite", "no tflite export"),
     ("lsq:8", "ort", "no ort export"),
     ("lsq:4", "executorch", "int8 is the narrowest integer type"),
 ])
@@ -25,11 +25,12 @@ def test_what_does_not_deploy_says_why(option, fmt, words):
     assert words in deployment_refusal(parse_quantize(option), fmt)
     assert deployment_refusal(parse_quantize("lsq:8"), "onnx") is None
     assert deployment_refusal(parse_quantize("lsq:8"), "executorch") is None
+    assert deployment_refusal(parse_quantize("lsq:8"), "tflite") is None
 
 
 @pytest.mark.parametrize("args, words", [
     (["-m", "tiny_cnn_lsq4"], "tiny_cnn_lsq4 cannot run as onnx: LSQ 4-bit is not deployable"),
-    (["-m", "tiny_cnn_lsq8", "-f", "tflite"], "tiny_cnn_lsq8 cannot run as tflite"),
+    (["-m", "tiny_cnn_lsq8", "-f", "ort"], "tiny_cnn_lsq8 cannot run as ort"),
 ])
 def test_run_refuses_an_undeployable_quantized_model_in_one_line(cli, args, words):
     result = cli("run", "-d", "local", *args, code=2)
@@ -147,7 +148,7 @@ def test_format_all_leaves_out_what_a_quantized_model_does_not_deploy_to():
 
     fits, left_out = formats_for(["onnx", "tflite", "ort", "executorch"],
                                  resolve_model("tiny_cnn_lsq8", quantized_ok=True))
-    assert fits == ["onnx", "executorch"] and all("export of its learned scales" in why for why in left_out)
+    assert fits == ["onnx", "tflite", "executorch"] and all("export of its learned scales" in why for why in left_out)
     fits, left_out = formats_for(["onnx"], resolve_model("tiny_cnn_lsq4", quantized_ok=True))
     assert fits == [] and "int8 is the narrowest" in left_out[0]
 
@@ -175,3 +176,59 @@ def test_lsq8_lowers_to_xnnpack_int8_convolutions_in_executorch_with_parity(tmp_
     with pytest.raises(UsageError, match="portable kernels have no quantized operators"):
         convert_model("tiny_cnn_lsq8", "executorch", tmp_path / "portable", weights=weights,
                       options={"delegate": "portable"})
+
+
+@pytest.mark.slow
+def test_lsq8_converts_to_tflite_int8_convolutions_with_the_learned_scales(tmp_path):
+    """TFLite: the same plan, converted by litert-torch's static Q/DQ mode into an int8 CONV_2D
+    (conv2: int8 input, weight and output in the file) whose tensors carry the learned steps,
+    not calibrated ones; the first conv and conv3 stay float, as in the ONNX graph. One
+    conversion serves every check."""
+    import numpy as np
+    import torch
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from aiot.converters.api import convert_model, read_sidecar
+    from aiot.core.errors import UsageError
+    from aiot.device_agent.backends import litert_backend
+
+    weights = _trained_like(tmp_path)
+    result = convert_model("tiny_cnn_lsq8", "tflite", tmp_path / "out", weights=weights,
+                           dataset_samples=64)
+    side = read_sidecar(result.artifact)
+    assert side["converter"]["convs"] == {"int8": 1, "float": 2}
+    assert side["converter"]["quant"] == "int8-learned"
+    interpreter = Interpreter(model_path=str(result.artifact), experimental_op_resolver_type=
+                              OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)  # the file's own ops
+    tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+    ops = [op for op in interpreter._get_ops_details() if "CONV_2D" in op["op_name"]]
+    integer = [op for op in ops if tensors[op["inputs"][1]]["dtype"] == np.int8]
+    assert len(ops) == 3 and len(integer) == 1
+    (conv,) = integer
+    x, w, y = (tensors[i] for i in (*conv["inputs"][:2], conv["outputs"][0]))
+    assert x["dtype"] == y["dtype"] == np.int8 and tensors[conv["inputs"][2]]["dtype"] == np.int32
+    state = torch.load(weights)
+    for tensor, step in ((x, "features.conv2.input_step"), (y, "features.conv3.input_step")):
+        assert tensor["quantization_parameters"]["scales"][0] == pytest.approx(float(state[step]), rel=1e-6)
+        assert tensor["quantization_parameters"]["zero_points"][0] == -128  # uint8 levels as int8
+    assert not w["quantization_parameters"]["zero_points"].any()  # symmetric per-channel weights
+    parity = side["parity"]
+    assert parity["verdict"] == "pass" and parity["min_top1"] == 0.99
+    assert parity["dataset"]["top1_agreement"] >= 0.99 and parity["dataset"]["max_abs"] < 1e-2
+    session = litert_backend.open(str(result.artifact), 1)  # as the device agent runs it
+    assert session.run(np.zeros(session.input_shape, np.float32)).shape == (1, 10)
+    with pytest.raises(UsageError, match="own learned int8 scales"):
+        convert_model("tiny_cnn_lsq8", "tflite", tmp_path / "int8", weights=weights,
+                      options={"quant": "int8"})
+
+
+@pytest.mark.slow
+def test_resnet18_lsq8_blocks_first_convs_become_tflite_int8_convolutions(tmp_path):
+    """As in ONNX: each block's conv1 → bn1 → relu → conv2 is an int8 CONV_2D; conv2 (into the
+    residual addition), the downsampling convs and the stem stay float."""
+    from aiot.converters.api import convert_model, read_sidecar
+
+    result = convert_model("resnet18_lsq8", "tflite", tmp_path / "out", parity_samples=4,
+                           dataset_samples=8)
+    assert read_sidecar(result.artifact)["converter"]["convs"] == {"int8": 8, "float": 12}
+    assert result.parity["top1_agreement"] == 1.0

@@ -25,10 +25,11 @@ def test_int8_runs_are_paired_with_their_float_run_per_runtime_device_and_thread
                                                            options={"quant": "dynamic-int8"}),
             _run("o1", "tiny_cnn", "onnx", 1, 6.0), _run("l1", "tiny_cnn_lsq8", "onnx", 1, 3.0),
             _run("l4", "tiny_cnn_lsq8", "onnx", 4, 1.0),  # no float run at 4 threads
+            _run("t1", "tiny_cnn_lsq8", "tflite", 1, 4.0),  # beside plain tiny_cnn as tflite
             _run("qb", "tiny_cnn", "tflite", 1, 1.0, device="board", options={"quant": "int8"}),
             _run("fp16", "tiny_cnn", "tflite", 1, 7.0, options={"quant": "fp16"})]
     gains = int8_speedups(runs)
-    assert gains == {"q1": 4.0, "q2": 2.0, "l1": 2.0, "l4": None, "qb": None}
+    assert gains == {"q1": 4.0, "q2": 2.0, "l1": 2.0, "l4": None, "t1": 2.0, "qb": None}
     assert float_twin(runs[0]) is None and float_twin(runs[-1]) is None  # float, fp16: not int8
     assert float_twin(_run("d8", "tiny_cnn_dorefa8", "onnx", 1, 1.0)) is None  # not deployed as int8
     assert float_twin(_run("l2", "tiny_cnn_lsq2", "onnx", 1, 1.0)) is None

@@ -11,7 +11,7 @@ from aiot.host.cli.options import JsonOpt, Quantize
 from aiot.host.store import open_store
 from aiot.host.training.record import train_and_record
 from aiot.host.training.trainer import TrainConfig
-from aiot.models.quant.deploy import deployment_refusal
+from aiot.models.quant.deploy import DEPLOY_FORMATS, deployment_refusal
 from aiot.models.quant.methods import parse_quantize
 
 
@@ -96,8 +96,8 @@ def train(
         use = (f"  {escape(ref)}: aiot models info {escape(ref)}; robustness (these weights by "
                f"default): aiot robust attack -m {escape(ref)} --dataset {escape(dataset)}; " + (
                    f"not deployed: {escape(refused)}" if refused else
-                   f"deployed as int8 ONNX: aiot run --model {escape(ref)} -f onnx "
-                   f"--dataset {escape(dataset)}"))
+                   f"deployed as int8 ({', '.join(DEPLOY_FORMATS)}): aiot run --model {escape(ref)} "
+                   f"-f {DEPLOY_FORMATS[0]} --dataset {escape(dataset)}"))
     out.print(f"[green]✓[/] {escape(label)}: test accuracy {result.test_accuracy:.2%} ({how})\n"
               f"  weights: {escape(str(result.weights_path))}\n  record: {record.id[:8]}\n{use}")
 

@@ -62,5 +62,5 @@ def deployment_refusal(chosen: Quantization, fmt: str | None = None) -> str | No
 
 def deployment_hint(chosen: Quantization) -> str:
     """What to do instead, for the refusal's hint."""
-    return (f"deploy lsq:8 as -f onnx; measure {chosen.option} in PyTorch "
+    return (f"deploy lsq:8 as -f {'|'.join(DEPLOY_FORMATS)}; measure {chosen.option} in PyTorch "
             "(aiot train --quantize)")

@@ -28,6 +28,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
+from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report.build import (
     LATENCY,
     TRAIN,
@@ -85,6 +86,7 @@ class _Pass:
         self.first = self.last = None
         self.idents: dict[tuple, tuple] = {}  # see _latency
         self.seen_parts: dict[tuple, tuple] = {}  # provenance parts whose versions are counted
+        self.emulated: dict[int, tuple] = {}  # id(device facts) → (them, emulated?)
 
     def read(self, records) -> _Pass:
         for record in records:
@@ -102,7 +104,7 @@ class _Pass:
             if when:
                 self.first = min(self.first or when, when)
                 self.last = max(self.last or when, when)
-        parts = tuple((r.provenance or {}).get(name) for name in _VERSION_PARTS)
+        parts = tuple(map((r.provenance or {}).get, _VERSION_PARTS))
         if self.seen_parts.setdefault(tuple(map(id, parts)), parts) is parts:  # new ones
             for what, value in version_facts(r):
                 self.versions.setdefault(what, set()).add(value)
@@ -122,7 +124,7 @@ class _Pass:
         held = self.idents.get(sig)
         if held is None:
             held = self.idents[sig] = (r.spec, (identity.key(r), identity.variant(r)))
-        self.tally.add(_run(r, held[1]), r)
+        self.tally.add(_Seen(r, held[1], self._emulated(r)), r)
         for reading in _readings(r):
             self.tally.add_reading(reading)
         info = (r.provenance or {}).get("device")
@@ -130,8 +132,16 @@ class _Pass:
         if info and r.created_at >= self.devices.get(name, ("",))[0]:
             self.devices[name] = (r.created_at, info)
 
+    def _emulated(self, r) -> bool:
+        info = (r.provenance or {}).get("device") or {}
+        held = self.emulated.get(id(info))  # records of one device share its facts' object
+        if held is None or held[0] is not info:
+            held = self.emulated[id(info)] = (info, emulated(info))
+        return held[1]
+
     def report(self, source: str, generated_at: str | None) -> Report:
         tally = self.tally
+        tally.finish(lambda seen: _run(seen.record, seen.ident))
         newest = sorted((record for _run, record in tally.plotted.values()),
                         key=lambda r: r.created_at)
         matching = match_runs(newest)
@@ -147,6 +157,23 @@ class _Pass:
             others=self.others, provenance=provenance, row_limit=ROW_LIMIT, tally=tally)
         report.extra = [trend_section(report)]
         return report
+
+
+class _Seen:
+    """A latency record as :meth:`Tally.add` reads it: a whole :class:`Run` is made
+    (:func:`build._run`) only of the few the tally keeps."""
+
+    __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
+                 "latency_ms", "load_ms", "model_label", "record", "status", "variant")
+
+    def __init__(self, record, ident: tuple, is_emulated: bool) -> None:
+        self.record, self.ident = record, ident
+        self.id, self.status, self.created_at = record.id, record.status, record.created_at
+        self.load_ms, self.invalid = record.load_ms, record.validity == INVALID
+        self.device, self.emulated = record.device or "—", is_emulated
+        self.key, self.variant = ident
+        self.model_label = self.key.configuration.model_label or "—"
+        self.latency_ms = identity.latency_ms(record)
 
 
 # -- trends ------------------------------------------------------------------------------------

@@ -48,6 +48,13 @@ class Newest:
         elif run.created_at >= self._kept[0][0]:
             heapq.heapreplace(self._kept, (run.created_at, self.seen, run))
 
+    def map(self, make) -> None:
+        """Each run kept replaced by ``make(run)`` (see :meth:`Tally.finish`)."""
+        if self.limit is None:
+            self._kept = [make(run) for run in self._kept]
+        else:  # the heap's order is the times', which stay
+            self._kept = [(t, n, make(run)) for t, n, run in self._kept]
+
     def runs(self) -> list:
         """Every run as given, or the newest ``limit``, newest first."""
         if self.limit is None:
@@ -191,6 +198,16 @@ class Tally:
         if trend is None:
             trend = self.trends[run.key] = Trend(run)
         trend.add(run)
+
+    def finish(self, make) -> None:
+        """What is kept made into runs by ``make``, for a pass that added stand-ins (anything
+        with the attributes :meth:`add` reads) so as to make a whole run only of the few
+        kept."""
+        self.rows.map(make)
+        self.flagged.map(make)
+        self.plotted = {key: (make(run), record) for key, (run, record) in self.plotted.items()}
+        for trend in self.trends.values():
+            trend.head = make(trend.head)
 
     def add_reading(self, reading) -> None:
         device = self.telemetry.get(reading.device)

@@ -53,6 +53,8 @@ from aiot.host.store import identity, scan
 DETAIL_LIMIT = 2000
 #: Rows of each run table in a summarised report.
 ROW_LIMIT = 300
+#: Entries the pass's caches of shared specs and facts hold at most (as scan.iter_records').
+_CACHE_LIMIT = 4096
 #: The provenance parts versions are read from (see build.version_facts).
 _VERSION_PARTS = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
 
@@ -91,6 +93,11 @@ class _Pass:
     def read(self, records) -> _Pass:
         for record in records:
             self._add(record)
+            if len(self.idents) + len(self.seen_parts) + len(self.emulated) > _CACHE_LIMIT:
+                # Each holds the shared objects its ids name: a store of ever-new device
+                # facts (one a session) must not fill memory with them.
+                for cache in (self.idents, self.seen_parts, self.emulated):
+                    cache.clear()
         if not self.statuses:
             raise UsageError(f"no records in sweep '{self.sweep}' to report on",
                              "see: aiot results list")

@@ -90,3 +90,16 @@ def test_a_bar_shows_at_most_max_dots_spread_over_its_range():
     assert len(dots) == MAX_DOTS and dots == sorted(dots)
     assert (dots[0], dots[-1]) == (1.0, 1000.0)
     assert _spread(values[:5]) == values[:5]  # a few runs: every one
+
+
+def test_the_pass_caches_stay_bounded_and_answer_the_same(store, monkeypatch):
+    """Device facts differ per session in a lab: the pass's caches of shared objects are
+    cleared past their limit, and the report stays the same."""
+    monkeypatch.setattr(scale, "DETAIL_LIMIT", 5)
+    full = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
+    monkeypatch.setattr(scale, "_CACHE_LIMIT", 1)
+    small = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
+    assert small.provenance == full.provenance
+    assert [r.id for r in small.plotted_runs()] == [r.id for r in full.plotted_runs()]
+    assert ({t.key: t.rows for s in small.sections() for t in s.tables}
+            == {t.key: t.rows for s in full.sections() for t in s.tables})

@@ -53,10 +53,10 @@ def report(
     notes.update((k, v) for k, v in plots.items() if isinstance(v, str))
     if as_json:
         print_json({"format": fmt, "out": str(out_dir), "files": [str(f) for f in files],
-                    "runs": len(model.runs), "invalid": len(model.invalid_runs),
+                    "runs": model.tally.count, "invalid": model.tally.invalid,
                     "plots": drawn, "notes": notes})
         return
-    message(f"report of {len(model.runs)} run(s) ({len(model.invalid_runs)} INVALID), "
+    message(f"report of {model.tally.count} run(s) ({model.tally.invalid} INVALID), "
             f"{len(files)} file(s)" + (f", {len(drawn)} plot(s)" if fmt != "csv" else "")
             + f" in {safe(out_dir)}")
     for key, note in notes.items():  # a note can name a device's model or reason

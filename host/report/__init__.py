@@ -4,6 +4,10 @@
   (rows, scores, telemetry, provenance) and its sections and tables; no plotting, no I/O
   beyond the store. A part without data is left out of the page (``Report.left_out`` says
   why, for the CLI).
+- :mod:`aiot.host.report.tally`: what the sections read of the latency runs (counts, each
+  key's plotted run, the run tables' rows, load times, trends, telemetry), filled from every
+  run, or one run at a time in bounded memory by :mod:`aiot.host.report.scale` (a large store).
+- :mod:`aiot.host.report.measures`: the load-time and telemetry sections.
 - :mod:`aiot.host.report.page`: what a page is made of (sections, tables, columns).
 - :mod:`aiot.host.report.summary`: the answer the page opens with (best median per model,
   device and format; formats compared) and the slowest operators of profiled runs.

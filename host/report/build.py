@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from aiot.core.errors import UsageError
 from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import INVALID, emulated
-from aiot.host.report import robust, summary
+from aiot.host.report import measures, robust, summary
 from aiot.host.report.page import Column, Section, Table
+from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import identity
 from aiot.host.store.identity import shape_label
@@ -115,12 +116,12 @@ class Report:
     generated_at: str
     source: str  # the result store it was built from, as the user named it
     sweep: str | None
-    runs: list[Run]
+    runs: list[Run]  # every run; in a summarised report the newest ``row_limit`` only
     trainings: list[dict]
     matching: object  # aiot.host.scores.om_infer.Matching
     om_scores: list
     leaderboard: Leaderboard
-    readings: list[Reading]
+    readings: list[Reading]  # every one; in a summarised report a sample for the figure
     others: dict[str, list]  # kind → records of kinds other than latency and train
     provenance: Provenance
     #: A summarised report (a large store, :mod:`aiot.host.report.scale`): the run tables list
@@ -128,28 +129,25 @@ class Report:
     #: added before provenance.
     row_limit: int | None = None
     extra: list[Section] = field(default_factory=list)
+    #: What every section reads of the runs (counts, plotted runs, table rows, load times,
+    #: telemetry): from ``runs`` and ``readings`` when not given; a summarised report's comes
+    #: from its streaming pass.
+    tally: Tally | None = None
+
+    def __post_init__(self) -> None:
+        if self.tally is None:
+            self.tally = Tally.of(self.runs, self.readings)
 
     @property
     def invalid_runs(self) -> list[Run]:
-        return [r for r in self.runs if r.invalid]
+        """The INVALID runs (in a summarised report the newest ``row_limit`` flagged runs'
+        INVALID ones: ``tally.invalid`` counts them all)."""
+        return [r for r in self.tally.flagged.runs() if r.invalid]
 
     def plotted_runs(self) -> list[Run]:
         """Per key the newest ok run with a latency, a VALID one where there is one
         (an INVALID run is plotted, marked, only when nothing better exists)."""
-        if self.row_limit is None:
-            return self._plotted_runs()
-        if "_plotted" not in self.__dict__:  # a summarised report's runs are many: once
-            self.__dict__["_plotted"] = self._plotted_runs()
-        return list(self.__dict__["_plotted"])
-
-    def _plotted_runs(self) -> list[Run]:
-        newest: dict[tuple, Run] = {}
-        for run in sorted(self.runs, key=lambda r: r.created_at):
-            if run.status == "ok" and run.latency_ms is not None:
-                if run.invalid and run.key in newest and not newest[run.key].invalid:
-                    continue
-                newest[run.key] = run
-        return sorted(newest.values(), key=_run_order)
+        return sorted((run for run, _record in self.tally.plotted.values()), key=_run_order)
 
     def sections(self) -> list[Section]:
         """The page's parts in order; a part with nothing to show is left out (see
@@ -376,7 +374,7 @@ def runs_table(runs: list[Run], key: str = "runs", title: str = "Every latency r
 
 
 def _pairs_table(report: Report) -> Table:
-    invalid = {r.id for r in report.invalid_runs}
+    invalid = report.tally.invalid_ids()
     rows = tuple({**p.to_dict(), "model": p.model,
                   "validity": INVALID if {p.fp_id, p.bin_id} & invalid else None}
                  for p in report.matching.pairs)
@@ -405,35 +403,6 @@ def _generic_table(key: str, title: str, rows: list[dict]) -> Table:
     flat = tuple({k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
                   for k, v in row.items()} for row in rows)
     return Table(key, title, tuple(Column(k, k.replace("_", " "), kinds[k]) for k in keys), flat)
-
-
-def _load_table(report: Report) -> Table:
-    groups: dict[tuple, list[float]] = {}
-    for run in report.runs:
-        if run.status == "ok" and run.load_ms is not None:
-            groups.setdefault((run.device, run.model_label, run.variant), []).append(run.load_ms)
-    rows = tuple({"device": d, "model": m, "variant": v, "runs": len(x),
-                  "median": statistics.median(x), "min": min(x), "max": max(x)}
-                 for (d, m, v), x in sorted(groups.items()))
-    cols = (Column("device", "device"), Column("model", "model"), Column("variant", "format"),
-            Column("runs", "runs", "int"), Column("median", "median load ms", "ms"),
-            Column("min", "min", "ms"), Column("max", "max", "ms"))
-    return Table("load_time", "Model load time per format", cols, rows)
-
-
-def _telemetry_table(report: Report) -> Table:
-    rows = []
-    for device in sorted({x.device for x in report.readings}):
-        mine = [x for x in report.readings if x.device == device]
-        temps = [x.temp_c for x in mine if x.temp_c is not None]
-        freqs = [x.freq_mhz for x in mine if x.freq_mhz is not None]
-        rows.append({"device": device, "readings": len(mine),
-                     "temp_min": min(temps, default=None), "temp_max": max(temps, default=None),
-                     "freq_min": min(freqs, default=None), "freq_max": max(freqs, default=None)})
-    cols = (Column("device", "device"), Column("readings", "readings", "int"),
-            Column("temp_min", "CPU °C min", "score"), Column("temp_max", "CPU °C max", "score"),
-            Column("freq_min", "mean MHz min", "score"), Column("freq_max", "mean MHz max", "score"))
-    return Table("telemetry", "Telemetry per device", cols, tuple(rows))
 
 
 def _other_rows(records) -> list[dict]:
@@ -512,9 +481,9 @@ def _sections(report: Report) -> list[Section]:
     """Every part in page order: the answer first (best per model, device and format; the
     formats compared), then the figures and the analyses, then provenance, failures and every
     run. A part with nothing to show carries only a note (``sections`` leaves it out)."""
-    flagged = [r for r in report.runs if r.invalid or r.status in ("failed", "pending")]
+    tally = report.tally
     sections = [summary.summary_section(report), summary.formats_section(report)]
-    if report.runs:
+    if tally.count:
         sections += [
             Section("latency", "Latency vs threads",
                     "Median latency per device, model and format over thread counts (whiskers "
@@ -524,9 +493,9 @@ def _sections(report: Report) -> list[Section]:
                     "Top-1 accuracy measured on the device against median latency.",
                     ("accuracy_latency",))
             if any(r.accuracy is not None for r in report.plotted_runs()) else None,
-            _load_section(report),
+            measures.load_section(tally),
             _bnn_section(report), _leaderboard_section(report),
-            summary.operators_section(report), _telemetry_section(report),
+            summary.operators_section(report), measures.telemetry_section(tally),
         ]
     sections += robust.sections(report.others)
     for kind, records in sorted(report.others.items()):
@@ -541,43 +510,24 @@ def _sections(report: Report) -> list[Section]:
     sections += report.extra
     sections.append(Section("provenance", "Provenance", "Devices and versions the records name.",
                             tables=_provenance_tables(report)))
-    if flagged:
+    if tally.flagged.seen:
         sections.append(Section(
             "flags", "INVALID and failed runs",
             "Measured but not defensible (INVALID, with the validity check's reasons), or not "
             "measured at all. They stay in every table, flagged; plots mark INVALID points.",
-            tables=(_listed(report, flagged, "flagged", "Flagged runs"),)))
-    if report.runs:
+            tables=(_listed(tally.flagged, "flagged", "Flagged runs"),)))
+    if tally.count:
         sections.append(Section("runs", "Every latency run", "Each stored latency record.",
-                                tables=(_listed(report, report.runs, "runs", "Every latency run"),)))
+                                tables=(_listed(tally.rows, "runs", "Every latency run"),)))
     else:
         sections.append(Section("latency", "Latency", "", note="no latency runs in these records"))
     return [s for s in sections if s is not None]
 
 
-def _listed(report: Report, runs: list[Run], key: str, title: str) -> Table:
-    """A run table: every run, or at scale the newest ``row_limit``, newest first, saying so
-    (the rest are one command away)."""
-    if report.row_limit is None or len(runs) <= report.row_limit:
-        return runs_table(runs, key, title)
-    newest = sorted(runs, key=lambda r: r.created_at, reverse=True)[:report.row_limit]
-    return runs_table(newest, key, f"{title}: the newest {report.row_limit} of {len(runs)} "
-                                   "(all: aiot results list, aiot results export)")
-
-
-def _load_section(report: Report) -> Section | None:
-    table = _load_table(report)
-    if not table.rows:
-        return None
-    return Section("load", "Load time per format",
-                   "Time to load the model into its runtime, per run.", ("load_time",), (table,))
-
-
-def _telemetry_section(report: Report) -> Section:
-    intro = ("The device's hottest CPU zone and mean core frequency, read right before and "
-             "after every run, over the campaign.")
-    if not report.readings:
-        return Section("telemetry", "Telemetry", intro,
-                       note="no temperature or frequency readings (the devices expose no "
-                            "thermal zones or cpufreq, e.g. a VM or container)")
-    return Section("telemetry", "Telemetry", intro, ("telemetry",), (_telemetry_table(report),))
+def _listed(runs, key: str, title: str) -> Table:
+    """A run table (``runs``: a :class:`~aiot.host.report.tally.Newest`): every run, or at
+    scale the newest ``limit``, newest first, saying so (the rest are one command away)."""
+    if runs.limit is None or runs.seen <= runs.limit:
+        return runs_table(runs.runs(), key, title)
+    return runs_table(runs.runs(), key, f"{title}: the newest {runs.limit} of {runs.seen} "
+                                        "(all: aiot results list, aiot results export)")

@@ -105,7 +105,7 @@ def _summary(report) -> list[str]:
 
 
 def _invalid_line(report) -> str | None:
-    n = len(report.invalid_runs)
+    n = report.tally.invalid
     return (f"{n} INVALID run(s): measured but not defensible; flagged in every table "
             "(see 'INVALID and failed runs')." if n else None)
 

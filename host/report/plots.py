@@ -183,7 +183,7 @@ def bnn_speedup(report):
         return None
     devices = sorted({p.device for p in pairs})
     fig, axes = _figure(len(devices), 1, height_in=3.2)
-    invalid = {r.id for r in report.invalid_runs}
+    invalid = report.tally.invalid_ids()
     for ax, device in zip(axes, devices):
         mine = [p for p in pairs if p.device == device]
         groups = sorted({(p.model, p.algorithm, p.format) for p in mine})
@@ -261,14 +261,12 @@ def accuracy_latency(report):
 def load_time(report):
     """Model load time per format: horizontal bars (the median per device) with every run as
     a dot, one row per model and format, so long file names never overlap."""
-    runs = [r for r in report.runs if r.status == "ok" and r.load_ms is not None]
-    if not runs:
+    loads = report.tally.loads  # (device, model, format) → every ok run's load time
+    if not loads:
         return None
-    by_bar: dict[tuple, list[float]] = {}
-    for r in runs:
-        by_bar.setdefault((r.device, (r.model_label, r.variant)), []).append(r.load_ms)
-    groups = sorted({(r.model_label, r.variant) for r in runs})
-    devices = sorted({r.device for r in runs})
+    by_bar = {(device, (model, variant)): x for (device, model, variant), x in loads.items()}
+    groups = sorted({(model, variant) for _device, model, variant in loads})
+    devices = sorted({device for device, _model, _variant in loads})
     fig, (ax,) = _figure(height_in=1.2 + 0.32 * len(groups) * max(1, len(devices) * 0.6)
                          + _legend_height(devices))
     height = 0.8 / len(devices)
@@ -277,15 +275,17 @@ def load_time(report):
         offset = (i - (len(devices) - 1) / 2) * height
         label = device
         for j, group in enumerate(groups):
-            loads = by_bar.get((device, group))
-            if loads:
-                ax.barh(j + offset, statistics.median(loads), height, color=colours[i], label=label)
-                dots = _spread(loads)
+            bar = by_bar.get((device, group))
+            if bar:
+                ax.barh(j + offset, statistics.median(bar), height, color=colours[i], label=label)
+                dots = _spread(bar)
                 ax.scatter(dots, [j + offset] * len(dots), color="black", s=10, zorder=3)
                 label = None  # one legend entry per device
     ax.set_yticks(range(len(groups)), [f"{short(m, 30)} · {v}" for m, v in groups], fontsize=8)
     ax.invert_yaxis()  # first group on top, as in the tables
-    _scale(ax, "x", [r.load_ms for r in runs])
+    # Each bar's smallest positive and largest time span what every dot spans.
+    _scale(ax, "x", [v for x in loads.values()
+                     for v in (min((y for y in x if y > 0), default=0), max(x))])
     ax.set(xlabel="load time (ms)")
     ax.grid(axis="x", alpha=0.3)
     legend_below(fig, *ax.get_legend_handles_labels())

@@ -14,16 +14,21 @@ A lab's store holds ~100k records a year. Listing and decoding every one of them
 * the run tables (every run, flagged runs) list the newest :data:`ROW_LIMIT`, and name the
   commands that list the rest (``aiot results list``, ``aiot results export``).
 
+Nothing is kept per record: the pass feeds each run to a
+:class:`~aiot.host.report.tally.Tally` (each key's plotted run and trend, the newest rows, a
+sample of the telemetry), so memory is bounded by the configurations and months, not the
+store (load times aside: 8 bytes a run).
+
 A store at or under the limit gets exactly the report it got before.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
+from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report.build import (
     LATENCY,
     TRAIN,
@@ -32,7 +37,6 @@ from aiot.host.report.build import (
     _device_facts,
     _readings,
     _run,
-    _run_order,
     _training,
     build,
     collect,
@@ -41,6 +45,7 @@ from aiot.host.report.build import (
     version_rows,
 )
 from aiot.host.report.page import Column, Section, Table
+from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import identity, scan
 
@@ -48,6 +53,8 @@ from aiot.host.store import identity, scan
 DETAIL_LIMIT = 2000
 #: Rows of each run table in a summarised report.
 ROW_LIMIT = 300
+#: Entries the pass's caches of shared specs and facts hold at most (as scan.iter_records').
+_CACHE_LIMIT = 4096
 #: The provenance parts versions are read from (see build.version_facts).
 _VERSION_PARTS = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
 
@@ -66,14 +73,14 @@ def report_of(store, source: str, sweep: str | None = None,
 
 
 class _Pass:
-    """What one pass over every record keeps: a small row per latency run, each key's newest
-    ok record, and running tallies for provenance."""
+    """What one pass over every record keeps: a :class:`~aiot.host.report.tally.Tally` of the
+    latency runs (bounded: see its module) and running tallies for provenance."""
 
     def __init__(self, sweep: str | None) -> None:
         self.sweep = sweep
-        self.runs, self.readings, self.trainings = [], [], []
+        self.tally = Tally(ROW_LIMIT)
+        self.trainings: list = []
         self.others: dict[str, list] = {}
-        self.newest: dict[identity.Key, object] = {}  # key → newest ok record (VALID first)
         self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
         self.versions: dict[str, set[str]] = {}
         self.statuses: Counter = Counter()
@@ -81,10 +88,16 @@ class _Pass:
         self.first = self.last = None
         self.idents: dict[tuple, tuple] = {}  # see _latency
         self.seen_parts: dict[tuple, tuple] = {}  # provenance parts whose versions are counted
+        self.emulated: dict[int, tuple] = {}  # id(device facts) → (them, emulated?)
 
     def read(self, records) -> _Pass:
         for record in records:
             self._add(record)
+            if len(self.idents) + len(self.seen_parts) + len(self.emulated) > _CACHE_LIMIT:
+                # Each holds the shared objects its ids name: a store of ever-new device
+                # facts (one a session) must not fill memory with them.
+                for cache in (self.idents, self.seen_parts, self.emulated):
+                    cache.clear()
         if not self.statuses:
             raise UsageError(f"no records in sweep '{self.sweep}' to report on",
                              "see: aiot results list")
@@ -98,7 +111,7 @@ class _Pass:
             if when:
                 self.first = min(self.first or when, when)
                 self.last = max(self.last or when, when)
-        parts = tuple((r.provenance or {}).get(name) for name in _VERSION_PARTS)
+        parts = tuple(map((r.provenance or {}).get, _VERSION_PARTS))
         if self.seen_parts.setdefault(tuple(map(id, parts)), parts) is parts:  # new ones
             for what, value in version_facts(r):
                 self.versions.setdefault(what, set()).add(value)
@@ -118,20 +131,26 @@ class _Pass:
         held = self.idents.get(sig)
         if held is None:
             held = self.idents[sig] = (r.spec, (identity.key(r), identity.variant(r)))
-        run = _run(r, held[1])
-        self.runs.append(run)
-        self.readings += _readings(r)
+        self.tally.add(_Seen(r, held[1], self._emulated(r)), r)
+        for reading in _readings(r):
+            self.tally.add_reading(reading)
         info = (r.provenance or {}).get("device")
         name = r.device or (info or {}).get("name") or "—"
         if info and r.created_at >= self.devices.get(name, ("",))[0]:
             self.devices[name] = (r.created_at, info)
-        if run.status == "ok" and run.latency_ms is not None:
-            held = self.newest.get(run.key)
-            if held is None or _better(r, held):
-                self.newest[run.key] = r
+
+    def _emulated(self, r) -> bool:
+        info = (r.provenance or {}).get("device") or {}
+        held = self.emulated.get(id(info))  # records of one device share its facts' object
+        if held is None or held[0] is not info:
+            held = self.emulated[id(info)] = (info, emulated(info))
+        return held[1]
 
     def report(self, source: str, generated_at: str | None) -> Report:
-        newest = sorted(self.newest.values(), key=lambda r: r.created_at)
+        tally = self.tally
+        tally.finish(lambda seen: _run(seen.record, seen.ident))
+        newest = sorted((record for _run, record in tally.plotted.values()),
+                        key=lambda r: r.created_at)
         matching = match_runs(newest)
         provenance = Provenance(
             devices=[_device_facts(n, info) for n, (_t, info) in sorted(self.devices.items())],
@@ -139,36 +158,29 @@ class _Pass:
             sweeps=sorted(self.sweeps), statuses=dict(self.statuses))
         report = Report(
             generated_at=generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
-            source=source, sweep=self.sweep, runs=sorted(self.runs, key=_OrderOnce().of),
+            source=source, sweep=self.sweep, runs=tally.rows.runs(),
             trainings=self.trainings, matching=matching, om_scores=om_infer(matching.pairs),
-            leaderboard=leaderboard(newest), readings=sorted(self.readings, key=lambda x: x.time),
-            others=self.others, provenance=provenance, row_limit=ROW_LIMIT)
+            leaderboard=leaderboard(newest), readings=tally.readings(),
+            others=self.others, provenance=provenance, row_limit=ROW_LIMIT, tally=tally)
         report.extra = [trend_section(report)]
         return report
 
 
-class _OrderOnce:
-    """:func:`build._run_order`, its part before the time worked out once per configuration
-    (100k runs sort by a few hundred distinct prefixes)."""
+class _Seen:
+    """A latency record as :meth:`Tally.add` reads it: a whole :class:`Run` is made
+    (:func:`build._run`) only of the few the tally keeps."""
 
-    def __init__(self) -> None:
-        self.prefixes: dict[tuple, tuple] = {}
+    __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
+                 "latency_ms", "load_ms", "model_label", "record", "status", "variant")
 
-    def of(self, run) -> tuple:
-        sig = (run.key, run.input_shape, run.variant, run.model_label, run.device)
-        prefix = self.prefixes.get(sig)
-        if prefix is None:
-            prefix = self.prefixes[sig] = _run_order(run)[:-1]
-        return (*prefix, run.created_at)
-
-
-def _better(record, held) -> bool:
-    """Whether ``record`` stands for its key rather than ``held``: a VALID run over an INVALID
-    one, else the newer (as :meth:`Report.plotted_runs` picks)."""
-    invalid, held_invalid = record.validity == "INVALID", held.validity == "INVALID"
-    if invalid != held_invalid:
-        return held_invalid
-    return record.created_at >= held.created_at
+    def __init__(self, record, ident: tuple, is_emulated: bool) -> None:
+        self.record, self.ident = record, ident
+        self.id, self.status, self.created_at = record.id, record.status, record.created_at
+        self.load_ms, self.invalid = record.load_ms, record.validity == INVALID
+        self.device, self.emulated = record.device or "—", is_emulated
+        self.key, self.variant = ident
+        self.model_label = self.key.configuration.model_label or "—"
+        self.latency_ms = identity.latency_ms(record)
 
 
 # -- trends ------------------------------------------------------------------------------------
@@ -176,26 +188,7 @@ def _better(record, held) -> bool:
 def trend_rows(report: Report) -> list[dict]:
     """Per key with ok runs: its latency month by month, summarised (VALID runs where the
     key has any)."""
-    keyed: dict[identity.Key, list] = {}
-    for run in report.runs:
-        if run.status == "ok" and run.latency_ms is not None:
-            keyed.setdefault(run.key, []).append(run)
-    rows = []
-    for runs in keyed.values():
-        pool = [r for r in runs if not r.invalid] or runs
-        months: dict[str, list[float]] = {}
-        for run in pool:
-            months.setdefault(run.created_at[:7], []).append(run.latency_ms)
-        order = sorted(months)
-        first, latest = statistics.median(months[order[0]]), statistics.median(months[order[-1]])
-        head = runs[0]
-        rows.append({
-            "device": head.device, "model": head.model_label, "variant": head.variant,
-            "input_shape": head.input_shape, "threads": head.threads, "runs": len(runs),
-            "months": len(order), "since": order[0], "first_ms": first, "latest_ms": latest,
-            "best_ms": min(r.latency_ms for r in pool),
-            "change": latest / first - 1 if first else None,
-            "validity": "INVALID" if pool[0].invalid else None})
+    rows = [trend.row() for trend in report.tally.trends.values()]
     return sorted(rows, key=lambda d: (d["device"], d["model"], d["variant"],
                                        d["input_shape"] or "", d["threads"] or 0))
 

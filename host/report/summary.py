@@ -76,7 +76,7 @@ def summary_section(report):
             Column("per_s", "inf/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
             Column("fastest", ""), Column("validity", "validity"), Column("why", "why INVALID"),
             Column("id", "record", "id"))
-    emulated = any(r.emulated for r in report.runs)
+    emulated = report.tally.emulated
     intro = ("Per model and device, each format's best median latency over the thread counts "
              "measured (inf/s: inferences per second, one after another), and how it compares "
              "with the fastest format of that model there.")

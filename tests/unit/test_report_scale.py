@@ -42,14 +42,23 @@ def test_large_store_is_summarised_with_the_same_answers(store, monkeypatch, tmp
     monkeypatch.setattr(scale, "ROW_LIMIT", 4)
     summarised = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
     full = build(collect(store), "results", generated_at="2026-01-02T03:04:05+00:00")
-    assert len(summarised.runs) == len(full.runs) == 14
+    # A summarised report holds the newest ROW_LIMIT runs, and counts them all.
+    assert (summarised.tally.count, summarised.tally.invalid) == (len(full.runs), 1) == (14, 1)
+    assert len(summarised.runs) == 4
+    newest = sorted(full.runs, key=lambda r: r.created_at, reverse=True)[:4]
+    assert sorted((r.created_at, r.id, r.input_shape, r.mean_ms, r.invalid_reasons)
+                  for r in summarised.runs) == sorted(
+        (r.created_at, r.id, r.input_shape, r.mean_ms, r.invalid_reasons) for r in newest)
     assert [r.id for r in summarised.plotted_runs()] == [r.id for r in full.plotted_runs()]
     assert summarised.provenance == full.provenance
     assert summarised.readings == full.readings and len(full.readings) == 24
-    assert [(r.id, r.input_shape, r.mean_ms, r.invalid_reasons) for r in summarised.runs] == [
-        (r.id, r.input_shape, r.mean_ms, r.invalid_reasons) for r in full.runs]
     assert summarised.leaderboard == full.leaderboard
     sections = {s.key: s for s in summarised.sections()}
+    # Every table but the run lists reads the same from the pass's tally as from every run.
+    tables = {t.key: t.rows for s in full.sections() for t in s.tables}
+    assert {t.key: t.rows for s in sections.values() for t in s.tables
+            if t.key not in ("runs", "flagged", "trends")} == {
+        k: v for k, v in tables.items() if k not in ("runs", "flagged")}
     assert "trends" in sections
     runs = sections["runs"].tables[0]
     assert len(runs.rows) == 4 and "the newest 4 of 14" in runs.title
@@ -81,3 +90,16 @@ def test_a_bar_shows_at_most_max_dots_spread_over_its_range():
     assert len(dots) == MAX_DOTS and dots == sorted(dots)
     assert (dots[0], dots[-1]) == (1.0, 1000.0)
     assert _spread(values[:5]) == values[:5]  # a few runs: every one
+
+
+def test_the_pass_caches_stay_bounded_and_answer_the_same(store, monkeypatch):
+    """Device facts differ per session in a lab: the pass's caches of shared objects are
+    cleared past their limit, and the report stays the same."""
+    monkeypatch.setattr(scale, "DETAIL_LIMIT", 5)
+    full = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
+    monkeypatch.setattr(scale, "_CACHE_LIMIT", 1)
+    small = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
+    assert small.provenance == full.provenance
+    assert [r.id for r in small.plotted_runs()] == [r.id for r in full.plotted_runs()]
+    assert ({t.key: t.rows for s in small.sections() for t in s.tables}
+            == {t.key: t.rows for s in full.sections() for t in s.tables})

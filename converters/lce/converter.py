@@ -32,7 +32,7 @@ from aiot.converters.base import (
     toolchain_versions,
 )
 from aiot.converters.graph import bn_scale_shift, lower
-from aiot.converters.parity import run_artifact_outputs
+from aiot.converters.parity import run_artifact, run_artifact_outputs
 from aiot.converters.tflite import tflite_ops
 from aiot.core import toolchains
 from aiot.core.errors import ConversionError
@@ -224,9 +224,11 @@ class LceConverter(Converter):
             outputs = run_artifact_outputs(self.backend, probe, inputs)
         # The probe is made from the model, not read from the file: it speaks for the file
         # only if it computes what the file computes.
-        (deployed,) = run_artifact_outputs(self.backend, artifact, inputs).values()
-        if not np.array_equal(deployed, outputs["output_0"]):
-            worst = float(np.abs(deployed - outputs["output_0"]).max())
+        deployed = run_artifact(self.backend, artifact, inputs)  # (N, -1): one start, no inspect
+        probed = outputs["output_0"].reshape(len(inputs), -1)
+        if deployed.shape != probed.shape or not np.array_equal(deployed, probed):
+            same_shape = deployed.shape == probed.shape
+            worst = float(np.abs(deployed - probed).max()) if same_shape else float("inf")
             raise ConversionError(self.name, "parity", f"the sign probe's outputs differ from "
                                   f"{artifact.name}'s by up to {worst:.3g}: it does not show "
                                   "that file's activations", "re-convert; if it stays, report it")

@@ -1,7 +1,8 @@
 """Build a TensorFlow graph from aiot's lowered layers and convert it with LCE.
 
 Runs INSIDE the ``lce`` toolchain environment (TensorFlow 2.16, larq-compute-engine,
-NumPy < 2) as a script: ``python build.py GRAPH.json WEIGHTS.npz OUT.tflite``. It
+NumPy < 2) as a script: ``python build.py GRAPH.json WEIGHTS.npz OUT.tflite [--probe-out
+PROBE.tflite]`` (see :func:`main`). It
 imports nothing from aiot — only the standard library, NumPy and the toolchain.
 
 The graph keeps PyTorch's NCHW input (one transpose to NHWC at the start), so the same
@@ -157,15 +158,11 @@ def build(tf, graph: dict, weights, probes: dict | None = None):
     return forward
 
 
-def main(argv: list[str]) -> int:
-    graph_path, weights_path, out_path, *flags = argv
-    import larq_compute_engine as lce
-    import numpy as np
-    import tensorflow as tf
+def flatbuffer(tf, lce, np, graph: dict, weights_path: str, probe: bool) -> bytes:
+    """The LCE flatbuffer of ``graph``; with ``probe``, each binary conv's input (what it
+    binarizes) is an extra output ``probe_NNN`` beside ``output_0``: the parity check's probe."""
+    import tempfile
 
-    with open(graph_path, encoding="utf-8") as fh:
-        graph = json.load(fh)
-    probe = "--probe" in flags  # parity: each binary conv's input as an extra output
     names = [layer["name"] for layer in graph["layers"] if layer["kind"] == "bconv"]
 
     class Model(tf.Module):
@@ -177,14 +174,30 @@ def main(argv: list[str]) -> int:
                 out[f"probe_{i:03d}"] = probes[name]
             return out
 
-    import tempfile
-
     with tempfile.TemporaryDirectory() as saved:
         model = Model()
         tf.saved_model.save(model, saved, signatures={"serving_default": model.serve})
-        flatbuffer = lce.convert_saved_model(saved)
-    with open(out_path, "wb") as fh:
-        fh.write(flatbuffer)
+        return lce.convert_saved_model(saved)
+
+
+def main(argv: list[str]) -> int:
+    """``GRAPH WEIGHTS OUT [--probe] [--probe-out PROBE]``: the artifact at OUT (the probe
+    instead, with ``--probe``), and the probe at PROBE too, from the same graph in the same
+    process: TensorFlow is imported once for both."""
+    graph_path, weights_path, out_path, *flags = argv
+    import larq_compute_engine as lce
+    import numpy as np
+    import tensorflow as tf
+
+    with open(graph_path, encoding="utf-8") as fh:
+        graph = json.load(fh)
+    wanted = [(out_path, "--probe" in flags)]
+    if "--probe-out" in flags:
+        wanted.append((flags[flags.index("--probe-out") + 1], True))
+    for path, probe in wanted:
+        data = flatbuffer(tf, lce, np, graph, weights_path, probe)
+        with open(path, "wb") as fh:
+            fh.write(data)
     print(json.dumps({"tensorflow": tf.__version__, "larq_compute_engine": lce.__version__}))
     return 0
 

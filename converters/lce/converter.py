@@ -9,13 +9,20 @@ A converter that "succeeds" must have really binarized: LCE silently keeps a flo
 ``CONV_2D`` when a pattern does not match (larq/compute-engine#631), so the op list must
 hold one ``LceBconv2d`` per binary convolution of the source model, or the artifact is
 refused. Parity runs in the LCE interpreter (same toolchain: it needs NumPy < 2).
+
+One toolchain process per conversion: starting it imports TensorFlow (7-8 CPU seconds), so
+the export builds the sign-parity probe (:meth:`LceConverter.binary_inputs`) in the same run
+as the artifact and keeps it for the parity check that follows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import tempfile
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from aiot.converters.base import (
@@ -25,7 +32,7 @@ from aiot.converters.base import (
     toolchain_versions,
 )
 from aiot.converters.graph import bn_scale_shift, lower
-from aiot.converters.parity import run_artifact_outputs
+from aiot.converters.parity import run_artifact, run_artifact_outputs
 from aiot.converters.tflite import tflite_ops
 from aiot.core import toolchains
 from aiot.core.errors import ConversionError
@@ -100,6 +107,45 @@ def write_graph(graph, example, folder: Path) -> tuple[Path, Path, int]:
     return graph_file, weights_file, binary
 
 
+def graph_digest(graph_file: Path, weights_file: Path) -> str:
+    """What :mod:`~aiot.converters.lce.build` builds from, as one hash: the graph's JSON and
+    every parameter by name, dtype, shape and value (not the ``.npz`` bytes, which hold the
+    time they were written)."""
+    import numpy as np
+
+    digest = hashlib.sha256(graph_file.read_bytes())
+    with np.load(weights_file) as weights:
+        for key in sorted(weights.files):
+            array = np.ascontiguousarray(weights[key])
+            digest.update(f"\0{key}\0{array.dtype.str}\0{array.shape}\0".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+class _KeptProbes:
+    """Probes built beside their artifacts, by :func:`graph_digest`, until parity takes them.
+
+    Bounded: a probe whose parity check never came (a conversion stopped in between) is
+    dropped once :data:`LIMIT` newer ones are kept. Locked: conversions may run in threads.
+    """
+
+    LIMIT = 4
+
+    def __init__(self) -> None:
+        self._probes: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, digest: str, probe: bytes) -> None:
+        with self._lock:
+            self._probes[digest] = probe
+            while len(self._probes) > self.LIMIT:
+                self._probes.popitem(last=False)
+
+    def take(self, digest: str) -> bytes | None:
+        with self._lock:
+            return self._probes.pop(digest, None)
+
+
 class LceConverter(Converter):
     """PyTorch BNN → TensorFlow graph → LCE converter, in the ``lce`` toolchain."""
 
@@ -114,6 +160,9 @@ class LceConverter(Converter):
     # hair from 0 flipped by float re-ordering moves by whole units (README, BiBench).
     binary_native = True
     options: dict[str, tuple[str, str]] = {}
+
+    def __init__(self) -> None:
+        self._probes = _KeptProbes()
 
     def availability(self) -> Availability:
         return toolchain_available(TOOLCHAIN)
@@ -130,8 +179,11 @@ class LceConverter(Converter):
                                   "LCE is for binarized models: use tiny_bnn or a binarized model")
         with tempfile.TemporaryDirectory(prefix="aiot-lce-") as tmp:
             graph_file, weights_file, binary = write_graph(graph, example, Path(tmp))
+            probe = Path(tmp) / "probe.tflite"  # for binary_inputs, from the same process
             write_atomic(out_path, lambda dst: toolchains.run_script(
-                TOOLCHAIN, BUILD_SCRIPT, [str(graph_file), str(weights_file), str(dst)]))
+                TOOLCHAIN, BUILD_SCRIPT, [str(graph_file), str(weights_file), str(dst),
+                                          "--probe-out", str(probe)]))
+            self._probes.keep(graph_digest(graph_file, weights_file), probe.read_bytes())
         ops = tflite_ops(out_path)
         found = _count_op(out_path, "LceBconv2d")
         if found != binary:
@@ -145,7 +197,9 @@ class LceConverter(Converter):
         """What each binary conv binarizes in LCE, NCHW, by PyTorch layer name, for ``inputs``.
 
         A probe of the artifact: the same lowered graph through the same LCE converter, with
-        each binary conv's input as an extra output, run by LCE's interpreter.
+        each binary conv's input as an extra output, run by LCE's interpreter. The export
+        built it with the artifact when the model lowers to the very same graph (one
+        toolchain run); otherwise it is built here.
         """
         import numpy as np
         import torch
@@ -161,14 +215,20 @@ class LceConverter(Converter):
         with tempfile.TemporaryDirectory(prefix="aiot-lce-probe-") as tmp:
             graph_file, weights_file, _ = write_graph(graph, example, Path(tmp))
             probe = Path(tmp) / "probe.tflite"
-            toolchains.run_script(TOOLCHAIN, BUILD_SCRIPT,
-                                  [str(graph_file), str(weights_file), str(probe), "--probe"])
+            kept = self._probes.take(graph_digest(graph_file, weights_file))
+            if kept is not None:
+                probe.write_bytes(kept)
+            else:
+                toolchains.run_script(TOOLCHAIN, BUILD_SCRIPT,
+                                      [str(graph_file), str(weights_file), str(probe), "--probe"])
             outputs = run_artifact_outputs(self.backend, probe, inputs)
         # The probe is made from the model, not read from the file: it speaks for the file
         # only if it computes what the file computes.
-        (deployed,) = run_artifact_outputs(self.backend, artifact, inputs).values()
-        if not np.array_equal(deployed, outputs["output_0"]):
-            worst = float(np.abs(deployed - outputs["output_0"]).max())
+        deployed = run_artifact(self.backend, artifact, inputs)  # (N, -1): one start, no inspect
+        probed = outputs["output_0"].reshape(len(inputs), -1)
+        if deployed.shape != probed.shape or not np.array_equal(deployed, probed):
+            same_shape = deployed.shape == probed.shape
+            worst = float(np.abs(deployed - probed).max()) if same_shape else float("inf")
             raise ConversionError(self.name, "parity", f"the sign probe's outputs differ from "
                                   f"{artifact.name}'s by up to {worst:.3g}: it does not show "
                                   "that file's activations", "re-convert; if it stays, report it")

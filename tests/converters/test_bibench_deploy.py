@@ -241,6 +241,7 @@ def test_lce_runs_reactnet_tiny_vgg_with_thresholds(tmp_path):
     need_toolchain("lce")
     from aiot.converters.lce.converter import LceConverter, _count_op
     from aiot.converters.parity import compare_outputs, run_artifact
+    from aiot.converters.sign_parity import compare_signs, torch_binary_inputs
 
     model = _frozen_tiny_vgg("reactnet")
     path = tmp_path / "tiny_vgg.lce.tflite"
@@ -252,3 +253,8 @@ def test_lce_runs_reactnet_tiny_vgg_with_thresholds(tmp_path):
         expected = model(x).numpy()
     report = compare_outputs(expected, run_artifact("lce", path, x.numpy()), atol=1e-3, rtol=None)
     assert report["ok"] and report["top1_agreement"] == 1.0, report
+    # A probe the export did not keep (another converter made the file) is built on its own,
+    # and it too must reproduce the file's outputs exactly before its signs count.
+    reference = torch_binary_inputs(model, x[:4])
+    probed = LceConverter().binary_inputs(model, path, x[:4].numpy(), list(reference))
+    assert compare_signs(reference, probed, {"atol": 1e-3, "rtol": None})["ok"]

@@ -55,8 +55,19 @@ def test_the_float_stem_is_compared_by_value():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["bnn", "dorefa", "bireal", "reactnet", "recu", "fda"])
-def test_tiny_vgg_from_its_default_init_converts_to_lce_for_every_algorithm(tmp_path, algorithm):
+def test_tiny_vgg_from_its_default_init_converts_to_lce_for_every_algorithm(tmp_path, algorithm,
+                                                                          monkeypatch):
+    from aiot.core import toolchains
+
+    started, run_script = [], toolchains.run_script
+
+    def counted(name, script, *args, **kwargs):
+        started.append(script.name)
+        return run_script(name, script, *args, **kwargs)
+
+    monkeypatch.setattr(toolchains, "run_script", counted)
     res = convert_model(f"tiny_vgg_{algorithm}", "lce", tmp_path)
+    assert started == ["build.py"]  # artifact and sign probe from one TensorFlow start
     signs = read_sidecar(res.artifact)["parity"]["signs"]
     assert res.parity["rule"] == "sign-agreement" and signs["ok"]
     assert [layer["layer"] for layer in signs["binary_layers"]] == [

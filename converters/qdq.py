@@ -9,8 +9,10 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
   QuantizeLinear/DequantizeLinear pair, and its weight likewise (int8, zero point 0);
 * a quantized convolution followed by a BatchNorm gets it folded in: the BN's per-channel
   factor ``g = gamma / sqrt(var + eps)`` multiplies the weight's step, so the folded weight
-  is the same int8 ``q`` with per-channel scales ``s_w g`` (exact); a channel with ``g < 0``
-  stores ``-q`` with scale ``s_w |g|`` (``q = -128`` there saturates at 127: one level);
+  is the same int8 ``q`` with per-channel scales ``s_w g`` (exact); a channel with ``s_w g < 0``
+  (a negative BN factor, or a step LSQ's training drove below zero) stores ``-q`` with scale
+  ``|s_w g|``, since runtimes hold positive scales only (``q = -128`` there saturates at 127:
+  one level);
 * when the conv's output alone reaches the next quantized layer (unsigned grid) through ReLU
   and max-pooling only, it is quantized right at the conv with that layer's input step:
   ``Q(maxpool(relu(y)))`` equals ``maxpool(Q(y))`` for uint8 with zero point 0 (its clamp
@@ -128,16 +130,23 @@ def _integer_weight(layer) -> tuple[Tensor, Tensor]:
 
 
 def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
+    """The layer with ``bn`` folded in, its weight ``levels * scales`` on positive per-channel
+    scales: LSQ's step is a free parameter that training can drive below zero (``s q`` is
+    then ``|s| (-q)``), and every runtime's int8 scale is positive (litert-torch cannot even
+    write a negative one; XNNPACK refuses it at load), so the sign of ``s g`` moves into the
+    levels."""
     q, step = _integer_weight(layer)
     channels = q.shape[0]
     bias = layer.bias.detach() if layer.bias is not None else torch.zeros(channels)
-    if bn is None:
-        return _QDQLayer(layer, step.expand(channels), q * step, layer.bias)
-    g = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
-    sign = torch.where(g < 0, -1.0, 1.0).reshape(-1, *([1] * (q.dim() - 1)))
+    g = torch.ones(channels)
+    if bn is not None:
+        g = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
+        bias = (bias - bn.running_mean) * g + bn.bias.detach()
+    factor = step * g
+    sign = torch.where(factor < 0, -1.0, 1.0).reshape(-1, *([1] * (q.dim() - 1)))
     levels = (q * sign).clamp(-128, 127)
-    scales = step * g.abs()
-    new_bias = (bias - bn.running_mean) * g + bn.bias.detach()
+    scales = factor.abs()
+    new_bias = bias if bn is not None or layer.bias is not None else None
     return _QDQLayer(layer, scales, levels * scales.reshape(sign.shape), new_bias)
 
 

@@ -51,6 +51,7 @@ import torch
 import torch.fx
 from torch import Tensor, nn
 
+from aiot.core.errors import ConversionError
 from aiot.models import get_model_spec
 from aiot.models.quant import build_quantized, parse_quantize
 from aiot.models.quant.base import QuantizedLayer
@@ -165,6 +166,7 @@ def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
     bn1 → relu → conv2), not the order modules were registered in; a model that does not
     trace keeps plain Q/DQ around each quantized layer.
     """
+    _refuse_nonpositive_input_steps(model, fmt)
     export = copy.deepcopy(model).eval()
     try:
         plan = _plan(export)
@@ -182,6 +184,18 @@ def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
         if bn_name:
             _set_submodule(export, bn_name, nn.Identity())
     return export
+
+
+def _refuse_nonpositive_input_steps(model: nn.Module, fmt: str) -> None:
+    """A learned activation step at or below zero has no int8 form (a weight step's sign can
+    move into the levels, an activation's cannot: the levels come from the data at run time),
+    and on LSQ's unsigned grid such a layer passes zeros alone: refused in one line."""
+    for name, layer in model.named_modules():
+        step = float(layer.input_step.detach()) if isinstance(layer, QuantizedLayer) else 1.0
+        if step <= 0:
+            raise ConversionError(fmt, "check", f"{name}'s learned activation step is "
+                                  f"{step:.3g}: int8 scales are positive in "
+                                  "every runtime", "retrain it (its input quantizer collapsed)")
 
 
 class _Tracer(torch.fx.Tracer):

@@ -264,3 +264,18 @@ def test_resnet18_lsq8_blocks_first_convs_become_tflite_int8_convolutions(tmp_pa
                            dataset_samples=8)
     assert read_sidecar(result.artifact)["converter"]["convs"] == {"int8": 8, "float": 12}
     assert result.parity["top1_agreement"] == 1.0
+
+
+def test_a_collapsed_activation_step_is_refused_in_one_line():
+    """An activation step at or below zero has no int8 form (its sign cannot move into levels
+    the data make at run time): refused before any export, naming the layer."""
+    import torch
+
+    from aiot.converters.qdq import qdq_model
+    from aiot.core.errors import ConversionError
+
+    _spec, model = _trained_like_model()
+    with torch.no_grad():
+        model.features.conv3.input_step.fill_(-0.02)
+    with pytest.raises(ConversionError, match="features.conv3's learned activation step is -0.02"):
+        qdq_model(model.eval(), "tflite")

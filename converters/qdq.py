@@ -22,8 +22,13 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
   full-precision classifier) or a residual addition (a ResNet block's second conv) runs as
   DQ→Conv in float.
 
-What stays: float rounding where the BN is folded, which may move a value at a rounding
-boundary by one level (see the parity report).
+What stays inexact: float rounding where the BN is folded, which may move a value at a
+rounding boundary by one level, and, in every runtime's integer convolution (QLinearConv,
+TFLite's and XNNPACK's int8 convs), the folded bias added as int32 on the grid ``s_x s_w``: up
+to half a unit of it, a few thousandths of an output level, which moves a value one level over
+where it lies that close to a boundary. Neither can be removed by the plan (the bias grid is
+the kernels' own); a model that amplifies such flips shows them in its top-1 parity (the
+README's trained resnet18_mnist_lsq8).
 
 For ExecuTorch (``fmt="executorch"``) the same plan is written with the
 ``quantized_decomposed`` operators XNNPACK's partitioner lowers to its QS8 kernels, as PT2E's

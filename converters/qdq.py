@@ -192,12 +192,13 @@ def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
 
 
 def _refuse_nonpositive_input_steps(model: nn.Module, fmt: str) -> None:
-    """A learned activation step at or below zero has no int8 form (a weight step's sign can
-    move into the levels, an activation's cannot: the levels come from the data at run time),
-    and on LSQ's unsigned grid such a layer passes zeros alone: refused in one line."""
+    """A learned activation step at or below zero is refused in one line: a weight step's sign
+    can move into the stored levels, an activation's cannot (the data make its levels at run
+    time, on a positive scale), and on LSQ's unsigned grid such a layer passes zeros alone."""
     for name, layer in model.named_modules():
-        step = float(layer.input_step.detach()) if isinstance(layer, QuantizedLayer) else 1.0
-        if step <= 0:
+        step = getattr(layer, "input_step", None) if isinstance(layer, QuantizedLayer) else None
+        if step is not None and float(step.detach()) <= 0:
+            step = float(step.detach())
             raise ConversionError(fmt, "check", f"{name}'s learned activation step is "
                                   f"{step:.3g}: int8 scales are positive in "
                                   "every runtime", "retrain it (its input quantizer collapsed)")

@@ -378,10 +378,10 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, datas
         for path in artifact_files(converter, artifact):
             path.unlink(missing_ok=True)
         if isinstance(exc, ArtifactError):  # not a damaged file: one written a moment ago
-            raise ConversionError(converter.name, "verify", f"its runtime refuses the file just "
-                                  f"written ({exc.message})", f"{converter.backend} cannot run what "
-                                  "this export wrote (a converter bug, not a damaged file): run "
-                                  "with --verbose for the runtime's log and report it") from None
+            raise ConversionError(converter.name, "verify", "its runtime refuses the file just "
+                                  f"written ({exc.message})", f"{converter.backend} cannot run "
+                                  "what this export wrote (a converter bug, not a damaged file): "
+                                  "run with --verbose for the runtime's log and report it") from None
         raise
 
 

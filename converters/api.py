@@ -381,7 +381,7 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, datas
             raise ConversionError(converter.name, "verify", "its runtime refuses the file just "
                                   f"written ({exc.message})", f"{converter.backend} cannot run "
                                   "what this export wrote (a converter bug, not a damaged file): "
-                                  "run with --verbose for the runtime's log and report it") from None
+                                  "run with --verbose for the runtime's log; report it") from None
         raise
 
 

@@ -41,7 +41,8 @@ def test_a_fresh_artifact_its_runtime_refuses_is_a_conversion_failure(tmp_path, 
     def export(converter, model, example, artifact, options, spec=None):
         node = helper.make_node("Unheard", ["input"], ["logits"], domain="aiot.test")
         graph = helper.make_graph(
-            [node], "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, 28, 28])],
+            [node], "g",
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 1, 28, 28])],
             [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])])
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                           helper.make_opsetid("aiot.test", 1)]),

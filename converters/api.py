@@ -374,9 +374,14 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, datas
         return check_parity(converter.name, runner, artifact, model,
                             source.noise(parity_samples, seed=1),
                             dataset=source.images(dataset_samples), **tolerance)
-    except BaseException:
+    except BaseException as exc:
         for path in artifact_files(converter, artifact):
             path.unlink(missing_ok=True)
+        if isinstance(exc, ArtifactError):  # not a damaged file: one written a moment ago
+            raise ConversionError(converter.name, "verify", "its runtime refuses the file just "
+                                  f"written ({exc.message})", f"{converter.backend} cannot run "
+                                  "what this export wrote (a converter bug, not a damaged file): "
+                                  "run with --verbose for the runtime's log; report it") from None
         raise
 
 

@@ -132,18 +132,33 @@ def _run_in_toolchain(toolchain: str, backend_name: str, artifact: Path, inputs)
                        inputs=str(Path(tmp) / "x.npy"), outputs=str(Path(tmp) / "y.npy")).to_wire()
         np.save(spec["inputs"], np.ascontiguousarray(inputs, dtype=np.float32))
         (Path(tmp) / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        stdout = toolchains.run_module(toolchain, "device_agent", ["predict", str(Path(tmp) / "spec.json")],
-                                       cwd=agent_parent)
-        _raise_agent_error(stdout, artifact)
+        stdout, stderr = toolchains.run_module_output(toolchain, "device_agent",
+                                                      ["predict", str(Path(tmp) / "spec.json")],
+                                                      cwd=agent_parent)
+        _raise_agent_error(stdout, artifact, stderr)
         return np.load(spec["outputs"])
 
 
-def _raise_agent_error(stdout: str, artifact: Path) -> None:
+def _raise_agent_error(stdout: str, artifact: Path, stderr: str = "") -> None:
     for line in stdout.splitlines():
         msg = protocol.decode(line)
         if msg and msg["event"] == "error":
-            raise ArtifactError(f"{artifact.name}: {msg['type']}: {msg['message']}",
+            reason = runtime_reason(stderr)
+            raise ArtifactError(f"{artifact.name}: {msg['type']}: {msg['message']}"
+                                + (f" (runtime log: {reason})" if reason else ""),
                                 "the file is truncated or corrupt; re-convert it")
+
+
+def runtime_reason(stderr: str) -> str | None:
+    """The first failure a native runtime logged (ExecuTorch reports a delegate's refusal as
+    ``error: 0x:1`` and logs why: ``Failed to define tensor 91 with code:
+    xnn_status_invalid_parameter``), without its ``[file.cpp:NN]`` prefix; None if it logged
+    none. cpuinfo's probes of optional system files (``Failed to open …``) are not failures."""
+    for line in stderr.splitlines():
+        text = line.split("] ", 1)[-1].strip() if line.startswith("[") else line.strip()
+        if "fail" in text.lower() and not text.startswith("Failed to open"):
+            return text[:200]
+    return None
 
 
 PASS, INCONCLUSIVE, FAIL = "pass", "inconclusive", "fail"

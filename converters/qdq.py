@@ -9,8 +9,10 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
   QuantizeLinear/DequantizeLinear pair, and its weight likewise (int8, zero point 0);
 * a quantized convolution followed by a BatchNorm gets it folded in: the BN's per-channel
   factor ``g = gamma / sqrt(var + eps)`` multiplies the weight's step, so the folded weight
-  is the same int8 ``q`` with per-channel scales ``s_w g`` (exact); a channel with ``g < 0``
-  stores ``-q`` with scale ``s_w |g|`` (``q = -128`` there saturates at 127: one level);
+  is the same int8 ``q`` with per-channel scales ``s_w g`` (exact); a channel with ``s_w g < 0``
+  (a negative BN factor, or a step LSQ's training drove below zero) stores ``-q`` with scale
+  ``|s_w g|``, since runtimes hold positive scales only (``q = -128`` there saturates at 127:
+  one level);
 * when the conv's output alone reaches the next quantized layer (unsigned grid) through ReLU
   and max-pooling only, it is quantized right at the conv with that layer's input step:
   ``Q(maxpool(relu(y)))`` equals ``maxpool(Q(y))`` for uint8 with zero point 0 (its clamp
@@ -20,8 +22,13 @@ a deployable one, on a copy, into a form whose arithmetic is the fake-quantized 
   full-precision classifier) or a residual addition (a ResNet block's second conv) runs as
   DQ→Conv in float.
 
-What stays: float rounding where the BN is folded, which may move a value at a rounding
-boundary by one level (see the parity report).
+What stays inexact: float rounding where the BN is folded, which may move a value at a
+rounding boundary by one level, and, in every runtime's integer convolution (QLinearConv,
+TFLite's and XNNPACK's int8 convs), the folded bias added as int32 on the grid ``s_x s_w``: up
+to half a unit of it, a few thousandths of an output level, which moves a value one level over
+where it lies that close to a boundary. Neither can be removed by the plan (the bias grid is
+the kernels' own); a model that amplifies such flips shows them in its top-1 parity (the
+README's trained resnet18_mnist_lsq8).
 
 For ExecuTorch (``fmt="executorch"``) the same plan is written with the
 ``quantized_decomposed`` operators XNNPACK's partitioner lowers to its QS8 kernels, as PT2E's
@@ -49,6 +56,7 @@ import torch
 import torch.fx
 from torch import Tensor, nn
 
+from aiot.core.errors import ConversionError
 from aiot.models import get_model_spec
 from aiot.models.quant import build_quantized, parse_quantize
 from aiot.models.quant.base import QuantizedLayer
@@ -128,16 +136,23 @@ def _integer_weight(layer) -> tuple[Tensor, Tensor]:
 
 
 def _folded(layer, bn: nn.BatchNorm2d | None) -> _QDQLayer:
+    """The layer with ``bn`` folded in, its weight ``levels * scales`` on positive per-channel
+    scales: LSQ's step is a free parameter that training can drive below zero (``s q`` is
+    then ``|s| (-q)``), and every runtime's int8 scale is positive (litert-torch cannot even
+    write a negative one; XNNPACK refuses it at load), so the sign of ``s g`` moves into the
+    levels."""
     q, step = _integer_weight(layer)
     channels = q.shape[0]
     bias = layer.bias.detach() if layer.bias is not None else torch.zeros(channels)
-    if bn is None:
-        return _QDQLayer(layer, step.expand(channels), q * step, layer.bias)
-    g = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
-    sign = torch.where(g < 0, -1.0, 1.0).reshape(-1, *([1] * (q.dim() - 1)))
+    g = torch.ones(channels)
+    if bn is not None:
+        g = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
+        bias = (bias - bn.running_mean) * g + bn.bias.detach()
+    factor = step * g
+    sign = torch.where(factor < 0, -1.0, 1.0).reshape(-1, *([1] * (q.dim() - 1)))
     levels = (q * sign).clamp(-128, 127)
-    scales = step * g.abs()
-    new_bias = (bias - bn.running_mean) * g + bn.bias.detach()
+    scales = factor.abs()
+    new_bias = bias if bn is not None or layer.bias is not None else None
     return _QDQLayer(layer, scales, levels * scales.reshape(sign.shape), new_bias)
 
 
@@ -156,6 +171,7 @@ def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
     bn1 → relu → conv2), not the order modules were registered in; a model that does not
     trace keeps plain Q/DQ around each quantized layer.
     """
+    _refuse_nonpositive_input_steps(model, fmt)
     export = copy.deepcopy(model).eval()
     try:
         plan = _plan(export)
@@ -173,6 +189,19 @@ def qdq_model(model: nn.Module, fmt: str = "onnx") -> nn.Module:
         if bn_name:
             _set_submodule(export, bn_name, nn.Identity())
     return export
+
+
+def _refuse_nonpositive_input_steps(model: nn.Module, fmt: str) -> None:
+    """A learned activation step at or below zero is refused in one line: a weight step's sign
+    can move into the stored levels, an activation's cannot (the data make its levels at run
+    time, on a positive scale), and on LSQ's unsigned grid such a layer passes zeros alone."""
+    for name, layer in model.named_modules():
+        step = getattr(layer, "input_step", None) if isinstance(layer, QuantizedLayer) else None
+        if step is not None and float(step.detach()) <= 0:
+            step = float(step.detach())
+            raise ConversionError(fmt, "check", f"{name}'s learned activation step is "
+                                  f"{step:.3g}: int8 scales are positive in "
+                                  "every runtime", "retrain it (its input quantizer collapsed)")
 
 
 class _Tracer(torch.fx.Tracer):

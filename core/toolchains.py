@@ -234,8 +234,16 @@ def run_module(name: str, module: str, args: list[str], cwd: Path, timeout: floa
     judged by its exit status here: the caller reads the error event. A crash without
     output still raises.
     """
-    return run_python(name, ["-m", module, *args], cwd=cwd, timeout=timeout, what=module,
-                      check=False)
+    return run_module_output(name, module, args, cwd, timeout)[0]
+
+
+def run_module_output(name: str, module: str, args: list[str], cwd: Path,
+                      timeout: float = 900) -> tuple[str, str]:
+    """:func:`run_module`, returning ``(stdout, stderr)``: where a native runtime logs the
+    reason of an error its Python API reports only as a code (ExecuTorch's XNNPACK)."""
+    proc = _run_python(name, ["-m", module, *args], cwd=cwd, timeout=timeout, what=module,
+                       check=False)
+    return proc.stdout, proc.stderr
 
 
 def run_python(name: str, args: list[str], *, cwd: Path | None = None, timeout: float = 900,
@@ -249,6 +257,11 @@ def run_python(name: str, args: list[str], *, cwd: Path | None = None, timeout: 
         ToolchainError: not installed, timed out, or (with ``check``, or when it printed
             nothing) a non-zero exit; the message is its last error line.
     """
+    return _run_python(name, args, cwd=cwd, timeout=timeout, what=what, check=check).stdout
+
+
+def _run_python(name: str, args: list[str], *, cwd: Path | None, timeout: float, what: str,
+                check: bool) -> subprocess.CompletedProcess:
     py = require_python(name)
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
@@ -260,7 +273,7 @@ def run_python(name: str, args: list[str], *, cwd: Path | None = None, timeout: 
     if proc.returncode != 0 and (check or not proc.stdout.strip()):
         raise ToolchainError(f"{what} in the '{name}' toolchain failed: {_why_failed(proc)}",
                              "run with --verbose for its full output")
-    return proc.stdout
+    return proc
 
 
 def _why_failed(proc: subprocess.CompletedProcess) -> str:

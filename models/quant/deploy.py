@@ -37,9 +37,10 @@ DEPLOY_BITS = 8
 #: The methods whose 8-bit grids are int8 grids (see the module).
 DEPLOY_METHODS = ("lsq",)
 #: Parity rule of a deployed model: at least this top-1 agreement with the fake-quantized
-#: model on real images; the logits are reported, not judged: the runtime's requantization
-#: and the folded BatchNorm's float sums put a value within rounding of a level boundary one
-#: level over now and then (the issue's bar for deployed quantized models is 99 %).
+#: model on real images; the logits are reported, not judged: the int8 kernels add the folded
+#: BatchNorm's bias as int32 on the grid ``s_x s_w``, and the folding's float sums differ, which
+#: put a value within rounding of a level boundary one level over now and then (the issue's
+#: bar for deployed quantized models is 99 %).
 QDQ_MIN_TOP1 = 0.99
 #: The formats that export the learned scales.
 DEPLOY_FORMATS = ("onnx", "executorch", "tflite")

@@ -39,9 +39,12 @@ def test_run_refuses_an_undeployable_quantized_model_in_one_line(cli, args, word
     assert "Traceback" not in result.stderr
 
 
-def _trained_like(tmp_path):
-    """A tiny_cnn_lsq8 state dict with trained-like BatchNorms (one negative gamma, so the
-    per-channel folding's sign path runs) and steps set from seeded images: a --weights file."""
+def _trained_like_model():
+    """tiny_cnn_lsq8 with trained-like BatchNorms (one negative gamma, so the per-channel
+    folding's sign path runs), steps set from seeded images, and conv2's weight step below
+    zero, as a real ``aiot train resnet18_mnist --quantize lsq:8`` left layer4.1.conv1's
+    (``s q`` is then ``|s| (-q)``; a negative scale in the file broke litert-torch's
+    conversion and XNNPACK's load): channel 0 of conv2 has both signs, and they cancel."""
     import torch
 
     from aiot.models import get_model_spec
@@ -58,9 +61,38 @@ def _trained_like(tmp_path):
             bn.bias.uniform_(-0.2, 0.2)
             bn.running_mean.uniform_(-0.1, 0.1)
             bn.running_var.uniform_(0.5, 2.0)
+        model.features.conv2.weight_step.neg_()
+    return spec, model
+
+
+def _trained_like(tmp_path):
+    """:func:`_trained_like_model`'s state dict as a --weights file."""
+    import torch
+
     path = tmp_path / "tiny_cnn_lsq8.pt"
-    torch.save(model.state_dict(), path)
+    torch.save(_trained_like_model()[1].state_dict(), path)
     return path
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "executorch", "tflite"])
+def test_a_negative_learned_step_deploys_on_positive_scales_with_the_same_arithmetic(fmt):
+    """Every runtime holds positive int8 scales only: a step training drove below zero has
+    its sign moved into the levels (``|s| (-q)``), so each rewrite computes the fake-quantized
+    model's outputs in PyTorch, before any export."""
+    import torch
+
+    from aiot.converters.qdq import _QDQLayer, qdq_model
+
+    spec, model = _trained_like_model()
+    model.eval()
+    rewritten = qdq_model(model, fmt)
+    layers = [m for m in rewritten.modules() if isinstance(m, _QDQLayer)]
+    assert len(layers) == 2 and all(bool((m.scales > 0).all()) for m in layers)
+    x = spec.example_input(batch=16, seed=5)
+    with torch.no_grad():
+        reference, actual = model(x), rewritten(x)
+    assert torch.equal(reference.argmax(1), actual.argmax(1))
+    assert float((reference - actual).abs().max()) < 1e-3 * float(reference.abs().max())
 
 
 @pytest.mark.slow
@@ -232,3 +264,18 @@ def test_resnet18_lsq8_blocks_first_convs_become_tflite_int8_convolutions(tmp_pa
                            dataset_samples=8)
     assert read_sidecar(result.artifact)["converter"]["convs"] == {"int8": 8, "float": 12}
     assert result.parity["top1_agreement"] == 1.0
+
+
+def test_a_collapsed_activation_step_is_refused_in_one_line():
+    """An activation step at or below zero has no int8 form (its sign cannot move into levels
+    the data make at run time): refused before any export, naming the layer."""
+    import torch
+
+    from aiot.converters.qdq import qdq_model
+    from aiot.core.errors import ConversionError
+
+    _spec, model = _trained_like_model()
+    with torch.no_grad():
+        model.features.conv3.input_step.fill_(-0.02)
+    with pytest.raises(ConversionError, match="features.conv3's learned activation step is -0.02"):
+        qdq_model(model.eval(), "tflite")

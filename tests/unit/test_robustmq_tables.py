@@ -153,13 +153,16 @@ def test_a_cell_that_did_not_converge_is_nc_in_every_table_as_the_paper_prints_i
     from aiot.host.cli.robustmq_table import print_report
     from aiot.host.robust.robustmq_tables import report
 
-    grid = Grid(("tiny_cnn",), ("pact",), (2, 8), "digits", 8, suites=("attack",))
+    grid = Grid(("tiny_cnn",), ("pact",), (2, 8), "digits", 200, suites=("attack",))
     clean = {Cell("tiny_cnn"): 0.9, Cell("tiny_cnn", "pact:2"): 0.12, Cell("tiny_cnn", "pact:8"): 0.85}
     records = {job.key: SimpleNamespace(status="ok", reason=None, result={"summary": {
         "clean_reference": clean[job.cell], "wcar_reference": clean[job.cell] / 2,
         "fgsm_reference": clean[job.cell] / 2, "pgd_reference": clean[job.cell] / 3}})
         for job in grid.jobs()}
-    assert CellResults({"attack": records[grid.jobs()[0].key].result}, chance=0.1).unconverged() is None
+    assert CellResults({"attack": records[grid.jobs()[0].key].result}, 0.1, 200).unconverged() is None
+    low = {"attack": {"summary": {"clean_reference": 0.12}}}
+    assert CellResults(low, 0.1, 8).unconverged() is None  # 1 of 8 images says nothing
+    assert CellResults(low, 0.1, 200).unconverged().startswith("not converged")
     result = report(grid, records, "abc")
     (row,) = [r for r in result["tables"][0]["rows"]]
     assert row["cells"] == {"2": "NC", "8": [85.0], "32": [90.0]}

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiot.core.errors import failure_reason
-from aiot.core.host_cpus import host_threads
 from aiot.host.store.provenance import base_provenance
 from aiot.host.store.store import RunRecord, Store
-from aiot.host.training.trainer import train
+from aiot.host.training.trainer import train, training_threads
 
 
 def train_and_record(config, store: Store, progress: Callable[[str, int, int], None] | None = None,
@@ -17,7 +16,7 @@ def train_and_record(config, store: Store, progress: Callable[[str, int, int], N
     import torch
 
     provenance = {**base_provenance(), "toolchain": {"torch": torch.__version__},
-                  "host_threads": config.threads or host_threads()}
+                  "host_threads": training_threads(config)}
     spec = {k: getattr(config, k) for k in config.__dataclass_fields__}
     record = store.begin("train", spec, provenance, model=config.model, device="host")
     try:

@@ -268,7 +268,7 @@ def train(config: TrainConfig, progress: Progress | None = None, weights_dir: Pa
     start = None
     if (config.binarize or config.quantize) and config.init == "fp":
         start = train(config.full_precision(), progress, weights_dir, reuse=True).weights_path
-    with torch_threads(config.threads or host_threads()):
+    with torch_threads(training_threads(config)):
         return _train_and_save(config, key, path, progress, start)
 
 
@@ -477,6 +477,11 @@ def evaluate(model, x, y, progress: Progress | None = None, batch_size: int = _E
             if progress:
                 progress("eval", i + 1, total)
     return correct / n
+
+
+def training_threads(config: TrainConfig) -> int:
+    """The intra-op threads a training of ``config`` uses: its own count, else the idle CPUs."""
+    return config.threads or host_threads()
 
 
 @contextmanager

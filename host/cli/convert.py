@@ -135,12 +135,15 @@ def _weights(ref, weights: Path | None) -> Path | None:
 
 
 def _parity_line(p: dict) -> str:
-    atol = f"{p['atol']:.0e}" if p.get("atol") is not None else "—"
+    # Where top-1 agreement is the rule (int8, binarized in a float runtime), the logits'
+    # error is shown for information: a "tol" beside it would read as a limit it breaks.
+    atol = ("not judged" if p.get("min_top1") is not None
+            else f"tol {p['atol']:.0e}" if p.get("atol") is not None else "tol —")
     inconclusive = p.get("inconclusive")
     line = "" if not inconclusive else (
         f"[yellow]inconclusive[/]: {escape(inconclusive['reason'])}\n  fix: "
         f"{escape(inconclusive['fix'])}\n  ")
-    line += (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} (tol {atol}), max rel "
+    line += (f"{p['n']} noise inputs: max abs {p['max_abs']:.2e} ({atol}), max rel "
             f"{p['max_rel']:.2e}, top-1 agreement {p['top1_agreement']:.0%}")
     if p.get("nonfinite"):  # the model's own NaN/Inf, matched place by place
         line += f"; {nonfinite_text(p['nonfinite'])}"

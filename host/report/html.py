@@ -101,7 +101,19 @@ def _summary(report) -> list[str]:
     return [(f"Generated {cell('time', report.generated_at)} UTC from {report.source}{sweep}: "
              f"{statuses} record(s)."),
             f"Devices: {devices}. Measured {cell('time', p.first)} to {cell('time', p.last)} UTC.",
-            f"aiot {aiot}; sweeps: {', '.join(p.sweeps) or '—'}."]
+            f"aiot {aiot}; sweeps: {_listed(p.sweeps)}."]
+
+
+#: Names the summary lists whole; beyond it, the count and both ends (a year of nightly sweeps
+#: was a screen of ids above the first table).
+LISTED_NAMES = 8
+
+
+def _listed(names: list[str]) -> str:
+    if len(names) <= LISTED_NAMES:
+        return ", ".join(names) or "—"
+    half = LISTED_NAMES // 2
+    return f"{len(names)}: {', '.join(names[:half])}, …, {', '.join(names[-half:])}"
 
 
 def _invalid_line(report) -> str | None:

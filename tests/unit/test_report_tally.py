@@ -72,3 +72,13 @@ def test_newest_without_a_limit_keeps_every_run_in_order():
     for run in _runs(5):
         newest.add(run)
     assert [r.id for r in newest.runs()] == ["r0", "r1", "r2", "r3", "r4"]
+
+
+def test_the_summary_names_a_year_of_sweeps_by_count_and_both_ends():
+    from aiot.host.report.html import _listed
+
+    assert _listed([]) == "—" and _listed(["a", "b"]) == "a, b"
+    names = [f"night{i:05d}" for i in range(357)]
+    text = _listed(names)
+    assert text.startswith("357: night00000, night00001") and text.endswith("night00356")
+    assert text.count("night") == 8

@@ -43,14 +43,14 @@ def run(argv: list[str], *, timeout: float | None = None, input_text: str | None
         subprocess.TimeoutExpired: it ran past ``timeout`` (it is killed first).
         Stopped: aiot was told to stop before or while it ran.
     """
-    _refuse_if_stopped()
+    refuse_if_stopped()
     stdin = subprocess.PIPE if input_text is not None else subprocess.DEVNULL
     proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, **popen)
     with _LOCK:
         _RUNNING.add(proc)
     try:
-        _refuse_if_stopped()  # a stop between the check above and the registration
+        refuse_if_stopped()  # a stop between the check above and the registration
         stdout, stderr = proc.communicate(input_text, timeout=timeout)
     finally:
         with _LOCK:
@@ -58,7 +58,7 @@ def run(argv: list[str], *, timeout: float | None = None, input_text: str | None
         if proc.poll() is None:
             kill_group(proc)
             proc.communicate()
-    _refuse_if_stopped()  # ended by stop_all: say so, not the SIGKILL it died of
+    refuse_if_stopped()  # ended by stop_all: say so, not the SIGKILL it died of
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
@@ -69,7 +69,7 @@ def tracked(proc: subprocess.Popen):
     with _LOCK:
         _RUNNING.add(proc)
     try:
-        _refuse_if_stopped()
+        refuse_if_stopped()
         yield proc
     finally:
         with _LOCK:
@@ -103,7 +103,8 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _refuse_if_stopped() -> None:
+def refuse_if_stopped() -> None:
+    """Raise :class:`Stopped` after :func:`stop_all` (until :func:`allow`)."""
     if _STOPPED.is_set():
         raise Stopped("stopped: aiot was told to stop (Ctrl-C, SIGTERM or SIGHUP)",
                       "run the command again; finished work is kept")

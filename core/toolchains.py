@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core import children
+from aiot.core import warm_toolchain
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.isolation import signal_name
 from aiot.core.paths import cache_dir
@@ -51,12 +51,15 @@ class Toolchain:
         purpose: one line for ``aiot toolchains list``.
         requirements: pip requirement strings, pinned so results are reproducible.
         probe: modules that must import for the environment to count as working.
+        preload: modules its warm interpreter imports once for every command
+            (:mod:`aiot.core.warm_toolchain`); none: every command starts cold.
     """
 
     name: str
     purpose: str
     requirements: tuple[str, ...]
     probe: tuple[str, ...]
+    preload: tuple[str, ...] = ()
 
     def key(self) -> str:
         """Hash of requirements and Python version: the environment's identity."""
@@ -71,6 +74,8 @@ TOOLCHAINS.add("lce", Toolchain(
     # LCE 0.16 is built against TF 2.16 and pins it; its interpreter needs NumPy 1.x.
     ("larq-compute-engine==0.16.0", "tensorflow-cpu==2.16.1", "numpy<2"),
     ("larq_compute_engine", "tensorflow"),
+    # The converter's TensorFlow (the interpreter itself imports NumPy only).
+    ("numpy", "tensorflow", "larq_compute_engine"),
 ))
 TOOLCHAINS.add("executorch", Toolchain(
     "executorch",
@@ -79,6 +84,9 @@ TOOLCHAINS.add("executorch", Toolchain(
     # declares no torch pin of its own and would otherwise fetch a CUDA build.
     ("torch==2.13.0", "executorch==1.5.1"),
     ("executorch.exir", "executorch.runtime"),
+    # Lowering's exir and XNNPACK partitioner (~13 s), the runtime's bindings for parity.
+    ("numpy", "torch", "executorch.exir", "executorch.backends.xnnpack.partition.xnnpack_partitioner",
+     "executorch.extension.pybindings._C"),
 ))
 TOOLCHAINS.add("onnx2tf", Toolchain(
     "onnx2tf",
@@ -266,7 +274,8 @@ def _run_python(name: str, args: list[str], *, cwd: Path | None, timeout: float,
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
     try:  # stoppable from any thread: a campaign's Ctrl-C ends a conversion in flight
-        proc = children.run([str(py), *args], cwd=cwd, timeout=timeout, env=env)
+        proc = warm_toolchain.run(str(py), TOOLCHAINS.get(name).preload, args, cwd=cwd,
+                                  env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"{what} in the '{name}' toolchain ran over {timeout:.0f} s") from None
     log.debug("%s stderr:\n%s", what, proc.stderr)

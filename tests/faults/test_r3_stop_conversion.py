@@ -41,13 +41,21 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _child_running(proc: subprocess.Popen, marker: str, timeout: float = 120.0) -> int:
-    """The pid of the sweep's descendant whose command line holds ``marker``, once it runs."""
+    """The pid of the sweep's descendant whose command line holds ``marker`` (or named
+    after it: a warm toolchain's child, :mod:`aiot.core.warm_server`), once it runs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         for pid in descendants(proc.pid):
-            if marker in _cmdline(pid):
+            if marker in _cmdline(pid) or _comm(pid) == marker[:15]:
                 return pid
         time.sleep(0.05)
     proc.kill()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core import warm_toolchain
+from aiot.core.warm_toolchain import Warmth
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.isolation import signal_name
 from aiot.core.paths import cache_dir
@@ -51,15 +52,15 @@ class Toolchain:
         purpose: one line for ``aiot toolchains list``.
         requirements: pip requirement strings, pinned so results are reproducible.
         probe: modules that must import for the environment to count as working.
-        preload: modules its warm interpreter imports once for every command
-            (:mod:`aiot.core.warm_toolchain`); none: every command starts cold.
+        warm: what its warm interpreter does once for every command
+            (:mod:`aiot.core.warm_toolchain`); no modules: every command starts cold.
     """
 
     name: str
     purpose: str
     requirements: tuple[str, ...]
     probe: tuple[str, ...]
-    preload: tuple[str, ...] = ()
+    warm: Warmth = Warmth()
 
     def key(self) -> str:
         """Hash of requirements and Python version: the environment's identity."""
@@ -68,6 +69,21 @@ class Toolchain:
 
 
 TOOLCHAINS: Registry[Toolchain] = Registry("toolchain")
+_EXECUTORCH_WARM_UP = """
+import torch
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge_transform_and_lower
+
+try:  # no tqdm monitor thread in a process that forks
+    import tqdm
+    tqdm.tqdm.monitor_interval = 0
+except ImportError:
+    pass
+model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(8, 2)).eval()
+program = torch.export.export(model, (torch.zeros(1, 1, 4, 4),))
+to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()]).to_executorch()
+"""
 TOOLCHAINS.add("lce", Toolchain(
     "lce",
     "Larq Compute Engine: converter (TensorFlow 2.16) and interpreter (NumPy < 2)",
@@ -75,7 +91,7 @@ TOOLCHAINS.add("lce", Toolchain(
     ("larq-compute-engine==0.16.0", "tensorflow-cpu==2.16.1", "numpy<2"),
     ("larq_compute_engine", "tensorflow"),
     # The converter's TensorFlow (the interpreter itself imports NumPy only).
-    ("numpy", "tensorflow", "larq_compute_engine"),
+    Warmth(("numpy", "tensorflow", "larq_compute_engine")),
 ))
 TOOLCHAINS.add("executorch", Toolchain(
     "executorch",
@@ -84,9 +100,11 @@ TOOLCHAINS.add("executorch", Toolchain(
     # declares no torch pin of its own and would otherwise fetch a CUDA build.
     ("torch==2.13.0", "executorch==1.5.1"),
     ("executorch.exir", "executorch.runtime"),
-    # Lowering's exir and XNNPACK partitioner (~13 s), the runtime's bindings for parity.
-    ("numpy", "torch", "executorch.exir", "executorch.backends.xnnpack.partition.xnnpack_partitioner",
-     "executorch.extension.pybindings._C"),
+    # Lowering's exir and XNNPACK partitioner (~13 s), the runtime's bindings for parity,
+    # and one lowering of a tiny model: a process's first takes ~13 s, the next ones ~5.
+    Warmth(("numpy", "torch", "executorch.exir",
+            "executorch.backends.xnnpack.partition.xnnpack_partitioner",
+            "executorch.extension.pybindings._C"), _EXECUTORCH_WARM_UP),
 ))
 TOOLCHAINS.add("onnx2tf", Toolchain(
     "onnx2tf",
@@ -274,7 +292,7 @@ def _run_python(name: str, args: list[str], *, cwd: Path | None, timeout: float,
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
     try:  # stoppable from any thread: a campaign's Ctrl-C ends a conversion in flight
-        proc = warm_toolchain.run(str(py), TOOLCHAINS.get(name).preload, args, cwd=cwd,
+        proc = warm_toolchain.run(str(py), TOOLCHAINS.get(name).warm, args, cwd=cwd,
                                   env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"{what} in the '{name}' toolchain ran over {timeout:.0f} s") from None

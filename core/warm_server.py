@@ -2,12 +2,12 @@
 child per command (the zygote pattern of the device agent's ``session``).
 
 Runs INSIDE a toolchain environment, BY PATH, with the standard library only:
-``python -P warm_server.py MODULE...``. Starting a toolchain's interpreter costs more than
+``python -P warm_server.py MODULE...``, then a first line ``{"warm_up": CODE}``. Starting a toolchain's interpreter costs more than
 most of what it is asked to do: ``import executorch.exir`` takes ~13 s of CPU, TensorFlow
 ~7 s, and an LCE conversion or an ExecuTorch lowering of a small model a few seconds. This
 process imports the named modules once (a module that fails to import is only said on
-stderr: the commands import it again and meet the error themselves), then reads commands on
-stdin, one JSON object per line::
+stderr: the commands import it again and meet the error themselves) and runs the warm-up
+code (:func:`_warm_up`), then reads commands on stdin, one JSON object per line::
 
     {"argv": ["-P", "script.py", "a"] | ["-m", "module", "a"] | ["-c", "code"],
      "cwd": "/dir" | null, "env": {...}, "stdout": "/file", "stderr": "/file"}
@@ -43,6 +43,7 @@ def main(modules: list[str]) -> int:
         except BaseException as exc:  # noqa: BLE001 - any import failure only loses warmth
             print(f"warm_server: {name} did not import: {type(exc).__name__}: {exc}",
                   file=sys.stderr)
+    _warm_up(json.loads(requests.readline() or "{}").get("warm_up") or "")
     sys.stdout.flush()
     sys.stderr.flush()
     proto.write(json.dumps({"ready": os.getpid()}) + "\n")
@@ -58,6 +59,26 @@ def main(modules: list[str]) -> int:
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         proto.write(json.dumps({"status": code}) + "\n")
     return 0
+
+
+def _warm_up(code: str) -> None:
+    """Run the toolchain's warm-up ``code`` here, once, before any fork: work whose first run
+    in a process fills caches that every later run reuses (ExecuTorch's first lowering takes
+    ~13 s, the next ones ~5 s). torch runs it on one thread, so no OpenMP team exists to be
+    forked (the setting is put back: a child's threads are a fresh process's)."""
+    if not code:
+        return
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(1)
+    try:
+        exec(compile(code, "<warm-up>", "exec"), {"__name__": "__warm_up__"})  # noqa: S102
+    except BaseException as exc:  # noqa: BLE001 - a failed warm-up only loses warmth
+        print(f"warm_server: the warm-up failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        if torch is not None:
+            torch.set_num_threads(threads)
 
 
 def _child(request: dict) -> int:

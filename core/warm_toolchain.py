@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from aiot.core import children
@@ -48,6 +49,15 @@ _LOCK = threading.Lock()
 _SERVERS: dict[tuple, _Server] = {}
 
 
+@dataclass(frozen=True)
+class Warmth:
+    """What a toolchain's warm server does once: ``modules`` imported, then ``code`` run (a
+    small piece of the toolchain's own work whose first run fills its caches)."""
+
+    modules: tuple[str, ...] = ()
+    code: str = ""
+
+
 class _Gone(Exception):
     """The server ended (or never became ready): the command runs cold."""
 
@@ -55,15 +65,17 @@ class _Gone(Exception):
 class _Server:
     """One warm interpreter and the pipe to it; one command at a time (:attr:`busy`)."""
 
-    def __init__(self, python: str, modules: tuple[str, ...], env: dict) -> None:
+    def __init__(self, python: str, warmth: Warmth, env: dict) -> None:
         self.busy = threading.Lock()
         self.used = time.monotonic()
         self._buffer = b""
         self.proc = subprocess.Popen(
-            [python, "-P", str(SERVER), *modules], stdin=subprocess.PIPE,
+            [python, "-P", str(SERVER), *warmth.modules], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
         try:
             with children.tracked(self.proc):  # a stop during the imports ends them too
+                self.proc.stdin.write((json.dumps({"warm_up": warmth.code}) + "\n").encode())
+                self.proc.stdin.flush()
                 self._line(READY_TIMEOUT_S)
         except BaseException:
             self.close()
@@ -138,10 +150,10 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1") != "0" and hasattr(os, "fork")
 
 
-def run(python: str, modules: tuple[str, ...], argv: list[str], *, cwd, env: dict,
+def run(python: str, warmth: Warmth, argv: list[str], *, cwd, env: dict,
         timeout: float | None) -> subprocess.CompletedProcess:
     """``python ARGV`` as :func:`aiot.core.children.run` runs it, in the warm server of
-    ``python`` that imported ``modules`` where one can take it, else cold.
+    ``python`` warmed by ``warmth`` where one can take it, else cold.
 
     Raises:
         subprocess.TimeoutExpired: it ran past ``timeout`` (it is killed first).
@@ -149,7 +161,7 @@ def run(python: str, modules: tuple[str, ...], argv: list[str], *, cwd, env: dic
     """
     children.refuse_if_stopped()
     cwd = str(cwd) if cwd is not None else os.getcwd()
-    server = _take(python, modules, env) if modules and _warmable(argv) else None
+    server = _take(python, warmth, env) if warmth.modules and _warmable(argv) else None
     if server is not None:
         try:
             started = time.monotonic()
@@ -175,12 +187,12 @@ def _warmable(argv: list[str]) -> bool:
     return bool(rest) and (rest[0] in ("-m", "-c") or not rest[0].startswith("-"))
 
 
-def _take(python: str, modules: tuple[str, ...], env: dict) -> _Server | None:
+def _take(python: str, warmth: Warmth, env: dict) -> _Server | None:
     """The idle warm server for ``python``, started if need be, its ``busy`` lock held; None
     where warm servers are off, the server is busy, or it would not start."""
     if not enabled():
         return None
-    key = (python, modules)
+    key = (python, warmth)
     with _LOCK:
         server = _SERVERS.get(key)
         if server is not None and not server.alive():
@@ -190,7 +202,7 @@ def _take(python: str, modules: tuple[str, ...], env: dict) -> _Server | None:
             return server if server.busy.acquire(blocking=False) else None
         _make_room()
         try:
-            server = _Server(python, modules, env)
+            server = _Server(python, warmth, env)
         except (OSError, _Gone, subprocess.TimeoutExpired, ValueError) as exc:
             log.debug("warm %s server did not start (%s); running cold", python, exc)
             return None

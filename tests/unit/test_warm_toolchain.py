@@ -12,7 +12,7 @@ import pytest
 from aiot.core import children, toolchains, warm_toolchain
 
 #: A stand-in interpreter (this one) and a cheap module to preload.
-PY, MODULES = sys.executable, ("json",)
+PY, WARMTH = sys.executable, warm_toolchain.Warmth(("json",), "import json; json.warmed = True")
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def _fresh_servers():
 
 
 def _run(argv, cwd=None, env=None, timeout=60):
-    return warm_toolchain.run(PY, MODULES, argv, cwd=cwd, env=env or dict(os.environ),
+    return warm_toolchain.run(PY, WARMTH, argv, cwd=cwd, env=env or dict(os.environ),
                               timeout=timeout)
 
 
@@ -35,8 +35,10 @@ def test_a_command_is_a_fresh_interpreter_forked_from_one_reused_server(tmp_path
     assert first.returncode == 0 and first.stderr == "to stderr\n"
     line, server = first.stdout.splitlines()
     assert line == f"{tmp_path} 1 ['a', 'b']"
-    second = _run(["-c", "import os; print(os.getppid())"], env={**os.environ, "AIOT_X": "2"})
-    assert second.stdout.strip() == server != str(os.getpid())  # the same server's child
+    second = _run(["-c", "import json, os; print(os.getppid(), json.warmed)"],
+                  env={**os.environ, "AIOT_X": "2"})
+    assert second.stdout.split() == [server, "True"]  # the same warmed server's child
+    assert server != str(os.getpid())
 
 
 def test_exit_statuses_and_signals_are_the_interpreters(tmp_path):
@@ -91,7 +93,7 @@ def test_a_stop_ends_the_command_in_flight_and_says_so():
 
 def test_a_command_past_its_timeout_is_killed_and_said_by_the_toolchain(tmp_path, monkeypatch):
     monkeypatch.setenv("AIOT_TOOLCHAINS_DIR", str(tmp_path))
-    fake = toolchains.Toolchain("fake", "test", ("pkg==1",), (), MODULES)
+    fake = toolchains.Toolchain("fake", "test", ("pkg==1",), (), WARMTH)
     monkeypatch.setitem(toolchains.TOOLCHAINS._entries, "fake", fake)
     env = toolchains.env_dir(fake)
     (env / "bin").mkdir(parents=True)

@@ -44,7 +44,7 @@ from aiot.host.report.build import (
     version_rows,
 )
 from aiot.host.report.page import Column, Section, Table
-from aiot.host.report.tally import Tally
+from aiot.host.report.tally import FLAGGED, Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import facts, identity, scan
 
@@ -78,7 +78,7 @@ class _Pass:
 
     def __init__(self, sweep: str | None) -> None:
         self.sweep = sweep
-        self.tally = Tally(ROW_LIMIT)
+        self.tally = Tally(ROW_LIMIT, listed=False)  # the newest rows: read from an index
         self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
 
     def read(self, store) -> _Pass:
@@ -86,12 +86,16 @@ class _Pass:
         if not self.totals.statuses:
             raise UsageError(f"no records in sweep '{self.sweep}' to report on",
                              "see: aiot results list")
-        keys, parts = facts.keys(store), facts.parts(store)
-        idents = {n: (key, identity.variant({**key.configuration._asdict(), "threads": key.threads}))
-                  for n, key in keys.items()}
-        provs = {n: (p.get("device"), emulated(p.get("device") or {})) for n, p in parts.items()}
+        texts = facts.texts(store)
+        idents = _Made(lambda n: _ident(facts.key_of(texts[n])))
+        parts = _Made(lambda n: facts.parts_of(texts[n]))
+        provs = _Made(lambda n: (parts[n].get("device"), emulated(parts[n].get("device") or {})))
         for f in facts.latency_facts(store, self.sweep):
             self._latency(f, idents, provs)
+        for kept, flagged in ((self.tally.rows, None), (self.tally.flagged, (INVALID, FLAGGED))):
+            found = facts.newest(store, ROW_LIMIT, self.sweep, flagged)
+            kept.keep([_Seen(f, idents[f[7]], provs[f[8]][1], f[-1]) for f in found],
+                      order=lambda seen: seen.seq)
         self.versions: dict[str, set[str]] = {}
         for n in self.totals.parts:
             for what, value in version_facts(_Facts(parts[n])):
@@ -144,6 +148,23 @@ class _Pass:
         return report
 
 
+class _Made(dict):
+    """Values made by ``make`` from their key on first use (a key's ident, a provenance's
+    facts: few, each made once however many runs name it)."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, n):
+        value = self[n] = self.make(n)
+        return value
+
+
+def _ident(key: identity.Key) -> tuple:
+    return key, identity.variant({**key.configuration._asdict(), "threads": key.threads})
+
+
 class _Facts:
     """A record as :func:`build.version_facts` and :func:`build._readings` read it, made of
     its facts."""
@@ -159,11 +180,11 @@ class _Seen:
     is made (:func:`build._run`) only of the few the tally keeps."""
 
     __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
-                 "latency_ms", "load_ms", "model_label", "status", "variant")
+                 "latency_ms", "load_ms", "model_label", "seq", "status", "variant")
 
-    def __init__(self, f: tuple, ident: tuple, is_emulated: bool) -> None:
+    def __init__(self, f: tuple, ident: tuple, is_emulated: bool, seq: int = 0) -> None:
         # f: facts.LATENCY_FACTS
-        self.ident = ident
+        self.ident, self.seq = ident, seq
         self.id, self.status, self.created_at, device, validity, self.latency_ms, \
             self.load_ms = f[:7]
         self.invalid, self.device, self.emulated = validity == INVALID, device or "—", is_emulated

@@ -26,6 +26,8 @@ import itertools
 import statistics
 from array import array
 
+#: The statuses of the runs the flagged table lists (besides every INVALID run).
+FLAGGED = ("failed", "pending")
 #: Telemetry readings per device a summarised report keeps for its figure (an evenly spaced
 #: sample; the figure draws at most plots.MAX_POINTS of them).
 READING_LIMIT = 4000
@@ -47,6 +49,11 @@ class Newest:
             heapq.heappush(self._kept, (run.created_at, self.seen, run))
         elif run.created_at >= self._kept[0][0]:
             heapq.heapreplace(self._kept, (run.created_at, self.seen, run))
+
+    def keep(self, runs, order) -> None:
+        """Keep ``runs`` as the newest (a pass that found them itself, e.g. by an index;
+        ``order(run)``: its place in the order given, for runs of the same time)."""
+        self._kept = [(run.created_at, order(run), run) for run in runs]
 
     def map(self, make) -> None:
         """Each run kept replaced by ``make(run)`` (see :meth:`Tally.finish`)."""
@@ -154,8 +161,11 @@ def _widen(span: list, value: float) -> None:
 class Tally:
     """Everything the report's sections read of the latency runs (see the module)."""
 
-    def __init__(self, row_limit: int | None = None) -> None:
+    def __init__(self, row_limit: int | None = None, listed: bool = True) -> None:
+        """``listed``: whether :meth:`add` keeps the newest rows (else it only counts them,
+        and the caller keeps them: :meth:`Newest.keep`)."""
         self.count = self.invalid = 0
+        self.listed = listed
         self.emulated = False  # some run was measured on an emulated device
         self.rows, self.flagged = Newest(row_limit), Newest(row_limit)
         self.plotted: dict = {}  # key → (run, its record or None)
@@ -181,14 +191,21 @@ class Tally:
         self.count += 1
         self.invalid += run.invalid
         self.emulated = self.emulated or run.emulated
-        self.rows.add(run)
-        if run.invalid or run.status in ("failed", "pending"):
-            self.flagged.add(run)
+        flagged = run.invalid or run.status in FLAGGED
+        if self.listed:
+            self.rows.add(run)
+            if flagged:
+                self.flagged.add(run)
+        else:
+            self.rows.seen += 1
+            self.flagged.seen += flagged
         if run.status != "ok":
             return
         if run.load_ms is not None:
-            self.loads.setdefault((run.device, run.model_label, run.variant),
-                                  array("d")).append(run.load_ms)
+            loads = self.loads.get((run.device, run.model_label, run.variant))
+            if loads is None:
+                loads = self.loads[(run.device, run.model_label, run.variant)] = array("d")
+            loads.append(run.load_ms)
         if run.latency_ms is None:
             return
         held = self.plotted.get(run.key)

@@ -12,11 +12,11 @@ key only for the few runs it shows.
   is the record's primary key): sweep, kind, status, times, device, validity, latency (the
   rule of :func:`aiot.host.store.identity.latency`, in SQL: :data:`identity.LATENCY_SQL`),
   load time, the ids of its key's parts and of its provenance facts, and its telemetry.
-* ``run_keys``: each distinct set of what a key is made of (:data:`identity.KEY_COLUMNS`
-  and :data:`identity.KEY_SPEC`), as JSON; :func:`key_of` makes the key with
-  :func:`identity.key`, the one owner of run identity (the table only interns its parts).
-* ``run_parts``: each distinct set of the provenance facts a summary names
-  (:data:`SLIM_PROVENANCE`: versions, device, runtime), as a JSON array.
+* ``run_texts``: each distinct text a fact names by id: what a key is made of
+  (:data:`identity.KEY_COLUMNS` and :data:`identity.KEY_SPEC`, ``key_id``; :func:`key_of`
+  makes the key with :func:`identity.key`, the one owner of run identity: the table only
+  interns its parts) and the provenance facts a summary names (:data:`SLIM_PROVENANCE`:
+  versions, device, runtime; ``parts_id``).
 
 Triggers on ``runs`` keep them, so every write (a run begun and finished, an import, a
 prune, a recovery's copy, a failed pending record) changes a record and its facts in one
@@ -40,25 +40,27 @@ from aiot.host.store import identity
 log = logging.getLogger(__name__)
 
 #: The provenance facts a summary names (versions, device, runtime): few distinct values in
-#: a lab's store, interned in ``run_parts``.
+#: a lab's store, interned in ``run_texts``.
 SLIM_PROVENANCE = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
 #: The telemetry readings of ``provenance.device_state`` (its ``before`` and ``after``).
 SLIM_STATE = ("timestamp", "cpu_temp_max_c", "cpu_freq_khz")
 STATE_PATHS = [f"device_state.{phase}.{name}" for phase in ("before", "after") for name in SLIM_STATE]
 
 _TRIGGERS = ("runs_facts_insert", "runs_facts_update", "runs_facts_delete")
-#: The facts of one record, as the columns of ``run_facts_new`` (whose trigger interns the
-#: key and provenance parts); ``{r}`` is ``NEW.`` in a trigger, empty over ``runs``.
-_FACT_COLUMNS = ("id", "sweep_id", "kind", "status", "created_at", "finished_at", "device",
-                 "validity", "latency_ms", "load_ms", "key_text", "parts_text", "state")
+#: What a record's facts are made of: its columns as ``run_facts_new`` takes them.
+_SOURCE = ("id", "sweep_id", "kind", "status", "created_at", "finished_at", "device", "model",
+           "format", "threads", "validity", "median_ms", "load_ms", "spec_json", "result_json",
+           "provenance_json")
 
 
 def _paths(names) -> str:
     return ", ".join(f"'$.{name}'" for name in names)
 
 
-def _values(r: str) -> str:
-    """The SQL of a record's facts (:data:`_FACT_COLUMNS`), from the row named by ``r``."""
+def _made(r: str) -> dict[str, str]:
+    """The SQL of each fact made of the record named by ``r`` (``NEW.``, or nothing over
+    ``runs``): its columns as they are, its latency, and the texts interned in ``run_texts``:
+    what its key is made of, its provenance facts and its telemetry."""
     spec, prov = f"{r}spec_json", f"{r}provenance_json"
     key_text = (f"json_array({', '.join(r + c for c in identity.KEY_COLUMNS)}, "
                 f"CASE WHEN json_valid({spec}) THEN json_extract({spec}, "
@@ -73,15 +75,19 @@ def _values(r: str) -> str:
         for phase in ("before", "after"))
     state = (f"CASE WHEN json_valid({prov}) THEN CASE WHEN {reading} "
              f"THEN json_extract({prov}, {_paths(STATE_PATHS)}) END END")
-    latency = identity.LATENCY_SQL.format(r=r)
-    plain = [r + c for c in _FACT_COLUMNS[:8]]
-    return ", ".join((*plain, latency, f"{r}load_ms", key_text, parts, state))
+    plain = ("id", "sweep_id", "kind", "status", "created_at", "finished_at", "device", "validity")
+    return {**{c: r + c for c in plain}, "latency_ms": identity.LATENCY_SQL.format(r=r),
+            "load_ms": f"{r}load_ms", "key_text": key_text, "parts_text": parts, "state": state}
 
 
+def _stored() -> dict[str, str]:
+    """The same facts as stored (``run_facts f``, its texts joined as ``k`` and ``p``)."""
+    return {c: {"key_text": "k.text", "parts_text": "p.text"}.get(c, f"f.{c}") for c in _made("")}
+
+
+_NEW = _made("NEW.")
 _TABLES = f"""
-CREATE TABLE run_keys (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
---
-CREATE TABLE run_parts (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
+CREATE TABLE run_texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE);
 --
 CREATE TABLE run_facts (
     seq          INTEGER PRIMARY KEY,
@@ -95,38 +101,36 @@ CREATE TABLE run_facts (
     validity     TEXT,
     latency_ms   REAL,
     load_ms      REAL,
-    key_id       INTEGER NOT NULL REFERENCES run_keys (id),
-    parts_id     INTEGER NOT NULL REFERENCES run_parts (id),
+    key_id       INTEGER NOT NULL REFERENCES run_texts (id),
+    parts_id     INTEGER NOT NULL REFERENCES run_texts (id),
     state        TEXT
 );
 --
-CREATE INDEX run_facts_by_sweep ON run_facts (sweep_id);
---
-CREATE VIEW run_facts_new AS SELECT {', '.join(f'NULL AS {c}' for c in _FACT_COLUMNS)} WHERE 0;
+CREATE VIEW run_facts_new AS SELECT {', '.join(f'NULL AS {c}' for c in _SOURCE)} WHERE 0;
 --
 CREATE TRIGGER run_facts_make INSTEAD OF INSERT ON run_facts_new BEGIN
-    INSERT OR IGNORE INTO run_keys (text) VALUES (NEW.key_text);
-    INSERT OR IGNORE INTO run_parts (text) VALUES (NEW.parts_text);
+    INSERT OR IGNORE INTO run_texts (text) VALUES ({_NEW["key_text"]}), ({_NEW["parts_text"]});
     INSERT OR REPLACE INTO run_facts (seq, id, sweep_id, kind, status, created_at, finished_at,
                                       device, validity, latency_ms, load_ms, key_id, parts_id,
                                       state)
     VALUES (coalesce((SELECT seq FROM run_facts WHERE id = NEW.id),
                      (SELECT coalesce(max(seq), 0) + 1 FROM run_facts)),
-            NEW.id, NEW.sweep_id, NEW.kind, NEW.status, NEW.created_at, NEW.finished_at,
-            NEW.device, NEW.validity, NEW.latency_ms, NEW.load_ms,
-            (SELECT id FROM run_keys WHERE text = NEW.key_text),
-            (SELECT id FROM run_parts WHERE text = NEW.parts_text), NEW.state);
+            {', '.join(_NEW[c] for c in ("id", "sweep_id", "kind", "status", "created_at",
+                                          "finished_at", "device", "validity", "latency_ms",
+                                          "load_ms"))},
+            (SELECT id FROM run_texts WHERE text = {_NEW["key_text"]}),
+            (SELECT id FROM run_texts WHERE text = {_NEW["parts_text"]}), {_NEW["state"]});
 END
 """
 
 _KEEPERS = f"""
 CREATE TRIGGER runs_facts_insert AFTER INSERT ON runs BEGIN
-    INSERT INTO run_facts_new VALUES ({_values('NEW.')});
+    INSERT INTO run_facts_new VALUES ({', '.join('NEW.' + c for c in _SOURCE)});
 END;
 --
 CREATE TRIGGER runs_facts_update AFTER UPDATE ON runs BEGIN
     DELETE FROM run_facts WHERE id = OLD.id AND OLD.id IS NOT NEW.id;
-    INSERT INTO run_facts_new VALUES ({_values('NEW.')});
+    INSERT INTO run_facts_new VALUES ({', '.join('NEW.' + c for c in _SOURCE)});
 END;
 --
 CREATE TRIGGER runs_facts_delete AFTER DELETE ON runs BEGIN
@@ -155,7 +159,7 @@ def fill(conn: sqlite3.Connection) -> int:
     if total:
         log.warning("making the report's facts of %d records from the records (once; a large "
                     "store takes a while)", total)
-    conn.execute(f"INSERT INTO run_facts_new SELECT {_values('')} FROM runs ORDER BY rowid")
+    conn.execute(f"INSERT INTO run_facts_new SELECT {', '.join(_SOURCE)} FROM runs ORDER BY rowid")
     if total:
         log.warning("made the facts of %d records in %.1f s", total, time.monotonic() - started)
     return total
@@ -163,7 +167,7 @@ def fill(conn: sqlite3.Connection) -> int:
 
 def rebuild(conn: sqlite3.Connection) -> int:
     """Make every fact again from the records (inside the caller's transaction)."""
-    for table in ("run_facts", "run_keys", "run_parts"):
+    for table in ("run_facts", "run_texts"):
         conn.execute(f"DELETE FROM {table}")
     for name in _TRIGGERS:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
@@ -189,10 +193,9 @@ def problem(conn: sqlite3.Connection) -> str | None:
 
 def differences(conn: sqlite3.Connection) -> int:
     """How many records' facts differ from what their records say (reads every record)."""
-    stored = ("SELECT f.id, f.sweep_id, f.kind, f.status, f.created_at, f.finished_at, f.device, "
-              "f.validity, f.latency_ms, f.load_ms, k.text, p.text, f.state FROM run_facts f "
-              "LEFT JOIN run_keys k ON k.id = f.key_id LEFT JOIN run_parts p ON p.id = f.parts_id")
-    made = f"SELECT {_values('')} FROM runs"
+    stored = (f"SELECT {', '.join(_stored().values())} FROM run_facts f "
+              "LEFT JOIN run_texts k ON k.id = f.key_id LEFT JOIN run_texts p ON p.id = f.parts_id")
+    made = f"SELECT {', '.join(_made('').values())} FROM runs"
     return conn.execute(f"SELECT (SELECT COUNT(*) FROM ({made} EXCEPT {stored})) + "
                         f"(SELECT COUNT(*) FROM ({stored} EXCEPT {made}))").fetchone()[0]
 
@@ -263,6 +266,25 @@ def others(store, sweep_id: str | None = None) -> list[tuple[str, str]]:
                                           args)]
 
 
+def newest(store, limit: int, sweep_id: str | None = None,
+           flagged: tuple[str, tuple[str, ...]] | None = None) -> list[tuple]:
+    """The newest ``limit`` latency records' facts (of one sweep) by time, of the same time
+    the later stored first, as :data:`LATENCY_FACTS` with ``seq`` last; ``flagged``: only
+    those with that validity or one of those statuses. One pass over the facts keeping the
+    newest ``limit``: no index by time, which every write would pay for."""
+    terms, args = ["kind = 'latency'"], []
+    if flagged:
+        terms.append(f"(validity = ? OR status IN ({', '.join('?' * len(flagged[1]))}))")
+        args += [flagged[0], *flagged[1]]
+    if sweep_id:
+        terms.append("sweep_id = ?")
+        args.append(sweep_id)
+    return [tuple(r) for r in store._read(
+        f"SELECT {', '.join(LATENCY_FACTS)}, seq FROM run_facts "
+        f"WHERE {' AND '.join(terms)} ORDER BY created_at DESC, seq DESC LIMIT ?",
+        (*args, limit))]
+
+
 class Totals(NamedTuple):
     """What a summary says of every record (of one sweep): how many of each status, the
     sweeps, the first and last time, and the provenance facts' ids they name."""
@@ -278,14 +300,16 @@ def totals(store, sweep_id: str | None = None) -> Totals:
     """:class:`Totals` of the records (of one sweep), counted by SQLite in one pass over the
     facts (a group per status, sweep and provenance facts: few)."""
     where, args = _where(sweep_id)
-    rows = store._read(
-        "SELECT status, sweep_id, parts_id, COUNT(*), min(nullif(created_at, '')), "
-        "max(nullif(created_at, '')), min(nullif(finished_at, '')), max(nullif(finished_at, '')), "
-        f"min(seq) FROM run_facts {where} GROUP BY status, sweep_id, parts_id", args)
+    rows = store._read("SELECT status, sweep_id, parts_id, COUNT(*), min(seq) FROM run_facts "
+                       f"{where} GROUP BY status, sweep_id, parts_id", args)
     statuses: dict[str, int] = {}
-    for row in sorted(rows, key=lambda r: r[8]):  # statuses in the order first stored
+    for row in sorted(rows, key=lambda r: r[4]):  # statuses in the order first stored
         statuses[row[0]] = statuses.get(row[0], 0) + row[3]
-    times = [t for row in rows for t in row[4:8] if t]
+    # The times apart: sorting the groups' rows with them costs more than a second look.
+    times = [t for t in store._read(
+        "SELECT min(nullif(created_at, '')), max(nullif(created_at, '')), "
+        f"min(nullif(finished_at, '')), max(nullif(finished_at, '')) FROM run_facts {where}",
+        args)[0] if t]
     return Totals(statuses, sorted({r[1] for r in rows if r[1]}), min(times, default=None),
                   max(times, default=None), sorted({r[2] for r in rows}))
 
@@ -301,7 +325,7 @@ class _Parts:
 
 
 def key_of(text: str) -> identity.Key:
-    """The key of a ``run_keys`` row: :func:`identity.key` of the columns and spec entries
+    """The key of a ``key_id``'s text: :func:`identity.key` of the columns and spec entries
     it holds."""
     values = json.loads(text)
     n = len(identity.KEY_COLUMNS)
@@ -310,18 +334,16 @@ def key_of(text: str) -> identity.Key:
     return identity.key(_Parts(values[:n], spec))
 
 
-def keys(store) -> dict[int, identity.Key]:
-    """Every interned key part's id with its key (few: one per configuration)."""
-    return {row[0]: key_of(row[1]) for row in store._read("SELECT id, text FROM run_keys")}
+def texts(store) -> dict[int, str]:
+    """Every interned text by id (few: one per configuration and per set of provenance facts
+    a store was measured with); :func:`key_of` and :func:`parts_of` read them."""
+    return dict(store._read("SELECT id, text FROM run_texts"))
 
 
-def parts(store) -> dict[int, dict]:
-    """Every interned set of provenance facts by id, as a (slim) provenance dict."""
-    out = {}
-    for row in store._read("SELECT id, text FROM run_parts"):
-        values = json.loads(row[1]) or ()
-        out[row[0]] = {k: v for k, v in zip(SLIM_PROVENANCE, values) if v is not None}
-    return out
+def parts_of(text: str) -> dict:
+    """A ``parts_id``'s text as a (slim) provenance dict."""
+    values = json.loads(text) or ()
+    return {k: v for k, v in zip(SLIM_PROVENANCE, values) if v is not None}
 
 
 def state_of(text: str | None) -> dict | None:

@@ -20,10 +20,10 @@ from tests.unit.test_report import add
 
 def _facts(store) -> dict[str, tuple]:
     """id → (status, latency, load, validity, key, device state) of every fact, in order."""
-    keys = facts.keys(store)
+    texts = facts.texts(store)
     rows = store._read("SELECT id, status, latency_ms, load_ms, validity, key_id, state "
                        "FROM run_facts ORDER BY seq")
-    return {r[0]: (r[1], r[2], r[3], r[4], keys[r[5]], r[6]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3], r[4], facts.key_of(texts[r[5]]), r[6]) for r in rows}
 
 
 def _agree(store) -> None:

@@ -21,9 +21,10 @@ key only for the few runs it shows.
 Triggers on ``runs`` keep them, so every write (a run begun and finished, an import, a
 prune, a recovery's copy, a failed pending record) changes a record and its facts in one
 transaction, whichever path made it. A store from before (schema v5) gets them built once
-from its records (:func:`fill`, logged). :func:`check` compares them with the records
-cheaply (counts, triggers) before each summary, :func:`verify` in full on demand
-(``aiot results check``), and :func:`rebuild` makes them again from the records.
+from its records (:func:`fill`, logged). :func:`problem` compares them with the records
+cheaply (counts, triggers) before each summary (:func:`require`), :func:`disagreement` in
+full on demand (``aiot results check``), and :func:`rebuild` makes them again from the
+records.
 """
 
 from __future__ import annotations
@@ -167,12 +168,12 @@ def fill(conn: sqlite3.Connection) -> int:
 
 def rebuild(conn: sqlite3.Connection) -> int:
     """Make every fact again from the records (inside the caller's transaction)."""
-    for table in ("run_facts", "run_texts"):
-        conn.execute(f"DELETE FROM {table}")
-    for name in _TRIGGERS:
+    for name in _TRIGGERS:  # all of it, whatever is left of it
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-    for statement in _statements(_KEEPERS):
-        conn.execute(statement)
+    conn.execute("DROP VIEW IF EXISTS run_facts_new")  # its trigger goes with it
+    for table in ("run_facts", "run_texts"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    create(conn)
     return fill(conn)
 
 

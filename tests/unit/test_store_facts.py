@@ -161,3 +161,15 @@ def test_a_changed_fact_is_found_by_a_full_check(tmp_path):
         assert store.verify() == 1  # made again
         assert _facts(store)[rid][1] == 3.0
         assert store.verify() is None
+
+
+def test_facts_whose_triggers_were_dropped_are_made_again_whole(tmp_path):
+    with open_store(tmp_path) as store:
+        rid = add(store, median=3.0)
+        store._conn.execute("DROP VIEW run_facts_new")
+        store._conn.execute("DROP TRIGGER runs_facts_update")
+        assert "triggers" in facts.problem(store._conn)
+        assert store.verify() == 1
+        _agree(store)
+        store.finish(rid, "failed", reason="again")  # kept again
+        assert _facts(store)[rid][0] == "failed"

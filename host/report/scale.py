@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from aiot.core.errors import UsageError
 from aiot.host.engine.validity import INVALID, emulated
 from aiot.host.report.build import (
+    LATENCY,
     TRAIN,
     Provenance,
     Report,
@@ -44,7 +45,7 @@ from aiot.host.report.build import (
     version_rows,
 )
 from aiot.host.report.page import Column, Section, Table
-from aiot.host.report.tally import FLAGGED, Tally
+from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import facts, identity, scan
 
@@ -78,35 +79,50 @@ class _Pass:
 
     def __init__(self, sweep: str | None) -> None:
         self.sweep = sweep
-        self.tally = Tally(ROW_LIMIT, listed=False)  # the newest rows: read from an index
+        self.tally = Tally(ROW_LIMIT)
         self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
+        self.statuses: dict[str, int] = {}
+        self.sweeps: set[str] = set()
+        self.first = self.last = None
+        self.versions: dict[str, set[str]] = {}
+        self.others: list[tuple[str, str]] = []  # (kind, id) of the records not latency runs
 
     def read(self, store) -> _Pass:
-        self.totals = facts.totals(store, self.sweep)
-        if not self.totals.statuses:
-            raise UsageError(f"no records in sweep '{self.sweep}' to report on",
-                             "see: aiot results list")
         texts = facts.texts(store)
         idents = _Made(lambda n: _ident(facts.key_of(texts[n])))
         parts = _Made(lambda n: facts.parts_of(texts[n]))
         provs = _Made(lambda n: (parts[n].get("device"), emulated(parts[n].get("device") or {})))
-        for f in facts.latency_facts(store, self.sweep):
-            self._latency(f, idents, provs)
-        for kept, flagged in ((self.tally.rows, None), (self.tally.flagged, (INVALID, FLAGGED))):
-            found = facts.newest(store, ROW_LIMIT, self.sweep, flagged)
-            kept.keep([_Seen(f, idents[f[7]], provs[f[8]][1], f[-1]) for f in found],
-                      order=lambda seen: seen.seq)
-        self.versions: dict[str, set[str]] = {}
-        for n in self.totals.parts:
+        statuses, sweeps, seen_parts = self.statuses, self.sweeps, set()
+        early, late = "\uffff", ""  # no time seen yet
+        for f in facts.iter_facts(store, self.sweep):  # facts.FACTS
+            run_id, kind, status, sweep_id, created_at, finished_at = f[:6]
+            statuses[status] = statuses.get(status, 0) + 1
+            if sweep_id:
+                sweeps.add(sweep_id)
+            for when in (created_at, finished_at):
+                if when:
+                    if when < early:
+                        early = when
+                    if when > late:
+                        late = when
+            seen_parts.add(f[11])
+            if kind == LATENCY:
+                self._latency(f, idents, provs)
+            else:
+                self.others.append((kind, run_id))
+        if not statuses:
+            raise UsageError(f"no records in sweep '{self.sweep}' to report on",
+                             "see: aiot results list")
+        self.first, self.last = (early, late) if late else (None, None)
+        for n in seen_parts:
             for what, value in version_facts(_Facts(parts[n])):
                 self.versions.setdefault(what, set()).add(value)
-        self.others = facts.others(store, self.sweep)
         return self
 
     def _latency(self, f: tuple, idents: dict, provs: dict) -> None:
-        run_id, _status, created_at, device, _validity, _ms, _load, key_id, parts_id, state = f
-        info, is_emulated = provs[parts_id]
-        self.tally.add(_Seen(f, idents[key_id], is_emulated))
+        run_id, created_at, device, state = f[0], f[4], f[6], f[12]
+        info, is_emulated = provs[f[11]]
+        self.tally.add(_Seen(f, idents[f[10]], is_emulated))
         if state is not None:
             device_state = facts.state_of(state)
             if device_state:
@@ -123,7 +139,7 @@ class _Pass:
                 *(trend.head for trend in tally.trends.values())]
         records = scan.slim_records(store, [*(seen.id for seen in kept),
                                             *(run_id for _kind, run_id in self.others)])
-        tally.finish(lambda seen: _run(records[seen.id], seen.ident))
+        tally.finish(lambda seen: _run(records[seen.id], seen.ident[:2]))
         tally.plotted = {key: (run, records[run.id]) for key, (run, _) in tally.plotted.items()}
         trainings, others = [], {}
         for kind, run_id in self.others:
@@ -136,8 +152,8 @@ class _Pass:
         matching = match_runs(newest)
         provenance = Provenance(
             devices=[_device_facts(n, info) for n, (_t, info) in sorted(self.devices.items())],
-            versions=version_rows(self.versions), first=self.totals.first,
-            last=self.totals.last, sweeps=self.totals.sweeps, statuses=self.totals.statuses)
+            versions=version_rows(self.versions), first=self.first, last=self.last,
+            sweeps=sorted(self.sweeps), statuses=self.statuses)
         report = Report(
             generated_at=generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
             source=source, sweep=self.sweep, runs=tally.rows.runs(),
@@ -162,7 +178,9 @@ class _Made(dict):
 
 
 def _ident(key: identity.Key) -> tuple:
-    return key, identity.variant({**key.configuration._asdict(), "threads": key.threads})
+    """A key, its variant and model label (as build._run names them)."""
+    variant = identity.variant({**key.configuration._asdict(), "threads": key.threads})
+    return key, variant, key.configuration.model_label or "—"
 
 
 class _Facts:
@@ -180,16 +198,15 @@ class _Seen:
     is made (:func:`build._run`) only of the few the tally keeps."""
 
     __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
-                 "latency_ms", "load_ms", "model_label", "seq", "status", "variant")
+                 "latency_ms", "load_ms", "model_label", "status", "variant")
 
-    def __init__(self, f: tuple, ident: tuple, is_emulated: bool, seq: int = 0) -> None:
-        # f: facts.LATENCY_FACTS
-        self.ident, self.seq = ident, seq
-        self.id, self.status, self.created_at, device, validity, self.latency_ms, \
-            self.load_ms = f[:7]
+    def __init__(self, f: tuple, ident: tuple, is_emulated: bool) -> None:
+        # f: facts.FACTS; ident: _ident's
+        self.id, _kind, self.status, _sweep, self.created_at, _finished, device, validity, \
+            self.latency_ms, self.load_ms = f[:10]
+        self.key, self.variant, self.model_label = ident
+        self.ident = ident
         self.invalid, self.device, self.emulated = validity == INVALID, device or "—", is_emulated
-        self.key, self.variant = ident
-        self.model_label = self.key.configuration.model_label or "—"
 
 
 # -- trends ------------------------------------------------------------------------------------

@@ -26,8 +26,6 @@ import itertools
 import statistics
 from array import array
 
-#: The statuses of the runs the flagged table lists (besides every INVALID run).
-FLAGGED = ("failed", "pending")
 #: Telemetry readings per device a summarised report keeps for its figure (an evenly spaced
 #: sample; the figure draws at most plots.MAX_POINTS of them).
 READING_LIMIT = 4000
@@ -49,11 +47,6 @@ class Newest:
             heapq.heappush(self._kept, (run.created_at, self.seen, run))
         elif run.created_at >= self._kept[0][0]:
             heapq.heapreplace(self._kept, (run.created_at, self.seen, run))
-
-    def keep(self, runs, order) -> None:
-        """Keep ``runs`` as the newest (a pass that found them itself, e.g. by an index;
-        ``order(run)``: its place in the order given, for runs of the same time)."""
-        self._kept = [(run.created_at, order(run), run) for run in runs]
 
     def map(self, make) -> None:
         """Each run kept replaced by ``make(run)`` (see :meth:`Tally.finish`)."""
@@ -161,11 +154,8 @@ def _widen(span: list, value: float) -> None:
 class Tally:
     """Everything the report's sections read of the latency runs (see the module)."""
 
-    def __init__(self, row_limit: int | None = None, listed: bool = True) -> None:
-        """``listed``: whether :meth:`add` keeps the newest rows (else it only counts them,
-        and the caller keeps them: :meth:`Newest.keep`)."""
+    def __init__(self, row_limit: int | None = None) -> None:
         self.count = self.invalid = 0
-        self.listed = listed
         self.emulated = False  # some run was measured on an emulated device
         self.rows, self.flagged = Newest(row_limit), Newest(row_limit)
         self.plotted: dict = {}  # key → (run, its record or None)
@@ -191,19 +181,14 @@ class Tally:
         self.count += 1
         self.invalid += run.invalid
         self.emulated = self.emulated or run.emulated
-        flagged = run.invalid or run.status in FLAGGED
-        if self.listed:
-            self.rows.add(run)
-            if flagged:
-                self.flagged.add(run)
-        else:
-            self.rows.seen += 1
-            self.flagged.seen += flagged
+        self.rows.add(run)
+        if run.invalid or run.status in ("failed", "pending"):
+            self.flagged.add(run)
         if run.status != "ok":
             return
         if run.load_ms is not None:
             loads = self.loads.get((run.device, run.model_label, run.variant))
-            if loads is None:
+            if loads is None:  # (setdefault would make an array for every run)
                 loads = self.loads[(run.device, run.model_label, run.variant)] = array("d")
             loads.append(run.load_ms)
         if run.latency_ms is None:

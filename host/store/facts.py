@@ -33,7 +33,6 @@ import json
 import logging
 import sqlite3
 import time
-from typing import NamedTuple
 
 from aiot.core.errors import StoreError
 from aiot.host.store import identity
@@ -232,87 +231,26 @@ def require(store) -> None:
 
 # -- reading -----------------------------------------------------------------------------------
 
-#: What :func:`latency_facts` yields of each latency record, in this order.
-LATENCY_FACTS = ("id", "status", "created_at", "device", "validity", "latency_ms", "load_ms",
-                 "key_id", "parts_id", "state")
+#: What :func:`iter_facts` yields of each record, in this order.
+FACTS = ("id", "kind", "status", "sweep_id", "created_at", "finished_at", "device", "validity",
+         "latency_ms", "load_ms", "key_id", "parts_id", "state")
 
 
-def _where(sweep_id: str | None, *more: str) -> tuple[str, tuple]:
-    terms = (*(["sweep_id = ?"] if sweep_id else []), *more)
-    return (f"WHERE {' AND '.join(terms)}" if terms else "", (sweep_id,) if sweep_id else ())
-
-
-def latency_facts(store, sweep_id: str | None = None, batch: int = 2000):
-    """Every latency record's facts (of one sweep) in the order the records were stored, as
-    plain tuples of :data:`LATENCY_FACTS` (read ``batch`` rows at a time)."""
-    where, args = _where(sweep_id, "kind = 'latency'")
+def iter_facts(store, sweep_id: str | None = None, batch: int = 2000):
+    """Every record's facts (of one sweep) in the order the records were stored, as plain
+    tuples of :data:`FACTS`, read ``batch`` rows at a time (one pass over the facts table,
+    whose rows are ~100 bytes: never over the records)."""
+    where, args = ("WHERE sweep_id = ?", (sweep_id,)) if sweep_id else ("", ())
     with store._errors():
         cursor = store._conn.cursor()
         cursor.row_factory = None
-        cursor.execute(f"SELECT {', '.join(LATENCY_FACTS)} FROM run_facts {where} ORDER BY seq",
-                       args)
+        cursor.execute(f"SELECT {', '.join(FACTS)} FROM run_facts {where} ORDER BY seq", args)
     while True:
         with store._errors():
             rows = cursor.fetchmany(batch)
         if not rows:
             return
         yield from rows
-
-
-def others(store, sweep_id: str | None = None) -> list[tuple[str, str]]:
-    """``(kind, id)`` of every record (of one sweep) that is not a latency run, in the order
-    they were stored."""
-    where, args = _where(sweep_id, "kind IS NOT 'latency'")
-    return [tuple(r) for r in store._read(f"SELECT kind, id FROM run_facts {where} ORDER BY seq",
-                                          args)]
-
-
-def newest(store, limit: int, sweep_id: str | None = None,
-           flagged: tuple[str, tuple[str, ...]] | None = None) -> list[tuple]:
-    """The newest ``limit`` latency records' facts (of one sweep) by time, of the same time
-    the later stored first, as :data:`LATENCY_FACTS` with ``seq`` last; ``flagged``: only
-    those with that validity or one of those statuses. One pass over the facts keeping the
-    newest ``limit``: no index by time, which every write would pay for."""
-    terms, args = ["kind = 'latency'"], []
-    if flagged:
-        terms.append(f"(validity = ? OR status IN ({', '.join('?' * len(flagged[1]))}))")
-        args += [flagged[0], *flagged[1]]
-    if sweep_id:
-        terms.append("sweep_id = ?")
-        args.append(sweep_id)
-    return [tuple(r) for r in store._read(
-        f"SELECT {', '.join(LATENCY_FACTS)}, seq FROM run_facts "
-        f"WHERE {' AND '.join(terms)} ORDER BY created_at DESC, seq DESC LIMIT ?",
-        (*args, limit))]
-
-
-class Totals(NamedTuple):
-    """What a summary says of every record (of one sweep): how many of each status, the
-    sweeps, the first and last time, and the provenance facts' ids they name."""
-
-    statuses: dict[str, int]
-    sweeps: list[str]
-    first: str | None
-    last: str | None
-    parts: list[int]
-
-
-def totals(store, sweep_id: str | None = None) -> Totals:
-    """:class:`Totals` of the records (of one sweep), counted by SQLite in one pass over the
-    facts (a group per status, sweep and provenance facts: few)."""
-    where, args = _where(sweep_id)
-    rows = store._read("SELECT status, sweep_id, parts_id, COUNT(*), min(seq) FROM run_facts "
-                       f"{where} GROUP BY status, sweep_id, parts_id", args)
-    statuses: dict[str, int] = {}
-    for row in sorted(rows, key=lambda r: r[4]):  # statuses in the order first stored
-        statuses[row[0]] = statuses.get(row[0], 0) + row[3]
-    # The times apart: sorting the groups' rows with them costs more than a second look.
-    times = [t for t in store._read(
-        "SELECT min(nullif(created_at, '')), max(nullif(created_at, '')), "
-        f"min(nullif(finished_at, '')), max(nullif(finished_at, '')) FROM run_facts {where}",
-        args)[0] if t]
-    return Totals(statuses, sorted({r[1] for r in rows if r[1]}), min(times, default=None),
-                  max(times, default=None), sorted({r[2] for r in rows}))
 
 
 class _Parts:

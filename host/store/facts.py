@@ -47,12 +47,6 @@ SLIM_STATE = ("timestamp", "cpu_temp_max_c", "cpu_freq_khz")
 STATE_PATHS = [f"device_state.{phase}.{name}" for phase in ("before", "after") for name in SLIM_STATE]
 
 _TRIGGERS = ("runs_facts_insert", "runs_facts_update", "runs_facts_delete")
-#: What a record's facts are made of: its columns as ``run_facts_new`` takes them.
-_SOURCE = ("id", "sweep_id", "kind", "status", "created_at", "finished_at", "device", "model",
-           "format", "threads", "validity", "median_ms", "load_ms", "spec_json", "result_json",
-           "provenance_json")
-
-
 def _paths(names) -> str:
     return ", ".join(f"'$.{name}'" for name in names)
 
@@ -106,31 +100,31 @@ CREATE TABLE run_facts (
     state        TEXT
 );
 --
-CREATE VIEW run_facts_new AS SELECT {', '.join(f'NULL AS {c}' for c in _SOURCE)} WHERE 0;
+CREATE VIEW run_facts_new AS SELECT {', '.join(f'NULL AS {c}' for c in _NEW)} WHERE 0;
 --
 CREATE TRIGGER run_facts_make INSTEAD OF INSERT ON run_facts_new BEGIN
-    INSERT OR IGNORE INTO run_texts (text) VALUES ({_NEW["key_text"]}), ({_NEW["parts_text"]});
+    INSERT OR IGNORE INTO run_texts (text) VALUES (NEW.key_text), (NEW.parts_text);
     INSERT OR REPLACE INTO run_facts (seq, id, sweep_id, kind, status, created_at, finished_at,
                                       device, validity, latency_ms, load_ms, key_id, parts_id,
                                       state)
     VALUES (coalesce((SELECT seq FROM run_facts WHERE id = NEW.id),
                      (SELECT coalesce(max(seq), 0) + 1 FROM run_facts)),
-            {', '.join(_NEW[c] for c in ("id", "sweep_id", "kind", "status", "created_at",
-                                          "finished_at", "device", "validity", "latency_ms",
-                                          "load_ms"))},
-            (SELECT id FROM run_texts WHERE text = {_NEW["key_text"]}),
-            (SELECT id FROM run_texts WHERE text = {_NEW["parts_text"]}), {_NEW["state"]});
+            NEW.id, NEW.sweep_id, NEW.kind, NEW.status, NEW.created_at, NEW.finished_at,
+            NEW.device, NEW.validity, NEW.latency_ms, NEW.load_ms,
+            (SELECT id FROM run_texts WHERE text = NEW.key_text),
+            (SELECT id FROM run_texts WHERE text = NEW.parts_text), NEW.state);
 END
 """
 
+# The facts are made in one statement per record (SQLite parses each JSON text once in it).
 _KEEPERS = f"""
 CREATE TRIGGER runs_facts_insert AFTER INSERT ON runs BEGIN
-    INSERT INTO run_facts_new VALUES ({', '.join('NEW.' + c for c in _SOURCE)});
+    INSERT INTO run_facts_new VALUES ({', '.join(_NEW.values())});
 END;
 --
 CREATE TRIGGER runs_facts_update AFTER UPDATE ON runs BEGIN
     DELETE FROM run_facts WHERE id = OLD.id AND OLD.id IS NOT NEW.id;
-    INSERT INTO run_facts_new VALUES ({', '.join('NEW.' + c for c in _SOURCE)});
+    INSERT INTO run_facts_new VALUES ({', '.join(_NEW.values())});
 END;
 --
 CREATE TRIGGER runs_facts_delete AFTER DELETE ON runs BEGIN
@@ -159,7 +153,8 @@ def fill(conn: sqlite3.Connection) -> int:
     if total:
         log.warning("making the report's facts of %d records from the records (once; a large "
                     "store takes a while)", total)
-    conn.execute(f"INSERT INTO run_facts_new SELECT {', '.join(_SOURCE)} FROM runs ORDER BY rowid")
+    conn.execute(f"INSERT INTO run_facts_new SELECT {', '.join(_made('').values())} FROM runs "
+                 "ORDER BY rowid")
     if total:
         log.warning("made the facts of %d records in %.1f s", total, time.monotonic() - started)
     return total

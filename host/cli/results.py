@@ -234,11 +234,12 @@ def export(
 def check(ctx: typer.Context, full: Annotated[bool, typer.Option(
         "--full", help="Also compare every index with its table (PRAGMA integrity_check; "
                        "slower).")] = False) -> None:
-    """Check every page of the result store now.
+    """Check every page of the result store now, and the facts its report reads.
 
     Opening a store checks it in full only after an unclean stop or a change aiot did not
     make (a cheap check of its header otherwise); this checks it on demand. A damaged store
-    fails with exit code 1 and the way to recover it.
+    fails with exit code 1 and the way to recover it. Facts that disagree with the records
+    (changed by something other than aiot) are made again from the records.
     """
     try:
         with _open(ctx) as store:

@@ -47,7 +47,8 @@ SLIM_STATE = ("timestamp", "cpu_temp_max_c", "cpu_freq_khz")
 STATE_PATHS = [f"device_state.{phase}.{name}" for phase in ("before", "after") for name in SLIM_STATE]
 
 _TRIGGERS = ("runs_facts_insert", "runs_facts_update", "runs_facts_delete")
-def _paths(names) -> str:
+def json_paths(names) -> str:
+    """``'$.a', '$.b'``: the JSON paths of ``names`` as arguments of ``json_extract``."""
     return ", ".join(f"'$.{name}'" for name in names)
 
 
@@ -58,9 +59,9 @@ def _made(r: str) -> dict[str, str]:
     spec, prov = f"{r}spec_json", f"{r}provenance_json"
     key_text = (f"json_array({', '.join(r + c for c in identity.KEY_COLUMNS)}, "
                 f"CASE WHEN json_valid({spec}) THEN json_extract({spec}, "
-                f"{_paths((*identity.KEY_COLUMNS, *identity.KEY_SPEC))}) END)")
+                f"{json_paths((*identity.KEY_COLUMNS, *identity.KEY_SPEC))}) END)")
     parts = (f"CASE WHEN json_valid({prov}) THEN json_extract({prov}, "
-             f"{_paths(SLIM_PROVENANCE)}) ELSE '[]' END")
+             f"{json_paths(SLIM_PROVENANCE)}) ELSE '[]' END")
     # Telemetry only where it may make a reading (build._readings: a temperature, or a
     # frequency): most stores' records carry a device state without either (a VM, a container).
     reading = " OR ".join(
@@ -68,7 +69,7 @@ def _made(r: str) -> dict[str, str]:
         f"(SELECT 1 FROM json_each({prov}, '$.device_state.{phase}.cpu_freq_khz') WHERE value)"
         for phase in ("before", "after"))
     state = (f"CASE WHEN json_valid({prov}) THEN CASE WHEN {reading} "
-             f"THEN json_extract({prov}, {_paths(STATE_PATHS)}) END END")
+             f"THEN json_extract({prov}, {json_paths(STATE_PATHS)}) END END")
     plain = ("id", "sweep_id", "kind", "status", "created_at", "finished_at", "device", "validity")
     return {**{c: r + c for c in plain}, "latency_ms": identity.LATENCY_SQL.format(r=r),
             "load_ms": f"{r}load_ms", "key_text": key_text, "parts_text": parts, "state": state}

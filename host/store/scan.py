@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import msgspec
 
-from aiot.host.store.facts import SLIM_PROVENANCE, SLIM_STATE, STATE_PATHS
+from aiot.host.store.facts import SLIM_PROVENANCE, SLIM_STATE, STATE_PATHS, json_paths
 from aiot.host.store.store import RunRecord, Store
 
 _DECODER = msgspec.json.Decoder()
@@ -41,17 +41,13 @@ _FIELDS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished
            "load_ms", "accuracy", "validity")
 
 
-def _paths(names) -> str:
-    return ", ".join(f"'$.{name}'" for name in names)
-
-
 # One json_extract per column with several paths: SQLite parses each JSON text once.
 _SLIM = (f"{', '.join(_FIELDS)}, kind = 'latency', spec_json, "
          f"CASE WHEN kind = 'latency' AND json_valid(result_json) "
-         f"THEN json_extract(result_json, {_paths(SLIM_RESULT)}) "
+         f"THEN json_extract(result_json, {json_paths(SLIM_RESULT)}) "
          f"WHEN kind = 'latency' THEN NULL ELSE result_json END, "
-         f"json_extract(provenance_json, {_paths(SLIM_PROVENANCE)}), "
-         f"json_extract(provenance_json, {_paths(STATE_PATHS)})")
+         f"json_extract(provenance_json, {json_paths(SLIM_PROVENANCE)}), "
+         f"json_extract(provenance_json, {json_paths(STATE_PATHS)})")
 
 
 def _slim_record(row: tuple, decoded: dict) -> RunRecord:

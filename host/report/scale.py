@@ -3,8 +3,9 @@ summary beyond.
 
 A lab's store holds ~100k records a year. Listing and decoding every one of them at once
 (:func:`aiot.host.report.build.collect`) took 5 GB and wrote a 108 MB page. Past
-:data:`DETAIL_LIMIT` records the report is built from one streaming pass over the store
-(:func:`aiot.host.store.scan.iter_records`, one record in memory at a time) and summarises:
+:data:`DETAIL_LIMIT` records the report is built from one pass over the records' facts
+(:mod:`aiot.host.store.facts`: ~100 bytes a record, kept by the store with each record), whole
+records read by primary key only for the runs it shows, and summarises:
 
 * the first screen, the formats compared, the plots, load times and telemetry as before
   (they already show each key's newest run, or aggregate);
@@ -14,7 +15,7 @@ A lab's store holds ~100k records a year. Listing and decoding every one of them
 * the run tables (every run, flagged runs) list the newest :data:`ROW_LIMIT`, and name the
   commands that list the rest (``aiot results list``, ``aiot results export``).
 
-Nothing is kept per record: the pass feeds each run to a
+Nothing is kept per record: the pass feeds each run's facts to a
 :class:`~aiot.host.report.tally.Tally` (each key's plotted run and trend, the newest rows, a
 sample of the telemetry), so memory is bounded by the configurations and months, not the
 store (load times aside: 8 bytes a run).
@@ -24,7 +25,6 @@ A store at or under the limit gets exactly the report it got before.
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, datetime
 
 from aiot.core.errors import UsageError
@@ -47,140 +47,166 @@ from aiot.host.report.build import (
 from aiot.host.report.page import Column, Section, Table
 from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
-from aiot.host.store import identity, scan
+from aiot.host.store import facts, identity, scan
 
 #: Records up to which the report lists every run (the report as it always was).
 DETAIL_LIMIT = 2000
 #: Rows of each run table in a summarised report.
 ROW_LIMIT = 300
-#: Entries the pass's caches of shared specs and facts hold at most (as scan.iter_records').
-_CACHE_LIMIT = 4096
-#: The provenance parts versions are read from (see build.version_facts).
-_VERSION_PARTS = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
 
 
 def report_of(store, source: str, sweep: str | None = None,
               generated_at: str | None = None) -> Report:
     """The report of ``store`` (of one sweep): in full up to :data:`DETAIL_LIMIT` records,
-    summarised from one streaming pass beyond.
+    summarised from one pass over the records' facts beyond.
 
     Raises:
         UsageError: nothing to report.
+        StoreError: the store's facts disagree with its records (see
+            :func:`aiot.host.store.facts.require`).
     """
     if scan.count(store, sweep) <= DETAIL_LIMIT:
         return build(collect(store, sweep), source, sweep, generated_at)
-    return _Pass(sweep).read(scan.iter_records(store, sweep, slim=True)).report(source, generated_at)
+    facts.require(store)
+    return _Pass(sweep).read(store).report(store, source, generated_at)
 
 
 class _Pass:
-    """What one pass over every record keeps: a :class:`~aiot.host.report.tally.Tally` of the
-    latency runs (bounded: see its module) and running tallies for provenance."""
+    """What one pass over every record's facts (:mod:`aiot.host.store.facts`) keeps: a
+    :class:`~aiot.host.report.tally.Tally` of the latency runs (bounded: see its module) and
+    running tallies for provenance. Whole records are read (by primary key) only of the runs
+    the tally keeps, the trainings and the other kinds."""
 
     def __init__(self, sweep: str | None) -> None:
         self.sweep = sweep
         self.tally = Tally(ROW_LIMIT)
-        self.trainings: list = []
-        self.others: dict[str, list] = {}
         self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
-        self.versions: dict[str, set[str]] = {}
-        self.statuses: Counter = Counter()
+        self.statuses: dict[str, int] = {}
         self.sweeps: set[str] = set()
         self.first = self.last = None
-        self.idents: dict[tuple, tuple] = {}  # see _latency
-        self.seen_parts: dict[tuple, tuple] = {}  # provenance parts whose versions are counted
-        self.emulated: dict[int, tuple] = {}  # id(device facts) → (them, emulated?)
+        self.versions: dict[str, set[str]] = {}
+        self.others: list[tuple[str, str]] = []  # (kind, id) of the records not latency runs
 
-    def read(self, records) -> _Pass:
-        for record in records:
-            self._add(record)
-            if len(self.idents) + len(self.seen_parts) + len(self.emulated) > _CACHE_LIMIT:
-                # Each holds the shared objects its ids name: a store of ever-new device
-                # facts (one a session) must not fill memory with them.
-                for cache in (self.idents, self.seen_parts, self.emulated):
-                    cache.clear()
-        if not self.statuses:
+    def read(self, store) -> _Pass:
+        texts = facts.texts(store)
+        idents = _Made(lambda n: _ident(facts.key_of(texts[n])))
+        parts = _Made(lambda n: facts.parts_of(texts[n]))
+        provs = _Made(lambda n: (parts[n].get("device"), emulated(parts[n].get("device") or {})))
+        statuses, sweeps, seen_parts = self.statuses, self.sweeps, set()
+        early, late = "\uffff", ""  # no time seen yet
+        for f in facts.iter_facts(store, self.sweep):  # facts.FACTS
+            run_id, kind, status, sweep_id, created_at, finished_at = f[:6]
+            statuses[status] = statuses.get(status, 0) + 1
+            if sweep_id:
+                sweeps.add(sweep_id)
+            for when in (created_at, finished_at):
+                if when:
+                    if when < early:
+                        early = when
+                    if when > late:
+                        late = when
+            seen_parts.add(f[11])
+            if kind == LATENCY:
+                self._latency(f, idents, provs)
+            else:
+                self.others.append((kind, run_id))
+        if not statuses:
             raise UsageError(f"no records in sweep '{self.sweep}' to report on",
                              "see: aiot results list")
+        self.first, self.last = (early, late) if late else (None, None)
+        for n in seen_parts:
+            for what, value in version_facts(_Facts(parts[n])):
+                self.versions.setdefault(what, set()).add(value)
         return self
 
-    def _add(self, r) -> None:
-        self.statuses[r.status] += 1
-        if r.sweep_id:
-            self.sweeps.add(r.sweep_id)
-        for when in (r.created_at, r.finished_at):
-            if when:
-                self.first = min(self.first or when, when)
-                self.last = max(self.last or when, when)
-        parts = tuple(map((r.provenance or {}).get, _VERSION_PARTS))
-        if self.seen_parts.setdefault(tuple(map(id, parts)), parts) is parts:  # new ones
-            for what, value in version_facts(r):
-                self.versions.setdefault(what, set()).add(value)
-        if r.kind == TRAIN:
-            self.trainings.append(_training(r))
-        elif r.kind != LATENCY:
-            self.others.setdefault(r.kind, []).append(r)
-            return
-        else:
-            self._latency(r)
+    def _latency(self, f: tuple, idents: dict, provs: dict) -> None:
+        run_id, created_at, device, state = f[0], f[4], f[6], f[12]
+        info, is_emulated = provs[f[11]]
+        self.tally.add(_Seen(f, idents[f[10]], is_emulated))
+        if state is not None:
+            device_state = facts.state_of(state)
+            if device_state:
+                for reading in _readings(_Facts({"device_state": device_state}, device, run_id)):
+                    self.tally.add_reading(reading)
+        name = device or (info or {}).get("name") or "—"
+        if info and created_at >= self.devices.get(name, ("",))[0]:
+            self.devices[name] = (created_at, info)
 
-    def _latency(self, r) -> None:
-        # Records of one configuration share their spec object (scan.iter_records, slim):
-        # their key and variant are worked out once. The cache holds the spec, so its id
-        # stays its own.
-        sig = (id(r.spec), r.device, r.model, r.format, r.threads)
-        held = self.idents.get(sig)
-        if held is None:
-            held = self.idents[sig] = (r.spec, (identity.key(r), identity.variant(r)))
-        self.tally.add(_Seen(r, held[1], self._emulated(r)), r)
-        for reading in _readings(r):
-            self.tally.add_reading(reading)
-        info = (r.provenance or {}).get("device")
-        name = r.device or (info or {}).get("name") or "—"
-        if info and r.created_at >= self.devices.get(name, ("",))[0]:
-            self.devices[name] = (r.created_at, info)
-
-    def _emulated(self, r) -> bool:
-        info = (r.provenance or {}).get("device") or {}
-        held = self.emulated.get(id(info))  # records of one device share its facts' object
-        if held is None or held[0] is not info:
-            held = self.emulated[id(info)] = (info, emulated(info))
-        return held[1]
-
-    def report(self, source: str, generated_at: str | None) -> Report:
+    def report(self, store, source: str, generated_at: str | None) -> Report:
         tally = self.tally
-        tally.finish(lambda seen: _run(seen.record, seen.ident))
+        kept = [*(seen for seen in tally.rows.runs()), *tally.flagged.runs(),
+                *(seen for seen, _record in tally.plotted.values()),
+                *(trend.head for trend in tally.trends.values())]
+        records = scan.slim_records(store, [*(seen.id for seen in kept),
+                                            *(run_id for _kind, run_id in self.others)])
+        tally.finish(lambda seen: _run(records[seen.id], seen.ident[:2]))
+        tally.plotted = {key: (run, records[run.id]) for key, (run, _) in tally.plotted.items()}
+        trainings, others = [], {}
+        for kind, run_id in self.others:
+            if kind == TRAIN:
+                trainings.append(_training(records[run_id]))
+            else:
+                others.setdefault(kind, []).append(records[run_id])
         newest = sorted((record for _run, record in tally.plotted.values()),
                         key=lambda r: r.created_at)
         matching = match_runs(newest)
         provenance = Provenance(
             devices=[_device_facts(n, info) for n, (_t, info) in sorted(self.devices.items())],
             versions=version_rows(self.versions), first=self.first, last=self.last,
-            sweeps=sorted(self.sweeps), statuses=dict(self.statuses))
+            sweeps=sorted(self.sweeps), statuses=self.statuses)
         report = Report(
             generated_at=generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
             source=source, sweep=self.sweep, runs=tally.rows.runs(),
-            trainings=self.trainings, matching=matching, om_scores=om_infer(matching.pairs),
+            trainings=trainings, matching=matching, om_scores=om_infer(matching.pairs),
             leaderboard=leaderboard(newest), readings=tally.readings(),
-            others=self.others, provenance=provenance, row_limit=ROW_LIMIT, tally=tally)
+            others=others, provenance=provenance, row_limit=ROW_LIMIT, tally=tally)
         report.extra = [trend_section(report)]
         return report
 
 
+class _Made(dict):
+    """Values made by ``make`` from their key on first use (a key's ident, a provenance's
+    facts: few, each made once however many runs name it)."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, n):
+        value = self[n] = self.make(n)
+        return value
+
+
+def _ident(key: identity.Key) -> tuple:
+    """A key, its variant and model label (as build._run names them)."""
+    variant = identity.variant({**key.configuration._asdict(), "threads": key.threads})
+    return key, variant, key.configuration.model_label or "—"
+
+
+class _Facts:
+    """A record as :func:`build.version_facts` and :func:`build._readings` read it, made of
+    its facts."""
+
+    __slots__ = ("device", "id", "provenance")
+
+    def __init__(self, provenance: dict, device: str | None = None, run_id: str = "") -> None:
+        self.provenance, self.device, self.id = provenance, device, run_id
+
+
 class _Seen:
-    """A latency record as :meth:`Tally.add` reads it: a whole :class:`Run` is made
-    (:func:`build._run`) only of the few the tally keeps."""
+    """A latency run as :meth:`Tally.add` reads it, made of its facts: a whole :class:`Run`
+    is made (:func:`build._run`) only of the few the tally keeps."""
 
     __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
-                 "latency_ms", "load_ms", "model_label", "record", "status", "variant")
+                 "latency_ms", "load_ms", "model_label", "status", "variant")
 
-    def __init__(self, record, ident: tuple, is_emulated: bool) -> None:
-        self.record, self.ident = record, ident
-        self.id, self.status, self.created_at = record.id, record.status, record.created_at
-        self.load_ms, self.invalid = record.load_ms, record.validity == INVALID
-        self.device, self.emulated = record.device or "—", is_emulated
-        self.key, self.variant = ident
-        self.model_label = self.key.configuration.model_label or "—"
-        self.latency_ms = identity.latency_ms(record)
+    def __init__(self, f: tuple, ident: tuple, is_emulated: bool) -> None:
+        # f: facts.FACTS; ident: _ident's
+        self.id, _kind, self.status, _sweep, self.created_at, _finished, device, validity, \
+            self.latency_ms, self.load_ms = f[:10]
+        self.key, self.variant, self.model_label = ident
+        self.ident = ident
+        self.invalid, self.device, self.emulated = validity == INVALID, device or "—", is_emulated
 
 
 # -- trends ------------------------------------------------------------------------------------

@@ -187,8 +187,10 @@ class Tally:
         if run.status != "ok":
             return
         if run.load_ms is not None:
-            self.loads.setdefault((run.device, run.model_label, run.variant),
-                                  array("d")).append(run.load_ms)
+            loads = self.loads.get((run.device, run.model_label, run.variant))
+            if loads is None:  # (setdefault would make an array for every run)
+                loads = self.loads[(run.device, run.model_label, run.variant)] = array("d")
+            loads.append(run.load_ms)
         if run.latency_ms is None:
             return
         held = self.plotted.get(run.key)

@@ -67,6 +67,11 @@ __all__ = [
 ]
 
 SHELL = "shell"  # how the agent starts unless --via says otherwise (specs leave it out)
+#: The record columns a key reads (each falls back to the spec's entry of that name) and the
+#: spec entries it reads besides: what the store's facts (:mod:`aiot.host.store.facts`)
+#: keep of a record so that :func:`key` makes its key again without the record.
+KEY_COLUMNS = ("device", "model", "format", "threads")
+KEY_SPEC = ("binarize", "native", "delegate", "cluster", "via", "input_shapes", "options")
 
 
 class Configuration(NamedTuple):
@@ -233,6 +238,13 @@ def latency(record) -> Latency | None:
         return Latency("median", record.median_ms)
     mean = ((record.result or {}).get("stats_ms") or {}).get("mean")
     return Latency("mean", mean) if mean is not None else None
+
+
+#: :func:`latency`'s number in SQL over a ``runs`` row (``{r}``: the row's name and a dot, or
+#: nothing), for the store's facts: an ok run's median, else its result's mean.
+LATENCY_SQL = ("CASE WHEN {r}status = 'ok' THEN coalesce({r}median_ms, CASE WHEN "
+               "json_valid({r}result_json) THEN json_extract({r}result_json, '$.stats_ms.mean') "
+               "END) END")
 
 
 def latency_ms(record) -> float | None:

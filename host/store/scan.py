@@ -1,15 +1,15 @@
-"""Reading a whole store one record at a time, in bounded memory (for readers of every record:
-the report of a large store). ``Store.query`` returns a list, which at 100k records is
-gigabytes of decoded JSON; this yields each record and lets it go."""
+"""What a summary of a large store reads of records: how many there are (an index count),
+and the few records it shows, slim (only the parts it reads, cut out by SQLite, so a
+record's raw samples are never decoded in Python). Every record's facts come from
+:mod:`aiot.host.store.facts`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-
 import msgspec
 
-from aiot.host.store.store import RunRecord, Store, _row_to_record
+from aiot.host.store.facts import SLIM_PROVENANCE, SLIM_STATE, STATE_PATHS, json_paths
+from aiot.host.store.store import RunRecord, Store
 
 _DECODER = msgspec.json.Decoder()
 
@@ -33,29 +33,21 @@ def count(store: Store, sweep_id: str | None = None) -> int:
 #: its mean, verdict, profile and input shapes, cut out by SQLite, so the raw samples (most
 #: of a record) are never decoded in Python. Other kinds' results are read whole.
 SLIM_RESULT = ("stats_ms.mean", "validity", "profile", "inputs", "input_shape")
-#: What a summary reads of the provenance: the facts it names (versions, device, runtime), as
-#: a lab's 100k records repeat them (decoded once per distinct value), and the telemetry
-#: readings of the device's state around the run, its own in every record.
-SLIM_PROVENANCE = ("aiot_version", "git", "host", "runtime", "device", "toolchain")
-#: The telemetry readings of ``provenance.device_state`` (its ``before`` and ``after``).
-SLIM_STATE = ("timestamp", "cpu_temp_max_c", "cpu_freq_khz")
-_STATE_PATHS = [f"device_state.{phase}.{name}" for phase in ("before", "after") for name in SLIM_STATE]
+# What a summary reads of the provenance (SLIM_PROVENANCE: the facts it names, versions,
+# device, runtime) and the telemetry readings around the run (STATE_PATHS) are the store's
+# facts' (aiot.host.store.facts), which keep the same.
 _FIELDS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
            "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
            "load_ms", "accuracy", "validity")
 
 
-def _paths(names) -> str:
-    return ", ".join(f"'$.{name}'" for name in names)
-
-
 # One json_extract per column with several paths: SQLite parses each JSON text once.
 _SLIM = (f"{', '.join(_FIELDS)}, kind = 'latency', spec_json, "
          f"CASE WHEN kind = 'latency' AND json_valid(result_json) "
-         f"THEN json_extract(result_json, {_paths(SLIM_RESULT)}) "
+         f"THEN json_extract(result_json, {json_paths(SLIM_RESULT)}) "
          f"WHEN kind = 'latency' THEN NULL ELSE result_json END, "
-         f"json_extract(provenance_json, {_paths(SLIM_PROVENANCE)}), "
-         f"json_extract(provenance_json, {_paths(_STATE_PATHS)})")
+         f"json_extract(provenance_json, {json_paths(SLIM_PROVENANCE)}), "
+         f"json_extract(provenance_json, {json_paths(STATE_PATHS)})")
 
 
 def _slim_record(row: tuple, decoded: dict) -> RunRecord:
@@ -81,23 +73,18 @@ def _slim_record(row: tuple, decoded: dict) -> RunRecord:
                      result=result)
 
 
-def iter_records(store: Store, sweep_id: str | None = None,
-                 slim: bool = False) -> Iterator[RunRecord]:
-    """Every record (of one sweep) in the order they were stored, one at a time.
-
-    Args:
-        slim: only what summaries read: latency results cut to :data:`SLIM_RESULT`, the
-            provenance to :data:`SLIM_PROVENANCE` and :data:`SLIM_STATE`; records with the
-            same spec or provenance facts share those objects (read them, never change them).
-    """
-    where, args = ("WHERE sweep_id = ?", (sweep_id,)) if sweep_id else ("", ())
-    decoded: dict = {}  # JSON text → its value, shared by the records that repeat it
-    with store._errors():  # damage found while reading: one line
-        cursor = store._conn.cursor()
-        if slim:
-            cursor.row_factory = None  # plain tuples
-        cursor.execute(f"SELECT {_SLIM if slim else '*'} FROM runs {where} ORDER BY rowid", args)
-        for row in cursor:
-            if slim and len(decoded) > 4096:  # bounded: a store of all-different specs
-                decoded.clear()
-            yield _slim_record(row, decoded) if slim else _row_to_record(row)
+def slim_records(store: Store, ids) -> dict[str, RunRecord]:
+    """The records of ``ids``, slim (only what summaries read: latency results cut to
+    :data:`SLIM_RESULT`, the provenance to ``SLIM_PROVENANCE`` and the telemetry; records
+    with the same spec or provenance facts share those objects: read them, never change
+    them), each read by its primary key (a summary's few shown runs)."""
+    ids, found, decoded = list(dict.fromkeys(ids)), {}, {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        with store._errors():
+            cursor = store._conn.cursor()
+            cursor.row_factory = None
+            rows = cursor.execute(f"SELECT {_SLIM} FROM runs WHERE id IN "
+                                  f"({', '.join('?' * len(part))})", part).fetchall()
+        found.update((row[0], _slim_record(row, decoded)) for row in rows)
+    return found

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
-from aiot.host.store import busy, creating, integrity, queries, unstored
+from aiot.host.store import busy, creating, facts, integrity, queries, unstored
 from aiot.host.store.damage import FileWatch, StoreDamaged, damaged, is_damage, is_sqlite
 from aiot.host.store.schema import SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
@@ -217,11 +217,32 @@ class Store:
         self._conn.close()
         integrity.closed(self.path, self._file.inode, wrote=not self.readonly)
 
-    def verify(self, full: bool = False) -> None:
+    def verify(self, full: bool = False) -> int | None:
         """Check every page now (``PRAGMA quick_check``; ``full``: ``integrity_check``, which
-        also compares each index with its table); raises :class:`StoreDamaged`."""
+        also compares each index with its table), then every record's facts with the record
+        (:mod:`aiot.host.store.facts`): facts that disagree are made again from the records
+        (returns how many; None when they agreed), or refused on a store opened read-only.
+
+        Raises:
+            StoreDamaged: damaged pages.
+            StoreError: the facts disagree and the store is opened read-only.
+        """
         with self._errors():
             integrity.check_on_open(self.path, self._conn, self.written(), force=True, full=full)
+            wrong = facts.disagreement(self._conn)
+        if wrong is None:
+            return None
+        if self.readonly:
+            raise facts.disagree_error(self.path, wrong)
+        return self.rebuild_facts(wrong)
+
+    def rebuild_facts(self, why: str = "asked for") -> int:
+        """Make every record's facts again from the records, in one transaction; returns how
+        many records there are."""
+        log.warning("result store %s: making the report's facts again from the records (%s)",
+                    self.path, why)
+        with self._transaction() as conn:
+            return facts.rebuild(conn)
 
     def __enter__(self) -> Self:
         return self

@@ -129,7 +129,7 @@ def test_convert_into_a_read_only_folder(cli, fault, small_disk, monkeypatch):
 
 @pytest.mark.fault("sweep whose conversion hits ENOSPC leaves a pending record")
 def test_sweep_conversion_out_of_space_is_one_failed_record(cli, fault, small_disk, monkeypatch):
-    disk = small_disk("200k")  # the store fits, the 230 KB artifact does not
+    disk = small_disk("260k")  # the store (its facts and their log too) fits, the 230 KB artifact does not
     monkeypatch.setenv("AIOT_RESULTS_DIR", str(disk.path / "results"))
     result = cli("sweep", "-m", "tiny_cnn", "-f", "tflite", "--threads", "1,2", *FAST, code=1)
     records = _records()

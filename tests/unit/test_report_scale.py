@@ -92,14 +92,17 @@ def test_a_bar_shows_at_most_max_dots_spread_over_its_range():
     assert _spread(values[:5]) == values[:5]  # a few runs: every one
 
 
-def test_the_pass_caches_stay_bounded_and_answer_the_same(store, monkeypatch):
-    """Device facts differ per session in a lab: the pass's caches of shared objects are
-    cleared past their limit, and the report stays the same."""
+def test_the_pass_reads_whole_records_only_of_the_runs_it_shows(store, monkeypatch):
+    """The pass reads the records' facts; whole records only of the runs the report shows
+    (the newest rows, flagged rows, each key's plotted run and first run), by primary key."""
+    from aiot.host.store import scan
+
     monkeypatch.setattr(scale, "DETAIL_LIMIT", 5)
-    full = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
-    monkeypatch.setattr(scale, "_CACHE_LIMIT", 1)
-    small = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
-    assert small.provenance == full.provenance
-    assert [r.id for r in small.plotted_runs()] == [r.id for r in full.plotted_runs()]
-    assert ({t.key: t.rows for s in small.sections() for t in s.tables}
-            == {t.key: t.rows for s in full.sections() for t in s.tables})
+    monkeypatch.setattr(scale, "ROW_LIMIT", 2)
+    asked, real = [], scan.slim_records
+    monkeypatch.setattr(scan, "slim_records", lambda s, ids: asked.extend(ids) or real(s, ids))
+    report = scale.report_of(store, "results", generated_at="2026-01-02T03:04:05+00:00")
+    tally = report.tally
+    shown = {r.id for r in (*report.runs, *tally.flagged.runs(), *report.plotted_runs(),
+                            *(t.head for t in tally.trends.values()))}
+    assert set(asked) == shown and len(set(asked)) < tally.count == 14

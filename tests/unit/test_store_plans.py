@@ -198,3 +198,26 @@ class _Failing:
 
     def close(self):
         self._real.close()
+
+
+@pytest.mark.parametrize("sweep", [None, "night1"])
+def test_the_report_of_a_large_store_reads_facts_and_records_by_primary_key(tmp_path, monkeypatch,
+                                                                           sweep):
+    """A summarised report reads the compact facts table (a pass over ~100 bytes a record)
+    and whole records only by primary key, never scanning ``runs``."""
+    from aiot.host.report import scale
+
+    monkeypatch.setattr(scale, "DETAIL_LIMIT", 5)
+    with open_store(tmp_path) as store:
+        _seed(store)
+        plans = _plans(store, lambda s: scale.report_of(s, "results", sweep=sweep))
+    lines = [line for plan in plans.values() for line in plan]
+    assert any("run_facts" in line for line in lines)
+    for sql, plan in plans.items():
+        for line in plan:
+            words = line.split()
+            if words[0] == "SCAN" and words[1] == "runs":
+                assert "COVERING INDEX" in line, f"{sql} reads every record: {plan}"
+            if words[:2] == ["SEARCH", "runs"]:  # a record by its id, or a count from an index
+                assert ("sqlite_autoindex_runs_1 (id=?)" in line
+                        or "COUNT(*)" in sql and "COVERING INDEX" in line), f"{sql}: {plan}"

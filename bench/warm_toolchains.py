@@ -67,11 +67,12 @@ def main() -> None:
         for mode in (("cold", "warm") if index % 2 == 0 else ("warm", "cold")):
             rounds[mode].append(_round(args.jobs, mode == "warm"))
             print(f"round {index + 1} {mode}: {rounds[mode][-1]}", file=sys.stderr)
-    summary = {mode: {"wall_s": median([r["wall_s"] for r in runs]),
-                      "cpu_s": median([r["cpu_s"] for r in runs])} for mode, runs in rounds.items()}
+    summary = {mode: {"wall_s": round(median([r["wall_s"] for r in runs]), 1),
+                      "cpu_s": round(median([r["cpu_s"] for r in runs]), 1)}
+               for mode, runs in rounds.items()}
     jobs = args.jobs.split(",")
-    rows = [[job, *(median([r["per_job_s"][job] for r in rounds[m]]) for m in ("cold", "warm"))]
-            for job in jobs]
+    rows = [[job, *(round(median([r["per_job_s"][job] for r in rounds[m]]), 1)
+                    for m in ("cold", "warm"))] for job in jobs]
     rows.append(["all (wall)", summary["cold"]["wall_s"], summary["warm"]["wall_s"]])
     rows.append(["all (CPU)", summary["cold"]["cpu_s"], summary["warm"]["cpu_s"]])
     print_table(["conversion", "cold s", "warm s"], rows)

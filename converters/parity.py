@@ -163,6 +163,24 @@ def runtime_reason(stderr: str) -> str | None:
 
 PASS, INCONCLUSIVE, FAIL = "pass", "inconclusive", "fail"
 
+#: Real test images a parity check runs on where the logits are judged within a tolerance
+#: (a float artifact: every image must match, so a few show a wrong export).
+PARITY_IMAGES = 32
+#: Real test images where top-1 agreement is the rule (int8 artifacts, binarized models in a
+#: float runtime): the rule counts disagreements, so it needs enough images to allow some. At
+#: 300 a 99 % rule allows 3 (binomially, an artifact that truly agrees on 99.5 % of images passes
+#: 93 % of the time, one at 99.7 % 99 %); at 32 a single flipped image (96.9 %) failed it.
+TOP1_RULE_IMAGES = 300
+
+
+def parity_image_count(requested: int | None, min_top1: float | None) -> int:
+    """How many real images a parity check uses: ``requested`` when the caller chose, else
+    :data:`TOP1_RULE_IMAGES` under a top-1 rule (``min_top1``) and :data:`PARITY_IMAGES`
+    otherwise."""
+    if requested is not None:
+        return requested
+    return TOP1_RULE_IMAGES if min_top1 is not None else PARITY_IMAGES
+
 #: What makes an inconclusive check conclusive, said wherever the verdict is shown.
 INCONCLUSIVE_FIX = ("convert trained weights (aiot train MODEL, or --weights FILE), or give the "
                     "model a seeded init whose outputs depend on its inputs")

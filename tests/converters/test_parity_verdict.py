@@ -90,3 +90,20 @@ def test_an_artifact_checked_before_verdicts_is_checked_again(tmp_path):
     again = convert_model("tiny_cnn", "onnx", tmp_path)
     assert not again.cached and again.parity["verdict"] == PASS
     assert convert_model("tiny_cnn", "onnx", tmp_path).cached
+
+
+def test_a_top1_rule_is_judged_on_enough_images_to_allow_disagreements():
+    """A 99 % rule on 32 images fails at one flipped image (31/32 = 96.9 %); by default a top-1
+    rule gets TOP1_RULE_IMAGES, where an artifact at 99.5 % can pass, and says how many agreed."""
+    from aiot.converters.parity import PARITY_IMAGES, TOP1_RULE_IMAGES, parity_image_count
+    from aiot.core.errors import AccuracyMismatch
+    from aiot.models.quant.deploy import QDQ_MIN_TOP1
+
+    assert parity_image_count(None, QDQ_MIN_TOP1) == TOP1_RULE_IMAGES
+    assert int(TOP1_RULE_IMAGES * (1 - QDQ_MIN_TOP1) + 1e-9) >= 3  # disagreements allowed
+    assert parity_image_count(None, None) == PARITY_IMAGES  # logits judged: fewer suffice
+    assert parity_image_count(8, QDQ_MIN_TOP1) == 8  # the caller's count is kept
+    message = AccuracyMismatch("onnx", {"min_top1": 0.99, "top1_agreement": 1.0, "n": 8,
+                                        "dataset": {"name": "fashion-mnist", "n": 300,
+                                                    "top1_agreement": 296 / 300}}).message
+    assert "top-1 agreement 98.7% < required 99% (296 of 300 fashion-mnist images agree)" in message

@@ -101,7 +101,6 @@ def test_lsq8_exports_int8_qdq_that_onnx_runtime_runs_with_integer_kernels(tmp_p
     import onnxruntime as ort
 
     from aiot.converters.api import convert_model, read_sidecar
-    from aiot.converters.parity import TOP1_RULE_IMAGES
 
     weights = _trained_like(tmp_path)
     result = convert_model("tiny_cnn_lsq8", "onnx", tmp_path / "out", weights=weights)
@@ -117,7 +116,7 @@ def test_lsq8_exports_int8_qdq_that_onnx_runtime_runs_with_integer_kernels(tmp_p
     assert "QLinearConv" in optimized  # conv2 feeds conv3's quantizer: an integer convolution
     parity = read_sidecar(result.artifact)["parity"]
     assert parity["verdict"] == "pass" and parity["min_top1"] == 0.99
-    assert parity["dataset"]["n"] == TOP1_RULE_IMAGES  # the default count of a top-1 rule
+    assert parity["dataset"]["n"] == 300  # a 99 % rule on enough images to allow 3 disagreements
     # Same int8 grid; BN folded in float and QLinearConv's requantization round a value at a
     # level boundary one level over now and then (measured: 99.6 % top-1 on 256 images, max
     # abs 1.0e-3 on logits of order 0.1), never more than a few levels.

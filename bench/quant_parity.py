@@ -32,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, write_json  # noqa: E402
 
 
-def convert(ref, fmt: str, out: Path, weights: Path | None) -> tuple[Path, dict]:
-    """``(artifact, convert's verdict)``: the artifact ``aiot convert`` writes; where its parity
-    rule refuses it, the same export without the check (the bench measures it anyway)."""
+def convert(ref, fmt: str, out: Path, weights: Path | None) -> tuple[Path, dict, dict]:
+    """``(artifact, convert's verdict, the converter's facts)``: the artifact ``aiot convert``
+    writes; where its parity rule refuses it, the same export without the check (the bench
+    measures it anyway)."""
     from aiot.converters import api
     from aiot.core.errors import AccuracyMismatch
 
@@ -44,16 +45,43 @@ def convert(ref, fmt: str, out: Path, weights: Path | None) -> tuple[Path, dict]
         data = result.parity["dataset"]
         verdict = {"status": result.parity["verdict"], "n": data["n"],
                    "top1_agreement": data["top1_agreement"], "cached": result.cached}
-        artifact = result.artifact
+        artifact, facts = result.artifact, result.facts["converter"]
     except AccuracyMismatch as exc:
         data = exc.report.get("dataset") or exc.report
         verdict = {"status": "refused", "n": data["n"], "top1_agreement": data["top1_agreement"],
                    "reason": exc.message}
         plan = api._plan(ref, fmt, out, weights, None, None, None)  # noqa: SLF001 - the same export
-        api._export_artifact(plan)  # noqa: SLF001 - minus the check that refused it
-        artifact = plan.artifact
+        exported = api._export_artifact(plan)  # noqa: SLF001 - minus the check that refused it
+        artifact, facts = plan.artifact, exported.facts
     verdict["seconds"] = round(time.perf_counter() - started, 1)
-    return artifact, verdict
+    return artifact, verdict, facts
+
+
+def integer_convs(fmt: str, artifact: Path, facts: dict) -> dict:
+    """The artifact's convolutions, int8 and float, counted from the file where it can be read:
+    ONNX Runtime's optimized graph (QLinearConv), the TFLite file's CONV_2D tensors (int8
+    weights); ExecuTorch's ``.pte`` by the converter's ``facts`` (counted on the lowered graph)."""
+    if fmt == "onnx":
+        import onnx
+        import onnxruntime as ort
+
+        with tempfile.TemporaryDirectory() as tmp:
+            options = ort.SessionOptions()
+            options.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+            ort.InferenceSession(str(artifact), options, providers=["CPUExecutionProvider"])
+            ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+        return {"int8": ops.count("QLinearConv"), "float": ops.count("Conv") + ops.count("FusedConv")}
+    if fmt == "tflite":
+        import numpy as np
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        interpreter = Interpreter(model_path=str(artifact), experimental_op_resolver_type=
+                                  OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
+        convs = [op for op in interpreter._get_ops_details() if "CONV_2D" in op["op_name"]]  # noqa: SLF001
+        int8 = sum(tensors[op["inputs"][1]]["dtype"] == np.int8 for op in convs)
+        return {"int8": int(int8), "float": len(convs) - int(int8)}
+    return dict(facts.get("delegated_convs") or {})
 
 
 def margins(logits):
@@ -121,12 +149,13 @@ def main() -> int:
             with torch.no_grad():
                 rewrite = qdq_model(model, fmt)(torch.from_numpy(x)).numpy().astype(np.float64)
             rows.append(compare(f"{fmt}: PyTorch Q/DQ rewrite", reference, rewrite, y, args.margin))
-            artifact, verdicts[fmt] = convert(ref, fmt, out, weights)
+            artifact, verdicts[fmt], facts = convert(ref, fmt, out, weights)
             converter = get_converter(fmt)
             started = time.perf_counter()
             actual = np.asarray(run_artifact(converter.backend, artifact, x), dtype=np.float64)
             rows.append({**compare(f"{fmt}: {converter.backend}", reference, actual, y, args.margin),
                          "artifact": artifact.name, "size_bytes": artifact.stat().st_size,
+                         "convs": integer_convs(fmt, artifact, facts),
                          "run_seconds": round(time.perf_counter() - started, 1),
                          "convert": verdicts[fmt]})
             print(f"{rows[-1]['runtime']}: {rows[-1]['top1_agreement']:.1%}", flush=True)
@@ -134,14 +163,17 @@ def main() -> int:
                           "dataset": "fashion-mnist test (class-balanced subset, seed 1)",
                           "rows": rows, "convert": verdicts})
     print_table(["runtime", "top-1 agree", "max abs", "mean abs", "acc", "fake-quant acc",
-                 f"agree (margin ≥ {args.margin})", "flipped margins", "convert"],
+                 f"agree (margin ≥ {args.margin})", "flipped margins", "int8/float convs",
+                 "convert"],
                 [[r["runtime"], f"{r['top1_agreement']:.1%} ({r['agree']}/{r['n']})",
                   f"{r['max_abs']:.3f}", f"{r['mean_abs']:.4f}", f"{r['accuracy']:.1%}",
                   f"{r['reference_accuracy']:.1%}",
                   "—" if r["wide_top1_agreement"] is None else
                   f"{r['wide_top1_agreement']:.1%} of {r['wide_n']}",
                   "—" if not r["disagreement_margins"] else
-                  f"≤ {max(r['disagreement_margins']):.3f}", _verdict(r.get("convert"))]
+                  f"≤ {max(r['disagreement_margins']):.3f}",
+                  "" if "convs" not in r else f"{r['convs'].get('int8')}/{r['convs'].get('float')}",
+                  _verdict(r.get("convert"))]
                  for r in rows])
     return 0
 

@@ -15,7 +15,7 @@ from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
 from aiot.converters.naming import artifact_files, artifact_name, artifact_stem, artifact_variant
 from aiot.converters.outputs import with_flat_outputs
-from aiot.converters.parity import check_parity, compare_outputs
+from aiot.converters.parity import check_parity, compare_outputs, parity_image_count
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
 from aiot.converters.source import input_facts, load_user_model, parity_inputs
@@ -264,7 +264,7 @@ def check_deployable(converter, binarize: str) -> None:
 
 
 def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: Path | None = None,
-                  options: dict | None = None, parity_samples: int = 8, dataset_samples: int = 32,
+                  options: dict | None = None, parity_samples: int = 8, dataset_samples: int | None = None,
                   reuse: bool = True, progress: Callable[[str], None] | None = None,
                   binarize: str | None = None,
                   input_shapes: dict[str, list[int]] | None = None) -> ConversionResult:
@@ -274,7 +274,9 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``, or the
     :class:`~aiot.models.model_ref.ModelRef` a caller already resolved (``binarize`` is then
     the reference's own); ``input_shapes`` gives a factory that returns a bare module its
-    example input.
+    example input. ``parity_samples`` noise inputs and ``dataset_samples`` real test images
+    are checked (None: as many as the parity rule needs,
+    :func:`~aiot.converters.parity.parity_image_count`).
 
     The stages, in order: :func:`_plan` (everything that can be validated: format, options,
     toolchain, model, weights; before any work), :func:`_reusable` (the cached artifact of the
@@ -357,8 +359,8 @@ def _export_artifact(plan: _Plan) -> _Exported:
     return _Exported(trained, model, deployed, facts)
 
 
-def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, dataset_samples: int,
-                    progress) -> dict | None:
+def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int,
+                    dataset_samples: int | None, progress) -> dict | None:
     """Stage 4: parity of the artifact in its runtime (or reference executor) with PyTorch;
     a failure removes the artifact's files. None where the converter checks no parity."""
     converter, model, source, artifact = plan.converter, exported.model, plan.source, plan.artifact
@@ -368,12 +370,12 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int, datas
     _notify(progress, "parity")
     tolerance = _tolerance(converter, plan.options, model)
     try:
-        if _signs_decide(converter, model):
-            return _binary_parity(converter, runner, artifact, model, source,
-                                  parity_samples, dataset_samples, tolerance)
+        if _signs_decide(converter, model):  # the signs decide, not top-1
+            return _binary_parity(converter, runner, artifact, model, source, parity_samples,
+                                  parity_image_count(dataset_samples, None), tolerance)
+        images = source.images(parity_image_count(dataset_samples, tolerance["min_top1"]))
         return check_parity(converter.name, runner, artifact, model,
-                            source.noise(parity_samples, seed=1),
-                            dataset=source.images(dataset_samples), **tolerance)
+                            source.noise(parity_samples, seed=1), dataset=images, **tolerance)
     except BaseException as exc:
         for path in artifact_files(converter, artifact):
             path.unlink(missing_ok=True)
@@ -461,14 +463,14 @@ def _deployed_form(converter, model, example):
     return model, changed, facts
 
 
-def _change_cost(trained, deployed, source, parity_samples: int, dataset_samples: int) -> dict:
+def _change_cost(trained, deployed, source, parity_samples: int, dataset_samples: int | None) -> dict:
     """What the deployed form's change alone does: the training graph against the changed
     PyTorch model on the parity inputs (noise and real images), top-1 and logits."""
     import numpy as np
     import torch
 
     batches = [source.noise(parity_samples, seed=1)]
-    images = source.images(dataset_samples)
+    images = source.images(parity_image_count(dataset_samples, None))
     if images is not None:
         batches.append(images[1])
     inputs = torch.cat(batches)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -162,6 +163,28 @@ def runtime_reason(stderr: str) -> str | None:
 
 
 PASS, INCONCLUSIVE, FAIL = "pass", "inconclusive", "fail"
+
+#: Real test images a parity check runs on where the logits are judged within a tolerance
+#: (a float artifact: every image must match, so a few show a wrong export).
+PARITY_IMAGES = 32
+#: Where top-1 agreement is the rule (int8 artifacts, binarized models in a float runtime) it
+#: counts disagreements, so it is judged on enough images to allow this many: a 99 % rule on
+#: 300 images (an artifact that truly agrees on 99.5 % of them passes 93 % of the time,
+#: binomially; one at 99.7 % 99 %, one at 98 % 15 %). On 32 one flipped image (96.9 %) failed it;
+#: the looser rules (80 %, 90 %) already allow 3 on 32.
+TOP1_RULE_DISAGREEMENTS = 3
+
+
+def parity_image_count(requested: int | None, min_top1: float | None) -> int:
+    """How many real images a parity check uses: ``requested`` when the caller chose, else
+    :data:`PARITY_IMAGES`, or under a top-1 rule (``min_top1``) as many as let it allow
+    :data:`TOP1_RULE_DISAGREEMENTS` disagreements, if that is more (99 %: 300)."""
+    if requested is not None:
+        return requested
+    if min_top1 is None or min_top1 >= 1:
+        return PARITY_IMAGES
+    needed = math.ceil(round(TOP1_RULE_DISAGREEMENTS / (1 - min_top1), 6))  # 1 - 0.99 is inexact
+    return max(PARITY_IMAGES, needed)
 
 #: What makes an inconclusive check conclusive, said wherever the verdict is shown.
 INCONCLUSIVE_FIX = ("convert trained weights (aiot train MODEL, or --weights FILE), or give the "

@@ -120,8 +120,10 @@ class AccuracyMismatch(ConversionError):
         data = report.get("dataset")
         if report.get("min_top1") is not None:
             where = report if data is None else data
+            inputs = f"{data['name']} images" if data else "noise inputs"
             return (f"top-1 agreement {where['top1_agreement']:.1%} < required "
-                    f"{report['min_top1']:.0%}" + (f" on {data['name']}" if data else ""))
+                    f"{report['min_top1']:.0%} ({round(where['top1_agreement'] * where['n'])} "
+                    f"of {where['n']} {inputs} agree)")
         atol = report.get("atol")
         limit = f"{atol:.3g}" if atol is not None else f"rel {report.get('rtol')}"
         worst = max(report["max_abs"], (data or {}).get("max_abs", 0.0))

@@ -152,8 +152,10 @@ def _parity_line(p: dict) -> str:
     data = p.get("dataset")
     if data:
         line += f"; {data['n']} {data['name']} images: top-1 agreement {data['top1_agreement']:.0%}"
-    if p.get("min_top1") is not None:
-        line += f" (required ≥ {p['min_top1']:.0%})"
+    if p.get("min_top1") is not None:  # the rule counts images: say how many agreed
+        where = data or p
+        line += (f" ({round(where['top1_agreement'] * where['n'])} of {where['n']}, "
+                 f"required ≥ {p['min_top1']:.0%})")
     signs = p.get("signs")
     if signs:  # a binarized artifact: the signs decide, the logits are information
         line += (f"\n  binary layers: signs agree ≥ {signs['min_sign_agreement']:.2%} in all "

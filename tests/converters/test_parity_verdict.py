@@ -90,3 +90,24 @@ def test_an_artifact_checked_before_verdicts_is_checked_again(tmp_path):
     again = convert_model("tiny_cnn", "onnx", tmp_path)
     assert not again.cached and again.parity["verdict"] == PASS
     assert convert_model("tiny_cnn", "onnx", tmp_path).cached
+
+
+def test_a_top1_rule_is_judged_on_enough_images_to_allow_disagreements():
+    """A 99 % rule on 32 images failed at one flipped image (31/32 = 96.9 %); by default a top-1
+    rule gets as many images as let it allow TOP1_RULE_DISAGREEMENTS, and says how many agreed."""
+    from aiot.converters.parity import PARITY_IMAGES, TOP1_RULE_DISAGREEMENTS, parity_image_count
+    from aiot.core.errors import AccuracyMismatch
+    from aiot.models.quant.deploy import QDQ_MIN_TOP1
+
+    n = parity_image_count(None, QDQ_MIN_TOP1)
+    assert n == 300 and TOP1_RULE_DISAGREEMENTS == 3
+    assert (n - 3) / n >= QDQ_MIN_TOP1 > (n - 4) / n  # 3 disagreements pass, 4 do not
+    for loose in (0.8, 0.9):  # TFLite's int8 / dynamic-int8, binarized in a float runtime
+        assert parity_image_count(None, loose) == PARITY_IMAGES  # already allows 3 on 32
+        assert (PARITY_IMAGES - 3) / PARITY_IMAGES >= loose
+    assert parity_image_count(None, None) == PARITY_IMAGES  # logits judged within a tolerance
+    assert parity_image_count(8, QDQ_MIN_TOP1) == 8  # the caller's count is kept
+    message = AccuracyMismatch("onnx", {"min_top1": 0.99, "top1_agreement": 1.0, "n": 8,
+                                        "dataset": {"name": "fashion-mnist", "n": 300,
+                                                    "top1_agreement": 296 / 300}}).message
+    assert "top-1 agreement 98.7% < required 99% (296 of 300 fashion-mnist images agree)" in message

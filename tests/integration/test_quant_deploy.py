@@ -103,8 +103,7 @@ def test_lsq8_exports_int8_qdq_that_onnx_runtime_runs_with_integer_kernels(tmp_p
     from aiot.converters.api import convert_model, read_sidecar
 
     weights = _trained_like(tmp_path)
-    result = convert_model("tiny_cnn_lsq8", "onnx", tmp_path / "out", weights=weights,
-                           dataset_samples=64)
+    result = convert_model("tiny_cnn_lsq8", "onnx", tmp_path / "out", weights=weights)
     graph = onnx.load(str(result.artifact)).graph
     ops = {node.op_type for node in graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
@@ -117,6 +116,7 @@ def test_lsq8_exports_int8_qdq_that_onnx_runtime_runs_with_integer_kernels(tmp_p
     assert "QLinearConv" in optimized  # conv2 feeds conv3's quantizer: an integer convolution
     parity = read_sidecar(result.artifact)["parity"]
     assert parity["verdict"] == "pass" and parity["min_top1"] == 0.99
+    assert parity["dataset"]["n"] == 300  # a 99 % rule on enough images to allow 3 disagreements
     # Same int8 grid; BN folded in float and QLinearConv's requantization round a value at a
     # level boundary one level over now and then (measured: 99.6 % top-1 on 256 images, max
     # abs 1.0e-3 on logits of order 0.1), never more than a few levels.
@@ -196,8 +196,7 @@ def test_lsq8_lowers_to_xnnpack_int8_convolutions_in_executorch_with_parity(tmp_
 
     need_toolchain("executorch")
     weights = _trained_like(tmp_path)
-    result = convert_model("tiny_cnn_lsq8", "executorch", tmp_path / "out", weights=weights,
-                           dataset_samples=64)
+    result = convert_model("tiny_cnn_lsq8", "executorch", tmp_path / "out", weights=weights)
     side = read_sidecar(result.artifact)
     assert side["converter"]["delegated_convs"] == {"int8": 1, "float": 2}
     assert side["converter"]["portable_ops"] == [] and side["converter"]["xnnpack_partitions"] == 1
@@ -225,8 +224,7 @@ def test_lsq8_converts_to_tflite_int8_convolutions_with_the_learned_scales(tmp_p
     from aiot.device_agent.backends import litert_backend
 
     weights = _trained_like(tmp_path)
-    result = convert_model("tiny_cnn_lsq8", "tflite", tmp_path / "out", weights=weights,
-                           dataset_samples=64)
+    result = convert_model("tiny_cnn_lsq8", "tflite", tmp_path / "out", weights=weights)
     side = read_sidecar(result.artifact)
     assert side["converter"]["convs"] == {"int8": 1, "float": 2}
     assert side["converter"]["quant"] == "int8-learned"

@@ -18,6 +18,7 @@ PY, WARMTH = sys.executable, warm_toolchain.Warmth(("json",), "import json; json
 @pytest.fixture(autouse=True)
 def _fresh_servers():
     warm_toolchain.close_all()
+    children.allow()  # an earlier test's stop must not refuse these commands
     yield
     warm_toolchain.close_all()
     children.allow()

@@ -74,8 +74,7 @@ class _Server:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
         try:
             with children.tracked(self.proc):  # a stop during the imports ends them too
-                self.proc.stdin.write((json.dumps({"warm_up": warmth.code}) + "\n").encode())
-                self.proc.stdin.flush()
+                self._send({"warm_up": warmth.code})
                 self._line(READY_TIMEOUT_S)
         except BaseException:
             self.close()
@@ -105,8 +104,7 @@ class _Server:
             request = {"argv": argv, "cwd": cwd, "env": env, "stdout": str(out),
                        "stderr": str(err)}
             try:
-                self.proc.stdin.write((json.dumps(request) + "\n").encode())
-                self.proc.stdin.flush()
+                self._send(request)
                 self._line(FORK_TIMEOUT_S)
             except (OSError, _Gone, subprocess.TimeoutExpired):
                 self.close()
@@ -122,6 +120,10 @@ class _Server:
                 self.close()
                 raise
             return status, _read(out), _read(err)
+
+    def _send(self, message: dict) -> None:
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
 
     def _line(self, timeout: float | None) -> dict:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -81,9 +81,18 @@ class AccuracyMismatch(ConversionError):
                          "the model itself gives NaN/Inf on these inputs (a division by zero, "
                          "a log or sqrt of a negative, an overflow): fix the model, its weights "
                          "or its inputs; the runtime's numbers cannot be judged there"
-                         if nonfinite else
-                         "the exported graph does not match the PyTorch model; report it with the sidecar")
+                         if nonfinite else self._hint(report))
         self.report = report
+
+    @staticmethod
+    def _hint(report: dict) -> str:
+        if report.get("min_top1") is not None and report.get("signs") is None:
+            # An int8 or binarized artifact rounds values a float model keeps: a model whose
+            # top two classes are that close (a weakly trained one, everywhere) flips there.
+            return ("an under-trained model's close top-2 scores flip under the runtime's "
+                    "rounding: train it further (aiot train MODEL); if a trained model fails, "
+                    "report it with the sidecar")
+        return "the exported graph does not match the PyTorch model; report it with the sidecar"
 
     @staticmethod
     def _nonfinite(report: dict) -> str | None:

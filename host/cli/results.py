@@ -248,7 +248,7 @@ def check(ctx: typer.Context, full: Annotated[bool, typer.Option(
         remade = ""
     except FactsDisagree as exc:  # its pages are whole: the facts are made again from them
         with open_store(state(ctx).results_dir()) as store:
-            total = store.rebuild_facts(str(exc.message).rpartition("(")[2].rstrip(")"))
+            total = store.rebuild_facts(exc.wrong)
         remade = "; the facts its report reads disagreed with them and were made again"
     message(safe(f"result store {store.path} is whole: {total} records, every page read{remade}"))
 

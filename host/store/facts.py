@@ -206,14 +206,19 @@ def disagreement(conn: sqlite3.Connection) -> str | None:
 
 
 class FactsDisagree(StoreError):
-    """A store's facts disagree with its records (``aiot results check`` makes them again)."""
+    """A store's facts disagree with its records (``aiot results check`` makes them again);
+    ``wrong`` says how."""
+
+    def __init__(self, message: str, hint: str | None = None, wrong: str = "") -> None:
+        super().__init__(message, hint)
+        self.wrong = wrong
 
 
 def disagree_error(path, wrong: str) -> FactsDisagree:
     """The one line that refuses a summary from facts that disagree with the records."""
     return FactsDisagree(f"result store {path}: the facts its report reads disagree with its "
-                      f"records ({wrong})",
-                      "run aiot results check, which makes them again from the records")
+                         f"records ({wrong})",
+                         "run aiot results check, which makes them again from the records", wrong)
 
 
 def require(store) -> None:

@@ -11,8 +11,9 @@ demo: setup
 # --durations: the slowest tests, printed at the end; --timeout (pytest-timeout): a test that
 # hangs fails with its name and stack after 15 minutes instead of eating CI's whole limit.
 # Downloads and third-party artifacts are kept between runs in ~/.cache/aiot-tests
-# (AIOT_TEST_CACHE moves it). -n auto (pytest-xdist): one worker per core; --dist loadgroup keeps
-# the tests that start Ray on one worker (tests/conftest.py marks them).
+# (AIOT_TEST_CACHE moves it). -n auto (pytest-xdist): a worker per core and one more, for the
+# tests that wait (tests/conftest.py); --dist loadgroup keeps the tests that start Ray on one
+# worker (tests/conftest.py marks them).
 test: setup
 	.venv/bin/python scripts/lint_imports.py
 	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q --durations=25 --timeout=900 -n auto --dist loadgroup

@@ -25,6 +25,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("COLUMNS", "LINES"):
         os.environ.pop(_name, None)
 
+#: The numeric libraries' thread pools, one thread each in a pytest-xdist worker (and the
+#: processes it starts), set before anything imports them: the workers already fill every
+#: core, and a pool of one thread per core in each of them only adds threads that wait for a
+#: core, spinning meanwhile. On this 2-core box under the suite's load a DenseNet conversion
+#: test took 9 s of CPU so and 21 s with the default pools (scikit-learn's conftest limits
+#: its workers' pools for the same reason). A test or a run that asks for threads
+#: (``--threads``) still gets them: the runtimes size their own pools from the spec.
+THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                         "TF_NUM_INTRAOP_THREADS")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in THREAD_POOL_VARIABLES:
+        os.environ.setdefault(_name, "1")
+
 
 def _signals_as_a_foreground_job() -> None:
     """SIGINT and SIGQUIT back to their defaults where the suite inherited them ignored.

@@ -13,9 +13,9 @@ demo: setup
 # Downloads and third-party artifacts are kept between runs in ~/.cache/aiot-tests
 # (AIOT_TEST_CACHE moves it). -n auto (pytest-xdist): a worker per core and one more, for the
 # tests that wait (tests/conftest.py); --dist loadgroup keeps the tests that start Ray on one
-# worker (tests/conftest.py marks them).
+# worker (tests/conftest.py marks them). import-linter's layers contract is one of the tests
+# (tests/test_house.py runs scripts/lint_imports.py).
 test: setup
-	.venv/bin/python scripts/lint_imports.py
 	AIOT_REQUIRE_TOOLCHAINS=1 .venv/bin/python -m pytest -m "slow or not slow" -q --durations=25 --timeout=900 -n auto --dist loadgroup
 
 bench: setup

@@ -2,7 +2,7 @@
 (imports inside functions included), no lower layer importing host, few loose modules in
 host/, no module over 600 lines, no non-command function over 12 parameters, and few imports of
 aiot's own modules inside functions. The layers themselves are import-linter's contract
-(scripts/lint_imports.py, run by make test and below)."""
+(scripts/lint_imports.py, run below, so by make test)."""
 
 from __future__ import annotations
 

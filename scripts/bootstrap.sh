@@ -46,10 +46,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch first and pinned: the CPU build on disk. A looser request would let a dependency
   # pull a multi-GB CUDA build instead.
   $PIP install --no-compile "torch==2.13.0"
-  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-  # pip runs on one core: torch's modules compile on another meanwhile (see below)
-  "$VENV/bin/python" -m compileall -q "$site/torch" >/dev/null 2>&1 &
-  compiling=$!
   $PIP install --no-compile -e ".[$EXTRAS]"
   case ",$EXTRAS," in
     *,all,*|*,robust,*)
@@ -58,12 +54,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
       $PIP install --no-compile --no-deps "torchattacks==3.5.1" "imagecorruptions-imaug==1.1.5" ;;
   esac
   # The installed modules' .pyc files, compiled on every core at once (pip compiles one after
-  # another: 87 s here, 48 s on 2 cores, less with torch's done beside pip). They must exist:
-  # where PYTHONDONTWRITEBYTECODE is set, as on this project's CI machines, Python never
-  # writes one itself, and each process that imports torch would compile its sources again
-  # (fresh-interpreter tests took 3x as long). A module that does not compile (a template, a
-  # Python 2 file) is left as it is, as pip does.
-  wait "$compiling" || true
+  # another: 87 s here, 48 s on 2 cores). They must exist: where PYTHONDONTWRITEBYTECODE is
+  # set, as on this project's CI machines, Python never writes one itself, and each process
+  # that imports torch would compile its sources again (fresh-interpreter tests took 3x as long).
+  # A module that does not compile (a template, a Python 2 file) is left as it is, as pip does.
+  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
   "$VENV/bin/python" -m compileall -q -j 0 "$site" >/dev/null || true
   echo "$want" > "$stamp"
 fi

@@ -18,23 +18,22 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 in its environment, and the CLI's
-# consoles take their width at import: import them as a serial run does (no COLUMNS: the piped
-# width), so that tables and error lines wrap alike in both.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    for _name in ("COLUMNS", "LINES"):
-        os.environ.pop(_name, None)
-
 #: The numeric libraries' thread pools, one thread each in a pytest-xdist worker (and the
 #: processes it starts), set before anything imports them: the workers already fill every
 #: core, and a pool of one thread per core in each of them only adds threads that wait for a
 #: core, spinning meanwhile. On this 2-core box under the suite's load a DenseNet conversion
-#: test took 9 s of CPU so and 21 s with the default pools (scikit-learn's conftest limits
-#: its workers' pools for the same reason). A test or a run that asks for threads
+#: test took 9 s of CPU so limited and 21 s with the default pools (scikit-learn's conftest
+#: limits its workers' pools for the same reason). A test or a run that asks for threads
 #: (``--threads``) still gets them: the runtimes size their own pools from the spec.
 THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                          "TF_NUM_INTRAOP_THREADS")
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
+    # A worker starts with COLUMNS=80 and LINES=24 in its environment, and the CLI's consoles
+    # take their width at import: import them as a serial run does (no COLUMNS: the piped
+    # width), so that tables and error lines wrap alike in both.
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
     for _name in THREAD_POOL_VARIABLES:
         os.environ.setdefault(_name, "1")
 

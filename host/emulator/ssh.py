@@ -61,12 +61,18 @@ def _write_keypair(private: Path) -> str:
 
 def _sshd_config(folder: Path, port: int) -> Path:
     config = folder / "sshd_config"
+    # The device's own home: bash sources ~/.bashrc for every command sshd runs, and this
+    # machine's user's (pyenv, conda, nvm hooks) costs ~0.2 s of CPU per command and can
+    # hang it for a minute (a rehash lock left by a killed shell). A board has neither.
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
     config.write_text("\n".join([
         f"Port {port}", "ListenAddress 127.0.0.1",
-        f"HostKey {folder / 'host_key'}",
-        f"AuthorizedKeysFile {folder / 'authorized_keys'}",
+        f'HostKey "{folder / "host_key"}"',  # quoted: the folder may hold spaces
+        f'AuthorizedKeysFile "{folder / "authorized_keys"}"',
         "PidFile none", "UsePAM no", "StrictModes no",
         "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        f'SetEnv "HOME={home}"',
         "Subsystem sftp internal-sftp", "LogLevel INFO", "",
     ]))
     return config

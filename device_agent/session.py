@@ -18,15 +18,23 @@ goes on; ``close`` or the end of stdin ends it with exit code 0.
 
 Measurements keep the isolation of a fresh process: each ``run``, ``memory``, ``predict``
 or ``inspect`` (it loads a runtime too) is executed by a child forked from this process,
-which never imports a runtime (the zygote pattern), so the child's load time, first
-inference and peak memory are those of a fresh agent, and a runtime that crashes takes only
-the child down. NumPy, which every command imports before anything is timed, is imported
+which imports no runtime (the zygote pattern; preload, below, is the one exception), so
+the child's load time, first inference and peak memory are those of a fresh agent, and a
+runtime that crashes takes only the child down. NumPy, which every command imports before anything is timed, is imported
 here once, after ``ready``: ~0.1 s of CPU per run on a desktop core, several times that on a
 phone's little core. The child's protocol lines (``progress``, then ``result``, ``memory``,
 ``predicted``, ``signature`` or ``error``) are forwarded with the request's ``id``; a child
 that ends without its answer gets an ``error`` line saying how it died. Closing stdin (or
 ``close``) while a child runs kills it; on Linux and Android the child also dies with this
 process (``PR_SET_PDEATHSIG``), since an SSH host kills the session by its PID alone.
+
+Where the device sets ``AIOT_AGENT_PRELOAD=1`` (aiot's emulated arm64 boards, see
+:mod:`aiot.host.emulator.arm64`), the session imports a run's runtime itself before forking
+its child, once per runtime, and says so (``ready``'s ``preload``, ``hello``'s
+``preloaded``). Under qemu-user an import is most of a run's cost (torch ~20 s of CPU,
+ExecuTorch's bindings ~50 s more), while the timings are the host's anyway (INVALID). What
+changes is only what the child inherits: its load time never included the import, and its
+resident memory then counts the runtime's pages it touches rather than all it loaded.
 
 Without ``os.fork`` (Windows) the session refuses to start with an ``error`` and the host
 falls back to one-shot commands.
@@ -40,11 +48,13 @@ import selectors
 import signal
 import sys
 
-from . import AGENT_VERSION, protocol
+from . import AGENT_VERSION, backends, protocol
 from .agent import execute
 from .telemetry import telemetry_text
 from .wire import emit, hello
 
+#: Set by a device whose session may keep runtimes imported (see the module docstring).
+PRELOAD_ENV = "AIOT_AGENT_PRELOAD"
 #: Ops whose work runs in a forked child, and the event that answers each.
 CHILD_OPS = {"run": "result", "memory": "memory", "predict": "predicted",
              "inspect": "signature", "profile": "profile"}
@@ -108,7 +118,9 @@ def session(stdin_fd: int = 0) -> int:
             message="the agent session needs os.fork; use one-shot commands on this platform",
         )
         return 2
-    emit("ready", agent_version=AGENT_VERSION, pid=os.getpid(), isolation="fork")
+    warm = _Runtimes() if os.environ.get(PRELOAD_ENV) == "1" else None
+    emit("ready", agent_version=AGENT_VERSION, pid=os.getpid(), isolation="fork",
+         **({"preload": True} if warm is not None else {}))
     _preload()
     requests = _Lines(stdin_fd)
     while True:
@@ -118,10 +130,31 @@ def session(stdin_fd: int = 0) -> int:
         if not line.strip():
             continue
         try:
-            if not _handle(line, requests):
+            if not _handle(line, requests, warm):
                 return 0
         except BrokenPipeError:  # the host went away: nobody is left to answer
             return 0
+
+
+class _Runtimes:
+    """The runtimes this session imported for its children to inherit (preload mode)."""
+
+    def __init__(self) -> None:
+        self.imported: list[str] = []
+        self._tried: set[str] = set()
+
+    def warm(self, spec) -> None:
+        """Import ``spec``'s backend and its runtime here, once. One that does not import
+        is left to the child, which reports it in its own words."""
+        name = spec.get("backend") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or name not in backends.MODULES or name in self._tried:
+            return
+        self._tried.add(name)
+        try:
+            backends.load(name)
+        except Exception:  # noqa: BLE001 - unavailable or broken: the child's run says so
+            return
+        self.imported.append(name)
 
 
 def _preload() -> None:
@@ -133,7 +166,7 @@ def _preload() -> None:
         pass
 
 
-def _handle(line: bytes, requests: _Lines) -> bool:
+def _handle(line: bytes, requests: _Lines, warm: _Runtimes | None = None) -> bool:
     """Answer one request line; False when the session must end (``close`` or stdin ended)."""
     try:
         request = json.loads(line)
@@ -159,12 +192,15 @@ def _handle(line: bytes, requests: _Lines) -> bool:
             message=f"unknown op {op!r}; known: {', '.join(OPS)}",
         )
     elif op == "hello":
-        emit("hello", id=request_id, **hello())
+        emit("hello", id=request_id, **hello(),
+             **({"preloaded": warm.imported} if warm is not None else {}))
     elif op == "telemetry":
         import time
 
         emit("telemetry", id=request_id, text=telemetry_text(), unix_s=time.time())
     else:
+        if warm is not None:
+            warm.warm(request.get("spec"))
         return _supervise(op, request_id, request.get("spec"), requests)
     return True
 

@@ -162,9 +162,13 @@ class AgentSession:
 
     def process_kind(self, backend: str | None = None) -> str:
         """How ``backend``'s commands run now, for provenance: ``"session-fork"`` (a child
-        forked from the agent session) or ``"one-shot"`` (an agent process per command)."""
+        forked from the agent session), ``"session-fork-preloaded"`` (from a session that
+        imports the runtimes its children inherit: an emulated board's, see
+        :mod:`aiot.device_agent.session`) or ``"one-shot"`` (an agent process per command)."""
         live = self._live_control(self.transport.python(backend))
-        return "session-fork" if live is not None else "one-shot"
+        if live is None:
+            return "one-shot"
+        return "session-fork-preloaded" if live.info.get("preload") else "session-fork"
 
     def hello(self, timeout: float = READY_TIMEOUT_S) -> dict:
         """The agent's self-description: versions and installed runtimes."""

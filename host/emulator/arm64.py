@@ -73,6 +73,9 @@ _WRAPPER = """#!/bin/sh
 # python3 of an aiot emulated arm64 device: aarch64 CPython under qemu-user, in a private
 # mount namespace whose /proc/cpuinfo describes an aarch64 CPU (the host's x86 one crashes
 # onnxruntime and LiteRT). exec all the way down, so the PID a caller sees is qemu's.
+# The agent's session keeps the runtimes it imported for its children: under qemu an
+# import is most of a run's CPU (torch ~20 s), and the timings here are the host's anyway.
+export AIOT_AGENT_PRELOAD=1
 exec unshare {unshare_flags} sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' \\
   sh {cpuinfo} {qemu} -cpu {cpu} -L {root} {root}{python} "$@"
 """

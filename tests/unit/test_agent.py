@@ -135,3 +135,28 @@ def test_output_fingerprint_matches_pytorch_on_the_seeded_input(session, onnx_mo
     got = res["output"]
     assert got["size"] == 3 and np.allclose(got["head"], want, atol=1e-5)
     assert abs(got["l2"] - float(np.linalg.norm(want))) < 1e-5
+
+
+def test_a_preloading_session_imports_each_runtime_once_for_its_children(tmp_path, monkeypatch,
+                                                                       onnx_model):
+    """An emulated board's session (``AIOT_AGENT_PRELOAD=1``, set by its python3 wrapper)
+    imports a run's runtime before forking the run's child, once, and says so."""
+    monkeypatch.setenv("AIOT_AGENT_PRELOAD", "1")
+    local = LocalTransport(root=tmp_path / "dev")
+    with AgentSession(local, persistent=True) as agent:
+        assert agent.hello()["preloaded"] == []
+        remote = push_file(local, onnx_model[1]).remote
+        first = agent.run(_spec(remote, min_runs=3), timeout=60)
+        control = agent.control("onnxruntime")
+        assert control.info["preload"] is True
+        assert agent.process_kind("onnxruntime") == "session-fork-preloaded"
+        with open(f"/proc/{control.pid}/maps") as fh:
+            assert "onnxruntime" in fh.read()  # in the session itself, for every child
+        second = agent.run(_spec(remote, min_runs=3), timeout=60)
+        assert agent.hello()["preloaded"] == ["onnxruntime"]  # imported once
+        assert first["output"] == second["output"] and second["load_ms"] > 0
+    monkeypatch.delenv("AIOT_AGENT_PRELOAD")
+    with AgentSession(LocalTransport(root=tmp_path / "dev2"), persistent=True) as plain:
+        assert "preloaded" not in plain.hello()
+        plain.run(_spec(push_file(plain.transport, onnx_model[1]).remote, min_runs=3), timeout=60)
+        assert plain.process_kind("onnxruntime") == "session-fork"

@@ -43,15 +43,18 @@ stamp="$VENV/.aiot-installed"
 want="$(cat pyproject.toml | sha256sum | cut -c1-16) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
-  # torch first and pinned: the CPU build on disk. A looser request would let a dependency
-  # pull a multi-GB CUDA build instead.
-  $PIP install --no-compile "torch==2.13.0"
-  $PIP install --no-compile -e ".[$EXTRAS]"
+  # torch first and pinned, by pip: the CPU build on disk (pip's configuration finds it; uv
+  # does not look there). A looser request would let a dependency pull a multi-GB CUDA build.
+  $PIP install --no-compile "torch==2.13.0" uv
+  # The rest by uv, which downloads and unpacks in parallel: the same packages that pip
+  # resolves took pip 90-150 s on one core here, uv about 15 s. torch stays as installed.
+  UV="$VENV/bin/uv pip install --python $VENV/bin/python -q"
+  $UV -e ".[$EXTRAS]"
   case ",$EXTRAS," in
     *,all,*|*,robust,*)
       # Their declared dependencies (torchvision, the GUI opencv-python, an old requests) break
       # this environment; what they really import is already there through the robust extra.
-      $PIP install --no-compile --no-deps "torchattacks==3.5.1" "imagecorruptions-imaug==1.1.5" ;;
+      $UV --no-deps "torchattacks==3.5.1" "imagecorruptions-imaug==1.1.5" ;;
   esac
   # The installed modules' .pyc files, compiled on every core at once (pip compiles one after
   # another: 87 s here, 48 s on 2 cores). They must exist: where PYTHONDONTWRITEBYTECODE is

@@ -20,8 +20,8 @@ Measurements keep the isolation of a fresh process: each ``run``, ``memory``, ``
 or ``inspect`` (it loads a runtime too) is executed by a child forked from this process,
 which imports no runtime (the zygote pattern; preload, below, is the one exception), so
 the child's load time, first inference and peak memory are those of a fresh agent, and a
-runtime that crashes takes only the child down. NumPy, which every command imports before anything is timed, is imported
-here once, after ``ready``: ~0.1 s of CPU per run on a desktop core, several times that on a
+runtime that crashes takes only the child down. NumPy, which every command imports before
+anything is timed, is imported here once, after ``ready``: ~0.1 s of CPU per run on a desktop core, several times that on a
 phone's little core. The child's protocol lines (``progress``, then ``result``, ``memory``,
 ``predicted``, ``signature`` or ``error``) are forwarded with the request's ``id``; a child
 that ends without its answer gets an ``error`` line saying how it died. Closing stdin (or
@@ -118,9 +118,9 @@ def session(stdin_fd: int = 0) -> int:
             message="the agent session needs os.fork; use one-shot commands on this platform",
         )
         return 2
-    warm = _Runtimes() if os.environ.get(PRELOAD_ENV) == "1" else None
+    kept = _Runtimes() if os.environ.get(PRELOAD_ENV) == "1" else None
     emit("ready", agent_version=AGENT_VERSION, pid=os.getpid(), isolation="fork",
-         **({"preload": True} if warm is not None else {}))
+         **({"preload": True} if kept is not None else {}))
     _preload()
     requests = _Lines(stdin_fd)
     while True:
@@ -130,7 +130,7 @@ def session(stdin_fd: int = 0) -> int:
         if not line.strip():
             continue
         try:
-            if not _handle(line, requests, warm):
+            if not _handle(line, requests, kept):
                 return 0
         except BrokenPipeError:  # the host went away: nobody is left to answer
             return 0
@@ -143,7 +143,7 @@ class _Runtimes:
         self.imported: list[str] = []
         self._tried: set[str] = set()
 
-    def warm(self, spec) -> None:
+    def import_for(self, spec) -> None:
         """Import ``spec``'s backend and its runtime here, once. One that does not import
         is left to the child, which reports it in its own words."""
         name = spec.get("backend") if isinstance(spec, dict) else None
@@ -166,7 +166,7 @@ def _preload() -> None:
         pass
 
 
-def _handle(line: bytes, requests: _Lines, warm: _Runtimes | None = None) -> bool:
+def _handle(line: bytes, requests: _Lines, kept: _Runtimes | None = None) -> bool:
     """Answer one request line; False when the session must end (``close`` or stdin ended)."""
     try:
         request = json.loads(line)
@@ -193,14 +193,14 @@ def _handle(line: bytes, requests: _Lines, warm: _Runtimes | None = None) -> boo
         )
     elif op == "hello":
         emit("hello", id=request_id, **hello(),
-             **({"preloaded": warm.imported} if warm is not None else {}))
+             **({"preloaded": kept.imported} if kept is not None else {}))
     elif op == "telemetry":
         import time
 
         emit("telemetry", id=request_id, text=telemetry_text(), unix_s=time.time())
     else:
-        if warm is not None:
-            warm.warm(request.get("spec"))
+        if kept is not None:
+            kept.import_for(request.get("spec"))
         return _supervise(op, request_id, request.get("spec"), requests)
     return True
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aiot
+from aiot.converters import conversion_cache
 from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
 from aiot.converters.naming import artifact_files, artifact_name, artifact_stem, artifact_variant
@@ -280,8 +281,10 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
 
     The stages, in order: :func:`_plan` (everything that can be validated: format, options,
     toolchain, model, weights; before any work), :func:`_reusable` (the cached artifact of the
-    same model and options), :func:`_export_artifact`, :func:`_check_artifact` (parity: a
-    failure leaves neither artifact nor sidecar behind) and :func:`_write_facts` (the sidecar).
+    same model and options in ``out_dir``, else the machine's copy,
+    :mod:`~aiot.converters.conversion_cache`), :func:`_export_artifact`,
+    :func:`_check_artifact` (parity: a failure leaves neither artifact nor sidecar behind) and
+    :func:`_write_facts` (the sidecar, and the machine's copy).
 
     Raises:
         UnknownName, UsageError, MissingDependency: bad input, before any work.
@@ -291,6 +294,10 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
     converter, artifact = plan.converter, plan.artifact
     cached = _reusable(converter, artifact, plan.source_hash, plan.options) if reuse else None
+    key = None if cached else _cache_key(plan, parity_samples, dataset_samples)
+    if reuse and not cached:
+        cached = conversion_cache.fetch(converter, key, artifact, lambda kept: _reusable(
+            converter, kept, plan.source_hash, plan.options))
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
                                 cached["artifact"]["sha256"],
@@ -304,8 +311,16 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
         exported.deployed["training_graph"] = _change_cost(exported.trained, exported.model,
                                                            plan.source, parity_samples, dataset_samples)
     sidecar, written, total = _write_facts(plan, exported, parity, time.perf_counter() - started)
+    conversion_cache.keep(converter, key, artifact)
     return ConversionResult(artifact, sidecar, parity, written["artifact"]["sha256"], total,
                             time.perf_counter() - started, cached=False, facts=written)
+
+
+def _cache_key(plan: _Plan, parity_samples: int, dataset_samples: int | None) -> str:
+    """The machine conversion cache's key for ``plan`` (:mod:`aiot.converters.conversion_cache`)."""
+    return conversion_cache.conversion_key(
+        plan.converter, plan.artifact.name, plan.options, plan.source_hash, plan.source.facts,
+        plan.source.input, (parity_samples, dataset_samples))
 
 
 @dataclass(frozen=True)

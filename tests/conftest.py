@@ -1,7 +1,8 @@
 """Shared test set-up: every test gets its own results folder and device workdir.
 
-Weights, artifacts' conversion caches and data shards live in one cache folder per test
-session, so expensive steps (training, conversion) are shared between tests. The inputs that
+Weights and data shards live in one cache folder per test session, and converted artifacts in
+a conversion cache shared by the run's workers, so expensive steps (training, conversion) are
+shared between tests. The inputs that
 are deterministic and slow to make (the arm64 userland, aarch64 wheels: downloads keyed by
 what determines them) live in a cache kept between sessions and shared by pytest-xdist
 workers (:func:`persistent_test_cache`).
@@ -95,6 +96,14 @@ def session_cache(tmp_path_factory, worker_id):
         target = kept / name if name in SHARED_CACHE else kept / f"{name}-{worker_id}"
         target.mkdir(parents=True, exist_ok=True)
         (cache / name).symlink_to(target, target_is_directory=True)
+    if worker_id != "master":
+        # The machine's conversion cache, shared by this run's workers (each entry is written
+        # whole under a temp name, aiot.converters.conversion_cache): a model converts once per
+        # run, not once per test's results folder. Not kept between runs: a parity report
+        # depends on runtimes and agent code that an entry's key does not hash.
+        shared = tmp_path_factory.getbasetemp().parent / "aiot-conversions"
+        shared.mkdir(exist_ok=True)
+        (cache / "conversions").symlink_to(shared, target_is_directory=True)
     return cache
 
 
@@ -222,6 +231,17 @@ def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
     for name in ("AIOT_DEVICE", "ANDROID_SERIAL"):
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+@pytest.fixture
+def fresh_conversions(monkeypatch):
+    """Conversions that really export and check parity: the machine's conversion cache off
+    (:mod:`aiot.converters.conversion_cache`), for tests whose subject is the conversion
+    itself (its failures, its folder's reuse rules, a stop while it runs), which another
+    test's copy of the same artifact would otherwise skip."""
+    from aiot.converters.conversion_cache import SWITCH
+
+    monkeypatch.setenv(SWITCH, "off")
 
 
 class Cli:

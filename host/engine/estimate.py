@@ -4,8 +4,9 @@ A paper procedure (BiBench's grid: a dozen LCE conversions of minutes each) gave
 its length before it started. :func:`estimate` reads only what is already on disk: the
 artifacts' sidecars (which formats are converted already, and how long each conversion took:
 ``convert_seconds``) and the store's finished runs (how long a run took on that device and
-format). Where nothing is recorded it says so and uses a stated rough figure. A sidecar found
-is a likely cache hit, not a promise: the conversion itself still checks it is the same model.
+format); the machine's conversion cache counts as on disk. Where nothing is recorded it says
+so and uses a stated rough figure. A sidecar found is a likely cache hit, not a promise: the
+conversion itself still checks it is the same model.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 import aiot
+from aiot.converters import conversion_cache
 from aiot.converters.sidecar import SUFFIX, read_sidecar
 from aiot.core.errors import ArtifactError
 
@@ -121,9 +123,12 @@ def _label(request) -> str:
 
 
 def _sidecars(artifacts_dir: Path) -> list[dict]:
-    """This aiot's sidecars in ``artifacts_dir`` (a file that does not read is no cache)."""
+    """This aiot's sidecars in ``artifacts_dir`` and in the machine's conversion cache (which
+    a conversion copies from, :mod:`aiot.converters.conversion_cache`); a file that does not
+    read is no cache."""
     found = []
-    for path in sorted(Path(artifacts_dir).glob(f"*{SUFFIX}")):
+    paths = [*sorted(Path(artifacts_dir).glob(f"*{SUFFIX}")), *conversion_cache.sidecar_paths()]
+    for path in paths:
         try:
             data = read_sidecar(path.with_name(path.name[:-len(SUFFIX)]))
         except ArtifactError:

@@ -55,8 +55,8 @@ def test_the_float_stem_is_compared_by_value():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["bnn", "dorefa", "bireal", "reactnet", "recu", "fda"])
-def test_tiny_vgg_from_its_default_init_converts_to_lce_for_every_algorithm(tmp_path, algorithm,
-                                                                          monkeypatch):
+def test_tiny_vgg_from_its_default_init_converts_to_lce_for_every_algorithm(
+        tmp_path, algorithm, monkeypatch, fresh_conversions):
     from aiot.core import toolchains
 
     started, run_script = [], toolchains.run_script
@@ -86,7 +86,7 @@ def test_resnet18_cifar_bnn_from_its_default_init_converts_to_lce(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_converter_bug_in_one_binary_layer_is_named(tmp_path, monkeypatch):
+def test_a_converter_bug_in_one_binary_layer_is_named(tmp_path, monkeypatch, fresh_conversions):
     """A lowering that flips one binary conv's weights (in the artifact and its probe alike,
     as a real converter bug would) fails at the layer that reads its output."""
     from aiot.converters.lce import converter as lce

@@ -9,6 +9,7 @@ import pytest
 
 from aiot.converters import format_table, get_converter
 from aiot.converters.api import build_source_model, convert_model, state_sha256
+from aiot.converters.conversion_cache import SWITCH
 from aiot.converters.naming import artifact_name
 from aiot.converters.parity import check_parity, compare_outputs
 from aiot.converters.sidecar import read_sidecar, verify_artifact
@@ -23,7 +24,9 @@ def converted(tmp_path_factory):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("litert_torch")
     out = tmp_path_factory.mktemp("artifacts")
-    return out, {fmt: convert_model("tiny_cnn", fmt, out) for fmt in FORMATS}
+    with pytest.MonkeyPatch.context() as patch:  # each format really converts here
+        patch.setenv(SWITCH, "off")
+        return out, {fmt: convert_model("tiny_cnn", fmt, out) for fmt in FORMATS}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -201,7 +204,7 @@ def test_tampered_model_fails_parity(converted):
     assert info.value.report["max_abs"] > 1e-4 and not info.value.report["ok"]
 
 
-def test_parity_failure_leaves_no_artifact(tmp_path, monkeypatch):
+def test_parity_failure_leaves_no_artifact(tmp_path, monkeypatch, fresh_conversions):
     pytest.importorskip("onnxruntime")
     from aiot.converters import api
 
@@ -227,7 +230,7 @@ def test_truncated_artifact_is_named(converted, fmt, tmp_path):
         check_parity(fmt, get_converter(fmt).backend, broken, model, spec.example_input(2), atol=1e-4)
 
 
-def test_corrupt_cached_artifact_is_reexported(tmp_path):
+def test_corrupt_cached_artifact_is_reexported(tmp_path, fresh_conversions):
     pytest.importorskip("onnxruntime")
     first = convert_model("tiny_cnn", "onnx", tmp_path)
     first.artifact.write_bytes(first.artifact.read_bytes()[:100])

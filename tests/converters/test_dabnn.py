@@ -130,7 +130,7 @@ def test_zero_inputs_binarize_like_pytorch(tmp_path):
     assert np.abs(CONVERTER.reference_outputs(path, zeros) - expected).max() < 1e-3
 
 
-def test_without_sign_nudges_default_batchnorm_zeros_flip(tmp_path, monkeypatch):
+def test_without_sign_nudges_default_batchnorm_zeros_flip(tmp_path, monkeypatch, fresh_conversions):
     """The nudges are what keeps exact BatchNorm zeros on PyTorch's side (sign(0) = +1)."""
     from aiot.converters.dabnn import emit as dabnn_emit
 

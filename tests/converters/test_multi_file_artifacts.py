@@ -8,7 +8,7 @@ from aiot.converters.sidecar import read_sidecar
 pytest.importorskip("google.protobuf")
 
 
-def test_changed_companion_file_forces_a_fresh_export(tmp_path):
+def test_changed_companion_file_forces_a_fresh_export(tmp_path, fresh_conversions):
     first = convert_model("tiny_cnn", "caffe2", tmp_path)
     init_net = first.artifact.with_name("tiny_cnn.caffe2.init_net.pb")
     companions = read_sidecar(first.artifact)["artifact"]["companions"]

@@ -77,7 +77,7 @@ def test_real_imagenet_weights_pass():
     assert report["verdict"] == PASS
 
 
-def test_an_artifact_checked_before_verdicts_is_checked_again(tmp_path):
+def test_an_artifact_checked_before_verdicts_is_checked_again(tmp_path, fresh_conversions):
     pytest.importorskip("onnxruntime")
     from aiot.converters.api import convert_model
     from aiot.converters.sidecar import sidecar_path

@@ -79,7 +79,7 @@ def test_a_factory_converts_with_parity(mynet, tmp_path, fmt):
     assert again.cached and again.sha256 == res.sha256
 
 
-def test_the_cache_follows_the_source_file(mynet, tmp_path):
+def test_the_cache_follows_the_source_file(mynet, tmp_path, fresh_conversions):
     first = convert_model(f"{mynet}:make", "onnx", tmp_path / "out")
     mynet.write_text(MYNET.replace("padding=1", "padding=1, bias=False"))
     second = convert_model(f"{mynet}:make", "onnx", tmp_path / "out")

@@ -21,6 +21,9 @@ from aiot.core.toolchains import runtime_python
 from aiot.host.emulator.state import descendants
 from tests.faults.conftest import count_records
 
+#: Each test stops a conversion while it runs: none may come from the conversion cache.
+pytestmark = pytest.mark.usefixtures("fresh_conversions")
+
 #: Seconds aiot may take from the signal to its exit (the issue: over 60 s before).
 STOP_WITHIN_S = 10.0
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 import aiot
 from aiot.host.engine.estimate import ROUGH_CONVERT_S, estimate
 from aiot.host.engine.runs import MeasureParams, RunRequest
@@ -18,6 +20,13 @@ def _sidecar(folder, name: str, fmt: str, model: str, binarize=None, seconds=Non
     if seconds is not None:
         data["convert_seconds"] = seconds
     (folder / f"{name}.aiot.json").write_text(json.dumps(data))
+
+
+@pytest.fixture(autouse=True)
+def machine_cache(tmp_path, monkeypatch):
+    """An empty conversion cache of this machine's (the suite's is shared by its tests)."""
+    monkeypatch.setenv("AIOT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "conversions"
 
 
 def _requests():
@@ -43,6 +52,20 @@ def test_cached_conversions_are_counted_and_the_rest_timed_as_recorded(tmp_path)
     assert line.startswith("estimate: 3 conversion(s) to do (2 lce × ~2 min, 1 tflite × ~60 s "
                            "(rough: none recorded here)), 1 cached; 8 run(s) × ~6 s (rough)"), line
     assert "about 5 min in all" in line and "Ctrl-C stops within seconds" in line
+
+
+def test_a_conversion_kept_by_this_machine_counts_as_cached_with_its_time(tmp_path, machine_cache):
+    """The machine's conversion cache (another results folder's conversions) is on disk too:
+    a conversion copies from it, and its sidecars say how long converting took."""
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    (machine_cache / "e1").mkdir(parents=True)
+    _sidecar(machine_cache / "e1", "a", "tflite", "resnet18_cifar", seconds=4.0)
+    (machine_cache / "e2").mkdir()
+    _sidecar(machine_cache / "e2", "b", "tflite", "tiny_cnn", seconds=2.0)
+    est = estimate(_requests(), folder)
+    assert est.cached == 1
+    assert ("vgg_small tflite", 3.0, True) in est.convert  # the format's median here: (4 + 2) / 2
 
 
 def test_runs_are_timed_from_finished_runs_on_the_same_device_and_format(tmp_path):

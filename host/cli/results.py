@@ -166,6 +166,8 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     device = prov.get("device") or {}
     row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
     row("runtime", json.dumps(prov.get("runtime")))
+    if prov.get("agent_process"):  # how the timed process started: it can change what it measures
+        row("agent process", prov["agent_process"])
     row("toolchain", json.dumps(prov.get("toolchain")))
     if prov.get("weights"):
         row("weights", _weights_line(prov["weights"]))

@@ -1,5 +1,7 @@
 """Convert → push → measure → store on the embedded local device, through the real CLI."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -96,6 +98,8 @@ def test_results_show_and_csv_export(cli, tmp_path):
     (record,) = cli.json("run", "--model", "tiny_cnn", "--format", "tflite", *FAST)
     shown = cli("results", "show", record["id"][:8]).stdout
     assert "median (ms)" in shown and "toolchain" in shown
+    process = cli.record(record["id"]).provenance["agent_process"]
+    assert re.search(rf"agent process\s+│ {process}\s", shown), shown  # session-fork here
     out = tmp_path / "runs.csv"
     cli("results", "export", "--format", "csv", "--out", str(out))
     lines = out.read_text().splitlines()

@@ -151,16 +151,26 @@ def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, t
     browser.get(f"{url}/campaigns")
     browser.execute_script("window.aiotNoReload = 1")
     assert "No sweep is running" in browser.execute_script(TEXT, "#live")
+    # Each run times for a second at least: the page (pushed every 0.5 s) sees the sweep between
+    # its runs, however fast this machine runs tiny_cnn.
     sweep = subprocess.Popen([sys.executable, "-m", "aiot", "sweep", "-m", "tiny_cnn", "-f", "onnx",
-                              "--threads", "1,2,3,4", *fast(30, warmup_runs=1)],
+                              "--threads", "1,2,3,4", "--min-runs", "30", "--min-s", "1",
+                              "--warmup-runs", "1", "--warmup-min-s", "0", "--cooldown-max-s", "0"],
                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "sweep.log", "wb"))
     try:
         def progress():
             return browser.execute_script(TEXT, "section.sweep.running .progress")
 
+        def a_run_done():
+            shown = progress()
+            if not shown and sweep.poll() is not None:  # say why rather than wait in vain
+                raise AssertionError(f"the sweep ended (exit {sweep.returncode}) before the page "
+                                     f"showed a finished run: {(tmp_path / 'sweep.log').read_text()}")
+            return shown and int(shown.split("/")[0]) >= 1 and shown
+
         first = wait_until(progress, "the sweep on the campaigns page")
         assert first.endswith("/4 done"), first
-        done = wait_until(lambda: (p := progress()) and int(p.split("/")[0]) >= 1 and p, "a run to finish")
+        done = wait_until(a_run_done, "a run to finish")
         assert int(done.split("/")[0]) >= 1
         assert sweep.wait(timeout=TIMEOUT_S) == 0, (tmp_path / "sweep.log").read_text()
     finally:

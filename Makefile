@@ -23,6 +23,7 @@ bench: setup
 	.venv/bin/python bench/agent_fidelity.py
 	.venv/bin/python bench/transports.py
 	.venv/bin/python bench/formats.py
+	.venv/bin/python bench/conversion_cache.py
 	.venv/bin/aiot toolchains install onnx2tf
 	.venv/bin/python bench/tflite_paths.py
 	.venv/bin/python bench/bibench.py

@@ -77,6 +77,7 @@ def fetch(converter, key: str, artifact: Path, verify) -> dict | None:
         return None
     try:
         # the sidecar last: a folder's artifact counts only once its sidecar is beside it
+        sidecar_path(artifact).unlink(missing_ok=True)
         for path in (*artifact_files(converter, kept), sidecar_path(kept)):
             with atomic_path(artifact.parent / path.name) as tmp:
                 shutil.copyfile(path, tmp)

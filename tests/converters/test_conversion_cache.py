@@ -50,6 +50,18 @@ def test_a_second_results_folder_copies_the_first_ones_conversion(tmp_path, own_
     assert exports == ["tiny_cnn.onnx"]
 
 
+def test_every_file_of_a_multi_file_artifact_is_copied(tmp_path, own_cache, exports):
+    """Caffe2's predict net and init net: both come from the cache, each checked."""
+    pytest.importorskip("google.protobuf")
+    first = api.convert_model("tiny_cnn", "caffe2", tmp_path / "a")
+    second = api.convert_model("tiny_cnn", "caffe2", tmp_path / "b")
+    assert second.cached and len(exports) == 1
+    names = sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "a").iterdir()) and len(names) == 3
+    init_net = "tiny_cnn.caffe2.init_net.pb"
+    assert (tmp_path / "b" / init_net).read_bytes() == (first.artifact.parent / init_net).read_bytes()
+
+
 def test_a_damaged_entry_is_converted_again_and_replaced(tmp_path, own_cache, exports):
     first = api.convert_model("tiny_cnn", "onnx", tmp_path / "a")
     (entry,) = own_cache.iterdir()

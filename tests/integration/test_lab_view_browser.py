@@ -22,10 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import fast
 
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 TIMEOUT_S = 120
+#: The sweeps' timing flags: each run times for a second at least, so that the pages (pushed
+#: every 0.5 s) see a sweep running and between its runs however fast this machine is.
+SECOND_PER_RUN = ("--min-runs", "30", "--min-s", "1", "--warmup-runs", "1", "--warmup-min-s", "0",
+                  "--cooldown-max-s", "0")
 #: A live fragment is swapped whole when the server pushes one: read it in one script call
 #: (an element found earlier may be gone by the next call).
 TEXT = "var e = document.querySelector(arguments[0]); return e ? e.innerText : null;"
@@ -151,11 +154,8 @@ def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, t
     browser.get(f"{url}/campaigns")
     browser.execute_script("window.aiotNoReload = 1")
     assert "No sweep is running" in browser.execute_script(TEXT, "#live")
-    # Each run times for a second at least: the page (pushed every 0.5 s) sees the sweep between
-    # its runs, however fast this machine runs tiny_cnn.
     sweep = subprocess.Popen([sys.executable, "-m", "aiot", "sweep", "-m", "tiny_cnn", "-f", "onnx",
-                              "--threads", "1,2,3,4", "--min-runs", "30", "--min-s", "1",
-                              "--warmup-runs", "1", "--warmup-min-s", "0", "--cooldown-max-s", "0"],
+                              "--threads", "1,2,3,4", *SECOND_PER_RUN],
                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "sweep.log", "wb"))
     try:
         def progress():
@@ -212,7 +212,7 @@ def test_a_device_stopped_mid_sweep_turns_offline_on_the_page(view, browser, cli
 
         wait_until(lambda: state().startswith("online"), "dev-a online")
         sweep = subprocess.Popen([sys.executable, "-m", "aiot", "sweep", "-d", "dev-a", "-m", "tiny_cnn", "-f",
-                                  "onnx", "--threads", "1,2,3,4", *fast(30, warmup_runs=1)],
+                                  "onnx", "--threads", "1,2,3,4", *SECOND_PER_RUN],
                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "sweep.log", "wb"))
         busy = wait_until(lambda: "busy" in state() and state(), "dev-a busy with the sweep")
         assert "with sweep" in busy and "@" in busy

@@ -107,6 +107,18 @@ def session_cache(tmp_path_factory, worker_id):
     return cache
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_cache_env(session_cache, toolchains_dir, android_sdk_dir):
+    """The session's cache folder as aiot's cache from the start of the session: module- and
+    session-scoped fixtures (a converter test module's artifacts) run before a test's
+    :func:`isolated_env`, and would otherwise read and fill the user's ``~/.cache/aiot``. The
+    user's toolchains and Android jars are found first and kept."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIOT_CACHE_DIR", str(session_cache))
+        patch.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
+        yield
+
+
 @pytest.fixture(scope="session")
 def worker_id(request) -> str:
     """The pytest-xdist worker's name (gw0, gw1, ...), or ``master`` in a serial run; xdist

@@ -11,6 +11,7 @@ Usage: ``python bench/conversion_cache.py [--runs N] [--cases tiny_cnn:onnx,resn
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import resource
 import sys
@@ -40,7 +41,7 @@ def measure(model: str, fmt: str, runs: int, work: Path) -> dict:
     from aiot.converters.api import convert_model
     from aiot.converters.conversion_cache import SWITCH
 
-    folders = iter(range(10_000))
+    folders = itertools.count()
     convert_model(model, fmt, work / "warm")  # toolchain imported, the cache's entry made
     fresh, kept = [], []
     for _ in range(runs):

@@ -294,10 +294,10 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
     converter, artifact = plan.converter, plan.artifact
     cached = _reusable(converter, artifact, plan.source_hash, plan.options) if reuse else None
-    key = None if cached else _cache_key(plan, parity_samples, dataset_samples)
-    if reuse and not cached:
+    if not cached:
+        key = _cache_key(plan, parity_samples, dataset_samples)
         cached = conversion_cache.fetch(converter, key, artifact, lambda kept: _reusable(
-            converter, kept, plan.source_hash, plan.options))
+            converter, kept, plan.source_hash, plan.options)) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
                                 cached["artifact"]["sha256"],

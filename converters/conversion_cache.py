@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import aiot
@@ -33,7 +32,7 @@ import aiot.models
 from aiot.converters.naming import artifact_files
 from aiot.converters.sidecar import SUFFIX, sidecar_path
 from aiot.core.errors import AiotError
-from aiot.core.fileio import atomic_path
+from aiot.core.fileio import atomic_path, staged_folder
 from aiot.core.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -66,10 +65,11 @@ def fetch(converter, key: str, artifact: Path, verify) -> dict | None:
     """Copy the entry ``key`` to ``artifact`` (and its other files and sidecar); its sidecar,
     or None when there is no usable entry. ``verify(entry_artifact)`` returns the entry's
     sidecar if it is intact and fits, else None (:func:`aiot.converters.api._reusable`)."""
-    entry = _entry(key)
-    if entry is None or not (entry / artifact.name).is_file():
+    root = _root()
+    kept = root / key / artifact.name if root is not None else None
+    if kept is None or not kept.is_file():
         return None
-    kept = entry / artifact.name
+    entry = kept.parent
     sidecar = verify(kept)
     if sidecar is None:
         log.info("conversion cache: entry %s does not verify; converting again", entry.name)
@@ -95,24 +95,12 @@ def keep(converter, key: str, artifact: Path) -> None:
     root = _root()
     if root is None:
         return
-    final = root / key
-    staging = None
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=root))
-        for path in (*artifact_files(converter, artifact), sidecar_path(artifact)):
-            shutil.copyfile(path, staging / path.name)
-        try:
-            os.rename(staging, final)  # whole or not at all; another process may have won
-        except OSError:
-            if not final.is_dir():
-                raise
-        else:
-            staging = None
+        with staged_folder(root / key, prefix=f".{key[:12]}.") as staging:
+            for path in (*artifact_files(converter, artifact), sidecar_path(artifact)):
+                shutil.copyfile(path, staging / path.name)
     except OSError as exc:  # a full or read-only disk: only a cache missed
         log.info("conversion cache: could not keep %s (%s)", artifact.name, exc)
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
     _trim(root, MAX_BYTES)
 
 
@@ -132,12 +120,6 @@ def _root() -> Path | None:
     except (OSError, AiotError) as exc:
         log.info("conversion cache unavailable: %s", exc)
         return None
-
-
-def _entry(key: str) -> Path | None:
-    root = _root()
-    entry = root / key if root is not None else None
-    return entry if entry is not None and entry.is_dir() else None
 
 
 def _trim(root: Path, limit: int) -> None:

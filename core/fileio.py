@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
@@ -61,6 +62,33 @@ def atomic_path(final: Path, mode: int | None = None):
     finally:
         if tmp_path is not None:
             tmp_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def staged_folder(final: Path, prefix: str = ".staging-", mode: int | None = None):
+    """Yield a new temp folder beside ``final`` to fill; when the block succeeds it becomes
+    ``final`` by one rename, so readers see the whole folder or none. Where another writer's
+    ``final`` is there already, theirs is as good as ours: ours is dropped. The temp folder
+    is gone on every exit path.
+
+    Args:
+        mode: the folder's permission bits (default: the temp folder's 0700).
+
+    Raises:
+        OSError: the folder cannot be made or renamed (a full or read-only disk).
+    """
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
+    try:
+        if mode is not None:
+            work.chmod(mode)
+        yield work
+        try:
+            work.rename(final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # after the rename there is nothing left
 
 
 def write_atomic(final: Path, write: Callable[[Path], None]) -> None:

@@ -21,9 +21,10 @@ or ``inspect`` (it loads a runtime too) is executed by a child forked from this 
 which imports no runtime (the zygote pattern; preload, below, is the one exception), so
 the child's load time, first inference and peak memory are those of a fresh agent, and a
 runtime that crashes takes only the child down. NumPy, which every command imports before
-anything is timed, is imported here once, after ``ready``: ~0.1 s of CPU per run on a desktop core, several times that on a
-phone's little core. The child's protocol lines (``progress``, then ``result``, ``memory``,
-``predicted``, ``signature`` or ``error``) are forwarded with the request's ``id``; a child
+anything is timed, is imported here once, after ``ready``: ~0.1 s of CPU per run on a desktop
+core, several times that on a phone's little core. The child's protocol lines (``progress``,
+then ``result``, ``memory``, ``predicted``, ``signature`` or ``error``) are forwarded with the
+request's ``id``; a child
 that ends without its answer gets an ``error`` line saying how it died. Closing stdin (or
 ``close``) while a child runs kills it; on Linux and Android the child also dies with this
 process (``PR_SET_PDEATHSIG``), since an SSH host kills the session by its PID alone.

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from aiot.core.errors import AiotError, UsageError
+from aiot.core.fileio import staged_folder
 
 try:
     import fcntl
@@ -185,9 +185,8 @@ def download_wheels(python: DevicePython, cache: Path, extras: tuple[str, ...] =
 
 
 def _download_into(folder: Path, python: DevicePython, reqs: list[str], optional: list[str]) -> None:
-    work = Path(tempfile.mkdtemp(prefix=".downloading-", dir=folder.parent))
-    work.chmod(0o755)  # as a folder made with mkdir: mkdtemp's is private
-    try:
+    # 0o755: as a folder made with mkdir (mkdtemp's is private)
+    with staged_folder(folder, prefix=".downloading-", mode=0o755) as work:
         argv = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
                 "--only-binary=:all:", "--implementation", "cp", "--python-version", python.version,
                 "-d", str(work)]
@@ -199,9 +198,6 @@ def _download_into(folder: Path, python: DevicePython, reqs: list[str], optional
             _pip_download([*argv, "--no-deps"], optional, python)
         (work / COMPLETE).write_text("\n".join(reqs + optional) + "\n")
         shutil.rmtree(folder, ignore_errors=True)  # a half download left by an older aiot
-        work.rename(folder)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @contextmanager

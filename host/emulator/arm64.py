@@ -22,11 +22,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from aiot.core.errors import AiotError
+from aiot.core.fileio import staged_folder
 from aiot.host.devices.wheels import (
     FACTS_SCRIPT,
     UNPACK_SCRIPT,
@@ -139,8 +139,7 @@ def ensure_userland(cache: Path, on_step: Callable[[str], None] = lambda step: N
 
 
 def _build_userland(folder: Path, cache: Path, on_step: Callable[[str], None], extras: tuple[str, ...]) -> None:
-    work = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
-    try:
+    with staged_folder(folder, prefix=".building-") as work:
         on_step(f"unpacking Debian {SUITE} arm64 (python3.11)")
         _debootstrap(work / "root")
         (work / "cpuinfo").write_text(cpuinfo_text())
@@ -148,13 +147,6 @@ def _build_userland(folder: Path, cache: Path, on_step: Callable[[str], None], e
         _install_runtimes(work, cache, extras)
         (work / COMPLETE).write_text(json.dumps({"suite": SUITE, "packages": PACKAGES,
                                                  "requirements": requirements(), "extras": extras}) + "\n")
-        try:
-            work.rename(folder)
-        except OSError:  # another start finished first; theirs is as good as ours
-            shutil.rmtree(work, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
 
 
 def prepare_device(folder: Path, cache: Path, on_step: Callable[[str], None] = lambda step: None,

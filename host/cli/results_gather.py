@@ -3,13 +3,14 @@ letting old ones go (registered on ``aiot results`` by :mod:`aiot.host.cli.resul
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from aiot.host.cli._output import message, print_json, safe, state
-from aiot.host.cli.options import JsonOpt
+from aiot.host.cli.options import JsonOpt, OnlyHost
 from aiot.host.store import open_store
 from aiot.host.store.importing import ImportSummary, import_records
 from aiot.host.store.prune import parse_age, prune
@@ -64,19 +65,30 @@ def prune_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would go; change nothing.")] = False,
     vacuum: Annotated[bool, typer.Option(
         "--vacuum", help="Then give the freed space back to the disk (rewrites the store).")] = False,
+    host: OnlyHost = None,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Do not ask before deleting (asked only at a terminal).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove old records: older than an age, beyond the newest N per configuration, or both.
 
-    Pending records, and every record of a sweep that still has pending ones (running, or
-    to be resumed), are never pruned. All in one transaction.
+    The newest N are kept per host (the host is part of a configuration), and this store's
+    own runs rank before imported ones, so an imported record never displaces one measured
+    here. At a terminal, what would go is listed per host and asked about first. Pending
+    records, and every record of a sweep that still has pending ones (running, or to be
+    resumed), are never pruned. All in one transaction.
     """
     age = parse_age(older_than) if older_than is not None else None
+    ask = None if (yes or as_json or not sys.stdin.isatty()) else _ask
     with open_store(state(ctx).results_dir()) as store:
-        summary = prune(store, age, keep, dry_run=dry_run, vacuum=vacuum)
+        summary = prune(store, age, keep, dry_run=dry_run, vacuum=vacuum, host=host,
+                        confirm=ask)
     if as_json:
         print_json(summary.to_dict())
         return
+    if ask is None:  # asked: the lines were said before the question
+        for line in summary.host_lines():
+            message(safe(line))
     if dry_run:
         for record in summary.pruned[:SHOWN]:
             message(safe(f"would prune {record['id'][:8]} {record['created_at'][:19]} "
@@ -84,3 +96,10 @@ def prune_command(
         if len(summary.pruned) > SHOWN:
             message(f"... and {len(summary.pruned) - SHOWN} more (--json lists them all)")
     typer.echo(summary.line())
+
+
+def _ask(summary) -> bool:
+    """Name what would go, per host, and ask (at a terminal only)."""
+    for line in summary.host_lines():
+        message(safe(line))
+    return typer.confirm(f"delete these {len(summary.pruned)} records?", default=False)

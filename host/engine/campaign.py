@@ -41,7 +41,7 @@ from aiot.host.devices.reservations import current_user
 from aiot.host.engine.executor import execute_run, measure_run, skip_run
 from aiot.host.engine.runs import NullListener, RunListener, RunRequest
 from aiot.host.engine.workspace import Workspace
-from aiot.host.store.identity import request_key
+from aiot.host.store.identity import request_key, this_host
 from aiot.host.store.locks import campaign_locks
 from aiot.host.store.store import RunRecord, Store, open_store, utc_now
 
@@ -171,18 +171,24 @@ def plan_sweep(requests: list[RunRequest], store: Store, seed: int = 0, shuffle:
 
 
 def sweep_key(keys: list[str], seed: int = 0, shuffle: bool = True) -> str:
-    """A sweep's identity: a hash of its runs' keys (sorted) and its shuffle; the same work
-    asked for again gets the same key, so it resumes (a paper procedure's grid too)."""
-    return _digest({"runs": sorted(keys), "seed": seed, "shuffle": shuffle})[:12]
+    """A sweep's identity: a hash of its runs' keys (sorted), its shuffle and this host
+    (:func:`aiot.host.store.identity.this_host`); the same work asked for again on the same
+    host gets the same key, so it resumes (a paper procedure's grid too), and the same command
+    on another host is another sweep, whose records (imported here) never complete this one."""
+    return _digest({"runs": sorted(keys), "seed": seed, "shuffle": shuffle,
+                    "host": this_host()})[:12]
 
 
 def resume_sweep(store: Store, key: str, fresh: bool = False) -> tuple[str, list[RunRecord]]:
-    """``(sweep_id, records)``: the newest attempt of sweep ``key`` with its records (oldest
-    first) to resume, or a new attempt's id and no records (``fresh``, or none yet)."""
+    """``(sweep_id, records)``: the newest attempt of sweep ``key`` with this host's own
+    records of it (oldest first) to resume, or a new attempt's id and no records (``fresh``,
+    or none yet). Records another host wrote, and any record that came in by ``results
+    import`` (whatever host it names), are never resumed from: what they hold was not
+    measured here."""
     previous = None if fresh else store.latest_sweep(key)
     if previous is None:
         return (key if store.latest_sweep(key) is None else _fresh_id(key)), []
-    return previous, store.query(sweep_id=previous)
+    return previous, store.query(sweep_id=previous, host=this_host(), own=True)
 
 
 def _fresh_id(key: str) -> str:

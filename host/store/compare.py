@@ -358,11 +358,17 @@ def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
     row = Row(dict(zip(fields, run_key(a, fields), strict=True)), "unchanged", a.id, b.id)
     row.invalid = [side for side, r in (("A", a), ("B", b)) if r.validity == "INVALID"]
     hardware = _differences(a, b, [("device", fact) for fact in HARDWARE])
-    if a.device != b.device or hardware:
+    host_a, host_b = identity.host_of(a), identity.host_of(b)
+    other_host = host_a is not None and host_b is not None and host_a != host_b
+    if a.device != b.device or other_host or hardware:
         row.status = "not comparable"
-        row.reason = f"device {a.device} vs {b.device}" if a.device != b.device else hardware[0]
+        row.reason = (f"device {a.device} vs {b.device}" if a.device != b.device else
+                      f"host {host_a} vs {host_b} (another machine)" if other_host else
+                      hardware[0])
         return row
     row.environment = environment_differences(a, b)
+    if host_a != host_b:  # one side written before host ids were recorded
+        row.environment.append(f"host {host_a or 'not recorded'} vs {host_b or 'not recorded'}")
     a_ok, b_ok = a.status == "ok", b.status == "ok"
     if not (a_ok and b_ok):
         row.status = ("newly failing" if a_ok else "fixed" if b_ok else "still failing")
@@ -397,12 +403,19 @@ def representatives(records: list[RunRecord],
     return chosen
 
 
-def _cross_device(only_a: dict, only_b: dict) -> list[tuple[RunRecord, RunRecord]]:
-    """Unmatched runs that share all of the key but the device, one on each side."""
+#: What a run's key may differ in and its runs still be paired (then judged): the machine.
+_MACHINE = ("device", "host")
+
+
+def _cross_device(only_a: dict, only_b: dict,
+                  fields: tuple[str, ...] = KEY_FIELDS) -> list[tuple[RunRecord, RunRecord]]:
+    """Unmatched runs that share all of the key but the device and host, one on each side."""
+    rest = [i for i, name in enumerate(fields) if name not in _MACHINE]
+
     def by_rest(side):
         groups: dict[tuple, list] = {}
         for key, record in side.items():
-            groups.setdefault(key[1:], []).append(record)
+            groups.setdefault(tuple(key[i] for i in rest), []).append(record)
         return groups
 
     rest_a, rest_b = by_rest(only_a), by_rest(only_b)
@@ -491,7 +504,7 @@ def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check],
     rows = [compare_pair(ra[k], rb[k], checks, allow_other_artifacts, fields) for k in ra if k in rb]
     only_a = {k: r for k, r in ra.items() if k not in rb}
     only_b = {k: r for k, r in rb.items() if k not in ra}
-    for ia, ib in _cross_device(only_a, only_b):
+    for ia, ib in _cross_device(only_a, only_b, fields):
         rows.append(compare_pair(ia, ib, checks, allow_other_artifacts, fields))
         only_a.pop(run_key(ia, fields))
         only_b.pop(run_key(ib, fields))

@@ -257,10 +257,10 @@ def iter_facts(store, sweep_id: str | None = None, batch: int = 2000):
 class _Parts:
     """What :func:`identity.key` reads of a record: its key columns and spec entries."""
 
-    __slots__ = ("device", "format", "model", "spec", "threads")
+    __slots__ = ("device", "format", "host", "model", "spec", "threads")
 
     def __init__(self, columns, spec: dict) -> None:
-        self.device, self.model, self.format, self.threads = columns
+        self.device, self.model, self.format, self.threads, self.host = columns
         self.spec = spec
 
 

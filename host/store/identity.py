@@ -8,8 +8,16 @@ BiBench's tables and OM_infer (:mod:`aiot.host.engine.bibench_hw`,
 runs are "the same configuration" in one view exactly when they are in every other: an int8
 run, a ``--via app`` run and the float run of one model never merge anywhere.
 
+* **Host** (:func:`this_host`, :func:`host_of`): the machine that drove the run, by its host
+  id (``provenance.host.id``): ``AIOT_HOST_ID`` when set (a CI runner class, or a lab's name
+  for a host), else the host name and a digest of the machine's id. Two hosts' ``local`` are
+  two devices, and a phone driven from two hosts is measured twice: the host is part of the
+  configuration, of a sweep's id and of what a sweep resumes from (records of another host,
+  or imported ones, never complete this host's sweep). Records written before host ids were
+  recorded have none (``None``): views show their host name, and ``results compare`` pairs
+  them with any host's, saying so.
 * **Configuration** (:class:`Configuration`): what sets one measurement apart, less its
-  thread count: device, model (as the record names it, with the BiBench algorithm it was
+  thread count: host, device, model (as the record names it, with the BiBench algorithm it was
   binarized with: ``--model resnet18_bnn``), format, native tool, delegate, CPU cluster, how
   the agent was started (``via``: None for ``adb shell``, the default), the requested input
   shapes and the converter options (``--opt quant=int8``). Timing parameters, weights, the
@@ -38,9 +46,16 @@ writes records; the store imports no engine module for this), so the store's own
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
+import re
+import socket
+from pathlib import Path
 from typing import NamedTuple
+
+from aiot.core.errors import UsageError
 
 from aiot.models.model_ref import model_label
 
@@ -52,6 +67,9 @@ __all__ = [
     "configuration",
     "dims_text",
     "format_label",
+    "HOST_ENV",
+    "host_of",
+    "host_name_of",
     "key",
     "key_fields",
     "label",
@@ -63,6 +81,7 @@ __all__ = [
     "shape_label",
     "shapes_label",
     "sort_key",
+    "this_host",
     "variant",
 ]
 
@@ -70,8 +89,105 @@ SHELL = "shell"  # how the agent starts unless --via says otherwise (specs leave
 #: The record columns a key reads (each falls back to the spec's entry of that name) and the
 #: spec entries it reads besides: what the store's facts (:mod:`aiot.host.store.facts`)
 #: keep of a record so that :func:`key` makes its key again without the record.
-KEY_COLUMNS = ("device", "model", "format", "threads")
+KEY_COLUMNS = ("device", "model", "format", "threads", "host")
 KEY_SPEC = ("binarize", "native", "delegate", "cluster", "via", "input_shapes", "options")
+
+
+# -- the host --------------------------------------------------------------------------------
+
+#: The variable that names this host's id (see :func:`this_host`).
+HOST_ENV = "AIOT_HOST_ID"
+_HOST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+
+
+@functools.cache
+def _machine_digest() -> str:
+    """Six hex digits that tell this machine from another of the same host name: a digest of
+    the OS's machine id (never the id itself), else of a random id kept in aiot's state."""
+    for path in _MACHINE_ID_FILES:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text:
+            return hashlib.sha256(f"aiot host {text}".encode()).hexdigest()[:6]
+    return _kept_random_id()
+
+
+def _kept_random_id() -> str:
+    """A random id made once and kept in aiot's state folder (a machine without a machine id:
+    a container, macOS), so the same machine keeps its id across runs."""
+    import secrets
+
+    from aiot.core.paths import state_dir
+
+    path = state_dir() / "host-id"
+    try:
+        text = path.read_text().strip()
+        if re.fullmatch(r"[0-9a-f]{6}", text):
+            return text
+    except OSError:
+        pass
+    made = secrets.token_hex(3)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(made + "\n")
+    except OSError:  # an unwritable state folder: this process's id, said once
+        pass
+    return made
+
+
+def _host_name() -> str:
+    """This machine's host name, as an id may hold it (``[A-Za-z0-9._-]``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]).strip("-._")
+    return (name or "host")[:48]
+
+
+def this_host() -> str:
+    """This machine's host id: ``$AIOT_HOST_ID`` when set, else ``<host name>-<6 hex>``
+    (the hex a digest of the machine's id). Read on every call: a process that stands for two
+    hosts (a test) sets the variable between them.
+
+    Raises:
+        UsageError: ``$AIOT_HOST_ID`` is not 1-64 letters, digits, ``.``, ``_`` or ``-``.
+    """
+    given = os.environ.get(HOST_ENV)
+    if given is not None and given != "":
+        if not _HOST_ID.fullmatch(given):
+            raise UsageError(f"{HOST_ENV}={given[:80]!r} is not a host id",
+                             "give 1-64 letters, digits, '.', '_' or '-', starting with a "
+                             "letter or digit (e.g. lab-pi-1, ci-x86-2core)")
+        return given
+    return f"{_host_name()}-{_machine_digest()}"
+
+
+def _provenance_host(run) -> dict:
+    prov = getattr(run, "provenance", None)
+    host = prov.get("host") if isinstance(prov, dict) else None
+    return host if isinstance(host, dict) else {}
+
+
+def host_of(run) -> str | None:
+    """The host id of a stored record (``provenance.host.id``; None for a record written
+    before ids were recorded), of a row that carries it as a column (``host``), or, for a run
+    request (anything with ``to_spec`` and no provenance), this host's."""
+    column = getattr(run, "host", None)
+    if isinstance(column, str):
+        return column
+    if getattr(run, "provenance", None) is None and hasattr(run, "to_spec"):
+        return this_host()
+    value = _provenance_host(run).get("id")
+    return value if isinstance(value, str) else None
+
+
+def host_name_of(run) -> str | None:
+    """How a view names a record's host: its id, else (an older record) its host name."""
+    found = host_of(run)
+    if found is not None:
+        return found
+    name = _provenance_host(run).get("hostname")
+    return name if isinstance(name, str) else None
 
 
 class Configuration(NamedTuple):
@@ -79,9 +195,11 @@ class Configuration(NamedTuple):
 
     Values are hashable: ``input_shapes`` as ``((input, dims), ...)`` sorted by input,
     ``options`` as sorted ``((key, value), ...)``; None where the run used the default.
+    ``host`` is the host id that drove it (:func:`host_of`).
     """
 
     device: str | None
+    host: str | None
     model: str | None
     binarize: str | None
     format: str | None
@@ -148,7 +266,7 @@ def configuration(run) -> Configuration:
     spec = _spec(run)
     via = spec.get("via")
     return Configuration(
-        device=_column(run, spec, "device"), model=_column(run, spec, "model"),
+        device=_column(run, spec, "device"), host=host_of(run), model=_column(run, spec, "model"),
         binarize=spec.get("binarize") or None, format=_column(run, spec, "format"),
         native=spec.get("native") or None, delegate=spec.get("delegate") or None,
         cluster=spec.get("cluster") or None, via=None if via in (None, "", SHELL) else via,
@@ -171,7 +289,7 @@ def sort_key(run) -> tuple:
     c, threads = key(run)
     rest = tuple(str(v) if v is not None else "" for v in (c.native, c.delegate, c.cluster, c.via,
                                                            c.input_shapes, c.options))
-    return (c.device or "", c.model_label or "", c.format or "", threads or 0, rest)
+    return (c.device or "", c.host or "", c.model_label or "", c.format or "", threads or 0, rest)
 
 
 # -- labels --------------------------------------------------------------------------------------
@@ -205,10 +323,10 @@ def variant(run_or_fields, via: bool = True) -> str:
     return text + (f" via {f['via']}" if via and f.get("via") else "")
 
 
-def label(run_or_fields) -> str:
+def label(run_or_fields, with_host: bool = False) -> str:
     """The one label of a run (or of a key's fields, some of which may be left out):
     ``resnet18_bnn · tflite[quant=int8] · benchmark_model · nnapi · x=1x3x64x64 · 4t on big
-    via app @ phone``."""
+    via app @ phone``; ``with_host`` (a view of several hosts' records): ``@ phone on lab-b``."""
     f = _fields(run_or_fields)
     parts = [str(model_label(f.get("model"), f.get("binarize"))), format_label(f)]
     parts += [f[name] for name in ("native", "delegate") if f.get(name)]
@@ -218,7 +336,10 @@ def label(run_or_fields) -> str:
     where = threads + (f" on {f['cluster']}" if f.get("cluster") else "")
     where += f" via {f['via']}" if f.get("via") else ""
     parts += [where.strip()] if where.strip() else []
-    return " · ".join(parts) + f" @ {f.get('device') or '—'}"
+    where = f" @ {f.get('device') or '—'}"
+    if with_host:
+        where += f" on {f.get('host') or 'an unrecorded host'}"
+    return " · ".join(parts) + where
 
 
 def _fields(run_or_fields) -> dict:

@@ -41,7 +41,7 @@ import msgspec
 
 from aiot.core.errors import UsageError
 from aiot.host.store.damage import is_sqlite
-from aiot.host.store.store import RunRecord, Store
+from aiot.host.store.store import BOOKKEEPING, RunRecord, Store, utc_now
 from aiot.host.store.validate import PARTS, BadRecord, check_record, record_name
 
 #: Records per transaction (see the module's doc).
@@ -305,7 +305,8 @@ def read_store(path: Path) -> Iterator:
 def _row_item(row: dict) -> _Item:
     """A stored row as an item: its JSON columns decoded for the checks, kept as text to
     store; one that does not decode stays text (and is refused)."""
-    row.pop("writer_json", None)
+    for name in BOOKKEEPING:  # the other store's, not the record's
+        row.pop(name, None)
     texts, nonfinite = {}, []
     for name, _required in PARTS:
         text = texts[f"{name}_json"] = row.pop(f"{name}_json")
@@ -330,8 +331,9 @@ def _insert_sql() -> str:
              for name, _required in PARTS]
     same = ("json_type(:item, '$.spec') = 'object' AND json_type(:item, '$.provenance') = "
             "'object' AND coalesce(json_type(:item, '$.result'), 'null') IN ('object', 'null')")
-    return (f"INSERT INTO runs ({', '.join(columns)}, {', '.join(f'{n}_json' for n, _ in PARTS)}) "
-            f"SELECT {', '.join(':' + c for c in columns)}, {', '.join(parts)} "
+    return (f"INSERT INTO runs ({', '.join(columns)}, {', '.join(f'{n}_json' for n, _ in PARTS)}, "
+            "imported_at) "
+            f"SELECT {', '.join(':' + c for c in columns)}, {', '.join(parts)}, :imported_at "
             f"WHERE :item IS NULL OR ({same})")
 
 
@@ -342,9 +344,9 @@ def _content(row: dict) -> dict:
         if parts is None:  # read by msgspec: its parts were checked, not built
             whole = json.loads(row["item"])
             parts = {name: whole.get(name) for name, _required in PARTS}
-        return {**{k: v for k, v in row.items() if k not in ("parts", "item") and
-                   not k.endswith("_json")}, **parts}
-    data = {k: v for k, v in row.items() if k != "writer_json" and not k.endswith("_json")}
+        return {**{k: v for k, v in row.items() if k not in ("parts", "item", *BOOKKEEPING)
+                   and not k.endswith("_json")}, **parts}
+    data = {k: v for k, v in row.items() if k not in BOOKKEEPING and not k.endswith("_json")}
     for name, _required in PARTS:
         text = row[f"{name}_json"]
         data[name] = json.loads(text) if text else None
@@ -355,6 +357,7 @@ class _Importer:
     def __init__(self, store: Store, summary: ImportSummary) -> None:
         self.store, self.summary, self.batch = store, summary, {}
         self.sql = _insert_sql()
+        self.imported_at = utc_now()
 
     def add(self, item: _Item) -> None:
         try:
@@ -365,6 +368,7 @@ class _Importer:
         row["parts"] = {name: item.data.get(name) for name, _required in PARTS} \
             if item.parts_decoded else None
         row["item"] = item.text
+        row["imported_at"] = self.imported_at
         row.update(item.texts or {f"{name}_json": None for name, _required in PARTS})
         earlier = self.batch.get(row["id"])
         if earlier is not None:  # the same id twice in one file

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import aiot
+from aiot.host.store.identity import this_host
 from aiot.host.store.store import utc_now
 
 
@@ -31,14 +32,19 @@ def git_commit() -> dict | None:
 
 
 @functools.cache
-def host_info() -> dict:
-    """The workstation that drove the run."""
+def _host_facts() -> dict:
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "python": platform.python_version(),
     }
+
+
+def host_info() -> dict:
+    """The workstation that drove the run: its host id (:func:`aiot.host.store.identity.this_host`,
+    part of every run's identity), name, platform and Python."""
+    return {"id": this_host(), **_host_facts()}
 
 
 def base_provenance() -> dict:

@@ -31,9 +31,10 @@ from aiot.host.store.store import Store
 
 _AGE = re.compile(r"(\d+)\s*([hdw])")
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
-#: Columns a record's key is made of (its spec holds the rest): no result or provenance read.
-_SCAN = ("SELECT id, kind, status, sweep_id, created_at, device, model, format, threads, "
-         "spec_json FROM runs WHERE status != 'pending'")
+#: Columns a record's key is made of (its spec holds the rest; its host is a column made from
+#: its provenance), and whether it was imported: no result or provenance read.
+_SCAN = ("SELECT id, kind, status, sweep_id, created_at, device, model, format, threads, host, "
+         "imported_at, spec_json FROM runs WHERE status != 'pending'")
 
 
 def parse_age(text: str) -> timedelta:
@@ -54,12 +55,29 @@ class PruneSummary:
 
     pruned: list[dict] = field(default_factory=list)  # id, kind, status, created_at, label
     kept_running: int = 0  # finished records of sweeps with pending ones
+    host: str | None = None  # only this host's records were looked at
     total: int = 0  # finished records looked at
     dry_run: bool = False
     vacuumed: bool = False
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r["status"] for r in self.pruned))
+
+    def by_host(self) -> dict[str, dict[str, int]]:
+        """``{host: {"own": n, "imported": n}}`` of what goes (a record without a host id
+        under its host name, or ``unrecorded``)."""
+        counts: dict[str, dict[str, int]] = {}
+        for r in self.pruned:
+            per = counts.setdefault(r["host"] or "unrecorded", {"own": 0, "imported": 0})
+            per["imported" if r["imported"] else "own"] += 1
+        return dict(sorted(counts.items()))
+
+    def host_lines(self) -> list[str]:
+        """One line per host: how many of its records go, own and imported."""
+        verb = "would prune" if self.dry_run else "prunes"
+        return [f"{verb} {n['own'] + n['imported']} of host {host} ("
+                f"{n['own']} measured here, {n['imported']} imported)"
+                for host, n in self.by_host().items()]
 
     def line(self) -> str:
         verb = "would prune" if self.dry_run else "pruned"
@@ -70,6 +88,7 @@ class PruneSummary:
 
     def to_dict(self) -> dict:
         return {"dry_run": self.dry_run, "pruned": len(self.pruned), "by_status": self.counts(),
+                "by_host": self.by_host(), "host": self.host,
                 "kept_running": self.kept_running, "finished": self.total,
                 "vacuumed": self.vacuumed, "records": self.pruned}
 
@@ -78,7 +97,7 @@ class _Row:
     """A scanned row as :mod:`identity` reads a record (columns, then the spec)."""
 
     __slots__ = ("id", "kind", "status", "sweep_id", "created_at", "device", "model", "format",
-                 "threads", "spec")
+                 "threads", "host", "imported_at", "spec")
 
     def __init__(self, row) -> None:
         for name in self.__slots__[:-1]:
@@ -111,7 +130,10 @@ def _choose(rows: list[_Row], cutoff: datetime | None, keep: int | None) -> list
         for row in rows:
             groups.setdefault((row.kind, identity.key(row)), []).append(row)
         for group in groups.values():
-            group.sort(key=lambda r: (_when(r.created_at) or datetime.min.replace(tzinfo=UTC)),
+            # This store's own runs first, then imported ones: an imported record (whatever
+            # date it claims) never displaces one measured here from the newest N.
+            group.sort(key=lambda r: (r.imported_at is None,
+                                      _when(r.created_at) or datetime.min.replace(tzinfo=UTC)),
                        reverse=True)
             newest.update(r.id for r in group[:keep])
     chosen = []
@@ -127,8 +149,17 @@ def _choose(rows: list[_Row], cutoff: datetime | None, keep: int | None) -> list
 
 
 def prune(store: Store, older_than: timedelta | None = None, keep: int | None = None,
-          dry_run: bool = False, vacuum: bool = False, now: datetime | None = None) -> PruneSummary:
+          dry_run: bool = False, vacuum: bool = False, now: datetime | None = None,
+          host: str | None = None, confirm=None) -> PruneSummary:
     """Remove (or, ``dry_run``, only name) the records the retention rules let go.
+
+    The newest N of a key are per host (the host is part of the key), this store's own runs
+    ranked before imported ones.
+
+    Args:
+        host: only records of this host id are looked at (and may go).
+        confirm: called with the summary of what would go before anything is deleted; a
+            false answer deletes nothing (the summary then says so, as a dry run).
 
     Raises:
         UsageError: neither rule given, or ``keep`` < 1.
@@ -141,20 +172,32 @@ def prune(store: Store, older_than: timedelta | None = None, keep: int | None = 
     cutoff = (now or datetime.now(UTC)) - older_than if older_than is not None else None
     with store._errors():
         running = _running_sweeps(store._conn)
-        rows = [_Row(r) for r in store._conn.execute(_SCAN)]
-    summary = PruneSummary(total=len(rows), dry_run=dry_run)
+        scan, args = (_SCAN + " AND host = ?", (host,)) if host else (_SCAN, ())
+        rows = [_Row(r) for r in store._conn.execute(scan, args)]
+    summary = PruneSummary(total=len(rows), dry_run=dry_run, host=host)
     idle = [r for r in rows if r.sweep_id is None or r.sweep_id not in running]
     summary.kept_running = len(rows) - len(idle)
     chosen = _choose(idle, cutoff, keep)
+    if not dry_run and chosen and confirm is not None:
+        asked = PruneSummary(_named(chosen), summary.kept_running, summary.total, True, host=host)
+        if not confirm(asked):
+            summary.dry_run = True
+            summary.pruned = asked.pruned
+            return summary
     if not dry_run and chosen:
         chosen = _delete(store, chosen)
-    summary.pruned = [{"id": r.id, "kind": r.kind, "status": r.status, "created_at": r.created_at,
-                       "sweep_id": r.sweep_id, "label": identity.label(r)} for r in chosen]
+    summary.pruned = _named(chosen)
     if vacuum and not dry_run:
         with store._errors():
             store._conn.execute("VACUUM")
         summary.vacuumed = True
     return summary
+
+
+def _named(rows: list[_Row]) -> list[dict]:
+    return [{"id": r.id, "kind": r.kind, "status": r.status, "created_at": r.created_at,
+             "sweep_id": r.sweep_id, "host": r.host, "imported": r.imported_at is not None,
+             "label": identity.label(r)} for r in rows]
 
 
 def _delete(store: Store, chosen: list[_Row]) -> list[_Row]:

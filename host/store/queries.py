@@ -33,6 +33,8 @@ class Filters:
     format: str | None = None
     since: str | None = None
     until: str | None = None
+    host: str | None = None  # a host id (identity.this_host), from the record's provenance
+    own: bool | None = None  # True: this store's own runs only; False: imported ones only
 
     def where(self) -> tuple[str, list]:
         """The SQL ``WHERE`` clause (``""`` for none) and its arguments."""
@@ -40,6 +42,9 @@ class Filters:
         for f in fields(self):
             value = getattr(self, f.name)
             if value is None:
+                continue
+            if f.name == "own":
+                clauses.append(f"imported_at IS {'' if value else 'NOT '}NULL")
                 continue
             op = {"since": "created_at >= ?", "until": "created_at < ?"}.get(f.name, f"{f.name} = ?")
             clauses.append(op)

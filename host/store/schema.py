@@ -10,7 +10,7 @@ import sqlite3
 
 from aiot.host.store import facts
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -100,12 +100,28 @@ def _to_v5(conn: sqlite3.Connection) -> None:
 def _to_v6(conn: sqlite3.Connection) -> None:
     """v6: each record's facts in a compact table kept by triggers, so a summary of the whole
     store (``aiot report``) reads ~100 bytes a record instead of every record
-    (see :mod:`aiot.host.store.facts`); an existing store's are built once from its records."""
-    facts.create(conn)
-    facts.fill(conn)
+    (see :mod:`aiot.host.store.facts`). Their tables are made by v7, which keys them by host
+    too (a store is always migrated to the newest version in one transaction)."""
 
 
-MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5, 5: _to_v6}
+#: The host id a record's provenance names (``provenance.host.id``), as SQL: NULL for a
+#: record written before host ids were recorded, or one whose id is not text.
+HOST_SQL = ("CASE WHEN json_valid(provenance_json) AND json_type(provenance_json, '$.host.id') "
+            "= 'text' THEN json_extract(provenance_json, '$.host.id') END")
+
+
+def _to_v7(conn: sqlite3.Connection) -> None:
+    """v7: each record's host (see :func:`aiot.host.store.identity.this_host`) as a column
+    computed from its provenance, with an index (``--host`` filters, a sweep's own records);
+    when a record came in by ``aiot results import`` (``imported_at``, NULL for this host's
+    own runs); the facts made again, their keys holding the host."""
+    conn.execute(f"ALTER TABLE runs ADD COLUMN host TEXT GENERATED ALWAYS AS ({HOST_SQL}) VIRTUAL")
+    conn.execute("ALTER TABLE runs ADD COLUMN imported_at TEXT")
+    conn.execute("CREATE INDEX runs_by_host ON runs (host, created_at)")
+    facts.rebuild(conn)
+
+
+MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5, 5: _to_v6, 6: _to_v7}
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
-from aiot.host.store import busy, creating, facts, integrity, queries, unstored
+from aiot.host.store import busy, creating, facts, identity, integrity, queries, unstored
 from aiot.host.store.damage import FileWatch, StoreDamaged, damaged, is_damage, is_sqlite
 from aiot.host.store.schema import SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
@@ -87,6 +87,9 @@ class RunRecord:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+#: Columns of ``runs`` that are the store's, not the record's (never exported or imported).
+BOOKKEEPING = ("writer_json", "host", "imported_at")
+
 _COLUMNS = (
     "id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
     "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
@@ -96,7 +99,10 @@ _COLUMNS = (
 
 def _row_to_record(row: sqlite3.Row) -> RunRecord:
     data = dict(row)
-    data.pop("writer_json", None)  # the store's bookkeeping (see reap_stale), not the record's
+    # The store's bookkeeping, not the record's: who wrote it (see reap_stale), its host (a
+    # column made from its provenance) and when it was imported.
+    for name in BOOKKEEPING:
+        data.pop(name, None)
     result_json = data.pop("result_json")
     return RunRecord(
         spec=json.loads(data.pop("spec_json")),
@@ -253,7 +259,13 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
 
     def begin(self, kind: str, spec: dict, provenance: dict, **columns) -> RunRecord:
-        """Insert a ``pending`` record before the work starts and return it."""
+        """Insert a ``pending`` record before the work starts and return it.
+
+        A record begun here is this host's: its provenance names this host's id
+        (:func:`aiot.host.store.identity.this_host`) whatever else it says of the host."""
+        host = provenance.get("host") if isinstance(provenance.get("host"), dict) else {}
+        if host.get("id") != (mine := identity.this_host()):
+            provenance = {**provenance, "host": {**host, "id": mine}}
         record = RunRecord(
             id=uuid.uuid4().hex, kind=kind, status="pending", created_at=utc_now(),
             spec=spec, provenance=provenance, **columns,
@@ -422,9 +434,11 @@ class Store:
 
     def query(self, *, kind: str | None = None, status: str | None = None,
               sweep_id: str | None = None, device: str | None = None, model: str | None = None,
-              fmt: str | None = None, limit: int | None = None) -> list[RunRecord]:
-        """Records matching every given filter, oldest first (``limit``: the newest N)."""
-        filters = queries.Filters(kind, status, sweep_id, device, model, fmt)
+              fmt: str | None = None, limit: int | None = None, host: str | None = None,
+              own: bool | None = None) -> list[RunRecord]:
+        """Records matching every given filter, oldest first (``limit``: the newest N);
+        ``host``: of that host id; ``own``: True for this store's own runs (not imported)."""
+        filters = queries.Filters(kind, status, sweep_id, device, model, fmt, host=host, own=own)
         if limit:  # the newest ``limit`` records, returned oldest first like the unlimited query
             return list(self.records(filters, newest_first=True, limit=limit))[::-1]
         return list(self.records(filters))

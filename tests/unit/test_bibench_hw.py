@@ -9,6 +9,7 @@ import pytest
 from aiot.host.engine.bibench_hw import COLUMNS, NOT_ON_DABNN, SINGLE_THREAD, grid, plan, scores
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.store import RunRecord
+from aiot.host.store.identity import this_host
 
 _ids = iter(range(10_000))
 LCE_AGENT = {"agent": {"runtimes": {"litert": "1.4", "lce": "0.16.0"}}, "cores": 8}
@@ -18,7 +19,7 @@ def rec(cell, ms, size, status="ok", created="2025-01-01T00:00:00+00:00"):
     """A stored record of a planned cell's request, as the executor writes it."""
     request = cell.request
     return RunRecord(id=f"{next(_ids):08d}{'0' * 24}", kind="latency", status=status,
-                     created_at=created, spec=request.to_spec(), provenance={},
+                     created_at=created, spec=request.to_spec(), provenance={"host": {"id": this_host()}},
                      device=request.device, model=request.model, format=request.format,
                      threads=request.threads, size_bytes=size, median_ms=ms,
                      result={"stats_ms": {"median": ms}})

@@ -16,7 +16,7 @@ def _runs(n: int, keys: int = 3):
     for i in range(n):
         threads = i % keys + 1
         key = identity.Key(identity.Configuration(
-            "pi4", "resnet18", None, "onnx", None, None, None, None, None, None), threads)
+            "pi4", None, "resnet18", None, "onnx", None, None, None, None, None, None), threads)
         when = (start + timedelta(days=i // keys)).isoformat(timespec="seconds")
         yield Run(id=f"r{i}", device="pi4", model="resnet18", format="onnx", threads=threads,
                   status="ok", created_at=when, median_ms=10.0 + i % 5, load_ms=float(i % 11),

@@ -26,8 +26,8 @@ OnlyDevice = Annotated[str | None, typer.Option(
     "--device", "-d", help="Only runs on this device.")]
 OnlyModel = Annotated[str | None, typer.Option("--model", "-m", help="Only runs of this model.")]
 OnlyHost = Annotated[str | None, typer.Option(
-    "--host", help="Only runs driven by this host (its host id, as the host column shows it; "
-                   "this machine's: aiot devices list says it).")]
+    "--host", help="Only runs driven by this host: its host id, as the host column and "
+                   "'results show' name it ($AIOT_HOST_ID, else the host name and 6 hex digits).")]
 
 Weights = Annotated[Path | None, typer.Option(
     help="State-dict file to load, as aiot train writes (default: the newest aiot train of the "

@@ -10,7 +10,7 @@ import typer
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import message, print_json, safe, state
-from aiot.host.cli.options import JsonOpt
+from aiot.host.cli.options import JsonOpt, OnlyHost
 from aiot.host.report.html import FORMATS, write
 from aiot.host.report.scale import report_of
 from aiot.host.store import open_store
@@ -24,6 +24,7 @@ def report(
         "--format", "-f", help="html (a page with PNG plots beside it), md (Markdown with the same "
                                "PNGs) or csv (one file per table).")] = "html",
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+    host: OnlyHost = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a report of the result store: the answer first, then plots, tables and provenance.
@@ -41,7 +42,7 @@ def report(
         raise UsageError(f"unknown report format '{fmt}'", f"use one of: {', '.join(FORMATS)}")
     results_dir = state(ctx).results_dir()
     with open_store(results_dir, readonly=True) as store:
-        model = report_of(store, source=str(results_dir), sweep=sweep)
+        model = report_of(store, source=str(results_dir), sweep=sweep, host=host)
     out_dir = out or results_dir / "report"
     try:
         files, plots = write(model, fmt, out_dir)

@@ -23,7 +23,7 @@ from aiot.host.cli._output import (
     safe,
     state,
 )
-from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyModel
+from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyHost, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
 from aiot.host.cli.record_view import (
     FLAT_COLUMNS,
@@ -53,7 +53,7 @@ from aiot.host.store.compare import (
     resolve_set,
 )
 from aiot.host.store.facts import FactsDisagree
-from aiot.host.store.identity import shape_detail
+from aiot.host.store.identity import host_name_of, host_of, shape_detail, this_host
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
 from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.recover import recover_store
@@ -89,14 +89,16 @@ def list_results(
         help=f"Show the newest N records (default: {LIST_DEFAULT}; with --json: all); 0: all.")] = None,
     page: Annotated[int, typer.Option(help="Page N of --limit records, newest first (2: the "
                                            "next older ones).")] = 1,
+    host: OnlyHost = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List stored records, oldest first: the newest 50 unless --limit says (with --json: all,
-    as full records incl. stats and provenance)."""
+    as full records incl. stats and provenance). Runs another host drove (imported) are
+    shown with their host."""
     if page < 1 or (limit is not None and limit < 0):
         raise UsageError("--page must be ≥ 1 and --limit ≥ 0")
     filters = Filters(kind, status, sweep, device, record_name(model), fmt,
-                      parse_time(since, "--since"), parse_time(until, "--until"))
+                      parse_time(since, "--since"), parse_time(until, "--until"), host=host)
     count = (None if as_json else LIST_DEFAULT) if limit is None else (limit or None)
     with _open(ctx) as store:
         if count is None:  # everything, read and written a batch at a time
@@ -165,6 +167,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     prov = record.provenance
     device = prov.get("device") or {}
     row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
+    row("host", _host_line(record))
     row("runtime", json.dumps(prov.get("runtime")))
     if prov.get("agent_process"):  # how the timed process started: it can change what it measures
         row("agent process", prov["agent_process"])
@@ -174,6 +177,15 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     row("aiot", f"{prov.get('aiot_version')} git {json.dumps(prov.get('git'))}")
     out.print(table)
     print_profiles([record])  # a --profile run's slowest operators, or why it has none
+
+
+def _host_line(record) -> str:
+    """``lab-b-1a2b3c (another host)``: the host that drove the run, and whether it
+    is this machine."""
+    host = host_name_of(record) or "not recorded"
+    if host_of(record) is None:
+        return f"{host} (written before host ids were recorded)"
+    return host + (" (this machine)" if host == this_host() else " (another host)")
 
 
 #: ``results show``'s rows for numeric columns: a label with the unit, and the value rounded.
@@ -209,8 +221,12 @@ def export(
     out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Write here (atomically) instead of stdout.")] = None,
     kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
+    host: OnlyHost = None,
 ) -> None:
     """Export records as CSV (one row per run) or JSON (full records with raw samples).
+
+    Every record keeps the host that drove it (``provenance.host``; the CSV's host column),
+    so another host that imports the file keeps them apart from its own.
 
     --out replaces an existing file atomically; the result store itself, folders, links
     and special files (devices, FIFOs) are refused.
@@ -221,7 +237,7 @@ def export(
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, _store_files(store.path))
         # Streamed: read a batch of records at a time and written as they come.
-        counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep)))
+        counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep, host=host)))
         chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
         if out_file is None:
             for chunk in chunks:

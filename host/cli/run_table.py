@@ -5,12 +5,12 @@ from __future__ import annotations
 from aiot.host.cli import sweep_view
 from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, name_column, out, safe
 from aiot.host.engine.input_values import made_up_ints, values_detail
-from aiot.host.store.identity import shape_label
+from aiot.host.store.identity import host_name_of, shape_label, this_host
 from aiot.models.model_ref import model_label
 
 #: Columns said once above the table when every row has the same value (one device, one
 #: input shape, one thread count, no accuracy): a 12-column sweep table then fits 100 columns.
-FOLDED = ("device", "input", "threads", "speed-up", "accuracy")
+FOLDED = ("device", "host", "input", "threads", "speed-up", "accuracy")
 #: Marks an input cell whose run fed made-up integer values (the line under the table says how).
 MADE_UP = "†"
 
@@ -85,6 +85,14 @@ def _status_width(shown: dict) -> int:
     return max(12, min(out.width - others - 1, widest(header, cells)))
 
 
+def host_cells(records) -> list[str] | None:
+    """Each record's host (:func:`aiot.host.store.identity.host_name_of`), or None where every
+    record is this machine's own: a table says where its runs come from once they come from
+    anywhere else."""
+    hosts = [host_name_of(r) or "—" for r in records]
+    return hosts if set(hosts) - {this_host()} else None
+
+
 def _columns(records, compact: bool, sweep: bool) -> dict[str, tuple]:
     """Each column's header (or Rich column) and its cells, by name, in the table's order."""
     models = [model_label(r.model, (r.spec or {}).get("binarize")) or "—" for r in records]
@@ -95,6 +103,9 @@ def _columns(records, compact: bool, sweep: bool) -> dict[str, tuple]:
         # Names come from the user's files and the device: no escape sequence or markup acts.
         columns["id"] = (name_column("id", ids), [safe(i) for i in ids])
         columns["device"] = (name_column("device", devices), [safe(d) for d in devices])
+        hosts = host_cells(records)
+        if hosts:
+            columns["host"] = (name_column("host", hosts), [safe(h) for h in hosts])
         columns["model"] = (name_column("model", models), [safe(m) for m in models])
     columns["format"] = ("format", [safe(sweep_view.format_cell(r)) for r in records])
     columns["input"] = ("input", [safe(shape_label(r)) + (MADE_UP if made_up_ints(r.result) else "")

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 import jinja2
 
+from aiot.host.store import identity
+
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>aiot lab · {{ title }}</title>
 <link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head>
@@ -74,9 +76,9 @@ _RESULTS = """{% extends "base" %}{% block main %}<h1>Results</h1>
 <label>{{ name }} <input name="{{ name }}" value="{{ page.filters.get(name, "") }}" size="12"></label>{% endfor %}
 <button>filter</button></form>
 <p>{{ page.records|length }} record(s) on page {{ page.page + 1 }} of a store of {{ page.total }}.</p>
-<table class="results"><tr><th>id</th><th>time</th><th>sweep</th><th>device</th><th>model</th><th>format</th><th>thr</th><th>status</th><th>median ms</th><th>reason</th></tr>
+<table class="results"><tr><th>id</th><th>time</th><th>sweep</th><th>device</th><th>host</th><th>model</th><th>format</th><th>thr</th><th>status</th><th>median ms</th><th>reason</th></tr>
 {% for r in page.records %}<tr><td><a href="/record/{{ r.id|urlencode }}">{{ r.id[:10] }}</a></td><td>{{ r.created_at|when }}</td>
-<td>{{ r.sweep_id or "" }}</td><td>{{ r.device }}</td><td>{{ r.model }}</td><td>{{ r.format }}</td><td>{{ r.threads }}</td>
+<td>{{ r.sweep_id or "" }}</td><td>{{ r.device }}</td><td class="host">{{ r|host }}</td><td>{{ r.model }}</td><td>{{ r.format }}</td><td>{{ r.threads }}</td>
 <td>{{ r.status }}</td><td>{{ "%.3f"|format(r.median_ms) if r.median_ms is not none else "" }}</td><td>{{ r.reason or "" }}</td></tr>{% endfor %}</table>
 <p>{% if page.page > 0 %}<a href="/results?{{ query(page.page - 1) }}">newer</a>{% endif %}
 {% if page.more %}<a href="/results?{{ query(page.page + 1) }}" class="older">older</a>{% endif %}</p>
@@ -156,6 +158,7 @@ _ENV = jinja2.Environment(
 _ENV.filters["duration"] = _duration
 _ENV.filters["when"] = _when
 _ENV.filters["clock"] = lambda ts: _when(datetime.fromtimestamp(ts, UTC).isoformat())
+_ENV.filters["host"] = lambda record: identity.host_name_of(record) or "—"
 _ENV.filters["ms"] = lambda value: "—" if value is None else f"{value:.3f}"
 _ENV.filters["format_invalid"] = lambda side: f"{side} INVALID"
 

@@ -31,7 +31,8 @@ PAGE_SIZE = 50
 LAB_ANSWER_S = 5.0
 _LAB_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aiot-view-lab")
 #: Filters of the results page, as its query parameters name them.
-RESULT_FILTERS = ("device", "model", "format", "sweep_id", "status", "kind", "since", "until")
+RESULT_FILTERS = ("device", "host", "model", "format", "sweep_id", "status", "kind", "since",
+                  "until")
 
 
 class DeviceWatch:
@@ -106,9 +107,12 @@ def _reachability() -> list[tuple[str, str, str]]:
 
 
 def _from_store(store, device: str) -> dict:
-    """SoC, cores, setup, telemetry and last error of ``device`` from its newest records."""
+    """SoC, cores, setup, telemetry and last error of ``device`` from its newest records
+    measured here: an imported record (another host's ``local``, or one dated in the future)
+    never stands for this host's device."""
     def newest_of(status: str | None):
-        return next(store.records(Filters(device=device, status=status), newest_first=True, limit=1), None)
+        return next(store.records(Filters(device=device, status=status, own=True),
+                                  newest_first=True, limit=1), None)
 
     # a finished run's provenance is whole (a pending one's has no telemetry yet)
     newest, failed = newest_of("ok") or newest_of(None), newest_of("failed")

@@ -295,15 +295,16 @@ def leaderboard(records) -> Leaderboard:
                        tests=[t.to_dict() for t in selection.tests], notes=list(selection.notes))
 
 
-def collect(store, sweep: str | None = None) -> list:
-    """The store's records (of one sweep), oldest first; pending ones included.
+def collect(store, sweep: str | None = None, host: str | None = None) -> list:
+    """The store's records (of one sweep, of one host), oldest first; pending ones included.
 
     Raises:
         UsageError: when there is nothing to report.
     """
-    records = store.query(sweep_id=sweep)
+    records = store.query(sweep_id=sweep, host=host)
     if not records:
         where = f"sweep '{sweep}'" if sweep else str(store.path)
+        where += f" of host {host}" if host else ""
         raise UsageError(f"no records in {where} to report on",
                          "see: aiot results list" if sweep else "measure first: aiot demo or aiot sweep")
     return records

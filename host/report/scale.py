@@ -56,19 +56,19 @@ ROW_LIMIT = 300
 
 
 def report_of(store, source: str, sweep: str | None = None,
-              generated_at: str | None = None) -> Report:
-    """The report of ``store`` (of one sweep): in full up to :data:`DETAIL_LIMIT` records,
-    summarised from one pass over the records' facts beyond.
+              generated_at: str | None = None, host: str | None = None) -> Report:
+    """The report of ``store`` (of one sweep, of one host's runs): in full up to
+    :data:`DETAIL_LIMIT` records, summarised from one pass over the records' facts beyond.
 
     Raises:
         UsageError: nothing to report.
         StoreError: the store's facts disagree with its records (see
             :func:`aiot.host.store.facts.require`).
     """
-    if scan.count(store, sweep) <= DETAIL_LIMIT:
-        return build(collect(store, sweep), source, sweep, generated_at)
+    if scan.count(store, sweep, host) <= DETAIL_LIMIT:
+        return build(collect(store, sweep, host), source, sweep, generated_at)
     facts.require(store)
-    return _Pass(sweep).read(store).report(store, source, generated_at)
+    return _Pass(sweep, host).read(store).report(store, source, generated_at)
 
 
 class _Pass:
@@ -77,8 +77,8 @@ class _Pass:
     running tallies for provenance. Whole records are read (by primary key) only of the runs
     the tally keeps, the trainings and the other kinds."""
 
-    def __init__(self, sweep: str | None) -> None:
-        self.sweep = sweep
+    def __init__(self, sweep: str | None, host: str | None = None) -> None:
+        self.sweep, self.host = sweep, host
         self.tally = Tally(ROW_LIMIT)
         self.devices: dict[str, tuple[str, dict]] = {}  # name → (created_at, device facts)
         self.statuses: dict[str, int] = {}
@@ -95,6 +95,8 @@ class _Pass:
         statuses, sweeps, seen_parts = self.statuses, self.sweeps, set()
         early, late = "\uffff", ""  # no time seen yet
         for f in facts.iter_facts(store, self.sweep):  # facts.FACTS
+            if self.host and idents[f[10]][0].configuration.host != self.host:
+                continue
             run_id, kind, status, sweep_id, created_at, finished_at = f[:6]
             statuses[status] = statuses.get(status, 0) + 1
             if sweep_id:

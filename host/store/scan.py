@@ -9,6 +9,7 @@ import json
 import msgspec
 
 from aiot.host.store.facts import SLIM_PROVENANCE, SLIM_STATE, STATE_PATHS, json_paths
+from aiot.host.store.queries import Filters
 from aiot.host.store.store import RunRecord, Store
 
 _DECODER = msgspec.json.Decoder()
@@ -23,10 +24,11 @@ def _loads(text: str):
         return json.loads(text)
 
 
-def count(store: Store, sweep_id: str | None = None) -> int:
-    """How many records the store holds (of one sweep): an index count, no row read."""
-    where, args = ("WHERE sweep_id = ?", (sweep_id,)) if sweep_id else ("", ())
-    return store._read(f"SELECT COUNT(*) FROM runs {where}", args)[0][0]
+def count(store: Store, sweep_id: str | None = None, host: str | None = None) -> int:
+    """How many records the store holds (of one sweep, of one host): an index count, no row
+    read."""
+    where, args = Filters(sweep_id=sweep_id, host=host).where()
+    return store._read(f"SELECT COUNT(*) FROM runs{where}", args)[0][0]
 
 
 #: What a summary reads of a latency record's result (:mod:`aiot.host.report`, the scores):

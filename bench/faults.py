@@ -9,11 +9,13 @@ table per round and writes ``bench/out/faults.json``. A case is the tests that s
 
 Round 1 is the first reliability round's cases (the files in :data:`ROUND_1`); round 3 the
 files ``test_r3_*.py`` (issue 35: hostile model files and devices, bytes that crash a
-parser, device output that pins a core, signals and locks, small lies); round 2 every other
-file (issue 28: an open lab port, full disks, users' code in aiot's process, NaN outputs,
-multi-file models, what still lied). Exit status 1 unless every case held with no record lost.
+parser, device output that pins a core, signals and locks, small lies); round 4 the files
+``test_r4_*.py`` (issue 49: results that cross a boundary: another host's records, forged
+import files, a CI gate on a model that changes); round 2 every other file (issue 28: an
+open lab port, full disks, users' code in aiot's process, NaN outputs, multi-file models,
+what still lied). Exit status 1 unless every case held with no record lost.
 
-Usage: ``python bench/faults.py [-k EXPR] [--round 1|2|3]``
+Usage: ``python bench/faults.py [-k EXPR] [--round 1|2|3|4]``
 """
 
 from __future__ import annotations
@@ -33,16 +35,21 @@ from _common import print_table, write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ROOT / "tests" / "faults"
 
-#: The first round's case files; ``test_r3_*.py`` are round 3, every other file round 2.
+#: The first round's case files; ``test_r<N>_*.py`` are round N, every other file round 2.
 ROUND_1 = ("test_hostile_device.py", "test_input_faults.py", "test_ssh_faults.py",
            "test_store_faults.py", "test_usability_faults.py")
-ROUNDS = (1, 2, 3)
+ROUNDS = (1, 2, 3, 4)
 
 
 def round_of(test: str) -> int:
-    """1, 2 or 3: the round of a test by its file (a pytest node id or a file name)."""
+    """1 to 4: the round of a test by its file (a pytest node id or a file name)."""
     name = test.split("::")[0].rsplit("/", 1)[-1]
-    return 1 if name in ROUND_1 else 3 if name.startswith("test_r3_") else 2
+    if name in ROUND_1:
+        return 1
+    for number in ROUNDS[2:]:
+        if name.startswith(f"test_r{number}_"):
+            return number
+    return 2
 
 
 def run_cases(select: str | None, only_round: int | None = None) -> tuple[list[dict], float]:

@@ -7,26 +7,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
-
 from aiot.host.store import identity
-from tests.helpers import FAST
-
-SWEEP = ("sweep", "-m", "tiny_cnn", "-f", "onnx", "--threads", "1", "-d", "local", *FAST)
-
-
-@pytest.fixture
-def two_hosts(cli, tmp_path, monkeypatch):
-    """Host ``lab-b`` measured tiny_cnn and exported its store; host ``lab-a`` (this test's
-    host from here on) imported that export. Returns (A's results folder, B's records)."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    monkeypatch.setenv(identity.HOST_ENV, "lab-b")
-    cli("--results-dir", str(b), *SWEEP)
-    export = tmp_path / "b.json"
-    cli("--results-dir", str(b), "results", "export", "-o", str(export))
-    monkeypatch.setenv(identity.HOST_ENV, "lab-a")
-    cli("--results-dir", str(a), "results", "import", str(export))
-    return a, json.loads(export.read_text())
+from tests.hosts import SWEEP, two_hosts  # noqa: F401 (a fixture)
 
 
 def test_the_host_id_is_the_variable_else_the_host_name_and_a_digest(monkeypatch):
@@ -43,20 +25,6 @@ def test_a_bad_host_id_is_one_line(cli, monkeypatch):
     monkeypatch.setenv(identity.HOST_ENV, "a b;rm")
     result = cli("results", "list", code=2)
     assert "AIOT_HOST_ID" in result.stderr and "Traceback" not in result.output
-
-
-def test_another_hosts_records_never_complete_this_hosts_sweep(cli, two_hosts):
-    a, b_records = two_hosts
-    assert {r["provenance"]["host"]["id"] for r in b_records} == {"lab-b"}
-    done = cli("--results-dir", str(a), *SWEEP)
-    assert "is complete" not in done.output and "1 run(s)" in done.output
-    mine = json.loads(cli("--results-dir", str(a), "results", "list", "--host", "lab-a",
-                          "--json").stdout)
-    assert len(mine) == 1 and mine[0]["status"] == "ok"
-    assert mine[0]["sweep_id"] != b_records[0]["sweep_id"]
-    # Asked again, the same sweep on the same host resumes from its own run only.
-    again = cli("--results-dir", str(a), *SWEEP)
-    assert f"sweep {mine[0]['sweep_id']} is complete" in again.output
 
 
 def test_views_say_which_host_a_run_came_from(cli, two_hosts):
@@ -80,24 +48,6 @@ def test_two_hosts_local_are_not_comparable(cli, two_hosts):
                    "--json", code=3)
     [row] = json.loads(compared.stdout)["rows"]
     assert row["status"] == "not comparable" and "host lab-b vs lab-a" in row["reason"]
-
-
-def test_prune_keeps_the_newest_of_each_host_and_never_lets_an_import_displace_own(
-        cli, two_hosts):
-    a, b_records = two_hosts
-    cli("--results-dir", str(a), *SWEEP)
-    cli("--results-dir", str(a), *SWEEP, "--fresh")  # a second own run of the same key
-    db = a / "aiot.sqlite"
-    # The imported run claims this host and the newest time: it still ranks after own runs.
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE runs SET provenance_json = json_set(provenance_json, '$.host.id', "
-                     "'lab-a'), created_at = '2026-12-31T00:00:00+00:00' WHERE id = ?",
-                     (b_records[0]["id"],))
-    pruned = cli("--results-dir", str(a), "results", "prune", "--keep", "1")
-    assert "of host lab-a (1 measured here, 1 imported)" in pruned.stderr, pruned.output
-    with sqlite3.connect(db) as conn:
-        left = conn.execute("SELECT host, imported_at IS NULL FROM runs").fetchall()
-    assert left == [("lab-a", 1)]
 
 
 def test_prune_by_host_touches_no_other_host(cli, two_hosts):

@@ -40,6 +40,9 @@ AIOT = [str(Path(sys.executable).with_name("aiot"))]  # the aiot of this interpr
 TARGETS = {"import": {"wall_s": 60}, "merge": {"wall_s": 60},
            "report": {"wall_s": 30, "rss_mb": 1024, "html_mb": 10}}
 DEVICES, MODELS, THREADS = 20, 7, (1, 4)
+#: The statistics of ``stats_ms`` that are latencies (scaled with a record's median).
+_LATENCY_STATS = ("min", "max", "mean", "median", "p90", "p99", "q1", "q3", "std", "iqr", "mad",
+                  "trimmed_mean")
 
 
 def timed(argv: list[str], env: dict, logs: Path) -> dict:
@@ -83,24 +86,35 @@ def build_store(folder: Path, row: sqlite3.Row, records: int, samples: int, env:
     result = json.loads(data["result_json"])
     if samples:
         result["samples_ns"] = result.get("samples_ns", [])[:samples]
-    data["result_json"] = json.dumps(result)
     data["writer_json"] = None
+    data.pop("host", None)  # a generated column (schema v7): made from the provenance
+    stats = result.get("stats_ms") or {}
     columns = list(data)
     rng = random.Random(37)
-    start = datetime(2026, 1, 1, 1, tzinfo=UTC)
     keys = [(d, m, t) for d in range(DEVICES) for m in range(MODELS) for t in THREADS]
+    # Nights that ended before now: an import refuses records dated in the future.
+    start = (datetime.now(UTC) - timedelta(days=records // len(keys) + 2)).replace(
+        hour=1, minute=0, second=0, microsecond=0)
     conn = sqlite3.connect(folder / "aiot.sqlite", isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     batch = []
     for i in range(records):
         night, (device, model, threads) = divmod(i, len(keys))[0], keys[i % len(keys)]
         when = start + timedelta(days=night, seconds=i % len(keys) * 20)
-        median = data["median_ms"] * (1 + model) / threads * rng.uniform(0.95, 1.05)
+        scale = (1 + model) / threads * rng.uniform(0.95, 1.05)
+        median = data["median_ms"] * scale
+        # An import checks that the columns are the record's own statistics: all scaled alike.
+        scaled = {k: v * scale if k in _LATENCY_STATS and isinstance(v, float) else v
+                  for k, v in stats.items()}
+        if isinstance(stats.get("median_ci"), dict):
+            scaled["median_ci"] = {**stats["median_ci"], "low": stats["median_ci"]["low"] * scale,
+                                   "high": stats["median_ci"]["high"] * scale}
         batch.append({**data, "id": f"{rng.getrandbits(128):032x}", "sweep_id": f"night-{night:04d}",
+                      "result_json": json.dumps({**result, "stats_ms": scaled}),
                       "created_at": when.isoformat(timespec="seconds"),
                       "finished_at": (when + timedelta(seconds=15)).isoformat(timespec="microseconds"),
                       "device": f"phone{device:02d}", "model": f"model{model}", "threads": threads,
-                      "median_ms": median, "p90_ms": median * 1.1})
+                      "median_ms": median, "p90_ms": data["p90_ms"] * scale})
         if len(batch) == 5000 or i == records - 1:
             conn.executemany(f"INSERT INTO runs ({', '.join(columns)}) VALUES "
                              f"({', '.join('?' * len(columns))})",

@@ -11,6 +11,7 @@ import typer
 
 from aiot.host.cli._output import message, print_json, safe, state
 from aiot.host.cli.options import JsonOpt, OnlyHost
+from aiot.host.engine.validity import judge_record
 from aiot.host.store import open_store
 from aiot.host.store.importing import ImportSummary, import_records
 from aiot.host.store.prune import parse_age, prune
@@ -19,11 +20,12 @@ from aiot.host.store.prune import parse_age, prune
 SHOWN = 20
 
 
-def _name_some(lines: list[str], what: str) -> None:
+def _name_some(lines: list[str], what: str, many: str | None = None) -> None:
     for line in lines[:SHOWN]:
         message(safe(f"{what}: {line}"))
     if len(lines) > SHOWN:
-        message(safe(f"... and {len(lines) - SHOWN} more {what}s (--json lists them all)"))
+        message(safe(f"... and {len(lines) - SHOWN} more {many or what + 's'} "
+                     "(--json lists them all)"))
 
 
 def import_command(
@@ -37,19 +39,23 @@ def import_command(
 
     Idempotent by record id: a record already stored is skipped; one stored with the same id
     but different content is a conflict, reported and left as it is. Every record is checked
-    first (a bad one is refused, naming it and why). Records are written in whole batches:
-    an interrupted import is resumed by running it again. Exits 1 when a record was refused
-    or in conflict.
+    first, as untrusted as a device's answer (a bad one is refused, naming it and why), and
+    its verdict (VALID / INVALID) is judged again here from its own numbers, never taken from
+    the file. Fields this aiot does not know are left out and counted. Records are written
+    in whole batches: an interrupted import is resumed by running it again. Exits 1 when a
+    record was refused or in conflict.
     """
     summary = ImportSummary()
     with open_store(state(ctx).results_dir()) as store:
-        import_records(store, source, summary)
+        # The engine's judge, handed to the store's import (the store is below the engine).
+        import_records(store, source, summary, judge=judge_record)
     if as_json:
         print_json(summary.to_dict())
     else:
         _name_some(summary.refused, "refused")
         _name_some([f"record {rid} differs from the stored one (kept as stored)"
                     for rid in summary.conflicts], "conflict")
+        _name_some(summary.rejudged, "judged again", "verdicts judged again")
         typer.echo(summary.line())
     if summary.refused or summary.conflicts:
         raise typer.Exit(1)

@@ -131,6 +131,44 @@ def check_stats(result: dict) -> None:
             raise _Invalid(f"stats_ms.{key} is {sent:g} but its samples_ns give {value:g}")
 
 
+#: A stored record's ``stats_ms`` as the agent's ``result`` defines it, each statistic optional
+#: (a native tool's record may carry its mean alone).
+_STORED_STATS = {"stats_ms": {key if key.endswith("?") else f"{key}?": kind
+                              for key, kind in protocol.FIELDS["result"]["stats_ms"].items()}}
+
+
+def stored_stats_problem(result: dict, samples: bool = False) -> str | None:
+    """What is wrong with the statistics of a stored result (a record imported from another
+    host or a file, as untrusted as a device), or None: the agent's own checks of a
+    ``result``'s ``stats_ms`` (kinds: finite, latencies > 0; ordered: :func:`check_stats`).
+
+    Args:
+        samples: also check the raw ``samples_ns`` and the statistics against them (~0.3 ms
+            per 1000 samples; no view reads them).
+    """
+    stats = result.get("stats_ms")
+    if stats is None:
+        return None
+    part = {"stats_ms": stats}
+    if samples and result.get("samples_ns") is not None:
+        part["samples_ns"] = result["samples_ns"]
+    try:
+        if not isinstance(stats, dict):
+            raise _Invalid(f"result.stats_ms is {_shown(stats)}, not an object")
+        for key, kind in _STORED_STATS["stats_ms"].items():  # each one there, by its kind
+            name = key.rstrip("?")
+            if stats.get(name) is not None:
+                _check(stats[name], kind, f"result.stats_ms.{name}", 1)
+        if "samples_ns" in part:
+            _check(part["samples_ns"], ["pos"], "result.samples_ns", 1)
+        if "samples_ns" in part and "count" not in stats:
+            raise _Invalid("result.stats_ms.count is missing beside its samples_ns")
+        check_stats(part)
+    except _Invalid as exc:
+        return str(exc)
+    return None
+
+
 def _from_samples(samples: list[int], ranks) -> dict:
     """The statistics the agent derives from ``samples`` (ns), in ms, as ``stats.summarize_ms``
     does; ``median_ci.low``/``high`` at the 1-based ``ranks`` the agent sent. Sorted with
@@ -264,6 +302,8 @@ def _value(value, kind: str, path: str):
         if kind == "count" and value < 0 or kind == "pos" and value <= 0:
             raise _Invalid(f"{path} is {value}, not {'>= 0' if kind == 'count' else '> 0'}")
         return value
+    if isinstance(value, int) and abs(value) > 2 ** 63:  # math.isfinite would overflow
+        raise _Invalid(f"{path} is an integer of {len(str(abs(value)))} digits")
     if not math.isfinite(value):
         raise _Invalid(f"{path} is {_shown(value)}")
     low, high, says = _NUMBER_KINDS[kind]

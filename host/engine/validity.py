@@ -340,3 +340,60 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
         reasons.append("emulated device: the timings are this host's, not the device's")
     return {"verdict": INVALID if reasons else VALID, "reasons": reasons,
             "limits": policy.limits()}
+
+
+def _stored_policy(limits) -> ValidityPolicy | None:
+    """The policy a stored verdict's ``limits`` name, or None where they are not limits a
+    policy holds (missing, another type, a negative or non-finite number)."""
+    if not isinstance(limits, dict) or not limits:
+        return None
+    known = {f.name: f for f in fields(ValidityPolicy)}
+    given = {}
+    for key, value in limits.items():
+        if key not in known:
+            continue
+        if key == "threads":
+            if not isinstance(value, bool):
+                return None
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                    or not math.isfinite(value) or value < 0):
+            return None
+        given[key] = value
+    return ValidityPolicy(**given)
+
+
+def _of(value, kind: type) -> list:
+    """``value`` if it is a list of ``kind`` items, else an empty list."""
+    return value if isinstance(value, list) and all(isinstance(v, kind) for v in value) else []
+
+
+def judge_record(record: dict) -> dict | None:
+    """The verdict of a stored record (another host's, or an export file's: an import's)
+    judged again here from its own numbers, as :func:`judge` judged it when it was measured:
+    its result, its spec's ``min_runs``, the device, telemetry and pinning its provenance
+    names, under the limits its stored verdict names (those it was judged by; else this
+    host's, ``AIOT_VALIDITY``). None for a record that has no verdict: not an ok latency run
+    with statistics. What the record says its verdict was is not read.
+
+    The throttling and state changes are the reasons its host found in the telemetry around
+    the run (``provenance.device_state``), read as the record states them.
+    """
+    result = record.get("result")
+    if (record.get("kind") != "latency" or record.get("status") != "ok"
+            or not isinstance(result, dict) or not isinstance(result.get("stats_ms"), dict)):
+        return None
+    spec = record.get("spec") if isinstance(record.get("spec"), dict) else {}
+    params = spec.get("params") if isinstance(spec.get("params"), dict) else {}
+    min_runs = params.get("min_runs")
+    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    device = prov.get("device") if isinstance(prov.get("device"), dict) else {}
+    state = prov.get("device_state") if isinstance(prov.get("device_state"), dict) else {}
+    affinity = prov.get("affinity") if isinstance(prov.get("affinity"), dict) else {}
+    stored = result.get("validity") if isinstance(result.get("validity"), dict) else {}
+    threads = record.get("threads")
+    return judge(result, min_runs if isinstance(min_runs, int) and min_runs >= 1 else 1, device,
+                 throttling=_of(state.get("throttling"), str),
+                 state_changes=_of(state.get("changes"), str),
+                 threads=threads if isinstance(threads, int) else None,
+                 cpus=_of(affinity.get("cpus"), int) or None,
+                 policy=_stored_policy(stored.get("limits")) or ValidityPolicy.from_env())

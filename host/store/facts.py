@@ -35,7 +35,7 @@ import sqlite3
 import time
 
 from aiot.core.errors import StoreError
-from aiot.host.store import identity
+from aiot.host.store import identity, readable
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +283,8 @@ def texts(store) -> dict[int, str]:
 def parts_of(text: str) -> dict:
     """A ``parts_id``'s text as a (slim) provenance dict."""
     values = json.loads(text) or ()
-    return {k: v for k, v in zip(SLIM_PROVENANCE, values) if v is not None}
+    return readable.repaired("provenance", {k: v for k, v in zip(SLIM_PROVENANCE, values)
+                                            if v is not None})
 
 
 def state_of(text: str | None) -> dict | None:
@@ -292,5 +293,6 @@ def state_of(text: str | None) -> dict | None:
     if not any(v is not None for v in values):
         return None
     half = len(SLIM_STATE)
-    return {"before": dict(zip(SLIM_STATE, values[:half])),
-            "after": dict(zip(SLIM_STATE, values[half:]))}
+    state = {"before": dict(zip(SLIM_STATE, values[:half])),
+             "after": dict(zip(SLIM_STATE, values[half:]))}
+    return readable.repaired("provenance", {"device_state": state}).get("device_state")

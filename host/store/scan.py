@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import msgspec
 
+from aiot.host.store import readable
 from aiot.host.store.facts import SLIM_PROVENANCE, SLIM_STATE, STATE_PATHS, json_paths
 from aiot.host.store.queries import Filters
 from aiot.host.store.store import RunRecord, Store
@@ -71,8 +72,9 @@ def _slim_record(row: tuple, decoded: dict) -> RunRecord:
         result = dict(zip(SLIM_RESULT[1:], rest), stats_ms={"mean": mean})
     elif result is not None:
         result = json.loads(result)
-    return RunRecord(**dict(zip(_FIELDS, row[:n])), spec=decoded[spec], provenance=provenance,
-                     result=result)
+    return RunRecord(**dict(zip(_FIELDS, row[:n])), spec=readable.repaired("spec", decoded[spec]),
+                     provenance=readable.repaired("provenance", provenance),
+                     result=readable.repaired("result", result))
 
 
 def slim_records(store: Store, ids) -> dict[str, RunRecord]:

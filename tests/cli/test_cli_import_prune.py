@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from aiot.device_agent.stats import summarize_ms
+from aiot.host.engine.validity import judge
 from aiot.host.store import open_store
 from aiot.host.store.schema import SCHEMA_VERSION
 
@@ -29,9 +30,13 @@ def store_run(store, sweep="night1", center=10.0, threads=1, status="ok", fmt="o
         store.finish(rec.id, status, reason="agent crashed")
         return rec.id
     stats = summarize_ms(_samples(center))
-    store.finish(rec.id, "ok", result={"stats_ms": stats, "samples_ns": _samples(center)},
-                 artifact_sha256="ab" * 32, size_bytes=4096, median_ms=stats["median"],
-                 p90_ms=stats["p90"], load_ms=3.5, validity="VALID")
+    result = {"stats_ms": stats, "samples_ns": _samples(center)}
+    # Judged as the executor judges a run, its verdict kept in the result (what an import
+    # judges again).
+    result["validity"] = judge(result, 1, prov["device"], threads=threads)
+    store.finish(rec.id, "ok", result=result, artifact_sha256="ab" * 32, size_bytes=4096,
+                 median_ms=stats["median"], p90_ms=stats["p90"], load_ms=3.5,
+                 validity=result["validity"]["verdict"])
     return rec.id
 
 
@@ -92,18 +97,20 @@ def test_a_changed_record_is_a_conflict_never_overwritten(cli, other_host, tmp_p
     _folder, export, ids = other_host
     cli("results", "import", str(export))
     records = json.loads(export.read_text())
-    records[0]["median_ms"] = records[0]["median_ms"] * 2  # the same id, another number
+    # The same id, another number (its median would be refused: it must be its stats_ms's).
+    records[0]["load_ms"] = records[0]["load_ms"] * 2
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(records))
     result = cli("results", "import", str(changed), code=1)
     assert result.stdout.strip() == "0 imported, 5 already present, 1 conflicts, 0 refused"
     assert f"conflict: record {records[0]['id']} differs" in result.stderr
-    assert cli.record(records[0]["id"]).median_ms == records[0]["median_ms"] / 2
+    assert cli.record(records[0]["id"]).load_ms == records[0]["load_ms"] / 2
 
 
 HOSTILE = {
     "NaN median": ("median_ms", float("nan"), "median_ms is nan, not a finite number"),
     "negative latency": ("p90_ms", -3.0, "p90_ms -3.0 is outside 0.0..∞"),
+    "latency of hours": ("load_ms", 1e300, "load_ms is 1e+300 ms, above the 1e+07 ms"),
     "huge reason": ("reason", "x" * 100_000, "reason is 100000 characters long"),
     "latency as text": ("median_ms", "fast", "median_ms is str, not a number"),
     "threads as bool": ("threads", True, "threads is bool, not an integer"),
@@ -112,7 +119,6 @@ HOSTILE = {
     "spec not an object": ("spec", [1, 2], "spec is list, not an object"),
     "pending": ("status", "pending", "is pending"),
     "bad time": ("created_at", "yesterday", "created_at 'yesterday' is not an ISO 8601 time"),
-    "newer field": ("gpu_watts", 3.0, "unknown fields gpu_watts"),
 }
 
 
@@ -133,6 +139,20 @@ def test_hostile_record_is_refused_naming_it_the_rest_imported(cli, other_host, 
     if name != "id":
         assert ids[2] in refusal[0]
     assert ids[2] not in _stored_ids() and len(_stored_ids()) == 5
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_fields_of_a_newer_aiot_are_left_out_and_counted(cli, other_host, tmp_path, layout):
+    _folder, export, ids = other_host
+    records = json.loads(export.read_text())
+    records[2]["gpu_watts"] = 3.0
+    newer = tmp_path / "newer.json"
+    newer.write_text(LAYOUTS[layout](records))
+    result = cli("results", "import", str(newer))
+    assert result.stdout.strip() == ("6 imported, 0 already present, 0 conflicts, 0 refused; "
+                                     "ignored fields this aiot does not know: gpu_watts "
+                                     "(in 1 records)")
+    assert "gpu_watts" not in json.dumps(cli.json("results", "list"))
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -164,7 +184,8 @@ def test_every_layout_reads_the_records_the_standard_library_reads(other_host, t
     for item, record in zip(items, records, strict=True):
         assert {k: v for k, v in item.data.items() if k not in ("spec", "result", "provenance")} \
             == {k: v for k, v in record.items() if k not in ("spec", "result", "provenance")}
-    assert all(not item.parts_decoded for item in items) == (layout != "one line")
+    assert all(item.by_msgspec for item in items) == (layout != "one line")
+    assert [item.data["provenance"] for item in items] == [r["provenance"] for r in records]
 
 
 def test_truncated_export_keeps_whole_batches_and_resumes(cli, other_host, tmp_path, monkeypatch):

@@ -10,10 +10,9 @@ from typing import Annotated
 
 import typer
 
-from aiot.core.errors import AiotError, UsageError
+from aiot.core.errors import UsageError
 from aiot.core.fileio import check_output_file, write_output_atomic
 from aiot.host.cli._output import (
-    err,
     fmt_bytes,
     fmt_ms,
     fmt_pct,
@@ -34,24 +33,15 @@ from aiot.host.cli.record_view import (
     parity_line,
     stats_line,
 )
+from aiot.host.cli.results_compare import compare_command, store_files
 from aiot.host.cli.results_gather import import_command, prune_command
 from aiot.host.cli.run_table import print_run_table
-from aiot.host.cli.sweep_view import invalid_reasons
 from aiot.host.engine.input_values import values_detail
-from aiot.host.engine.validity import emulated, limits_text, verdict_text
+from aiot.host.engine.validity import limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
 from aiot.host.scores.vips import device_scores, select_tests, si
 from aiot.host.store import open_store
-from aiot.host.store.compare import (
-    BY,
-    LEGEND,
-    by_value,
-    compare,
-    compare_by,
-    latency_board,
-    parse_check,
-    resolve_set,
-)
+from aiot.host.store.leaderboard import latency_board
 from aiot.host.store.facts import FactsDisagree
 from aiot.host.store.identity import host_name_of, host_of, shape_detail, this_host
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
@@ -164,6 +154,10 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     parity = parity_line((record.provenance.get("artifact") or {}).get("parity"))
     if parity:
         row("parity vs PyTorch", parity)
+    cached = (record.provenance.get("artifact") or {}).get("from_cache")
+    if isinstance(cached, dict):  # the artifact is a copy: say of which conversion
+        row("artifact", f"copied from the conversion cache (entry {str(cached.get('key'))[:12]}, "
+                        f"converted {str(cached.get('converted_at'))[:19]})")
     prov = record.provenance
     device = prov.get("device") or {}
     row("device", f"{device.get('cpu_model', '—')} · {device.get('cores', '—')} cores · {device.get('abi', '—')}")
@@ -235,7 +229,7 @@ def export(
         raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
     with _open(ctx) as store:
         if out_file is not None:  # before any work: never the store itself, a link, a device
-            check_output_file(out_file, _store_files(store.path))
+            check_output_file(out_file, store_files(store.path))
         # Streamed: read a batch of records at a time and written as they come.
         counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep, host=host)))
         chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
@@ -257,17 +251,28 @@ def check(ctx: typer.Context, full: Annotated[bool, typer.Option(
     Opening a store checks it in full only after an unclean stop or a change aiot did not
     make (a cheap check of its header otherwise); this checks it on demand. A damaged store
     fails with exit code 1 and the way to recover it. Facts that disagree with the records
-    (changed by something other than aiot) are made again from the records.
+    (changed by something other than aiot) are made again from the records. Records holding
+    a field of a type aiot does not write (views show it as "—") are counted and the first
+    named, with exit code 1.
     """
     try:
         with _open(ctx) as store:
             store.verify(full)
             total = store.count()
+            odd, named = store.unreadable()
         remade = ""
     except FactsDisagree as exc:  # its pages are whole: the facts are made again from them
         with open_store(state(ctx).results_dir()) as store:
             total = store.rebuild_facts(exc.wrong)
+            odd, named = store.unreadable()
         remade = "; the facts its report reads disagreed with them and were made again"
+    if odd:
+        for line in named:
+            message(safe(f"unreadable: record {line}"))
+        message(safe(f"result store {store.path}: every page read, {total} records{remade}; "
+                     f"{odd} of them hold fields of a type aiot does not write (views show "
+                     f"them as —; a damaged store, or one written before imports were checked)"))
+        raise typer.Exit(1)
     message(safe(f"result store {store.path} is whole: {total} records, every page read{remade}"))
 
 
@@ -287,11 +292,6 @@ def recover(ctx: typer.Context) -> None:
             if done.kept_runs else "")
     message(escape(f"recovered {done.recovered}{of} records and {done.pushes} pushes into a new "
                    f"store; the damaged one is kept as {done.kept_as}{kept}"))
-
-
-def _store_files(store: Path) -> list[Path]:
-    """The store and the files SQLite keeps beside it."""
-    return [store, *(store.with_name(store.name + tail) for tail in ("-wal", "-shm", "-journal", "-checked"))]
 
 
 @app.command("outputs")
@@ -325,187 +325,6 @@ def outputs(
         out.print(table)
     if any(d.verdict != "match" for d in drifts):
         raise typer.Exit(1)
-
-
-# -- compare: a regression gate ------------------------------------------------------------------
-
-
-
-def _could_not_compare(exc: AiotError) -> typer.Exit:
-    """An aiot error as the usual one line, but exit code 2: a CI gate must tell "could not
-    compare" from "regressed" (1), so ``compare`` does not leave it to the root app."""
-    err.print(f"[bold red]error:[/] {safe(exc.message)}", highlight=False)
-    if exc.hint:
-        err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False)
-    return typer.Exit(2)
-
-
-def _resolve_sets(ctx, names: list[str]):
-    """The result sets ``names`` name; the store is opened only when one is not a file."""
-    if all(Path(n).is_file() for n in names):
-        return [resolve_set(n, None) for n in names]
-    with _open(ctx) as store:
-        return [resolve_set(n, store) for n in names]
-
-
-def _comparison_notes(row, records: dict) -> str:
-    """The row's failures, reasons and INVALID sides (with why), ``records`` by id."""
-    notes = [f"[red]{safe(f)}[/]" for f in row.failures]
-    if row.reason and row.status != "newly failing":
-        notes.append(safe(row.reason))
-    if row.stat == "mean":
-        notes.append("means (no medians)")
-    for side in row.invalid:
-        found = records.get(row.a_id if side == "A" else row.b_id)
-        why = invalid_reasons(found) if found is not None else ""
-        notes.append(f"[yellow]{side} INVALID[/]{safe(': ' + why) if why else ''}")
-    notes += [f"[dim]{safe(d)}[/]" for d in row.environment]
-    return "; ".join(notes)
-
-
-def _print_comparison(result, a, b) -> None:
-    from rich.table import Table
-
-    title = (f"B {b.name} ({b.source}, {len(b.records)} runs) vs "
-             f"A {a.name} ({a.source}, {len(a.records)} runs)")
-    table = Table("", "status", "run", "A ms", "B ms", "change", "A", "B", "notes",
-                  title=safe(title), caption=LEGEND)
-    records = {r.id: r for r in [*a.records, *b.records]}
-    # Every table says which timings are this host's, not the device's.
-    on_host = {r.device for r in records.values() if emulated((r.provenance or {}).get("device") or {})}
-    for row in result.rows:
-        latency = row.metrics.get(row.stat or "median") or {}
-        change = latency.get("change")
-        label = row.label() + (" (emulated)" if row.key.get("device") in on_host else "")
-        table.add_row(safe(row.marker), row.status, safe(label), fmt_ms(latency.get("a")),
-                      fmt_ms(latency.get("b")), "—" if change is None else f"{change:+.1%}",
-                      (row.a_id or "—")[:8], (row.b_id or "—")[:8], _comparison_notes(row, records))
-    out.print(table)
-
-
-#: ``results compare``'s exit code when B lacks runs of A or nothing was compared: not a
-#: regression (1) and not a bad command (2), but no pass either.
-INCOMPLETE_EXIT = 3
-
-
-def _gate(result) -> None:
-    """The verdict on stderr; exit code 1 when a row fails the gate, 3 when B is incomplete."""
-    for warning in result.warnings:
-        message(f"[yellow]warning:[/] {safe(warning)}")
-    checks = ", ".join(str(c) for c in result.checks)
-    failing = result.failing
-    if not failing and result.incomplete:
-        message(f"[bold red]gate failed[/] ({safe(checks)}): B is incomplete, "
-                f"{safe(result.incomplete)}")
-        for row in result.missing[:20]:
-            message(f"  {safe(row.label())} (A {(row.a_id or '')[:8]}): only in A")
-        message("[dim]hint:[/] rerun the missing runs into B, or pass --allow-missing "
-                "to gate on the runs both sets have")
-        raise typer.Exit(INCOMPLETE_EXIT)
-    if not failing:
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
-        message(f"[green]gate passed[/] ({safe(checks)}): {safe(counts)}")
-        return
-    message(f"[bold red]gate failed[/] ({safe(checks)}): {len(failing)} run(s)")
-    for row in failing:
-        why = "; ".join(row.failures)
-        message(f"  {safe(row.label())} (B {(row.b_id or '')[:8]}): {safe(why)}")
-    raise typer.Exit(1)
-
-
-@app.command("compare")
-def compare_command(
-    ctx: typer.Context,
-    a: Annotated[str, typer.Argument(
-        help="The baseline: an export file, a sweep id (or prefix) or record ids (ID,ID,...).")],
-    b: Annotated[str | None, typer.Argument(
-        help="The set judged against A, in the same forms (with --by: optional, more runs).")] = None,
-    fail_on: Annotated[list[str] | None, typer.Option(
-        "--fail-on", metavar="METRIC:LIMIT",
-        help="Fail when B is worse than A by more: median|p90|mean|load|size:N%, "
-             "median|p90|mean|load:Nms or accuracy:Npp; repeatable; "
-             "without one: median:5%.")] = None,
-    other_artifacts: Annotated[bool, typer.Option(
-        "--other-artifacts", help="Compare runs of different artifacts (other weights or "
-                                  "converter) instead of marking them not comparable.")] = False,
-    by: Annotated[str | None, typer.Option(
-        "--by", help="Split the runs of A (and B) on this field instead and compare its values: "
-                     "via (A: shell runs, B: app runs, paired per device, model, format and "
-                     "threads). Gates only with an explicit --fail-on.")] = None,
-    allow_missing: Annotated[bool, typer.Option(
-        "--allow-missing", help="Pass although runs of A are missing from B (B covers part "
-                                "of A); by default that fails with exit code 3.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Compare result set B with baseline A: a regression gate for CI.
-
-    With --by via, one set (a sweep run with --via app,shell) is compared with
-    itself: the shell runs are A, the app runs B, so the change column is the
-    app's delta over the shell.
-
-    A and B are each, tried in this order: a file written by
-    'aiot results export --format json', a sweep id or a unique prefix of one,
-    or a comma list of record ids. Runs match on device, model, format,
-    threads, native tool, delegate, binarize, cluster and via.
-
-    A change is within noise when the medians' 95% confidence intervals
-    overlap: it never fails a median check. Runs on other devices or hardware,
-    or of other artifacts, are not comparable; other runtime, OS or agent
-    versions are compared with a warning.
-
-    Exit codes: 0 the gate passed; 1 a threshold was crossed or an ok run of A
-    failed in B (the runs are named on stderr); 2 nothing to compare (a bad
-    option, an unknown set); 3 B is incomplete: runs of A are missing from it,
-    or no run of B could be compared with one of A (--allow-missing lets the
-    first pass).
-    """
-    if by is not None:
-        _compare_by(ctx, by, [n for n in (a, b) if n], fail_on, other_artifacts, as_json,
-                    allow_missing)
-        return
-    try:
-        if b is None:
-            raise UsageError("compare needs two result sets, A and B", "or split one with --by via")
-        checks = [parse_check(text) for text in fail_on or ["median:5%"]]
-        set_a, set_b = _resolve_sets(ctx, [a, b])
-    except AiotError as exc:
-        raise _could_not_compare(exc) from None
-    result = compare(set_a.records, set_b.records, checks, other_artifacts)
-    result.allow_missing = allow_missing
-    if as_json:
-        print_json({"a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
-    else:
-        _print_comparison(result, set_a, set_b)
-    _gate(result)
-
-
-def _compare_by(ctx, by: str, names: list[str], fail_on, other_artifacts: bool, as_json: bool,
-                allow_missing: bool) -> None:
-    """``compare SET [SET] --by via``: the set's runs split on ``by``, A its baseline value
-    (a gate, missing runs included, only with an explicit --fail-on)."""
-    from dataclasses import replace
-
-    try:
-        if by not in BY:
-            raise UsageError(f"unknown --by '{by}'", f"use one of {', '.join(BY)}")
-        checks = [parse_check(text) for text in fail_on or []]
-        sets = _resolve_sets(ctx, names)
-    except AiotError as exc:
-        raise _could_not_compare(exc) from None
-    records = list({r.id: r for s in sets for r in s.records}.values())
-    result = compare_by(records, by, checks, other_artifacts)
-    result.allow_missing = allow_missing or not fail_on
-    field, base, other = BY[by]
-    label = " + ".join(s.name for s in sets)
-    set_a = replace(sets[0], name=f"{field}={base} of {label}",
-                    records=[r for r in records if by_value(r, by) == base])
-    set_b = replace(sets[0], name=f"{field}={other} of {label}",
-                    records=[r for r in records if by_value(r, by) == other])
-    if as_json:
-        print_json({"by": by, "a": set_a.to_dict(), "b": set_b.to_dict(), **result.to_dict()})
-    else:
-        _print_comparison(result, set_a, set_b)
-    _gate(result)
 
 
 # -- top: leaderboards ---------------------------------------------------------------------------
@@ -594,5 +413,6 @@ def top(
     out.print(table)
 
 
+app.command("compare")(compare_command)
 app.command("import")(import_command)
 app.command("prune")(prune_command)

@@ -1,17 +1,11 @@
-"""Comparing two result sets (a regression gate) and ranking stored runs (leaderboards).
+"""Comparing two result sets: a regression gate.
 
-The pure logic behind ``aiot results compare`` and ``aiot results top``.
-
-**Result sets.** A set is named by one string, tried in this order (:func:`resolve_set`):
-
-1. an existing file written by ``aiot results export --format json``;
-2. a sweep id, or a unique prefix of one (an exact id wins over the longer ids it prefixes);
-3. a comma list of record ids, each a prefix of at least 4 characters.
-
-Only ``latency`` records count; pending ones are ignored.
+The pure logic behind ``aiot results compare``. A set (an export file, a sweep id or record
+ids) is resolved by :mod:`aiot.host.store.result_sets`; the leaderboards of ``aiot results
+top`` are :mod:`aiot.host.store.leaderboard` (both re-exported here).
 
 **Matching.** Two records measure the same thing when their keys agree
-(:func:`aiot.host.store.identity.key`, the one every view groups by): device, model,
+(:func:`aiot.host.store.identity.key`, the one every view groups by): host, device, model,
 binarize algorithm, format, native tool, delegate, CPU cluster, how the agent was started on
 an Android device (``via``: shell or app), the requested input shapes, the converter options
 (``--opt quant=int8``) and threads (the run spec less its timing params, weights, binary path
@@ -23,11 +17,17 @@ of the key; such a pair is shown as not comparable rather than as two "only in" 
 **By a field.** :func:`compare_by` splits one set on ``via`` instead: its shell runs are A,
 its app runs B, paired on the rest of the key (the app's delta over the shell).
 
-**Not comparable** (marker ``x``, never fails the gate): another device, the same device name
-on other hardware (model, SoC, CPU, ABI or core count differ), or, for two ok runs, artifacts
-whose sha256 differ (other weights or converter; ``allow_other_artifacts`` compares them).
-Differing software (runtime version or binary, agent, OS, kernel, aiot version, timing
-params) does not stop a comparison: each pair lists it and the set gets a warning.
+**Not comparable** (marker ``x``): another device, another host (:func:`identity.host_of`:
+two hosts' ``local`` are two machines) or the same device name on other hardware (model, SoC,
+CPU, ABI or core count differ). Differing software (runtime version or binary, agent, OS,
+kernel, aiot version, timing params) does not stop a comparison: each pair lists it and the
+set gets a warning.
+
+**Another artifact is the comparison.** Two runs of one key whose artifacts' sha256 differ
+(the user's model changed between two commits, other weights, another converter) are
+compared and judged like any others: guarding a model that changes is the gate's main job.
+Every row carries both artifacts' sha256 (``a_sha256``, ``b_sha256``; ``other_artifact``
+when they differ), and every view shows them.
 
 **Noise.** Two ok runs are *within noise* when both have a median confidence interval
 (``result.stats_ms.median_ci``) and the intervals overlap; a ``median`` check never fails on
@@ -37,25 +37,35 @@ threshold alone. Native tools that print a mean only are compared (and gated by 
 checks) on their means.
 
 **Gate.** A pair fails when B is worse than A by more than a :class:`Check` (``median:5%``,
-``load:2ms``, ``accuracy:1pp`` ...) or when an ok run of A failed in B (newly failing).
-Only in B, fixed, still failing and not comparable pairs never fail it. A set B that lacks
-runs of A, or with which nothing could be compared at all, is *incomplete*
-(:attr:`Comparison.incomplete`): the CLI fails it with its own exit code, since a gate that
-compared nothing has checked nothing.
+``load:2ms``, ``accuracy:1pp`` ...), when an ok run of A failed in B (newly failing), and,
+with ``fail_on_invalid``, when it was judged on an INVALID run (either side). Only in B,
+fixed and still failing pairs never fail it. A failing pair fails the comparison whatever
+else is allowed. A set B is *incomplete* (:attr:`Comparison.incomplete`; the CLI fails it
+with its own exit code) when nothing could be compared at all (a gate that compared nothing
+has checked nothing), when a run of A has only a not comparable run in B (measured on
+another machine: no allowance excuses it), or when runs of A are missing from B, unless
+``allow_missing`` says B deliberately covers part of A. The pairs judged on INVALID runs are
+counted (:attr:`Comparison.invalid`) in every verdict.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from aiot.core.errors import UsageError
 from aiot.host.store import identity
 from aiot.host.store.identity import KEY_FIELDS
-from aiot.host.store.store import RunRecord, Store
+from aiot.host.store.leaderboard import Standing, latency_board  # noqa: F401 (re-exported)
+from aiot.host.store.result_sets import (  # noqa: F401 (re-exported)
+    ResultSet,
+    find_sweep,
+    load_export,
+    resolve_set,
+)
+from aiot.host.store.store import RunRecord
+
 #: What ``--by`` may split one set on: the field, its baseline value (A) and the other (B).
 BY = {"via": ("via", "shell", "app")}
 METRICS = ("median", "p90", "mean", "load", "size", "accuracy")
@@ -75,93 +85,6 @@ SOFTWARE = (("runtime", "backend"), ("runtime", "version"), ("runtime", "binary_
             ("device", "distribution"), ("device", "android_version"), ("device", "kernel"),
             ("device", "agent", "agent_version"), ("device", "agent", "python"),
             ("aiot_version",))
-_SET_HINT = ("give an export file (aiot results export --format json -o FILE), a sweep id or "
-             "record ids; see: aiot results list")
-
-
-# -- result sets -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ResultSet:
-    """The latency records a set's name resolved to, and how (file, sweep or records)."""
-
-    name: str
-    source: str
-    records: list[RunRecord]
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "source": self.source, "records": len(self.records)}
-
-
-def load_export(path: Path) -> list[RunRecord]:
-    """The records of a file written by ``aiot results export --format json``."""
-    hint = "write one with: aiot results export --format json -o FILE"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"cannot read {path} as a results export: {exc}", hint) from None
-    required = ("id", "kind", "status", "created_at", "spec", "provenance")
-    if not isinstance(data, list) or not all(
-            isinstance(d, dict) and all(k in d for k in required) for d in data):
-        raise UsageError(f"{path} is not an aiot results export (a JSON list of records)", hint)
-    fields = RunRecord.__dataclass_fields__
-    return [RunRecord(**{k: v for k, v in d.items() if k in fields}) for d in data]
-
-
-def find_sweep(name: str, store: Store) -> str | None:
-    """The sweep ``name`` names: itself, else the one sweep id it prefixes."""
-    matches = store.sweep_ids(name)
-    if name in matches:
-        return name
-    if len(matches) > 1:
-        raise UsageError(f"sweep id '{name}' is ambiguous: {', '.join(matches[:4])}",
-                         "give more characters")
-    return matches[0] if matches else None
-
-
-def _by_ids(name: str, store: Store) -> list[RunRecord]:
-    parts = [p.strip() for p in name.split(",")]
-    found = []
-    for part in parts:
-        matches = store.with_prefix(part, kind="latency") if len(part) >= 4 else []
-        if len(matches) > 1:
-            raise UsageError(f"record id '{part}' is ambiguous", "give more characters")
-        if not matches:
-            what = "a file, a sweep id or a record id" if len(parts) == 1 else "a latency record id"
-            raise UsageError(f"'{part}' is not {what}", _SET_HINT)
-        found.append(matches[0])
-    return found
-
-
-def resolve_set(name: str, store: Store | None, files: bool = True) -> ResultSet:
-    """The result set ``name`` names: an export file, else a sweep id, else record ids.
-
-    Only the set's own records are read from the store (by its sweep or ids' index).
-
-    Args:
-        store: where sweeps and records are looked up (unused, may be None, for a file).
-        files: whether ``name`` may be a file (False where a remote user names the set: the
-            lab view never opens a path a request gives).
-
-    Raises:
-        UsageError: nothing matches, an id is ambiguous, or the set has no latency records.
-    """
-    path = Path(name)
-    if files and path.is_file():
-        records = [r for r in load_export(path) if r.kind == "latency"]
-        chosen = ResultSet(name, "file", records)
-    else:
-        sweep = find_sweep(name, store) if name else None
-        records = store.query(kind="latency", sweep_id=sweep) if sweep is not None else []
-        if records:
-            chosen = ResultSet(sweep, "sweep", records)
-        else:
-            chosen = ResultSet(name, "records", _by_ids(name, store))
-    if not any(r.status != "pending" for r in chosen.records):
-        raise UsageError(f"result set '{name}' has no finished latency records", _SET_HINT)
-    return chosen
-
-
 # -- thresholds --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -312,17 +235,35 @@ class Row:
     environment: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # "A" / "B": an INVALID verdict
     failures: list[str] = field(default_factory=list)  # the gate's reasons; empty: passes
+    a_sha256: str | None = None  # A's artifact (None: not recorded, e.g. a run that failed)
+    b_sha256: str | None = None
 
     @property
     def marker(self) -> str:
         return MARKERS[self.status]
+
+    @property
+    def other_artifact(self) -> bool:
+        """Whether A and B ran different artifacts (the model, weights or converter changed)."""
+        return bool(self.a_sha256 and self.b_sha256 and self.a_sha256 != self.b_sha256)
+
+    @property
+    def compared(self) -> bool:
+        """Both sides present and comparable: the pair was judged."""
+        return bool(self.a_id and self.b_id) and self.status != "not comparable"
+
+    def artifacts(self) -> str:
+        """Both artifacts, short: ``1a2b3c4d → 5e6f7a8b``, ``1a2b3c4d`` when the same."""
+        a, b = (sha[:8] if sha else "—" for sha in (self.a_sha256, self.b_sha256))
+        return a if a == b else f"{a} → {b}"
 
     def label(self) -> str:
         """The key's run label (:func:`aiot.host.store.identity.label`)."""
         return identity.label(self.key)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "marker": self.marker, "label": self.label()}
+        return {**asdict(self), "marker": self.marker, "label": self.label(),
+                "other_artifact": self.other_artifact}
 
 
 def _change(a: float | None, b: float | None, metric: str) -> float | None:
@@ -352,10 +293,22 @@ def _ok_row(row: Row, a: RunRecord, b: RunRecord, checks: list[Check]) -> None:
             row.failures.append(failure)
 
 
+def _invalid_failure(side: str, record: RunRecord) -> str:
+    """``B INVALID: device busy, CV above limit``: a gate failure of ``fail_on_invalid``."""
+    reasons = ((record.result or {}).get("validity") or {}).get("reasons") or []
+    names = ", ".join(dict.fromkeys(str(r).partition(":")[0] for r in reasons))
+    return f"{side} INVALID" + (f": {names}" if names else "")
+
+
 def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
-                 allow_other_artifacts: bool = False, fields: tuple[str, ...] = KEY_FIELDS) -> Row:
-    """The verdict on two runs of the same key (or of the same key on two devices)."""
-    row = Row(dict(zip(fields, run_key(a, fields), strict=True)), "unchanged", a.id, b.id)
+                 fields: tuple[str, ...] = KEY_FIELDS, fail_on_invalid: bool = False) -> Row:
+    """The verdict on two runs of the same key (or of the same key on two devices).
+
+    Args:
+        fail_on_invalid: a judged pair with an INVALID run (either side) fails the gate.
+    """
+    row = Row(dict(zip(fields, run_key(a, fields), strict=True)), "unchanged", a.id, b.id,
+              a_sha256=a.artifact_sha256, b_sha256=b.artifact_sha256)
     row.invalid = [side for side, r in (("A", a), ("B", b)) if r.validity == "INVALID"]
     hardware = _differences(a, b, [("device", fact) for fact in HARDWARE])
     host_a, host_b = identity.host_of(a), identity.host_of(b)
@@ -375,17 +328,15 @@ def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
         row.reason = (b if not b_ok else a).reason
         if row.status == "newly failing":
             row.failures.append(f"newly {b.status}: {b.reason or 'no reason recorded'}")
-        return row
-    for metric in METRICS:  # shown for not comparable artifacts too, as asv does
-        va, vb, _ = _pair_values(a, b, metric)
-        row.metrics[metric] = {"a": va, "b": vb, "change": _change(va, vb, metric)}
-    row.stat = _pair_values(a, b, "median")[2]
-    sha_a, sha_b = a.artifact_sha256, b.artifact_sha256
-    if sha_a and sha_b and sha_a != sha_b and not allow_other_artifacts:
-        row.status = "not comparable"
-        row.reason = f"artifact sha256 {sha_a[:8]} vs {sha_b[:8]} (other weights or converter)"
-        return row
-    _ok_row(row, a, b, checks)
+    else:  # another artifact included: a changed model is what the gate guards
+        for metric in METRICS:
+            va, vb, _ = _pair_values(a, b, metric)
+            row.metrics[metric] = {"a": va, "b": vb, "change": _change(va, vb, metric)}
+        row.stat = _pair_values(a, b, "median")[2]
+        _ok_row(row, a, b, checks)
+    if fail_on_invalid:
+        row.failures += [_invalid_failure(side, record) for side, record in (("A", a), ("B", b))
+                         if side in row.invalid]
     return row
 
 
@@ -435,11 +386,13 @@ class Comparison:
     checks: list[Check]
     rows: list[Row]
     warnings: list[str]
-    allow_missing: bool = False  # B may cover part of A: missing runs do not fail the gate
+    allow_missing: bool = False  # B deliberately covers part of A: runs it lacks do not fail
+    fail_on_invalid: bool = False  # pairs judged on an INVALID run failed (see compare())
+    gated: bool = True  # False: a view (``--by`` without ``--fail-on``): B is never incomplete
 
     @property
     def failing(self) -> list[Row]:
-        """The rows that fail the gate."""
+        """The rows that fail the gate (whatever is allowed: a failing row fails it)."""
         return [r for r in self.rows if r.failures]
 
     @property
@@ -448,34 +401,85 @@ class Comparison:
         return [r for r in self.rows if r.status == "only in A"]
 
     @property
+    def not_comparable(self) -> list[Row]:
+        """A's runs whose only counterpart in B ran on another machine."""
+        return [r for r in self.rows if r.status == "not comparable"]
+
+    @property
     def compared(self) -> int:
         """How many pairs were compared (both sides present and comparable)."""
-        return sum(1 for r in self.rows if r.a_id and r.b_id and r.status != "not comparable")
+        return sum(1 for r in self.rows if r.compared)
+
+    @property
+    def invalid(self) -> list[Row]:
+        """The compared pairs judged on an INVALID run (either side)."""
+        return [r for r in self.rows if r.compared and r.invalid]
+
+    @property
+    def other_artifacts(self) -> list[Row]:
+        """The compared pairs whose artifacts differ (the model changed: what the gate guards)."""
+        return [r for r in self.rows if r.compared and r.other_artifact]
 
     @property
     def incomplete(self) -> str | None:
-        """Why B cannot stand in for A (runs of A missing, nothing compared), or None."""
-        if self.allow_missing:
+        """Why B cannot stand in for A, or None: nothing compared, a run of A with only a not
+        comparable run in B (neither excused by ``allow_missing``), runs of A missing."""
+        if not self.gated:
             return None
+        unlike = self.not_comparable
+        why = f" ({unlike[0].reason})" if unlike else ""
         if self.rows and not self.compared:
+            if unlike:
+                return f"nothing was compared: {len(unlike)} pair(s) not comparable{why}"
             return "nothing was compared: no run of B measures what a run of A measured"
-        if self.missing:
+        if unlike:
+            return f"{len(unlike)} run(s) of A have only a not comparable run in B{why}"
+        if self.missing and not self.allow_missing:
             return f"{len(self.missing)} run(s) of A missing from B"
         return None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failing and not self.incomplete
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.rows))
 
+    def verdict(self) -> tuple[str, str]:
+        """The verdict as (head, rest): ``("gate failed (median:20%)", "1 run(s) failed; 1
+        pair(s) compared (1 of another artifact), 0 judged on INVALID runs")``."""
+        checks = ", ".join(str(c) for c in self.checks) or "no thresholds"
+        head = f"gate {'passed' if self.passed else 'failed'} ({checks})"
+        if self.failing:
+            what = f"{len(self.failing)} run(s) failed"
+        elif self.incomplete:
+            what = f"B is incomplete, {self.incomplete}"
+        else:
+            what = ", ".join(f"{n} {status}" for status, n in sorted(self.counts().items()))
+        other = len(self.other_artifacts)
+        strict = self.fail_on_invalid and self.invalid
+        tally = (f"{self.compared} pair(s) compared"
+                 + (f" ({other} of another artifact)" if other else "")
+                 + f", {len(self.invalid)} judged on INVALID runs"
+                 + (", each failing the gate (fail-on-invalid)" if strict else ""))
+        return head, f"{what}; {tally}"
+
     def to_dict(self) -> dict:
-        return {"checks": [str(c) for c in self.checks],
-                "passed": not self.failing and not self.incomplete,
+        head, rest = self.verdict()
+        return {"checks": [str(c) for c in self.checks], "passed": self.passed,
+                "verdict": f"{head}: {rest}",
                 "failing": [r.label() for r in self.failing], "incomplete": self.incomplete,
-                "missing": [r.label() for r in self.missing], "counts": self.counts(),
-                "warnings": self.warnings, "rows": [r.to_dict() for r in self.rows]}
+                "missing": [r.label() for r in self.missing],
+                "not_comparable": [r.label() for r in self.not_comparable],
+                "compared": self.compared, "invalid": [r.label() for r in self.invalid],
+                "other_artifacts": [r.label() for r in self.other_artifacts],
+                "allow_missing": self.allow_missing, "fail_on_invalid": self.fail_on_invalid,
+                "counts": self.counts(), "warnings": self.warnings,
+                "rows": [r.to_dict() for r in self.rows]}
 
 
-def _warnings(rows: list[Row]) -> list[str]:
-    compared = [r for r in rows if r.a_id and r.b_id and r.status != "not comparable"]
+def _warnings(rows: list[Row], fail_on_invalid: bool = False) -> list[str]:
+    compared = [r for r in rows if r.compared]
     fields = Counter(d.split(" ")[0] for r in compared for d in r.environment)
     warnings = [] if compared else ["no run of A matches a run of B: nothing was compared"]
     if fields:
@@ -483,37 +487,39 @@ def _warnings(rows: list[Row]) -> list[str]:
         warnings.append(f"environments differ: {names}")
     invalid = sum(1 for r in compared if r.invalid)
     if invalid:
-        warnings.append(f"{invalid} compared pair(s) include an INVALID run "
-                        "(see: aiot results show ID)")
+        verdict = "they fail the gate" if fail_on_invalid else "--fail-on-invalid fails them"
+        warnings.append(f"{invalid} compared pair(s) were judged on an INVALID run "
+                        f"(why: aiot results show ID; {verdict})")
     return warnings
 
 
-def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check],
-            allow_other_artifacts: bool = False, fields: tuple[str, ...] = KEY_FIELDS) -> Comparison:
+def compare(a: list[RunRecord], b: list[RunRecord], checks: list[Check], *,
+            fields: tuple[str, ...] = KEY_FIELDS, fail_on_invalid: bool = False) -> Comparison:
     """Match A's runs with B's and judge every pair against ``checks``.
 
     Args:
         a: the baseline's latency records.
         b: the candidate's latency records.
         checks: the gate's thresholds (newly failing runs fail it whatever they are).
-        allow_other_artifacts: compare ok runs whose artifact hashes differ.
         fields: what two runs must share to be paired (:data:`KEY_FIELDS`, less the field a
             :func:`compare_by` splits on).
+        fail_on_invalid: a compared pair with an INVALID run fails the gate.
     """
     ra, rb = representatives(a, fields), representatives(b, fields)
-    rows = [compare_pair(ra[k], rb[k], checks, allow_other_artifacts, fields) for k in ra if k in rb]
+    rows = [compare_pair(ra[k], rb[k], checks, fields, fail_on_invalid) for k in ra if k in rb]
     only_a = {k: r for k, r in ra.items() if k not in rb}
     only_b = {k: r for k, r in rb.items() if k not in ra}
     for ia, ib in _cross_device(only_a, only_b, fields):
-        rows.append(compare_pair(ia, ib, checks, allow_other_artifacts, fields))
+        rows.append(compare_pair(ia, ib, checks, fields, fail_on_invalid))
         only_a.pop(run_key(ia, fields))
         only_b.pop(run_key(ib, fields))
-    rows += [Row(dict(zip(fields, k, strict=True)), "only in A", a_id=r.id)
-             for k, r in only_a.items()]
-    rows += [Row(dict(zip(fields, k, strict=True)), "only in B", b_id=r.id)
-             for k, r in only_b.items()]
+    rows += [Row(dict(zip(fields, k, strict=True)), "only in A", a_id=r.id,
+                 a_sha256=r.artifact_sha256) for k, r in only_a.items()]
+    rows += [Row(dict(zip(fields, k, strict=True)), "only in B", b_id=r.id,
+                 b_sha256=r.artifact_sha256) for k, r in only_b.items()]
     rows.sort(key=_order)
-    return Comparison(checks, rows, _warnings(rows))
+    return Comparison(checks, rows, _warnings(rows, fail_on_invalid),
+                      fail_on_invalid=fail_on_invalid)
 
 
 def by_value(record: RunRecord, by: str) -> str:
@@ -523,7 +529,7 @@ def by_value(record: RunRecord, by: str) -> str:
 
 
 def compare_by(records: list[RunRecord], by: str, checks: list[Check],
-               allow_other_artifacts: bool = False) -> Comparison:
+               fail_on_invalid: bool = False) -> Comparison:
     """One set's runs split on ``by`` and compared: A its baseline value's runs (``via``:
     shell), B the other's (app), paired on every other key field. E.g. the shell-vs-app
     delta per model, format and thread count of a ``sweep --via app,shell``.
@@ -537,51 +543,4 @@ def compare_by(records: list[RunRecord], by: str, checks: list[Check],
     fields = tuple(f for f in KEY_FIELDS if f != field)
     a = [r for r in records if by_value(r, by) == base]
     b = [r for r in records if by_value(r, by) == other]
-    return compare(a, b, checks, allow_other_artifacts, fields)
-
-
-# -- leaderboards ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Standing:
-    """One place of the latency leaderboard: the best run of its key."""
-
-    rank: int
-    record_id: str
-    device: str | None
-    model: str | None
-    binarize: str | None
-    format: str | None
-    threads: int | None
-    native: str | None
-    stat: str  # median, or mean for a native tool that prints a mean only
-    latency_ms: float
-    p90_ms: float | None
-    size_bytes: int | None
-    variant: str = ""  # how it ran: tflite[quant=int8]+nnapi (benchmark_model) @big via app
-    label: str = ""  # the run's one label (aiot.host.store.identity.label)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def latency_board(records: list[RunRecord]) -> list[Standing]:
-    """The fastest ok VALID run per key (:func:`aiot.host.store.identity.key`), fastest first.
-
-    A key is the configuration every view groups by: an int8 run, a ``--via app`` run and a
-    native tool's run of the same model are places of their own, never hidden behind a
-    faster configuration's.
-    """
-    best: dict[tuple, tuple[float, str, RunRecord]] = {}
-    for r in records:
-        latency = identity.latency(r) if r.kind == "latency" else None
-        if latency is None or r.validity != "VALID":
-            continue
-        key = identity.key(r)
-        if key not in best or latency.ms < best[key][0]:
-            best[key] = (latency.ms, latency.stat, r)
-    ranked = sorted(best.values(), key=lambda item: item[0])
-    return [Standing(rank, r.id, r.device, r.model, (r.spec or {}).get("binarize"), r.format,
-                     r.threads, (r.spec or {}).get("native"), stat, ms, r.p90_ms, r.size_bytes,
-                     identity.variant(r), identity.label(r))
-            for rank, (ms, stat, r) in enumerate(ranked, start=1)]
+    return compare(a, b, checks, fields=fields, fail_on_invalid=fail_on_invalid)

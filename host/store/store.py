@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from aiot.core.diskfull import DISK_ERRNOS, disk_errno, free_bytes, read_only_mount, store_errno
 from aiot.core.errors import StoreError
-from aiot.host.store import busy, creating, facts, identity, integrity, queries, unstored
+from aiot.host.store import busy, creating, facts, identity, integrity, queries, readable, unstored
 from aiot.host.store.damage import FileWatch, StoreDamaged, damaged, is_damage, is_sqlite
 from aiot.host.store.schema import SCHEMA_VERSION, current_version
 from aiot.host.store.writer import is_gone, this_writer
@@ -104,12 +104,27 @@ def _row_to_record(row: sqlite3.Row) -> RunRecord:
     for name in BOOKKEEPING:
         data.pop(name, None)
     result_json = data.pop("result_json")
+    # A field of a type no reader reads (a damaged store, one written before imports were
+    # checked) is read as missing: every view shows "—" for it (see ``readable``).
     return RunRecord(
-        spec=json.loads(data.pop("spec_json")),
-        provenance=json.loads(data.pop("provenance_json")),
-        result=json.loads(result_json) if result_json else None,
+        spec=readable.repaired("spec", _part(data, "spec", data.pop("spec_json"))),
+        provenance=readable.repaired("provenance",
+                                     _part(data, "provenance", data.pop("provenance_json"))),
+        result=readable.repaired("result", _part(data, "result", result_json))
+        if result_json else None,
         **data,
     )
+
+
+def _part(data: dict, name: str, text):
+    """A record's JSON part decoded; one that does not parse (changed by something other than
+    aiot) is one line naming the record, never a traceback."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        raise StoreError(f"record {str(data.get('id'))[:8]} holds {name} JSON that does not "
+                         "parse (changed by something other than aiot)",
+                         "run aiot results check, which names every such record") from None
 
 
 class Store:
@@ -159,8 +174,9 @@ class Store:
         if version < SCHEMA_VERSION and self.readonly:
             raise StoreError(f"result store {self.path} has schema v{version} and this aiot "
                              f"reads v{SCHEMA_VERSION}: it must be migrated, which writes to it",
-                             "run a command that writes (aiot results recover --check, or any "
-                             "run) where the store's folder is writable")
+                             "open it once for writing where its folder is writable, which "
+                             "migrates it: aiot results prune --older-than 36500d --dry-run "
+                             "(changes nothing else), or any run")
         if version < SCHEMA_VERSION:
             with self._transaction() as conn:
                 creating.migrate(conn, self.path)
@@ -241,6 +257,12 @@ class Store:
         if self.readonly:
             raise facts.disagree_error(self.path, wrong)
         return self.rebuild_facts(wrong)
+
+    def unreadable(self, shown: int = 5) -> tuple[int, list[str]]:
+        """How many records hold a field of a type no reader reads (views show it as "—"),
+        and the first ``shown`` named (:func:`aiot.host.store.readable.unreadable`)."""
+        with self._errors():
+            return readable.unreadable(self._conn, shown)
 
     def rebuild_facts(self, why: str = "asked for") -> int:
         """Make every record's facts again from the records, in one transaction; returns how

@@ -52,7 +52,10 @@ def test_injected_ten_percent_slowdown_fails_the_gate(cli, baseline):
     slow = store_run(baseline, "cand", 22.0, threads=4)
     result = cli("results", "compare", "base", "cand", "--fail-on", "median:5%", code=1)
     assert "gate failed (median:5%): 1 run(s)" in result.stderr
-    assert f"tiny_cnn · onnx · 4t @ local (B {slow[:8]}): median +10.0% > 5%" in result.stderr
+    assert (f"tiny_cnn · onnx · 4t @ local (B {slow[:8]}, artifact abababab): median +10.0% > 5%"
+            in result.stderr)
+    assert result.stderr.splitlines()[-1] == ("gate failed (median:5%): 1 run(s) failed; 2 pair(s) "
+                                              "compared, 0 judged on INVALID runs")
     assert "slower" in result.stdout and "+10.0%" in result.stdout
     cli("results", "compare", "base", "cand", code=1)  # median:5% is the default gate
     cli("results", "compare", "base", "cand", "--fail-on", "median:15%")
@@ -80,14 +83,42 @@ def test_export_file_as_baseline(cli, baseline, tmp_path):
     assert rows[4]["status"] == "unchanged"
 
 
-def test_other_artifact_is_not_comparable(cli, results):
+def test_another_artifact_is_compared_and_shows_both_shas(cli, results):
+    """The user's model changed (another sha256): that is what the gate is for."""
     store_run(results, "base", 10.0)
-    store_run(results, "cand", 12.0, sha="cd" * 32)
-    result = cli("results", "compare", "base", "cand", code=3)  # nothing compared: no pass
-    assert "not comparable" in result.stdout
-    assert "artifact sha256 abababab vs cdcdcdcd" in result.stdout
-    assert "B is incomplete, nothing was compared" in result.stderr
-    cli("results", "compare", "base", "cand", "--other-artifacts", code=1)
+    slow = store_run(results, "cand", 12.0, sha="cd" * 32)
+    result = cli("results", "compare", "base", "cand", code=1)
+    assert "│ + │ slower" in result.stdout and "│ x │" not in result.stdout
+    assert "abababab" in result.stdout and "cdcdcdcd" in result.stdout
+    assert "another artifact" in result.stdout
+    assert (f"tiny_cnn · onnx · 1t @ local (B {slow[:8]}, artifact abababab → cdcdcdcd): "
+            "median +20.0% > 5%") in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "gate failed (median:5%): 1 run(s) failed; 1 pair(s) compared (1 of another artifact), "
+        "0 judged on INVALID runs")
+    data = json.loads(cli("results", "compare", "base", "cand", "--json", code=1).stdout)
+    [row] = data["rows"]
+    assert (row["a_sha256"], row["b_sha256"], row["other_artifact"]) == (SHA, "cd" * 32, True)
+    assert data["other_artifacts"] == [row["label"]] and data["compared"] == 1
+    # The flag that once compared them is accepted, does nothing, and fails nothing less.
+    for flags in (["--other-artifacts"], ["--allow-missing"],
+                  ["--other-artifacts", "--allow-missing"]):
+        again = cli("results", "compare", "base", "cand", *flags, code=1)
+        assert "gate failed" in again.stderr.splitlines()[-1]
+
+
+def test_another_host_is_not_comparable_and_no_flag_passes_it(cli, results, monkeypatch):
+    from aiot.host.store import identity
+
+    monkeypatch.setenv(identity.HOST_ENV, "ci-a")
+    store_run(results, "base", 10.0)
+    monkeypatch.setenv(identity.HOST_ENV, "ci-b")
+    store_run(results, "cand", 10.0)
+    for flags in ([], ["--allow-missing"], ["--other-artifacts"]):
+        result = cli("results", "compare", "base", "cand", *flags, code=3)
+        assert "host ci-a vs ci-b (another machine)" in result.stdout
+        assert "B is incomplete, nothing was compared: 1 pair(s) not comparable" in result.stderr
+        assert "AIOT_HOST_ID" in result.stderr and "--allow-missing" not in result.stderr
 
 
 def test_newly_failing_fails_and_environment_differences_warn(cli, results):
@@ -180,3 +211,44 @@ def test_compare_table_says_why_a_side_is_invalid_and_which_device_is_emulated(c
                        "emulated device: the timings are this host's, not the device's"]}})
     out = cli("results", "compare", "base", "cand").stdout
     assert "B INVALID: emulated device" in out and "@ local (emulated)" in out
+    verdict = cli("results", "compare", "base", "cand").stderr.splitlines()[-1]
+    assert verdict.endswith("1 pair(s) compared, 1 judged on INVALID runs")
+    strict = cli("results", "compare", "base", "cand", "--fail-on-invalid", code=1)
+    assert "B INVALID: emulated device" in strict.stderr
+    assert json.loads(cli("results", "compare", "base", "cand", "--json").stdout)["invalid"] == [
+        "tiny_cnn · onnx · 1t @ local"]
+
+
+def test_junit_and_markdown_reports(cli, baseline, tmp_path, monkeypatch):
+    """One test case per configuration; the job summary appended to, never replaced."""
+    import xml.etree.ElementTree as ET
+
+    store_run(baseline, "cand", 12.0)  # 1t: +20%, fails; 4t: only in A
+    store_run(baseline, "cand", 10.0, model="new\x1bnet")  # only in B, a control character
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit = tmp_path / "out" / "gate.xml"
+    junit.parent.mkdir()
+    result = cli("results", "compare", "base", "cand", "--junit", str(junit), "--markdown",
+                 str(summary), code=1)
+    assert f"wrote the JUnit report to {junit}" in result.stderr
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "3", "failures": "1", "errors": "1", "skipped": "1"}
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["tiny_cnn · onnx · 1t @ local"].find("failure").get("message") == (
+        "median +20.0% > 5%")
+    assert cases["tiny_cnn · onnx · 4t @ local"].find("error").get("type") == "missing"
+    assert cases["new?net · onnx · 1t @ local"].find("skipped") is not None
+    assert cases["tiny_cnn · onnx · 1t @ local"].get("classname") == "tiny_cnn.onnx"
+    text = summary.read_text()  # --markdown named the job summary itself: appended once
+    assert text.startswith("earlier step\n### aiot results compare: gate failed (median:5%)")
+    assert text.count("### aiot results compare") == 1 and "| `<` | only in A |" in text
+    assert "new?net" in text and "\x1b" not in text
+    store = Path(os.environ["AIOT_RESULTS_DIR"]) / "aiot.sqlite"
+    refused = cli("results", "compare", "base", "cand", "--junit", str(store), code=2)
+    assert "is aiot's result store" in refused.stderr
+    same = cli("results", "compare", "base", "cand", "--junit", str(junit), "--markdown",
+               str(junit), code=2)
+    assert "--junit and --markdown name the same file" in same.stderr

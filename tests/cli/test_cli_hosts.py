@@ -78,3 +78,17 @@ def test_a_v6_store_is_migrated_its_facts_keyed_by_host(cli, tmp_path, monkeypat
         assert facts.disagreement(store._conn) is None
         [record] = store.query(host="lab-a")
     assert identity.key(record).configuration.host == "lab-a"
+
+
+def test_compare_by_host_compares_one_hosts_runs_of_each_set(cli, two_hosts):
+    a, b_records = two_hosts
+    both = a.parent / "both.json"
+    cli("--results-dir", str(a), *SWEEP)
+    cli("--results-dir", str(a), "results", "export", "-o", str(both))
+    compared = cli("--results-dir", str(a), "results", "compare", str(both), str(both),
+                   "--host", "lab-b", "--json")
+    data = json.loads(compared.stdout)
+    assert data["passed"] and [r["b_id"] for r in data["rows"]] == [b_records[0]["id"]]
+    missing = cli("--results-dir", str(a), "results", "compare", str(both), str(both),
+                  "--host", "lab-c", code=2)
+    assert "has no runs of host lab-c" in missing.stderr and "lab-a, lab-b" in missing.stderr

@@ -149,15 +149,47 @@ def test_status_transitions(a_status, b_status, status, fails):
         assert row.failures == [f"newly {b_status}: bang"]
 
 
-def test_other_artifact_is_not_comparable_unless_allowed():
+def test_another_artifact_is_the_comparison():
+    """The user's model changed (another sha256): compared and judged, both shas on the row."""
     a, b = rec(10.0), rec(12.0, sha="cd" * 32)
     row, result = one_row(a, b)
-    assert (row.status, row.marker) == ("not comparable", "x")
-    assert "artifact sha256 abababab" in row.reason
-    assert not result.failing  # the row fails nothing, but nothing was compared either:
-    assert result.incomplete.startswith("nothing was compared") and not result.to_dict()["passed"]
-    row, _ = one_row(a, b, allow_other_artifacts=True)
-    assert row.status == "slower" and row.failures
+    assert (row.status, row.marker, row.failures) == ("slower", "+", ["median +20.0% > 5%"])
+    assert (row.a_sha256, row.b_sha256, row.other_artifact) == (SHA, "cd" * 32, True)
+    assert row.artifacts() == "abababab → cdcdcdcd"
+    assert result.other_artifacts == [row] and not result.passed
+    data = result.to_dict()
+    assert data["other_artifacts"] == [row.label()] and data["rows"][0]["other_artifact"]
+    assert data["verdict"] == ("gate failed (median:5%): 1 run(s) failed; 1 pair(s) compared "
+                               "(1 of another artifact), 0 judged on INVALID runs")
+    same, _ = one_row(a, rec(10.0))
+    assert not same.other_artifact and same.artifacts() == "abababab"
+
+
+def test_not_comparable_pairs_make_b_incomplete_whatever_is_allowed():
+    a, other_cpu = rec(10.0), rec(10.0, facts={"cpu_model": "Cortex-A76", "cores": 4})
+    result = compare([a], [other_cpu], [parse_check("median:5%")])
+    result.allow_missing = True  # B covering part of A is no excuse for another machine
+    assert result.incomplete == ("nothing was compared: 1 pair(s) not comparable "
+                                 "(device.cpu_model Cortex-A72 vs Cortex-A76)")
+    both = compare([a, rec(threads=4)], [rec(10.0), rec(threads=4, facts={"cores": 8})], [])
+    both.allow_missing = True
+    assert both.incomplete.startswith("1 run(s) of A have only a not comparable run in B")
+    missing = compare([a, rec(threads=4)], [rec(10.0)], [])
+    assert missing.incomplete == "1 run(s) of A missing from B"
+    missing.allow_missing = True
+    assert missing.incomplete is None and missing.passed
+
+
+def test_fail_on_invalid_fails_pairs_judged_on_invalid_runs():
+    b = rec(10.0, validity="INVALID")
+    b.result["validity"] = {"reasons": ["device busy: load 3.1", "CV above limit: 12 %"]}
+    result = compare([rec(10.0)], [b], [parse_check("median:5%")])
+    assert result.passed and len(result.invalid) == 1
+    assert result.verdict()[1].endswith("1 pair(s) compared, 1 judged on INVALID runs")
+    strict = compare([rec(10.0)], [b], [parse_check("median:5%")], fail_on_invalid=True)
+    [row] = strict.failing
+    assert row.failures == ["B INVALID: device busy, CV above limit"] and not strict.passed
+    assert strict.to_dict()["invalid"] == [row.label()]
 
 
 def test_other_hardware_is_not_comparable_other_software_is_warned_about():

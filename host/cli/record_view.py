@@ -18,16 +18,19 @@ from typing import TYPE_CHECKING
 from aiot.core.untrusted import csv_cell
 from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import limits_text, verdict_text
-from aiot.host.store.identity import shape_label
+from aiot.host.store.identity import host_name_of, shape_label
 from aiot.host.transports.probe import emulated
 
 if TYPE_CHECKING:  # annotations only: the store stays out of `aiot --help`'s imports
     from aiot.host.store.store import RunRecord
 
-#: The record's own columns, first and in this order (older exports had exactly these).
+#: The record's own columns, first and in this order (older exports had exactly these, less
+#: ``host``: the host that drove the run, :func:`aiot.host.store.identity.host_name_of`).
+#: With :data:`CSV_EXTRA` and the two JSON blobs, the export's columns whatever its rows hold
+#: (:data:`CSV_COLUMNS`): a column with one value in every row, or with none, stays.
 FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "finished_at", "device",
-                "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms", "p90_ms",
-                "load_ms", "accuracy")
+                "host", "model", "format", "threads", "artifact_sha256", "size_bytes", "median_ms",
+                "p90_ms", "load_ms", "accuracy")
 
 #: What a CSV row adds: statistics, what ran where, and what makes two runs of a model differ.
 CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_shape",
@@ -35,6 +38,9 @@ CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_s
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
              "emulated", "validity", "validity_reasons", "validity_limits", "parity", "quant", "binarize",
              "cluster", "weights")
+
+#: ``results export --format csv``'s header: every file has exactly these columns.
+CSV_COLUMNS = (*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance")
 
 
 def input_shape(record: RunRecord) -> str | None:
@@ -83,11 +89,11 @@ def to_csv(records) -> str:
 def csv_chunks(records: Iterable) -> Iterator[str]:
     """:func:`to_csv`'s text a row at a time (a whole store is never in memory)."""
     buf = io.StringIO()
-    fields = [*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance"]
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        row = {k: getattr(r, k) for k in FLAT_COLUMNS}
+        row = {k: getattr(r, k, None) for k in FLAT_COLUMNS}
+        row["host"] = host_name_of(r)  # the store's column, not the record's: its provenance's
         row.update(csv_extras(r))
         row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
         row["provenance"] = json.dumps(r.provenance, sort_keys=True)

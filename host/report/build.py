@@ -41,6 +41,7 @@ class Run:
     threads: int | None
     status: str
     created_at: str
+    host: str | None = None  # the host that drove it, as views name it (identity.host_name_of)
     sweep_id: str | None = None
     reason: str | None = None
     validity: str | None = None
@@ -184,7 +185,8 @@ def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
     return Run(
         id=record.id, device=record.device or "—", model=record.model or "—",
         format=record.format or "—", threads=record.threads, status=record.status,
-        created_at=record.created_at, sweep_id=record.sweep_id, reason=record.reason,
+        created_at=record.created_at, host=identity.host_name_of(record),
+        sweep_id=record.sweep_id, reason=record.reason,
         validity=record.validity, invalid_reasons=tuple(validity.get("reasons") or ()),
         median_ms=record.median_ms, p90_ms=record.p90_ms,
         mean_ms=(result.get("stats_ms") or {}).get("mean"), load_ms=record.load_ms,
@@ -202,7 +204,8 @@ def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
 
 def _training(record) -> dict:
     spec, result = record.spec or {}, record.result or {}
-    return {"model": record.model, "binarize": spec.get("binarize"), "dataset": spec.get("dataset"),
+    return {"model": record.model, "host": identity.host_name_of(record),
+            "binarize": spec.get("binarize"), "dataset": spec.get("dataset"),
             "epochs": result.get("epochs_run", spec.get("epochs")), "accuracy": record.accuracy,
             "seconds": result.get("seconds"), "status": record.status, "reason": record.reason,
             "created_at": record.created_at, "id": record.id}
@@ -291,8 +294,10 @@ def leaderboard(records) -> Leaderboard:
     rows = [{**s.to_dict(), "not_run": len(s.not_run),
              "not_run_why": "; ".join(f"{n.implementation}/{n.model}: {n.reason}" for n in s.not_run)}
             for s in scores]
-    return Leaderboard(rows=sorted(rows, key=lambda d: -d["vips"]),
-                       tests=[t.to_dict() for t in selection.tests], notes=list(selection.notes))
+    hosts = {r.id: identity.host_name_of(r) for r in records}  # a test's source record's
+    tests = [{**t.to_dict(), "host": hosts.get(t.source)} for t in selection.tests]
+    return Leaderboard(rows=sorted(rows, key=lambda d: -d["vips"]), tests=tests,
+                       notes=list(selection.notes))
 
 
 def collect(store, sweep: str | None = None, host: str | None = None) -> list:
@@ -349,7 +354,8 @@ def _verdict_notes(run: Run) -> str | None:
 
 
 def _run_row(run: Run) -> dict:
-    return {"device": run.device, "model": run.model_label, "variant": run.variant,
+    return {"device": run.device, "host": run.host, "model": run.model_label,
+            "variant": run.variant,
             "input_shape": run.input_shape, "input_values": run.input_values,
             "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
             "mean_ms": run.mean_ms, "load_ms": run.load_ms, "accuracy": run.accuracy,
@@ -358,8 +364,11 @@ def _run_row(run: Run) -> dict:
             "sweep_id": run.sweep_id, "id": run.id}
 
 
-_RUN_COLUMNS = (
-    Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+#: ``runs.csv``'s and ``flagged.csv``'s columns (each CSV file's columns are a constant like
+#: this, the one place that names them: :data:`aiot.host.report.html.CSV_COLUMNS`).
+RUN_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("variant", "format"),
     Column("input_shape", "input shape"), Column("input_values", "input values"),
     Column("threads", "threads", "int"), Column("median_ms", "median ms", "ms"),
     Column("p90_ms", "p90 ms", "ms"), Column("mean_ms", "mean ms", "ms"),
@@ -371,69 +380,73 @@ _RUN_COLUMNS = (
 
 
 def runs_table(runs: list[Run], key: str = "runs", title: str = "Every latency run") -> Table:
-    return Table(key, title, _RUN_COLUMNS, tuple(_run_row(r) for r in runs))
+    return Table(key, title, RUN_COLUMNS, tuple(_run_row(r) for r in runs), fold=("host",))
+
+
+#: ``bnn_pairs.csv``'s columns.
+PAIRS_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("threads", "threads", "int"), Column("algorithm", "algorithm"),
+    Column("format", "format"), Column("stat", "statistic"),
+    Column("fp_ms", "FP32 ms", "ms"), Column("bin_ms", "binarized ms", "ms"),
+    Column("speedup", "speedup", "ratio"), Column("fp_bytes", "FP32 size", "bytes"),
+    Column("bin_bytes", "binarized size", "bytes"),
+    Column("compression", "compression", "ratio"), Column("validity", "validity"))
 
 
 def _pairs_table(report: Report) -> Table:
     invalid = report.tally.invalid_ids()
-    rows = tuple({**p.to_dict(), "model": p.model,
+    tally = report.tally
+    # A pair's two runs share their configuration, so their host (identity.key holds it).
+    hosts = {run.id: run.host for run in (*tally.rows.runs(),
+                                          *(run for run, _ in tally.plotted.values()))}
+    rows = tuple({**p.to_dict(), "model": p.model, "host": hosts.get(p.bin_id),
                   "validity": INVALID if {p.fp_id, p.bin_id} & invalid else None}
                  for p in report.matching.pairs)
-    cols = (Column("device", "device"), Column("model", "model"), Column("threads", "threads", "int"),
-            Column("algorithm", "algorithm"), Column("format", "format"), Column("stat", "statistic"),
-            Column("fp_ms", "FP32 ms", "ms"), Column("bin_ms", "binarized ms", "ms"),
-            Column("speedup", "speedup", "ratio"), Column("fp_bytes", "FP32 size", "bytes"),
-            Column("bin_bytes", "binarized size", "bytes"),
-            Column("compression", "compression", "ratio"), Column("validity", "validity"))
-    return Table("bnn_pairs", "Binarized runs and their FP32 baselines", cols, rows)
+    return Table("bnn_pairs", "Binarized runs and their FP32 baselines", PAIRS_COLUMNS, rows,
+                 fold=("host",))
+
+
+#: ``om_infer.csv``'s columns.
+OM_INFER_COLUMNS = (
+    Column("algorithm", "algorithm"), Column("format", "format"), Column("pairs", "pairs", "int"),
+    Column("speedup", "mean speedup", "ratio"), Column("compression", "mean compression", "ratio"),
+    Column("om_infer", "OM_infer", "score"), Column("devices", "devices"))
 
 
 def _om_table(report: Report) -> Table:
     rows = tuple({**s.to_dict(), "devices": ", ".join(s.devices)} for s in report.om_scores)
-    cols = (Column("algorithm", "algorithm"), Column("format", "format"), Column("pairs", "pairs", "int"),
-            Column("speedup", "mean speedup", "ratio"),
-            Column("compression", "mean compression", "ratio"),
-            Column("om_infer", "OM_infer", "score"), Column("devices", "devices"))
-    return Table("om_infer", "OM_infer = sqrt((E²(T_fp/T_bin) + E²(S_fp/S_bin)) / 2)", cols, rows)
+    return Table("om_infer", "OM_infer = sqrt((E²(T_fp/T_bin) + E²(S_fp/S_bin)) / 2)",
+                 OM_INFER_COLUMNS, rows)
 
 
-def _generic_table(key: str, title: str, rows: list[dict]) -> Table:
-    """Columns from the rows' own keys (first-seen order); numbers formatted as scores."""
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    kinds = {k: "score" if any(isinstance(r.get(k), float) for r in rows) else "text" for k in keys}
-    flat = tuple({k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
-                  for k, v in row.items()} for row in rows)
-    return Table(key, title, tuple(Column(k, k.replace("_", " "), kinds[k]) for k in keys), flat)
-
-
-def _other_rows(records) -> list[dict]:
-    """Common columns plus the result's scalar entries (the kind's own metrics)."""
-    rows = []
-    for r in records:
-        scalars = {k: v for k, v in (r.result or {}).items()
-                   if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
-        rows.append({"device": r.device, "model": r.model, "format": r.format, "status": r.status,
-                     "accuracy": r.accuracy, **scalars, "validity": r.validity, "id": r.id})
-    return rows
+#: ``devices.csv``'s columns: the newest facts each device name reported.
+DEVICES_COLUMNS = tuple(Column(k, k) for k in (
+    "device", "hardware", "cpu", "soc", "cores", "abi", "os", "kernel", "transport", "emulated"))
+#: ``versions.csv``'s columns.
+VERSIONS_COLUMNS = (Column("what", "what"), Column("values", "seen"))
 
 
 def _provenance_tables(report: Report) -> tuple[Table, ...]:
     p = report.provenance
-    devices = Table("devices", "Devices", tuple(Column(k, k) for k in (
-        "device", "hardware", "cpu", "soc", "cores", "abi", "os", "kernel", "transport",
-        "emulated")), tuple(p.devices))
-    versions = Table("versions", "Versions", (Column("what", "what"), Column("values", "seen")),
-                     tuple(p.versions))
+    devices = Table("devices", "Devices", DEVICES_COLUMNS, tuple(p.devices))
+    versions = Table("versions", "Versions", VERSIONS_COLUMNS, tuple(p.versions))
     return (devices, versions) if p.devices else (versions,)
 
 
+#: ``training.csv``'s columns (``host``: the host that trained, where a latency table has
+#: the device).
+TRAINING_COLUMNS = (
+    Column("model", "model"), Column("host", "host"), Column("binarize", "binarized"),
+    Column("dataset", "dataset"), Column("epochs", "epochs", "int"),
+    Column("accuracy", "test accuracy", "pct"), Column("seconds", "seconds", "score"),
+    Column("status", "status"), Column("reason", "reason"),
+    Column("created_at", "trained", "time"), Column("id", "record", "id"))
+
+
 def _training_table(report: Report) -> Table:
-    cols = (Column("model", "model"), Column("binarize", "binarized"), Column("dataset", "dataset"),
-            Column("epochs", "epochs", "int"), Column("accuracy", "test accuracy", "pct"),
-            Column("seconds", "seconds", "score"), Column("status", "status"),
-            Column("reason", "reason"), Column("created_at", "trained", "time"),
-            Column("id", "record", "id"))
-    return Table("training", "Training runs", cols, tuple(report.trainings))
+    return Table("training", "Training runs", TRAINING_COLUMNS, tuple(report.trainings),
+                 fold=("host",))
 
 
 def _bnn_section(report: Report) -> Section:
@@ -451,18 +464,25 @@ def _bnn_section(report: Report) -> Section:
                    (_pairs_table(report), _om_table(report)))
 
 
+#: ``leaderboard.csv``'s columns: one row per device (as the scorer sums its tests).
+LEADERBOARD_COLUMNS = (
+    Column("device", "device"), Column("tests", "tests", "int"), Column("vips", "VIPS", "score"),
+    Column("vops", "VOPS", "si"), Column("not_run", "not run", "int"),
+    Column("not_run_why", "not run: why"))
+#: ``vips_tests.csv``'s columns.
+VIPS_TESTS_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("implementation", "implementation"),
+    Column("model", "model"), Column("accuracy", "accuracy", "pct"),
+    Column("time_s", "time s", "score"), Column("stat", "statistic"),
+    Column("flops_m", "MFLOPs", "score"), Column("flops_source", "FLOPs from"),
+    Column("vips", "VIPS term", "score"), Column("vops", "VOPS term", "si"),
+    Column("source", "record", "id"))
+
+
 def _leaderboard_tables(board: Leaderboard) -> tuple[Table, ...]:
-    devices = Table("leaderboard", "VIPS/VOPS per device", (
-        Column("device", "device"), Column("tests", "tests", "int"), Column("vips", "VIPS", "score"),
-        Column("vops", "VOPS", "si"), Column("not_run", "not run", "int"),
-        Column("not_run_why", "not run: why")), tuple(board.rows))
-    tests = Table("vips_tests", "Tests summed", (
-        Column("device", "device"), Column("implementation", "implementation"),
-        Column("model", "model"), Column("accuracy", "accuracy", "pct"),
-        Column("time_s", "time s", "score"), Column("stat", "statistic"),
-        Column("flops_m", "MFLOPs", "score"), Column("flops_source", "FLOPs from"),
-        Column("vips", "VIPS term", "score"), Column("vops", "VOPS term", "si"),
-        Column("source", "record", "id")), tuple(board.tests))
+    devices = Table("leaderboard", "VIPS/VOPS per device", LEADERBOARD_COLUMNS, tuple(board.rows))
+    tests = Table("vips_tests", "Tests summed", VIPS_TESTS_COLUMNS, tuple(board.tests),
+                  fold=("host",))
     return devices, tests
 
 
@@ -498,13 +518,7 @@ def _sections(report: Report) -> list[Section]:
             _bnn_section(report), _leaderboard_section(report),
             summary.operators_section(report), measures.telemetry_section(tally),
         ]
-    sections += robust.sections(report.others)
-    for kind, records in sorted(report.others.items()):
-        if kind in robust.SUITES:
-            continue
-        sections.append(Section(f"kind-{kind}", f"Robustness: {kind}",
-                                f"Records of kind '{kind}' with their own metrics.",
-                                tables=(_generic_table(f"kind_{kind}", kind, _other_rows(records)),)))
+    sections += robust.sections(report.others) + robust.kind_sections(report.others)
     if report.trainings:
         sections.append(Section("training", "Training", "Models trained on the host.",
                                 tables=(_training_table(report),)))

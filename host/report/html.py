@@ -4,7 +4,9 @@ The HTML page is self-contained: CSS inline, no scripts, nothing fetched from an
 plots are PNG files beside it (``<img src="latency_threads.png">``) rather than data URIs,
 so the images can be reused on their own and the page stays small; copy the folder, not
 the page alone. Markdown (``report.md``) links the same PNGs. CSV writes one file per
-table with raw numbers (milliseconds, bytes, fractions), no plots.
+table with raw numbers (milliseconds, bytes, fractions), no plots, each with the fixed
+columns its module names (:data:`CSV_COLUMNS`): a column whose value is the same in every row
+(one device, one host) is folded on the page only, never dropped from a file.
 """
 
 from __future__ import annotations
@@ -17,10 +19,39 @@ from pathlib import Path
 from aiot.core.fileio import write_text_atomic
 from aiot.core.untrusted import csv_cell, visible
 from aiot.host.engine.validity import INVALID
+from aiot.host.report import build, measures, robust, scale, summary
+from aiot.host.report.page import keys
 from aiot.host.report.plots import render
 
 HTML_FILE, MD_FILE = "index.html", "report.md"
 FORMATS = ("html", "md", "csv")
+
+#: Each CSV file's header, by file (``<key>.csv``), from the module constant that owns its
+#: columns: the same whatever the rows hold. Besides these, a robustness suite's summary
+#: (``robust_<suite>_summary.csv``) has :data:`aiot.host.report.robust.SUMMARY_FILE_COLUMNS`
+#: and a record kind without a section of its own (``kind_<kind>.csv``)
+#: :data:`aiot.host.report.robust.GENERIC_FILE_COLUMNS` (see :func:`csv_header`); a suite's
+#: own tables (``robust_<suite>_<table>_<record>.csv``) have the columns the suite gives them.
+CSV_COLUMNS = {name: keys(columns) for name, columns in (
+    ("runs", build.RUN_COLUMNS), ("flagged", build.RUN_COLUMNS),
+    ("best", summary.BEST_COLUMNS), ("formats", summary.FORMATS_FILE_COLUMNS),
+    ("operators", summary.OPERATORS_COLUMNS), ("load_time", measures.LOAD_COLUMNS),
+    ("telemetry", measures.TELEMETRY_COLUMNS), ("bnn_pairs", build.PAIRS_COLUMNS),
+    ("om_infer", build.OM_INFER_COLUMNS), ("leaderboard", build.LEADERBOARD_COLUMNS),
+    ("vips_tests", build.VIPS_TESTS_COLUMNS), ("training", build.TRAINING_COLUMNS),
+    ("devices", build.DEVICES_COLUMNS), ("versions", build.VERSIONS_COLUMNS),
+    ("trends", scale.TRENDS_COLUMNS))}
+
+
+def csv_header(key: str) -> tuple[str, ...] | None:
+    """The header of ``<key>.csv`` (None for a suite's own table: the suite names those)."""
+    if key in CSV_COLUMNS:
+        return CSV_COLUMNS[key]
+    if key.startswith("kind_"):
+        return keys(robust.GENERIC_FILE_COLUMNS)
+    if key.startswith("robust_") and key.endswith("_summary"):
+        return keys(robust.SUMMARY_FILE_COLUMNS)
+    return None
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;
@@ -131,14 +162,15 @@ def escape(text: str) -> str:
 
 
 def _html_table(table) -> str:
-    head = "".join(f"<th>{escape(c.title)}</th>" for c in table.columns)
+    columns = table.shown()  # a constant column the intro names is folded (a file keeps it)
+    head = "".join(f"<th>{escape(c.title)}</th>" for c in columns)
     body = []
     for row in table.rows:
         cls = ("invalid" if row.get("validity") == INVALID
                else "failed" if row.get("status") not in (None, "ok")
                else "fastest" if row.get("fastest") else "")
         tds = []
-        for c in table.columns:
+        for c in columns:
             text = escape(cell(c.kind, row.get(c.key)))
             if c.key == "validity" and row.get(c.key) == INVALID:
                 text = f'<span class="badge">{INVALID}</span>'
@@ -197,11 +229,12 @@ def _md_escape(text: str) -> str:
 
 
 def _md_table(table) -> str:
+    columns = table.shown()
     lines = [f"### {_md_escape(table.title)}", "",
-             "| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |",
-             "|" + "|".join("---:" if c.kind in _NUMERIC else "---" for c in table.columns) + "|"]
+             "| " + " | ".join(_md_escape(c.title) for c in columns) + " |",
+             "|" + "|".join("---:" if c.kind in _NUMERIC else "---" for c in columns) + "|"]
     for row in table.rows:
-        cells = [_md_escape(cell(c.kind, row.get(c.key))) for c in table.columns]
+        cells = [_md_escape(cell(c.kind, row.get(c.key))) for c in columns]
         cells = [f"**{v}**" if v == INVALID else v for v in cells]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -227,9 +260,12 @@ def render_markdown(report, sections, plots) -> str:
 # -- writing -----------------------------------------------------------------------------------
 
 def _csv_text(table) -> str:
+    """A table's CSV file: every column of its module constant, whatever the rows hold (one
+    device or two, a column no row has a value for), raw values, one row per line."""
+    table = table.csv()
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([c.key for c in table.columns])
+    writer.writerow(keys(table.columns))
     for row in table.rows:
         # Device facts and reasons can start like a formula: no spreadsheet may run them.
         writer.writerow(["" if row.get(c.key) is None else csv_cell(row.get(c.key))

@@ -9,15 +9,19 @@ import statistics
 from aiot.host.report.page import Column, Section, Table
 
 
+#: ``load_time.csv``'s columns: one row per device, model and format.
+LOAD_COLUMNS = (
+    Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+    Column("runs", "runs", "int"), Column("median", "median load ms", "ms"),
+    Column("min", "min", "ms"), Column("max", "max", "ms"))
+
+
 def load_table(tally) -> Table:
     """Per device, model and format: the ok runs' load times, their median and range."""
     rows = tuple({"device": d, "model": m, "variant": v, "runs": len(x),
                   "median": statistics.median(x), "min": min(x), "max": max(x)}
                  for (d, m, v), x in sorted(tally.loads.items()))
-    cols = (Column("device", "device"), Column("model", "model"), Column("variant", "format"),
-            Column("runs", "runs", "int"), Column("median", "median load ms", "ms"),
-            Column("min", "min", "ms"), Column("max", "max", "ms"))
-    return Table("load_time", "Model load time per format", cols, rows)
+    return Table("load_time", "Model load time per format", LOAD_COLUMNS, rows)
 
 
 def load_section(tally) -> Section | None:
@@ -29,15 +33,19 @@ def load_section(tally) -> Section | None:
                    "Time to load the model into its runtime, per run.", ("load_time",), (table,))
 
 
+#: ``telemetry.csv``'s columns: one row per device.
+TELEMETRY_COLUMNS = (
+    Column("device", "device"), Column("readings", "readings", "int"),
+    Column("temp_min", "CPU °C min", "score"), Column("temp_max", "CPU °C max", "score"),
+    Column("freq_min", "mean MHz min", "score"), Column("freq_max", "mean MHz max", "score"))
+
+
 def telemetry_table(tally) -> Table:
     """Per device: how many readings, and the range of its temperature and frequency."""
     rows = tuple({"device": device, "readings": t.readings, "temp_min": t.temps[0],
                   "temp_max": t.temps[1], "freq_min": t.freqs[0], "freq_max": t.freqs[1]}
                  for device, t in sorted(tally.telemetry.items()))
-    cols = (Column("device", "device"), Column("readings", "readings", "int"),
-            Column("temp_min", "CPU °C min", "score"), Column("temp_max", "CPU °C max", "score"),
-            Column("freq_min", "mean MHz min", "score"), Column("freq_max", "mean MHz max", "score"))
-    return Table("telemetry", "Telemetry per device", cols, rows)
+    return Table("telemetry", "Telemetry per device", TELEMETRY_COLUMNS, rows)
 
 
 def telemetry_section(tally) -> Section:

@@ -217,20 +217,25 @@ def trend_rows(report: Report) -> list[dict]:
     """Per key with ok runs: its latency month by month, summarised (VALID runs where the
     key has any)."""
     rows = [trend.row() for trend in report.tally.trends.values()]
-    return sorted(rows, key=lambda d: (d["device"], d["model"], d["variant"],
+    return sorted(rows, key=lambda d: (d["device"], d["host"] or "", d["model"], d["variant"],
                                        d["input_shape"] or "", d["threads"] or 0))
 
 
+#: ``trends.csv``'s columns (a summarised report's): one row per configuration and threads.
+TRENDS_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("variant", "format"), Column("input_shape", "input shape"),
+    Column("threads", "threads", "int"), Column("runs", "ok runs", "int"),
+    Column("months", "months", "int"), Column("since", "since"),
+    Column("first_ms", "first month ms", "ms"), Column("latest_ms", "latest month ms", "ms"),
+    Column("best_ms", "best ms", "ms"), Column("change", "latest vs first", "pct"),
+    Column("validity", "validity"))
+
+
 def trend_section(report: Report) -> Section:
-    cols = (Column("device", "device"), Column("model", "model"), Column("variant", "format"),
-            Column("input_shape", "input shape"), Column("threads", "threads", "int"),
-            Column("runs", "ok runs", "int"), Column("months", "months", "int"),
-            Column("since", "since"), Column("first_ms", "first month ms", "ms"),
-            Column("latest_ms", "latest month ms", "ms"), Column("best_ms", "best ms", "ms"),
-            Column("change", "latest vs first", "pct"), Column("validity", "validity"))
     intro = ("Each configuration at each thread count over time: the median of its runs in the "
              "first and in the latest month it was measured, its best run, and the change "
              "(VALID runs where it has any).")
     return Section("trends", "Trends per configuration", intro,
-                   tables=(Table("trends", "Latency per configuration over time", cols,
-                                 tuple(trend_rows(report))),))
+                   tables=(Table("trends", "Latency per configuration over time", TRENDS_COLUMNS,
+                                 tuple(trend_rows(report)), fold=("host",)),))

@@ -25,10 +25,11 @@ def _device(run) -> str:
 
 
 def _groups(runs) -> dict[tuple, list]:
-    """Runs by (model, input shape, device): the unit every comparison is made within."""
+    """Runs by (model, input shape, device, host): the unit every comparison is made within
+    (two hosts' ``local`` are two devices)."""
     groups: dict[tuple, list] = defaultdict(list)
     for run in runs:
-        groups[(run.model_label, run.input_shape, run.device)].append(run)
+        groups[(run.model_label, run.input_shape, run.device, run.host)].append(run)
     return groups
 
 
@@ -42,7 +43,7 @@ def best_rows(report) -> list[dict]:
     """Per model, input shape, device and format: the best median and its threads, with the
     ratio to the fastest format of that model on that device."""
     rows = []
-    for (model, shape, _device_name), runs in sorted(_groups(report.plotted_runs()).items(),
+    for (model, shape, _device_name, _host), runs in sorted(_groups(report.plotted_runs()).items(),
                                                      key=lambda kv: tuple(x or "" for x in kv[0])):
         by_configuration: dict[tuple, list] = defaultdict(list)
         for run in runs:
@@ -51,8 +52,9 @@ def best_rows(report) -> list[dict]:
         fastest = bests[0].latency_ms
         for run in bests:
             rows.append({
-                "model": model, "input_shape": shape, "device": _device(run), "variant": run.variant,
-                "runtime": run.runtime, "median_ms": run.latency_ms, "threads": run.threads,
+                "model": model, "input_shape": shape, "device": _device(run), "host": run.host,
+                "variant": run.variant, "runtime": run.runtime, "median_ms": run.latency_ms,
+                "threads": run.threads,
                 "per_s": 1000.0 / run.latency_ms if run.latency_ms else None,
                 "vs_fastest": run.latency_ms / fastest if fastest else None,
                 "fastest": FASTEST if run is bests[0] and len(bests) > 1 else None,
@@ -61,32 +63,40 @@ def best_rows(report) -> list[dict]:
     return rows
 
 
+#: ``best.csv``'s columns (and the first screen's, less those it folds).
+BEST_COLUMNS = (
+    Column("model", "model"), Column("input_shape", "input shape"), Column("device", "device"),
+    Column("host", "host"), Column("variant", "format"), Column("runtime", "runtime"),
+    Column("median_ms", "best median ms", "ms"), Column("threads", "at threads", "int"),
+    Column("per_s", "inf/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
+    Column("fastest", ""), Column("validity", "validity"), Column("why", "why INVALID"),
+    Column("id", "record", "id"))
+
+
 def summary_section(report):
     """The first screen: how fast is each model, where (None without a measured run)."""
     rows = best_rows(report)
     if not rows:
         return None
-    devices = {r["device"] for r in rows}
-    # One line per row and no wider than the page, so every configuration of a sweep is on
-    # the first screen: one device is named once (in the intro), not in every row.
-    cols = (Column("model", "model"), Column("input_shape", "input shape"),
-            *((Column("device", "device"),) if len(devices) > 1 else ()),
-            Column("variant", "format"), Column("runtime", "runtime"),
-            Column("median_ms", "best median ms", "ms"), Column("threads", "at threads", "int"),
-            Column("per_s", "inf/s", "score"), Column("vs_fastest", "× fastest", "ratio"),
-            Column("fastest", ""), Column("validity", "validity"), Column("why", "why INVALID"),
-            Column("id", "record", "id"))
+    devices, hosts = {r["device"] for r in rows}, {r["host"] for r in rows}
     emulated = report.tally.emulated
     intro = ("Per model and device, each format's best median latency over the thread counts "
              "measured (inf/s: inferences per second, one after another), and how it compares "
              "with the fastest format of that model there.")
+    # One line per row and no wider than the page, so every configuration of a sweep is on
+    # the first screen: one device (one host) is named once, in the intro, not in every row;
+    # best.csv keeps both columns.
+    host = next(iter(hosts)) if len(hosts) == 1 else None
     if len(devices) == 1:
-        intro += f" Every row was measured on {next(iter(devices))}."
+        intro += f" Every row was measured on {next(iter(devices))}" + (
+            f" from host {host}." if host else ".")
+    elif host:
+        intro += f" Every row was measured from host {host}."
     if emulated:
         intro += " Times on emulated devices are the host's, under emulation: not a phone's."
     return Section("summary", "How fast is each model, where", intro, note=_invalid_note(rows),
-                   tables=(Table("best", "Best median per model, device and format", cols,
-                                 tuple(rows)),))
+                   tables=(Table("best", "Best median per model, device and format", BEST_COLUMNS,
+                                 tuple(rows), fold=("device", "host")),))
 
 
 def _invalid_note(rows: list[dict]) -> str | None:
@@ -105,11 +115,13 @@ def _invalid_note(rows: list[dict]) -> str | None:
             "do, are under 'INVALID and failed runs' and in aiot results show RECORD.")
 
 
-def format_rows(report) -> tuple[list[dict], list[int]]:
+def format_rows(report) -> tuple[list[dict], list[int], list[dict]]:
     """Where one device measured several formats of one model (at one input shape): each
-    format's median per thread count, its best, and which is fastest; and the thread counts."""
-    rows, all_threads = [], set()
-    for (model, shape, _), runs in sorted(_groups(report.plotted_runs()).items(),
+    format's median per thread count, its best, and which is fastest; the thread counts; and
+    the same as ``formats.csv``'s rows, one per format and thread count
+    (:data:`FORMATS_FILE_COLUMNS`)."""
+    rows, all_threads, file_rows = [], set(), []
+    for (model, shape, _, _), runs in sorted(_groups(report.plotted_runs()).items(),
                                           key=lambda kv: tuple(x or "" for x in kv[0])):
         configs = sorted({r.configuration for r in runs}, key=str)  # one per variant shown
         if len(configs) < 2:
@@ -124,9 +136,9 @@ def format_rows(report) -> tuple[list[dict], list[int]]:
         top = min(bests.values(), key=lambda r: r.latency_ms)
         for config in sorted(configs, key=lambda c: bests[c].latency_ms):
             best = bests[config]
-            row = {"device": _device(best), "model": model, "input_shape": shape,
-                   "variant": best.variant, "runtime": best.runtime, "best_ms": best.latency_ms,
-                   "best_threads": best.threads, "vs_fastest": best.latency_ms / top.latency_ms,
+            row = {"device": _device(best), "host": best.host, "model": model,
+                   "input_shape": shape, "variant": best.variant, "runtime": best.runtime,
+                   "best_ms": best.latency_ms, "best_threads": best.threads, "vs_fastest": best.latency_ms / top.latency_ms,
                    "fastest": FASTEST if best is top else None,
                    "fastest_at": ", ".join(f"{t}t" for t, c in fastest_at.items() if c == config)
                    or None,
@@ -134,15 +146,38 @@ def format_rows(report) -> tuple[list[dict], list[int]]:
                    else None}
             row.update({f"t{t}": per[config, t].latency_ms for t in threads if (config, t) in per})
             rows.append(row)
-    return rows, sorted(all_threads)
+            file_rows += _file_rows(row, [per[config, t] for t in threads if (config, t) in per],
+                                    {t for t, c in fastest_at.items() if c == config})
+    return rows, sorted(all_threads), file_rows
+
+
+def _file_rows(row: dict, runs: list, fastest_at: set[int]) -> list[dict]:
+    """A formats row as ``formats.csv``'s: one per thread count it was measured at (``runs``),
+    each with that run's median, validity and id; one with the row alone without any."""
+    common = {c.key: row.get(c.key) for c in FORMATS_FILE_COLUMNS}
+    return [{**common, "threads": run.threads, "median_ms": run.latency_ms,
+             "fastest_at_threads": FASTEST if run.threads in fastest_at else None,
+             "validity": run.validity, "id": run.id} for run in runs] or [common]
+
+
+#: ``formats.csv``'s columns: one row per format and thread count, so the file's columns never
+#: follow the thread counts measured (the page has a column per thread count).
+FORMATS_FILE_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("input_shape", "input shape"), Column("variant", "format"),
+    Column("runtime", "runtime"), Column("threads", "threads", "int"),
+    Column("median_ms", "median ms", "ms"), Column("fastest_at_threads", "fastest at threads"),
+    Column("best_ms", "best ms", "ms"), Column("best_threads", "at threads", "int"),
+    Column("vs_fastest", "× fastest", "ratio"), Column("fastest", ""),
+    Column("validity", "validity"), Column("id", "record", "id"))
 
 
 def formats_section(report):
     """Formats compared per device (None unless some device measured two formats of a model)."""
-    rows, threads = format_rows(report)
+    rows, threads, file_rows = format_rows(report)
     if not rows:
         return None
-    cols = (Column("device", "device"), Column("model", "model"),
+    cols = (Column("device", "device"), Column("host", "host"), Column("model", "model"),
             Column("input_shape", "input shape"), Column("variant", "format"),
             Column("runtime", "runtime"),
             *(Column(f"t{t}", f"{t} thread{'s' if t > 1 else ''} ms", "ms") for t in threads),
@@ -153,7 +188,10 @@ def formats_section(report):
              "(the newest run of each), the best of each format, its ratio to the fastest, and at "
              "which thread counts each format was the fastest. A flagged row has an INVALID run.")
     return Section("formats", "Formats compared", intro,
-                   tables=(Table("formats", "Format vs median latency", cols, tuple(rows)),))
+                   tables=(Table("formats", "Format vs median latency", cols, tuple(rows),
+                                 fold=("host",),
+                                 file=Table("formats", "Format vs median latency",
+                                            FORMATS_FILE_COLUMNS, tuple(file_rows))),))
 
 
 def operator_rows(report, top: int = TOP_N) -> list[dict]:
@@ -164,7 +202,8 @@ def operator_rows(report, top: int = TOP_N) -> list[dict]:
         profile = run.profile
         if not profile:
             continue
-        where = {"device": _device(run), "model": run.model_label, "input_shape": run.input_shape,
+        where = {"device": _device(run), "host": run.host, "model": run.model_label,
+                 "input_shape": run.input_shape,
                  "variant": run.variant, "threads": run.threads}
         if not profile.get("available"):
             rows.append({**where, "notes": f"no per-operator times: {profile.get('reason')}",
@@ -177,20 +216,24 @@ def operator_rows(report, top: int = TOP_N) -> list[dict]:
     return rows
 
 
+#: ``operators.csv``'s columns.
+OPERATORS_COLUMNS = (
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("input_shape", "input shape"), Column("variant", "format"),
+    Column("threads", "threads", "int"), Column("rank", "#", "int"), Column("op", "operator"),
+    Column("type", "type"), Column("ms", "ms / inference", "ms"),
+    Column("pct", "share", "pct"), Column("notes", "profiler"), Column("id", "record", "id"))
+
+
 def operators_section(report):
     """The slowest operators of profiled runs (None when no run was profiled)."""
     rows = operator_rows(report)
     if not rows:
         return None
-    cols = (Column("device", "device"), Column("model", "model"),
-            Column("input_shape", "input shape"), Column("variant", "format"),
-            Column("threads", "threads", "int"), Column("rank", "#", "int"), Column("op", "operator"),
-            Column("type", "type"), Column("ms", "ms / inference", "ms"),
-            Column("pct", "share", "pct"), Column("notes", "profiler"), Column("id", "record", "id"))
     intro = (f"Per profiled run (aiot run/sweep --profile) its {TOP_N} slowest operators, time per "
              "inference from the runtime's own profiler in a pass of its own after the timed run "
              "(a profiler adds its own cost to every operator, so the sum need not match the "
              "median).")
     return Section("operators", "Slowest operators", intro,
-                   tables=(Table("operators", "Slowest operators per profiled run", cols,
-                                 tuple(rows)),))
+                   tables=(Table("operators", "Slowest operators per profiled run",
+                                 OPERATORS_COLUMNS, tuple(rows), fold=("host",)),))

@@ -112,7 +112,8 @@ class Trend:
         pool = self.valid if self.valid.months else self.every
         first, latest = statistics.median(pool.first_values), statistics.median(pool.latest_values)
         head = self.head
-        return {"device": head.device, "model": head.model_label, "variant": head.variant,
+        return {"device": head.device, "host": getattr(head, "host", None),
+                "model": head.model_label, "variant": head.variant,
                 "input_shape": head.input_shape, "threads": head.threads, "runs": self.runs,
                 "months": len(pool.months), "since": pool.first, "first_ms": first,
                 "latest_ms": latest, "best_ms": pool.best,

@@ -8,6 +8,7 @@ import pytest
 from aiot.host.report.build import build, collect
 from aiot.host.report.html import cell, write
 from aiot.host.store import open_store
+from aiot.host.store.identity import this_host
 
 PI = {"name": "pi4", "cpu_model": "Cortex-A72", "cores": 4, "soc": "BCM2711", "abi": "arm64-v8a",
       "distribution": "Debian GNU/Linux 12", "transport": "ssh"}
@@ -148,8 +149,10 @@ def test_csv_has_raw_values_and_every_table(campaign, tmp_path):
     invalid = next(r for r in rows if r["id"] == ids["invalid"])
     assert invalid["validity"] == "INVALID" and invalid["notes"].startswith("too few samples")
     assert float(invalid["median_ms"]) == 3.0  # raw milliseconds, not "3.000"
-    robust = list(csv.DictReader((tmp_path / "out" / "kind_robustness.csv").open()))
-    assert robust[0]["attack"] == "fgsm" and float(robust[0]["robust_accuracy"]) == 0.4
+    # A kind's own metrics are rows of the file (one per metric), never columns of it.
+    robust = {r["metric"]: r for r in csv.DictReader((tmp_path / "out" / "kind_robustness.csv").open())}
+    assert robust["attack"]["value"] == "fgsm" and float(robust["robust_accuracy"]["value"]) == 0.4
+    assert robust["eps"]["model"] == "resnet18" and robust["eps"]["host"] == this_host()
 
 
 def test_markdown_links_drawn_plots_and_notes_missing_ones(campaign, tmp_path):

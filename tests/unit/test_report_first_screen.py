@@ -57,7 +57,7 @@ def test_formats_compared_per_thread_count_with_the_fastest_marked(tmp_path):
     report = report_of(tmp_path, three_formats)
     section = next(s for s in report.sections() if s.key == "formats")
     table = section.tables[0]
-    assert [c.key for c in table.columns][5:8] == ["t1", "t2", "t4"]
+    assert [c.key for c in table.columns][6:9] == ["t1", "t2", "t4"]
     rows = {r["variant"]: r for r in table.rows}
     assert rows["onnx"]["t1"] == pytest.approx(8.0) and rows["ptl"]["t2"] == pytest.approx(9.6)
     assert rows["onnx"]["fastest_at"] == "1t, 2t" and rows["tflite"]["fastest_at"] == "4t"

@@ -139,6 +139,17 @@ def view(
              "this host started, else none: this host's devices only).")] = None,
     lab_token: Annotated[Path | None, typer.Option(help="The lab's token file for --lab (default: as "
                                                         "aiot lab status finds it).")] = None,
+    session_idle_s: Annotated[float, typer.Option(
+        envvar="AIOT_VIEW_SESSION_IDLE_S", help="Seconds a browser's login lasts without a request.")] = 1800.0,
+    session_max_s: Annotated[float, typer.Option(
+        envvar="AIOT_VIEW_SESSION_MAX_S", help="Seconds a browser's login lasts at most.")] = 43200.0,
+    client_timeout_s: Annotated[float, typer.Option(
+        envvar="AIOT_VIEW_CLIENT_TIMEOUT_S",
+        help="Seconds a client has to send a request's headers, and its body (then it is dropped).")] = 10.0,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="Another HOST:PORT the view answers as (a tunnel's other local port; "
+                             "it answers as its address, and as localhost when it binds loopback). "
+                             "Repeat for more.")] = None,
 ) -> None:
     """The lab in a browser: devices, campaigns, results and reservations, live."""
     bind = check_bind(bind)
@@ -147,6 +158,18 @@ def view(
     except ImportError as exc:
         raise UsageError(f"aiot lab view needs the view extra ({exc.name} is missing)",
                          "pip install 'aiot[view]'") from None
+    for option, value in (("--session-idle-s", session_idle_s), ("--session-max-s", session_max_s),
+                          ("--client-timeout-s", client_timeout_s)):
+        try:
+            server.check_seconds(value, option)
+        except ValueError as exc:
+            raise UsageError(str(exc), f"give {option} a number of seconds, e.g. 600") from None
+    for name in allow_host or ():
+        try:
+            server.guard.split_host(name, port)
+        except ValueError:
+            raise UsageError(f"--allow-host {name!r} is not HOST or HOST:PORT",
+                             "give e.g. --allow-host localhost:9000") from None
     given = token or (token_path() if read_token(token_path()) else None)
     secret = read_token(given) if given is not None else server.new_token()
     if not secret:
@@ -159,9 +182,13 @@ def view(
                 "may reserve its devices[/]")
     if joined:
         message(f"showing the devices of the lab at {safe(joined)} and of this host")
+    config = server.ViewConfig(state(ctx).results_dir(), secret, every, bind=bind, port=port,
+                               idle_s=session_idle_s, absolute_s=session_max_s,
+                               client_timeout_s=client_timeout_s, allow_hosts=tuple(allow_host or ()))
     message(f"lab view at http://{host}:{port}/ (Ctrl-C stops it)")
     if given is not None:
-        message(f"log in with the token in {given} (at http://{host}:{port}/login)")
-    else:  # the fragment never reaches a server or its log; the page posts it and forgets it
-        message(f"log in (once per browser): http://{host}:{port}/login#{secret}")
-    server.serve(server.ViewConfig(state(ctx).results_dir(), secret, every), bind, port)
+        message(f"log in with the token in {given} and your name (at http://{host}:{port}/login)")
+    else:  # the fragment never reaches a server or its log; the page takes it and forgets it
+        message(f"log in with your name (once per browser): http://{host}:{port}/login#{secret}")
+    message(config.sessions_line())
+    server.serve(config)

@@ -19,6 +19,7 @@ _BASE = """<!doctype html>
 <body data-live="{{ live }}">
 <nav><b>aiot lab</b> <a href="/">devices</a> <a href="/campaigns">campaigns</a>
 <a href="/results">results</a> <a href="/compare">compare</a> <span class="who">{{ user }}</span></nav>
+{% if csrf %}<form method="post" action="/logout" class="logout"><input type="hidden" name="csrf" value="{{ csrf }}"><button>log out</button> <button name="all" value="1" title="end every session of this lab view">log out everyone</button></form>{% endif %}
 <main>{% block main %}{% endblock %}</main></body></html>
 """
 
@@ -95,13 +96,14 @@ B {{ compared.b.name }} ({{ compared.b.records|length }} runs) vs A {{ compared.
 gate {{ check }}: {% if c.failing %}<b>{{ c.failing|length }} run(s) fail</b>{% elif c.incomplete %}<b>incomplete</b>: {{ c.incomplete }}{% else %}passed{% endif %}
 · {% for status, n in c.counts()|dictsort %}{{ n }} {{ status }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
 {% for w in c.warnings %}<p class="warning">warning: {{ w }}</p>{% endfor %}
-<table class="compare"><tr><th></th><th>status</th><th>run</th><th>A ms</th><th>B ms</th><th>change</th><th>A</th><th>B</th><th>notes</th></tr>
+<table class="compare"><tr><th></th><th>status</th><th>run</th><th>A ms</th><th>B ms</th><th>change</th><th>A</th><th>B</th><th>A sha</th><th>B sha</th><th>notes</th></tr>
 {% for row in c.rows %}{% set m = row.metrics.get(row.stat or "median") or {} %}
 <tr class="status-{{ row.status|replace(' ', '-') }}"><td>{{ row.marker }}</td><td>{{ row.status }}</td><td>{{ row.label() }}</td>
 <td>{{ m.get("a")|ms }}</td><td>{{ m.get("b")|ms }}</td><td>{{ "%+.1f%%"|format(m.get("change") * 100) if m.get("change") is not none else "—" }}</td>
 <td>{% if row.a_id %}<a href="/record/{{ row.a_id|urlencode }}">{{ row.a_id[:8] }}</a>{% else %}—{% endif %}</td>
 <td>{% if row.b_id %}<a href="/record/{{ row.b_id|urlencode }}">{{ row.b_id[:8] }}</a>{% else %}—{% endif %}</td>
-<td>{{ (row.failures + ([row.reason] if row.reason else []) + (row.invalid|map("format_invalid")|list) + row.environment)|join("; ") }}</td></tr>
+<td class="sha">{{ (row.a_sha256 or "—")[:8] }}</td><td class="sha">{{ (row.b_sha256 or "—")[:8] }}</td>
+<td>{{ (row.failures + ([row.reason] if row.reason else []) + (["another artifact"] if row.other_artifact else []) + (row.invalid|map("format_invalid")|list) + row.environment)|join("; ") }}</td></tr>
 {% endfor %}</table>
 <p><small>{{ legend }}</small></p>
 {% endif %}{% endblock %}"""
@@ -113,6 +115,7 @@ _RECORD = """{% extends "base" %}{% block main %}<h1>Record {{ r.id }}</h1>
 _LOGIN = """{% extends "base" %}{% block main %}<h1>Log in</h1>
 <p>{{ why }}</p>
 <form method="post" action="/login" id="login"><input type="password" name="token" placeholder="token" size="70" autocomplete="off">
+<br><input name="name" placeholder="your name" size="30" maxlength="40" required autocomplete="username">
 <button>log in</button></form>{% endblock %}"""
 
 _ERROR = """{% extends "base" %}{% block main %}<h1>{{ what }}</h1><p>{{ hint }}</p>{% endblock %}"""
@@ -122,17 +125,22 @@ nav a{color:#9cf;margin:0 8px}.who{float:right}main{padding:8px 16px}table{borde
 td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 .state-online .state{color:#070}.state-busy .state{color:#a60}.state-offline .state{color:#b00}
 .failures,.failure,.error,.failed,.warning{color:#900}.passed{color:#070}small{color:#666}form.reserve input{margin:2px}
+form.logout{position:absolute;top:5px;right:8px;margin:0}nav .who{margin-right:230px}#login input{margin:2px}
 """
 
 #: The page's one script: the login link's token comes in the URL's fragment (never sent to a
-#: server, never in a log) and is posted at once; a live page swaps the fragments pushed to it.
+#: server, never in a log) and fills the form, which asks for the person's name (posted at
+#: once if the browser filled that in); a live page swaps the fragments pushed to it, and
+#: reloads (to the login page) when the server says its session ended.
 SCRIPT = """(function(){
 var f=document.getElementById('login');
 if(f&&location.hash.length>1){var t=decodeURIComponent(location.hash.slice(1));
-history.replaceState(null,'',location.pathname);f.token.value=t;f.submit();return;}
+history.replaceState(null,'',location.pathname);f.token.value=t;var n=f.elements.namedItem('name');
+if(n&&n.value){f.submit();}else if(n){n.focus();}return;}
 var live=document.body.dataset.live;if(!live)return;
 var es=new EventSource('/events/'+live);
 es.addEventListener(live,function(e){document.getElementById('live').innerHTML=JSON.parse(e.data);});
+es.addEventListener('ended',function(){es.close();location.reload();});
 })();"""
 
 

@@ -1,26 +1,32 @@
 """The lab view's web application: Starlette routes served by uvicorn, live fragments pushed
 as server-sent events.
 
-**Who may look.** Every request but the login page and the static script/style needs the
-view's token: as ``Authorization: Bearer TOKEN`` (scripts), or as the HttpOnly, SameSite=Strict
-cookie that ``POST /login`` sets (a browser). The token never travels in a URL a server logs:
-the printed login link carries it in the fragment (``/login#TOKEN``), which browsers do not
-send; the page's script posts it at once and the cookie takes over. The cookie holds an HMAC
-of the token, not the token. Pages send a Content-Security-Policy without inline scripts, so
-markup a device smuggled past the escaping still could not run.
+**Who may look.** Before anything else (:mod:`.guard`) a request must name this view in its
+``Host`` header (DNS rebinding), and its body must be small and sent promptly. Then every
+request but the login page and the static script/style needs the view's token: as
+``Authorization: Bearer TOKEN`` (scripts), or as a session of this server (a browser):
+``POST /login`` with the token and the person's name starts one (:mod:`.sessions`: a random
+id in an HttpOnly, SameSite=Strict cookie named for the view's port, ended by idleness, age,
+``POST /logout`` or a restart). The token never travels in a URL a server logs: the printed
+login link carries it in the fragment (``/login#TOKEN``), which browsers do not send. Pages
+send a Content-Security-Policy without inline scripts, so markup a device smuggled past the
+escaping still could not run.
 
 **What it may change.** Nothing but reservations (``POST /reserve``, ``POST /release``),
-made as the OS user who started the view. A browser's form also carries the view's form
-token (an HMAC of the token, in the page, never in the cookie): a page of another site can
-make the browser send the cookie, but cannot read the form token (SameSite=Strict is the first
-guard, this one does not depend on the browser honouring it).
+held by the signed-in person's name (a script's: the OS user who started the view). A
+browser's form also carries its session's form token (in the page, never in the cookie): a
+page of another site can make the browser send the cookie, but cannot read the form token
+(SameSite=Strict is the first guard, this one does not depend on the browser honouring it).
+
+**A store that cannot be read** is a 503 page with the store's one-line error and its hint,
+on every page that reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
+import functools
 import hmac
 import json
 import secrets
@@ -35,17 +41,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from aiot.core.errors import AiotError, UsageError
+from aiot.core.errors import AiotError, StoreError, UsageError
 from aiot.host.devices import reservations
 from aiot.host.lab.node import trial_bind
 from aiot.host.store.compare import LEGEND
-from aiot.host.labview import analysis, pages, sources
+from aiot.host.labview import analysis, guard, pages, sources
 from aiot.host.labview.live import LiveTelemetry
+from aiot.host.labview.sessions import (ABSOLUTE_S, IDLE_S, Session, Sessions, check_name, check_seconds, cookie_name,
+                                        say_seconds)
 from aiot.host.labview.sources import join_lab
 
-__all__ = ["COOKIE", "ViewConfig", "check_listen", "create_app", "join_lab", "new_token", "serve"]
+__all__ = ["ViewConfig", "check_listen", "check_seconds", "cookie_name", "create_app", "join_lab", "new_token",
+           "serve"]
 
-COOKIE = "aiot_lab_view"
 _OPEN = {"/login", "/app.js", "/app.css"}
 _HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
@@ -53,26 +61,33 @@ _HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'non
 _REPORT_HEADERS = {**_HEADERS, "Content-Security-Policy": "default-src 'none'; img-src 'self'; "
                    "style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
 #: Where the authentication middleware notes how a request was let in (a form's token is
-#: checked for the cookie only: a script's Authorization header cannot be forged by a page).
-_AUTH = "aiot.auth"
+#: checked for a session only: a script's Authorization header cannot be forged by a page),
+#: and the request's session (None for a script's).
+_AUTH, _SESSION = "aiot.auth", "aiot.session"
 
 
 @dataclass
 class ViewConfig:
-    """What one view serves: the store's folder, its token, how often live pages poll."""
+    """What one view serves: the store's folder, its token, how often live pages poll; where
+    it listens (its Host check and its cookie's name), how long sessions last and how long
+    a client may take to send a request."""
 
     results_dir: Path
     token: str
     every_s: float = 3.0
     user: str = ""
+    bind: str = "127.0.0.1"
+    port: int = 8470
+    idle_s: float = IDLE_S
+    absolute_s: float = ABSOLUTE_S
+    client_timeout_s: float = guard.CLIENT_TIMEOUT_S
+    #: More ``HOST[:PORT]`` names it answers to (a tunnel's other local port).
+    allow_hosts: tuple[str, ...] = ()
 
-    def session_value(self) -> str:
-        """The cookie's value: an HMAC of the token (the cookie never holds the token)."""
-        return hmac.new(self.token.encode(), b"aiot lab view session", hashlib.sha256).hexdigest()
-
-    def form_value(self) -> str:
-        """The token a page's forms carry (an HMAC of the token, other than the cookie's)."""
-        return hmac.new(self.token.encode(), b"aiot lab view form", hashlib.sha256).hexdigest()
+    def sessions_line(self) -> str:
+        """How sessions end, as ``aiot lab view`` says it when it starts."""
+        return (f"a login lasts {say_seconds(self.idle_s)} idle, {say_seconds(self.absolute_s)} at most; "
+                "\"log out\" on a page ends it, \"log out everyone\" every login (so does a restart)")
 
 
 def new_token() -> str:
@@ -80,66 +95,64 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def create_app(config: ViewConfig) -> Starlette:
-    """The view's Starlette application for ``config``."""
+def create_app(config: ViewConfig) -> guard.Guard:
+    """The view's ASGI application for ``config``: its Starlette routes behind the token check and :mod:`.guard`."""
     config.user = config.user or reservations.current_user()
     live = LiveTelemetry()
     watch = sources.DeviceWatch(live)
     reports = analysis.SweepReports()
+    sessions = Sessions(config.idle_s, config.absolute_s)
+    page = _Pages(config)
 
-    def page(name: str, status: int = 200, **values) -> HTMLResponse:
-        return HTMLResponse(pages.render(name, user=config.user, csrf=config.form_value(), **values), status,
-                            headers=_HEADERS)
-
-    def fragment(topic: str) -> str:
+    def fragment(topic: str, csrf: str) -> str:
         if topic == "devices":
-            return pages.render("device_rows", rows=watch.rows(config.results_dir), csrf=config.form_value())
+            return pages.render("device_rows", rows=watch.rows(config.results_dir), csrf=csrf)
         return pages.render("campaign_rows", **sources.campaigns(config.results_dir))
 
     async def devices(request: Request) -> Response:
-        html = await run_in_threadpool(fragment, "devices")
-        return page("devices", live="devices", title="devices", fragment=Markup(html))
+        html = await run_in_threadpool(fragment, "devices", page.csrf(request))
+        return page(request, "devices", live="devices", title="devices", fragment=Markup(html))
 
     async def campaigns(request: Request) -> Response:
-        html = await run_in_threadpool(fragment, "campaigns")
-        return page("campaigns", live="campaigns", title="campaigns", fragment=Markup(html))
+        html = await run_in_threadpool(fragment, "campaigns", "")
+        return page(request, "campaigns", live="campaigns", title="campaigns", fragment=Markup(html))
 
     def results(request: Request) -> Response:
         params = dict(request.query_params)
         try:
             found = sources.results(config.results_dir, params, _int(params.get("page")))
         except AiotError as exc:
-            return page("error", 400, what=exc.message, hint=exc.hint or "")
+            return page.failed(request, exc, 400)
 
         def query(number: int) -> str:
             return urlencode({**found.filters, "page": number})
 
-        return page("results", title="results", page=found, names=sources.RESULT_FILTERS, query=query)
+        return page(request, "results", title="results", page=found, names=sources.RESULT_FILTERS, query=query)
 
     def record(request: Request) -> Response:
         try:
             found = sources.record(config.results_dir, request.path_params["record_id"])
         except AiotError as exc:
-            return page("error", 404, what=exc.message, hint=exc.hint or "")
+            return page.failed(request, exc, 404)
         columns, detail = pages.record_fields(found)
-        return page("record", title="record", r=found, fields=columns, detail=detail)
+        return page(request, "record", title="record", r=found, fields=columns, detail=detail)
 
     def comparison(request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         if not a and not b:
-            return page("compare", title="compare", a="", b="", compared=None)
+            return page(request, "compare", title="compare", a="", b="", compared=None)
         try:
             compared = analysis.compare_sets(config.results_dir, a, b)
         except AiotError as exc:
-            return page("error", 400, what=exc.message, hint=exc.hint or "")
-        return page("compare", title="compare", a=a, b=b, compared=compared, check=analysis.DEFAULT_CHECK,
-                    legend=LEGEND)
+            return page.failed(request, exc, 400)
+        return page(request, "compare", title="compare", a=a, b=b, compared=compared,
+                    check=analysis.DEFAULT_CHECK, legend=LEGEND)
 
     async def report(request: Request) -> Response:
         try:
             sweep, folder = await run_in_threadpool(reports.folder, config.results_dir, request.path_params["sweep"])
         except AiotError as exc:
-            return page("error", 404, what=exc.message, hint=exc.hint or "")
+            return page.failed(request, exc, 404)
         path = reports.file(folder, request.path_params.get("file", "index.html"))
         if path is None:
             return Response("no such file in this report", 404, headers=_HEADERS)
@@ -150,12 +163,16 @@ def create_app(config: ViewConfig) -> Starlette:
         topic = request.path_params["topic"]
         if topic not in ("devices", "campaigns"):
             return Response("no such feed", 404)
+        session, csrf = request.scope.get(_SESSION), page.csrf(request)
 
         async def stream():
             last = None
             while not await request.is_disconnected():
+                if session is not None and sessions.find(session.id, touch=False) is None:
+                    yield "event: ended\ndata: \n\n"  # the page reloads: to the login page
+                    return
                 try:
-                    html = await run_in_threadpool(fragment, topic)
+                    html = await run_in_threadpool(fragment, topic, csrf)
                 except AiotError as exc:
                     html = pages.render("error", what=exc.message, hint=exc.hint or "")
                 if html != last:
@@ -168,51 +185,40 @@ def create_app(config: ViewConfig) -> Starlette:
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={**_HEADERS, "X-Accel-Buffering": "no"})
 
-    async def login(request: Request) -> Response:
-        if request.method == "GET":
-            return page("login", title="log in", why="Give the lab view's token (printed when it started).")
-        form = await _form(request)
-        if not hmac.compare_digest(form.get("token", "").strip().encode(), config.token.encode()):
-            return page("login", 403, title="log in", why="That token is not this view's.")
-        response = RedirectResponse("/", 303, headers=_HEADERS)
-        response.set_cookie(COOKIE, config.session_value(), httponly=True, samesite="strict", path="/")
-        return response
-
-    def forged(request: Request, form: dict[str, str]) -> Response | None:
-        """A 403 page for a browser's form without this view's form token, else None."""
-        if request.scope.get(_AUTH) == "bearer" or hmac.compare_digest(
-                form.get("csrf", "").encode(), config.form_value().encode()):
-            return None
-        return page("error", 403, what="this form was not sent by a page of this lab view",
-                    hint="reload the lab view's page and send the form from it")
+    def holder(request: Request) -> str:
+        """Who a reservation made by this request is held by: the signed-in person, or (a
+        script's bearer token) the OS user who started the view."""
+        session = request.scope.get(_SESSION)
+        return session.name if session is not None else config.user
 
     async def reserve(request: Request) -> Response:
         form = await _form(request)
-        if (refused := forged(request, form)) is not None:
+        if (refused := page.forged(request, form)) is not None:
             return refused
         try:
             duration = reservations.parse_duration(form.get("for", "2h"))
-            await run_in_threadpool(reservations.reserve, _device(form), duration, form.get("note", ""),
-                                    config.user)
+            await run_in_threadpool(functools.partial(reservations.reserve, _device(form), duration,
+                                                      form.get("note", ""), holder=holder(request)))
         except AiotError as exc:
-            return page("error", 409, what=exc.message, hint=exc.hint or "")
+            return page.failed(request, exc, 409)
         return RedirectResponse("/", 303, headers=_HEADERS)
 
     async def release(request: Request) -> Response:
         form = await _form(request)
-        if (refused := forged(request, form)) is not None:
+        if (refused := page.forged(request, form)) is not None:
             return refused
         try:
-            await run_in_threadpool(reservations.release, _device(form), config.user)
+            await run_in_threadpool(functools.partial(reservations.release, _device(form), holder=holder(request)))
         except AiotError as exc:
-            return page("error", 409, what=exc.message, hint=exc.hint or "")
+            return page.failed(request, exc, 409)
         return RedirectResponse("/", 303, headers=_HEADERS)
 
+    signing = _SignIn(config, sessions, page)
     routes = [
         Route("/", devices), Route("/campaigns", campaigns), Route("/results", results),
         Route("/record/{record_id}", record), Route("/events/{topic}", events),
         Route("/compare", comparison), Route("/report/{sweep}/", report), Route("/report/{sweep}/{file}", report),
-        Route("/login", login, methods=["GET", "POST"]),
+        Route("/login", signing.login, methods=["GET", "POST"]), Route("/logout", signing.logout, methods=["POST"]),
         Route("/reserve", reserve, methods=["POST"]), Route("/release", release, methods=["POST"]),
         Route("/app.js", lambda r: Response(pages.SCRIPT, media_type="text/javascript", headers=_HEADERS)),
         Route("/app.css", lambda r: Response(pages.STYLE, media_type="text/css", headers=_HEADERS)),
@@ -223,42 +229,129 @@ def create_app(config: ViewConfig) -> Starlette:
         reports.close()
         live.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
-    return _Authenticated(app, config)
+    async def unreadable_store(request: Request, exc: StoreError) -> Response:
+        return page.failed(request, exc, 503)
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={StoreError: unreadable_store})
+    hosts = guard.Hosts(config.bind, config.port, config.allow_hosts)
+    return guard.Guard(_Authenticated(app, config, sessions), hosts, config.client_timeout_s)
+
+
+class _Pages:
+    """The view's pages for a request: who is signed in (the nav's "signed in as NAME" and
+    its log-out form), the session's form token, errors as pages."""
+
+    def __init__(self, config: ViewConfig) -> None:
+        self.config = config
+
+    def __call__(self, request: Request, name: str, status: int = 200, **values) -> HTMLResponse:
+        session = request.scope.get(_SESSION)
+        who = (f"signed in as {session.name}" if session is not None else
+               f"token of {self.config.user}" if request.scope.get(_AUTH) == "bearer" else "")
+        return HTMLResponse(pages.render(name, user=who, csrf=self.csrf(request), **values), status,
+                            headers=_HEADERS)
+
+    @staticmethod
+    def csrf(request: Request) -> str:
+        """The form token of the request's session ("" for a script's: it needs none)."""
+        session = request.scope.get(_SESSION)
+        return session.csrf if session is not None else ""
+
+    def failed(self, request: Request, exc: AiotError, status: int) -> HTMLResponse:
+        """``exc`` as a page: ``status``, or 503 when it is the store that cannot be read."""
+        return self(request, "error", 503 if isinstance(exc, StoreError) else status, what=exc.message,
+                    hint=exc.hint or "")
+
+    def forged(self, request: Request, form: dict[str, str]) -> Response | None:
+        """A 403 page for a browser's form without its session's form token, else None."""
+        if request.scope.get(_AUTH) == "bearer" or hmac.compare_digest(
+                form.get("csrf", "").encode(), self.csrf(request).encode() or b"\0"):
+            return None
+        return self(request, "error", 403, what="this form was not sent by a page of this lab view",
+                    hint="reload the lab view's page and send the form from it")
+
+
+class _SignIn:
+    """``/login`` (the token and a person's name start a session) and ``/logout`` (ends it,
+    or with ``all`` every session of the view)."""
+
+    def __init__(self, config: ViewConfig, sessions: Sessions, page: _Pages) -> None:
+        self.config, self.sessions, self.page = config, sessions, page
+        self.cookie = cookie_name(config.port)
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            why = {"one": "You are logged out.", "all": "Every session of this lab view has ended."}.get(
+                request.query_params.get("ended", ""), "Give the lab view's token (printed when it started) "
+                "and your name: the reservations you make carry it.")
+            return self.page(request, "login", title="log in", why=why)
+        form = await _form(request)
+        if not hmac.compare_digest(form.get("token", "").strip().encode(), self.config.token.encode()):
+            return self.page(request, "login", 403, title="log in", why="That token is not this view's.")
+        name = check_name(form.get("name", ""))
+        if name is None:
+            return self.page(request, "login", 400, title="log in",
+                             why="Give your name (letters, digits, spaces and . - ' up to 40): the "
+                                 "reservations you make carry it.")
+        self.sessions.end(request.cookies.get(self.cookie, ""))
+        session = self.sessions.start(name)
+        response = RedirectResponse("/", 303, headers=_HEADERS)
+        # no Max-Age: the browser forgets it when it closes; the server ends it before that
+        response.set_cookie(self.cookie, session.id, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        form = await _form(request)
+        if (refused := self.page.forged(request, form)) is not None:
+            return refused
+        if form.get("all"):
+            self.sessions.end_all()
+        elif (session := request.scope.get(_SESSION)) is not None:
+            self.sessions.end(session.id)
+        response = RedirectResponse(f"/login?ended={'all' if form.get('all') else 'one'}", 303, headers=_HEADERS)
+        response.delete_cookie(self.cookie, path="/", httponly=True, samesite="strict")
+        return response
 
 
 class _Authenticated:
-    """ASGI middleware: a request without the token (header or session cookie) gets 401."""
+    """ASGI middleware: a request without the token (header) or a live session of this view
+    (cookie) gets 401 and the login page."""
 
-    def __init__(self, app, config: ViewConfig) -> None:
-        self.app, self.config = app, config
+    def __init__(self, app, config: ViewConfig, sessions: Sessions) -> None:
+        self.app, self.config, self.sessions = app, config, sessions
+        self.cookie = cookie_name(config.port)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope["path"] in _OPEN:
             await self.app(scope, receive, send)
             return
-        how = self._allowed(Request(scope))
+        request = Request(scope)
+        how, session = self._allowed(request)
         if how:
-            scope[_AUTH] = how
+            scope[_AUTH], scope[_SESSION] = how, session
             await self.app(scope, receive, send)
             return
-        html = pages.render("login", title="log in", why="This lab view needs its token: log in.")
+        why = ("Your session has ended (it was idle, old, or logged out): log in again."
+               if request.cookies.get(self.cookie) else "This lab view needs its token: log in.")
+        html = pages.render("login", title="log in", why=why)
         await HTMLResponse(html, 401, headers=_HEADERS)(scope, receive, send)
 
-    def _allowed(self, request: Request) -> str | None:
-        """How the request proved it holds the token ("bearer" or "cookie"), or None."""
+    def _allowed(self, request: Request) -> tuple[str | None, Session | None]:
+        """How the request proved it may look ("bearer": the token; "session": a live
+        session, which this request keeps alive unless it is a live page's feed), or None."""
         bearer = request.headers.get("authorization", "")
         if bearer.lower().startswith("bearer "):
             ok = hmac.compare_digest(bearer[7:].strip().encode(), self.config.token.encode())
-            return "bearer" if ok else None
-        cookie = request.cookies.get(COOKIE, "")
-        ok = bool(cookie) and hmac.compare_digest(cookie.encode(), self.config.session_value().encode())
-        return "cookie" if ok else None
+            return ("bearer" if ok else None), None
+        session = self.sessions.find(request.cookies.get(self.cookie, ""),
+                                     touch=not request.url.path.startswith("/events/"))
+        return ("session" if session is not None else None), session
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """A urlencoded form's fields (first value each), read without python-multipart."""
-    body = (await request.body())[:16384].decode("utf-8", "replace")
+    """A urlencoded form's fields (first value each), read without python-multipart (the
+    body is at most :data:`guard.MAX_BODY`, read whole by the guard)."""
+    body = (await request.body())[:guard.MAX_BODY].decode("utf-8", "replace")
     return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
 
 
@@ -286,15 +379,18 @@ def check_listen(bind: str, port: int) -> None:
                          "addresses") from None
 
 
-def serve(config: ViewConfig, bind: str = "127.0.0.1", port: int = 8470) -> None:
-    """Serve the view until interrupted (uvicorn; its access log shows paths, never a token).
+def serve(config: ViewConfig) -> None:
+    """Serve the view on ``config.bind:config.port`` until interrupted (uvicorn; its access
+    log shows paths, never a token), with :mod:`.guard`'s limits on what a client may send.
 
     Raises:
         UsageError: it cannot listen there (:func:`check_listen`).
     """
     import uvicorn
 
-    check_listen(bind, port)
+    check_listen(config.bind, config.port)
     # A live page's stream never ends by itself: on Ctrl-C/SIGTERM give open streams 2 s.
-    uvicorn.run(create_app(config), host=bind, port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=2)
+    uvicorn.run(create_app(config), host=config.bind, port=config.port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=2, http=guard.timed_protocol(config.client_timeout_s),
+                timeout_keep_alive=guard.KEEP_ALIVE_S, h11_max_incomplete_event_size=guard.MAX_HEADERS,
+                proxy_headers=False)

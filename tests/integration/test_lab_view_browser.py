@@ -85,15 +85,19 @@ def browser(tmp_path):
 
 
 @contextlib.contextmanager
-def running_view(tmp_path: Path, *args: str, env: dict | None = None):
+def running_view(tmp_path: Path, *args: str, env: dict | None = None, with_proc: bool = False):
     """``aiot lab view`` (with ``args``) on a free port with a known token file, as a user
-    starts it; yields (url, token)."""
+    starts it; yields (url, token), and its process too ``with_proc``. Views started in one
+    test each have their own token file and log (``token``, ``token-2``, ...)."""
     pytest.importorskip("starlette")
     token = "view-token-" + os.urandom(8).hex()
-    token_file = tmp_path / "token"
+    started = len(list(tmp_path.glob("token*")))
+    suffix = f"-{started + 1}" if started else ""
+    token_file = tmp_path / f"token{suffix}"
     token_file.write_text(token + "\n")
     port = free_port()
-    log = open(tmp_path / "view.log", "wb")
+    log_path = tmp_path / f"view{suffix}.log"
+    log = open(log_path, "wb")
     proc = subprocess.Popen([sys.executable, "-m", "aiot", "lab", "view", "--port", str(port), "--token",
                              str(token_file), "--every", "0.5", *args], stdout=log, stderr=subprocess.STDOUT,
                             env=env)
@@ -104,12 +108,12 @@ def running_view(tmp_path: Path, *args: str, env: dict | None = None):
             urllib.request.urlopen(f"{url}/app.js", timeout=2).close()
             return True
         except OSError:
-            assert proc.poll() is None, (tmp_path / "view.log").read_text()
+            assert proc.poll() is None, log_path.read_text()
             return False
 
     try:
         wait_until(answers, "the view to listen", timeout=90)
-        yield url, token
+        yield (url, token, proc) if with_proc else (url, token)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -122,13 +126,22 @@ def view(tmp_path):
         yield found
 
 
-def log_in(browser, url: str, token: str) -> None:
-    """Open the login link as the view printed it: the token in the fragment is posted and
-    exchanged for a cookie, and the devices page opens."""
+def log_in(browser, url: str, token: str, name: str | None = None) -> None:
+    """Open the login link as the view printed it: the token in the fragment fills the form,
+    the person gives their name (default: this OS account's, so that the page's reservations
+    and the CLI's are the same holder's) and sends it, and the devices page opens."""
+    from selenium.webdriver.common.by import By
+
+    from aiot.host.devices import reservations
+
     browser.get(f"{url}/login#{token}")
+    wait_until(lambda: token not in browser.current_url, "the token out of the address bar")
+    field = wait_until(lambda: browser.find_elements(By.NAME, "name"), "the login form")[0]
+    field.send_keys(name or reservations.current_user())
+    field.submit()
     wait_until(lambda: browser.current_url.rstrip("/") == url and "Devices" in browser.page_source,
                "the devices page after login")
-    assert token not in browser.current_url
+    assert f"signed in as {name or reservations.current_user()}" in browser.page_source
 
 
 def test_a_cli_sweep_appears_and_progresses_live_in_the_browser(view, browser, tmp_path):

@@ -18,12 +18,15 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
 from aiot.host.devices import reservations  # noqa: E402
-from aiot.host.labview.server import COOKIE, ViewConfig, create_app  # noqa: E402
+from aiot.host.labview.server import ViewConfig, cookie_name, create_app  # noqa: E402
 from aiot.host.store import open_store  # noqa: E402
 from aiot.host.store.locks import campaign_locks  # noqa: E402
 from tests.helpers import single_error  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests"
+COOKIE = cookie_name(8470)
+#: Where the view under test listens (its Host check): what a browser there sends.
+BASE = "http://127.0.0.1:8470"
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
 
 
@@ -31,10 +34,10 @@ def results_dir() -> Path:
     return Path(os.environ["AIOT_RESULTS_DIR"])
 
 
-def client(logged_in: bool = True) -> TestClient:
-    c = TestClient(create_app(ViewConfig(results_dir(), TOKEN, every_s=0.05)))
+def client(logged_in: bool = True, name: str = "tess") -> TestClient:
+    c = TestClient(create_app(ViewConfig(results_dir(), TOKEN, every_s=0.05)), base_url=BASE)
     if logged_in:
-        assert c.post("/login", data={"token": TOKEN}, follow_redirects=False).status_code == 303
+        assert c.post("/login", data={"token": TOKEN, "name": name}, follow_redirects=False).status_code == 303
     return c
 
 
@@ -59,8 +62,9 @@ def test_every_page_refuses_a_request_without_the_token(path):
 
 def test_login_sets_an_httponly_strict_cookie_that_is_not_the_token():
     c = client(logged_in=False)
-    assert c.post("/login", data={"token": "nope"}).status_code == 403
-    answer = c.post("/login", data={"token": TOKEN}, follow_redirects=False)
+    assert c.post("/login", data={"token": "nope", "name": "tess"}).status_code == 403
+    assert c.post("/login", data={"token": TOKEN}).status_code == 400  # no name
+    answer = c.post("/login", data={"token": TOKEN, "name": "tess"}, follow_redirects=False)
     cookie = answer.headers["set-cookie"]
     assert answer.status_code == 303 and "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
     assert TOKEN not in cookie and c.cookies.get(COOKIE)
@@ -70,6 +74,130 @@ def test_login_sets_an_httponly_strict_cookie_that_is_not_the_token():
     # scripts: the same token as a header, no cookie
     bare = client(logged_in=False)
     assert bare.get("/results", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_a_session_is_random_per_login_ends_on_logout_and_is_this_views_only():
+    c = client(name="tess")
+    first = c.cookies[COOKIE]
+    assert len(first) >= 43 and "Path=/" in c.post("/login", data={"token": TOKEN, "name": "tess"},
+                                                   follow_redirects=False).headers["set-cookie"]
+    second = c.cookies[COOKIE]
+    assert second != first  # a new login, a new id; the old one ended
+    replay = client(logged_in=False)
+    replay.cookies.set(COOKIE, first)
+    assert replay.get("/").status_code == 401 and "Your session has ended" in replay.get("/").text
+    # the old cookie: an HMAC of the token, under the old name and the new
+    import hashlib
+    import hmac
+
+    old = hmac.new(TOKEN.encode(), b"aiot lab view session", hashlib.sha256).hexdigest()
+    for name in ("aiot_lab_view", COOKIE):
+        stale = client(logged_in=False)
+        stale.cookies.set(name, old)
+        assert stale.get("/").status_code == 401
+    # another view (another server, same token and port): its sessions are its own
+    other = client(logged_in=False)
+    other.cookies.set(COOKIE, second)
+    assert other.get("/").status_code == 401
+    # logout needs the page's form token, then ends the session
+    assert c.post("/logout", data={}).status_code == 403 and c.get("/").status_code == 200
+    answer = c.post("/logout", data={"csrf": form_token(c)}, follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/login?ended=one"
+    c.cookies.set(COOKIE, second)
+    assert c.get("/").status_code == 401
+
+
+def test_log_out_everyone_ends_every_session_of_the_view():
+    app = create_app(ViewConfig(results_dir(), TOKEN, every_s=0.05))
+    people = [TestClient(app, base_url=BASE) for _ in range(3)]
+    for name, c in zip(("ann", "bob", "cy"), people, strict=True):
+        assert c.post("/login", data={"token": TOKEN, "name": name}, follow_redirects=False).status_code == 303
+        assert f"signed in as {name}" in c.get("/").text
+    people[0].post("/logout", data={"csrf": form_token(people[0]), "all": "1"})
+    assert [c.get("/").status_code for c in people] == [401, 401, 401]
+    assert "Every session of this lab view has ended" in people[0].get("/login?ended=all").text
+
+
+def test_sessions_end_when_idle_and_when_old():
+    from aiot.host.labview.sessions import Sessions
+
+    now = [1000.0]
+    sessions = Sessions(idle_s=60, absolute_s=300, clock=lambda: now[0])
+    idle, busy = sessions.start("ann"), sessions.start("bob")
+    for _ in range(4):  # bob is busy, ann idles
+        now[0] += 50
+        assert sessions.find(busy.id) is busy
+    assert sessions.find(idle.id) is None
+    assert sessions.find(busy.id, touch=False) is busy  # a live page's feed: no touch
+    now[0] += 59
+    assert sessions.find(busy.id) is busy
+    now[0] += 50  # 309 s after its login, however busy
+    assert sessions.find(busy.id) is None and len(sessions) == 0
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="is not a number of seconds above 0"):
+            Sessions(idle_s=bad)
+
+
+@pytest.mark.parametrize("name, ok", [("Ada Lovelace", True), ("o'brien-smith", True), ("Zoë", True),
+                                      ("", False), ("  ", False), ("\u202eevil", False), ("a<b>", False),
+                                      ("x" * 41, False), ("_x", False), ("ann\x1b[2J", False)])
+def test_a_login_name_is_a_name(name, ok):
+    from aiot.host.labview.sessions import check_name
+
+    assert (check_name(name) is not None) is ok
+
+
+def test_the_host_header_must_name_the_view():
+    from aiot.host.labview.guard import Hosts
+
+    loopback = Hosts("127.0.0.1", 8470, ("localhost:9000",))
+    for host in ("127.0.0.1:8470", "localhost:8470", "[::1]:8470", "LocalHost:8470", "localhost:9000"):
+        assert loopback.allows(host), host
+    for host in ("evil.example:8470", "127.0.0.1:8471", "127.0.0.1", "", "localhost.evil:8470", "[::1]",
+                 "a@127.0.0.1:8470", "127.0.0.1:8470/x", "localhost:9001", "[::1:8470"):
+        assert not loopback.allows(host), host
+    lan = Hosts("192.168.1.5", 8470)
+    assert lan.allows("192.168.1.5:8470") and not lan.allows("localhost:8470")
+    everywhere = Hosts("0.0.0.0", 8470)
+    assert everywhere.allows("10.0.0.7:8470") and everywhere.allows("[fe80::1]:8470")
+    assert not everywhere.allows("lab.example:8470")
+    c = client()
+    refused = TestClient(c.app, base_url="http://evil.example:8470").get("/", cookies=dict(c.cookies))
+    assert refused.status_code == 421 and refused.text.count("\n") == 1
+    assert "this is the lab view at 127.0.0.1:8470, not evil.example:8470" in refused.text
+
+
+def test_a_body_over_the_limit_is_refused_with_413():
+    c = client(logged_in=False)
+    answer = c.post("/login", content=b"token=" + b"a" * 20000,
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 413 and "over the lab view's limit of 16384 bytes" in answer.text
+
+    def chunks():  # no Content-Length: refused once past the limit
+        for _ in range(100):
+            yield b"a" * 1024
+
+    answer = c.post("/login", content=chunks(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 413 and "(chunked)" in answer.text
+    answer = c.get("/login", headers={"X-Big": "a" * 20000})
+    assert answer.status_code == 431 and "over the lab view's limit of 16384 bytes" in answer.text
+
+
+def test_a_damaged_store_is_a_503_page_on_every_page_that_reads_it():
+    with open_store(results_dir()) as store:
+        rid = add_record(store, sweep="night1")
+    conn = sqlite3.connect(results_dir() / "aiot.sqlite")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(results_dir() / "aiot.sqlite", "r+b") as fh:
+        fh.seek(100)
+        fh.write(b"\xff" * 4000)
+    c = client()
+    for path in ("/", "/campaigns", "/results", f"/record/{rid}", "/compare?a=night1&b=night1", "/report/night1/"):
+        answer = c.get(path)
+        assert answer.status_code == 503, (path, answer.status_code)
+        assert "<h1>cannot open result store" in answer.text or "<h1>result store" in answer.text, path
+        assert "signed in as tess" in answer.text, path
 
 
 def test_hostile_device_and_file_strings_render_as_text():
@@ -130,14 +258,17 @@ def form_token(c: TestClient) -> str:
 
 
 def test_a_reservation_made_in_the_page_is_shown_and_refuses_other_users(monkeypatch):
-    c = client()
+    c = client(name="Ada Lovelace")
     answer = c.post("/reserve", data={"device": "local", "for": "2h", "note": "thermal study",
                                       "csrf": form_token(c)}, follow_redirects=False)
     assert answer.status_code == 303
     held = reservations.load()["local"]
+    assert held.user == "Ada Lovelace"  # the signed-in person, not the account that runs the view
     page = c.get("/").text
     until = held.until.replace("T", " ").removesuffix("+00:00")
-    assert "thermal study" in page and f"{held.user} until {until}" in page
+    assert "thermal study" in page and f"{held.user} until {until}" in page and "signed in as Ada Lovelace" in page
+    other = client(name="bob")  # another person cannot release it from the page
+    assert other.post("/release", data={"device": "local", "csrf": form_token(other)}).status_code == 409
     monkeypatch.setattr(reservations, "current_user", lambda: "mallory")
     with pytest.raises(reservations.Reserved, match=f"local is reserved by {held.user}@.* until"):
         reservations.check_free(["local"])
@@ -153,7 +284,7 @@ def test_a_form_another_page_made_the_browser_send_is_refused():
         answer = c.post("/reserve", data=data, follow_redirects=False)
         assert answer.status_code == 403 and "not sent by a page of this lab view" in answer.text
     assert not reservations.load()
-    reservations.reserve("local", timedelta(hours=1), note="mine")
+    reservations.reserve("local", timedelta(hours=1), note="mine")  # the view's own account's
     assert c.post("/release", data={"device": "local"}).status_code == 403 and reservations.load()
     script = client(logged_in=False)
     answer = script.post("/release", data={"device": "local"}, headers={"Authorization": f"Bearer {TOKEN}"},
@@ -306,3 +437,29 @@ def test_the_devices_page_shows_this_hosts_telemetry_read_live():
         page = c.get("/").text
     row = page[page.index('data-device="local"'):]
     assert "read live 20" in row[:row.index("</tr>")]
+
+
+def test_lab_view_refuses_times_that_are_not_seconds_and_hosts_that_are_not_hosts(cli):
+    for option, value, says in (("--session-idle-s", "inf", "--session-idle-s inf is not a number of seconds"),
+                                ("--session-max-s", "0", "--session-max-s 0.0 is not a number of seconds"),
+                                ("--client-timeout-s", "nan", "--client-timeout-s nan is not a number of seconds"),
+                                ("--allow-host", "lab host:x", "--allow-host 'lab host:x' is not HOST or HOST:PORT")):
+        result = cli("lab", "view", "--port", "1", option, value, code=2)
+        assert says in result.stderr and "Traceback" not in result.output, result.stderr
+
+
+def test_a_live_page_is_told_when_its_session_ends():
+    app = create_app(ViewConfig(results_dir(), TOKEN, every_s=0.05))
+    watcher, other = TestClient(app, base_url=BASE), TestClient(app, base_url=BASE)
+    for name, c in (("ann", watcher), ("bob", other)):
+        assert c.post("/login", data={"token": TOKEN, "name": name}, follow_redirects=False).status_code == 303
+    with watcher.stream("GET", "/events/campaigns") as feed:
+        lines = feed.iter_lines()
+        assert next(lines) == "event: campaigns"
+        other.post("/logout", data={"csrf": form_token(other), "all": "1"})
+        seen = []
+        for line in lines:  # what was pushed before the logout, an idle beat or two, then the end
+            seen.append(line)
+            if line == "event: ended" or len(seen) > 50:
+                break
+        assert seen[-1] == "event: ended", seen

@@ -158,6 +158,15 @@ class CommandTimeout(TransportError):
     """A command on the device ran past its time limit and was killed (the link is fine)."""
 
 
+class FileTooLarge(TransportError):
+    """A pull brought more than the caller's ``max_bytes`` (the link is fine): stopped there,
+    and nothing of the file is kept."""
+
+    def __init__(self, device: str, remote: str, limit: int) -> None:
+        super().__init__(f"{device}:{remote} is larger than {limit:,} bytes; not pulled")
+        self.remote, self.limit = remote, limit
+
+
 class DeviceCommandError(AiotError):
     """A command on the device exited non-zero."""
 

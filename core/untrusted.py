@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 
 # C0 controls, DEL, C1 controls (0x9B is a one-byte CSI on many terminals) and the Unicode
-# bidirectional overrides/isolates, which reorder what a reader sees ("Trojan Source").
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# bidirectional controls — embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069),
+# the left-to-right/right-to-left and Arabic letter marks (U+200E, U+200F, U+061C) — which
+# reorder what a reader sees ("Trojan Source": "gnp.exe" shown for "exe.png").
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 #: What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

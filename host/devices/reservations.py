@@ -3,9 +3,15 @@
 They live in ``reservations.json`` next to the inventory (``$AIOT_RESERVATIONS`` overrides):
 a reservation is about an inventoried device of this host, as the inventory is, and the
 engine's preflight (:mod:`aiot.host.engine.gates`) reads it before anything converts without
-opening (or migrating) the result store. Writes are atomic and serialised by a flock, so two
-``devices reserve`` at once never lose one; an expired reservation is ignored when read and
-dropped at the next write.
+opening (or migrating) the result store. Writes are atomic (a temp file renamed over it) and
+serialised by a flock, so two ``devices reserve`` at once never lose one; an expired
+reservation is ignored when read and dropped at the next write.
+
+A file that cannot be read (not JSON, truncated, not the shape aiot writes, unreadable) frees
+nothing: every device counts as held by :data:`UNKNOWN_HOLDER` until someone moves the file
+away or fixes it, and every command that meets it says so in one line naming the file
+(:class:`DamagedReservations`). The holder is this process's operating-system account, never
+an environment variable (``$LOGNAME`` and ``$USER`` say whatever their setter likes).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import getpass
 import json
 import os
 import re
+import shlex
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,10 +40,31 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
 #: The longest reservation (a forgotten one must not hold a phone for ever).
 MAX_HOURS = 24 * 14
 NOTE_MAX = 200
+#: Who holds every device while the reservations file cannot be read.
+UNKNOWN_HOLDER = "unknown (damaged reservations file)"
+#: A held device's end while the file cannot be read (the lab view shows "... until" it).
+UNTIL_REPAIRED = "its file is repaired"
 
 
 class Reserved(AiotError):
     """A device is reserved by someone else."""
+
+
+class DamagedReservations(Reserved):
+    """The reservations file cannot be read: no device counts as free until it is moved away
+    or fixed (a truncated file must not free every device)."""
+
+    def __init__(self, path: Path, why: str, device: str | None = None) -> None:
+        where = f"the reservations file {path} is damaged ({why})"
+        message = (f"{device} counts as reserved: {where}" if device is not None
+                   else f"{where}; every device counts as reserved until it is fixed")
+        super().__init__(message, f"move it away to free every device (mv {shlex.quote(str(path))} "
+                                  f"{shlex.quote(str(path) + '.damaged')}), or fix it")
+        self.path, self.why = path, why
+
+    def holding(self, device: str) -> DamagedReservations:
+        """The same damage, as the refusal of ``device``."""
+        return DamagedReservations(self.path, self.why, device)
 
 
 @dataclass(frozen=True)
@@ -51,8 +79,33 @@ class Reservation:
     since: str = ""
 
     def active(self, now: datetime | None = None) -> bool:
-        """Whether it still holds (its end is in the future)."""
-        return _parse(self.until) > (now or datetime.now(UTC))
+        """Whether it still holds (its end is in the future, or cannot be read)."""
+        try:
+            return _parse(self.until) > (now or datetime.now(UTC))
+        except (TypeError, ValueError):
+            return True
+
+
+class Unreadable(dict):
+    """What :func:`load` returns for a damaged file: every device is held by
+    :data:`UNKNOWN_HOLDER` (``get`` and ``[]`` answer for any name), the damage in ``damage``
+    and in each reservation's note, for pages that show it rather than fail."""
+
+    def __init__(self, damage: DamagedReservations) -> None:
+        super().__init__()
+        self.damage = damage
+
+    def __missing__(self, device: str) -> Reservation:
+        return Reservation(device, UNKNOWN_HOLDER, "?", UNTIL_REPAIRED, self.damage.message)
+
+    def get(self, device, default=None) -> Reservation:
+        return self[device]
+
+    def __contains__(self, device) -> bool:
+        return True
+
+    def __bool__(self) -> bool:
+        return True
 
 
 def reservations_path() -> Path:
@@ -61,11 +114,17 @@ def reservations_path() -> Path:
 
 
 def current_user() -> str:
-    """Who this process acts for: the OS user name."""
+    """Who this process acts for: the name of its operating-system account (its effective
+    uid), else ``uid<N>``; never ``$LOGNAME``/``$USER``, which anyone sets to anyone."""
     try:
+        import pwd
+    except ImportError:  # Windows: no uids; its account name
         return getpass.getuser()
-    except (KeyError, OSError):
-        return f"uid{os.getuid()}"
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # a uid without a passwd entry (a container's)
+        return f"uid{uid}"
 
 
 def parse_duration(text: str) -> timedelta:
@@ -89,36 +148,84 @@ def check_device(name: str) -> str:
 
 
 def load(path: Path | None = None, now: datetime | None = None) -> dict[str, Reservation]:
-    """The active reservations by device (an absent or unreadable file: none; a damaged
-    entry is skipped — a reservation is a courtesy, never a reason for a crash)."""
+    """The active reservations by device; none for an absent file. A damaged one (see
+    :func:`read`) never raises here: it returns an :class:`Unreadable`, in which every device
+    is held by :data:`UNKNOWN_HOLDER` (what the lab view shows, and sweeps refuse)."""
+    try:
+        return read(path, now)
+    except DamagedReservations as damage:
+        return Unreadable(damage)
+
+
+def read(path: Path | None = None, now: datetime | None = None) -> dict[str, Reservation]:
+    """The active reservations by device; none for an absent file.
+
+    Raises:
+        DamagedReservations: the file cannot be read, is not JSON (a truncated write of
+            another program, an editor's slip), or is not the shape aiot writes (one line
+            naming the file and what is wrong in it).
+    """
     path = path or reservations_path()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise DamagedReservations(path, f"it cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DamagedReservations(path, "it is not UTF-8 text") from None
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DamagedReservations(path, f"it is not JSON{where}: {getattr(exc, 'msg', exc)}") from None
+    items = raw.get("reservations") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        found = f'its "reservations" is {_short(items)}' if isinstance(raw, dict) else f"it holds {_short(raw)}"
+        raise DamagedReservations(path, f'{found}, not a list of reservations')
     found = {}
-    for item in raw.get("reservations", []) if isinstance(raw, dict) else []:
-        try:
-            res = Reservation(**{k: str(item[k]) for k in ("device", "user", "host", "until")},
-                              note=str(item.get("note", ""))[:NOTE_MAX], since=str(item.get("since", "")))
-            if res.active(now):
-                found[res.device] = res
-        except (KeyError, TypeError, ValueError):
-            continue
+    for number, item in enumerate(items, 1):
+        res = _entry(path, number, item)
+        if res.active(now):
+            found[res.device] = res
     return found
 
 
+def _entry(path: Path, number: int, item) -> Reservation:
+    """Entry ``number`` of the file as a Reservation (DamagedReservations if it is not one:
+    which device it was meant to hold cannot be trusted)."""
+    fields = ("device", "user", "host", "until")
+    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) and item[k] for k in fields):
+        missing = [k for k in fields if not isinstance(item, dict) or not isinstance(item.get(k), str)
+                   or not item[k]]
+        raise DamagedReservations(path, f"entry {number} is not a reservation: it has no {', '.join(missing)}")
+    try:
+        _parse(item["until"])
+    except ValueError:
+        raise DamagedReservations(path, f"entry {number}'s until {_short(item['until'])} is not a time") from None
+    return Reservation(*(item[k] for k in fields), note=str(item.get("note", ""))[:NOTE_MAX],
+                       since=str(item.get("since", "")))
+
+
+def _short(value) -> str:
+    """``value`` as JSON, cut to a few words (it is quoted in a one-line error)."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def reserve(device: str, duration: timedelta, note: str = "", user: str | None = None,
-            path: Path | None = None) -> Reservation:
-    """Reserve ``device`` for ``duration`` as ``user`` (default: this OS user); the holder
-    may extend their own.
+            path: Path | None = None, *, holder: str | None = None) -> Reservation:
+    """Reserve ``device`` for ``duration`` as ``holder`` (``user`` is the same, by position;
+    default: this process's OS account, :func:`current_user`); the holder may extend their own.
+    Only a caller that authenticated someone (the lab view, for its signed-in person) names one.
 
     Raises:
         Reserved: someone else holds it.
+        DamagedReservations: the file cannot be read (nothing is written over it).
     """
     import socket
 
-    user = user or current_user()
+    user = holder or user or current_user()
     now = datetime.now(UTC)
     with _locked(path) as (target, held):
         other = held.get(device)
@@ -132,14 +239,15 @@ def reserve(device: str, duration: timedelta, note: str = "", user: str | None =
 
 
 def release(device: str, user: str | None = None, force: bool = False,
-            path: Path | None = None) -> Reservation | None:
-    """End ``device``'s reservation (``user``'s own, or anyone's with ``force``); returns it,
-    or None when it had none.
+            path: Path | None = None, *, holder: str | None = None) -> Reservation | None:
+    """End ``device``'s reservation (``holder``'s own — ``user`` is the same, by position;
+    default: this OS account — or anyone's with ``force``); returns it, or None when it had none.
 
     Raises:
         Reserved: it is someone else's (and not ``force``).
+        DamagedReservations: the file cannot be read (nothing is written over it).
     """
-    user = user or current_user()
+    user = holder or user or current_user()
     with _locked(path) as (target, held):
         res = held.get(device)
         if res is None:
@@ -157,10 +265,14 @@ def check_free(devices, user: str | None = None) -> None:
 
     Raises:
         Reserved: the first such device.
+        DamagedReservations: the file cannot be read (no device is free then), naming the
+            first device and the file.
     """
     user = user or current_user()
     held = load()
     for device in devices:
+        if isinstance(held, Unreadable):
+            raise held.damage.holding(device)
         res = held.get(device)
         if res is not None and res.user != user:
             raise refusal(res)
@@ -182,7 +294,7 @@ def _locked(path: Path | None):
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        yield target, load(target)
+        yield target, read(target)
     finally:
         os.close(fd)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from aiot.core.errors import AiotError, CommandTimeout, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
-from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported
+from aiot.host.transports.base import FileStat, LineCallback, ShellResult, StreamUnsupported, write_capped
 from aiot.host.transports.probe import probe_linux
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineFramer, LineStream, reporting_pid
@@ -261,13 +261,13 @@ class AdbTransport:
         except TransportError:
             pass
 
-    def pull(self, remote: str, local: Path) -> None:
+    def pull(self, remote: str, local: Path, *, max_bytes: int | None = None) -> None:
         if self.stat(remote) is None:
             raise TransportError(f"pull of {self.name}:{remote} failed: no such file")
         device = self._ready_device()
         try:
             with atomic_path(Path(local)) as tmp:
-                device.sync.pull_file(remote, str(tmp))
+                write_capped(device.sync.iter_content(remote), tmp, max_bytes, self.name, remote)
         except TransportError:
             raise
         except Exception as exc:  # noqa: BLE001

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from aiot.core.errors import TransportError
+from aiot.core.errors import FileTooLarge, TransportError
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,28 @@ class FileStat:
 
 
 LineCallback = Callable[[str], None]
+
+
+def write_capped(chunks: Iterable[bytes], local: Path, max_bytes: int | None, device: str,
+                 remote: str) -> int:
+    """Write ``chunks`` (a pull's bytes as they arrive) to ``local``; returns the size.
+
+    Raises:
+        FileTooLarge: more than ``max_bytes`` arrived (stopped at once: a device that says a
+            file is small and then sends for ever fills nothing).
+    """
+    size = 0
+    try:
+        with open(local, "wb") as fh:
+            for chunk in chunks:
+                size += len(chunk)
+                if max_bytes is not None and size > max_bytes:
+                    raise FileTooLarge(device, remote, max_bytes)
+                fh.write(chunk)
+    finally:
+        if hasattr(chunks, "close"):  # a generator: its connection (adb sync) closes now
+            chunks.close()
+    return size
 
 
 class StreamUnsupported(TransportError):
@@ -133,8 +155,13 @@ class Transport(Protocol):
         """Copy a local file to ``remote`` atomically (temp name + rename; parents created)."""
         ...
 
-    def pull(self, remote: str, local: Path) -> None:
-        """Copy ``remote`` to a local file, atomically."""
+    def pull(self, remote: str, local: Path, *, max_bytes: int | None = None) -> None:
+        """Copy ``remote`` to a local file, atomically (nothing is left at ``local`` on failure).
+
+        Raises:
+            FileTooLarge: it is larger than ``max_bytes`` (the transfer stops there).
+            TransportError: it cannot be read, or the device was lost.
+        """
         ...
 
     def exists(self, remote: str) -> bool:

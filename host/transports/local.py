@@ -15,7 +15,7 @@ from aiot.core.errors import CommandTimeout, TransportError
 from aiot.core.fileio import write_atomic
 from aiot.core.paths import xdg_dir
 from aiot.core.toolchains import runtime_python
-from aiot.host.transports.base import FileStat, LineCallback, ShellResult
+from aiot.host.transports.base import FileStat, LineCallback, ShellResult, write_capped
 from aiot.host.transports.probe import probe_linux
 from aiot.host.transports.quoting import build_command
 from aiot.host.transports.stream import LineFramer, LineStream
@@ -202,9 +202,19 @@ class LocalTransport:
         except OSError as exc:
             raise TransportError(f"push of {local} to {self.name}:{remote} failed: {exc}") from None
 
-    def pull(self, remote: str, local: Path) -> None:
+    def pull(self, remote: str, local: Path, *, max_bytes: int | None = None) -> None:
+        if max_bytes is None:
+            copy = _atomic_copy
+        else:
+            def copy(src: Path, dst: Path) -> None:
+                def chunks():
+                    with open(src, "rb") as fh:
+                        while chunk := fh.read(1 << 20):
+                            yield chunk
+
+                write_atomic(dst, lambda tmp: write_capped(chunks(), tmp, max_bytes, self.name, remote))
         try:
-            _atomic_copy(Path(remote), Path(local))
+            copy(Path(remote), Path(local))
         except OSError as exc:
             raise TransportError(f"pull of {self.name}:{remote} failed: {exc}") from None
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiot.core.errors import CommandTimeout, MissingDependency, TransportError
+from aiot.core.errors import CommandTimeout, FileTooLarge, MissingDependency, TransportError
 from aiot.core.fileio import atomic_path
 from aiot.core.paths import config_dir
 from aiot.host.transports.base import FileStat, LineCallback, ShellResult
@@ -273,10 +273,14 @@ class SshTransport:
         except OSError:
             pass
 
-    def pull(self, remote: str, local: Path) -> None:
+    def pull(self, remote: str, local: Path, *, max_bytes: int | None = None) -> None:
+        def capped(done: int, _total: int) -> None:  # paramiko calls it after each block
+            if max_bytes is not None and done > max_bytes:
+                raise FileTooLarge(self.name, remote, max_bytes)
+
         try:
             with self._dropped_connection(f"pull of {remote}"), atomic_path(Path(local)) as tmp:
-                self._sftp_client().get(remote, str(tmp))
+                self._sftp_client().get(remote, str(tmp), callback=capped)
         except OSError as exc:
             raise TransportError(f"pull of {self.name}:{remote} failed: {exc}") from None
 

@@ -51,11 +51,13 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import socket
 from pathlib import Path
 from typing import NamedTuple
 
 from aiot.core.errors import UsageError
+from aiot.core.paths import state_dir
 
 from aiot.models.model_ref import model_label
 
@@ -118,10 +120,6 @@ def _machine_digest() -> str:
 def _kept_random_id() -> str:
     """A random id made once and kept in aiot's state folder (a machine without a machine id:
     a container, macOS), so the same machine keeps its id across runs."""
-    import secrets
-
-    from aiot.core.paths import state_dir
-
     path = state_dir() / "host-id"
     try:
         text = path.read_text().strip()

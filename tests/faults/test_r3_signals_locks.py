@@ -317,7 +317,7 @@ def test_a_store_truncated_under_a_sweep_is_named_at_the_next_write(cli, fault, 
 @pytest.mark.fault("truncated store recovered")
 @pytest.mark.parametrize("keep", [0.25, 0.5, 0.75, 0.9])
 def test_recover_gets_back_every_record_whose_pages_survive(cli, fault, tmp_path, keep):
-    ids = _seed(38)
+    ids = _seed(60)
     intact = tmp_path / "intact.sqlite"
     shutil.copy(_store(), intact)
     pages = int(_store().stat().st_size // 4096 * keep)

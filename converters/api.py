@@ -16,10 +16,17 @@ from aiot.converters.base import get_converter, resolve_options
 from aiot.converters.graph import trace
 from aiot.converters.naming import artifact_files, artifact_name, artifact_stem, artifact_variant
 from aiot.converters.outputs import with_flat_outputs
-from aiot.converters.parity import check_parity, compare_outputs, parity_image_count
+from aiot.converters.parity import (  # noqa: F401 - PARITY_DATASET: api's name for it too
+    PARITY_DATASET,
+    check_parity,
+    compare_outputs,
+    parity_image_count,
+    parity_images,
+)
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
 from aiot.converters.source import input_facts, load_user_model, parity_inputs
+from aiot.core import stage_limit
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import (
     AccuracyMismatch,
@@ -37,7 +44,6 @@ from aiot.models.quant.methods import parse_quantize
 
 log = logging.getLogger(__name__)
 RANDOM_INIT_SEED = 0
-PARITY_DATASET = "fashion-mnist"
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ class _Source:
 
     def images(self, count: int):
         """Real images for parity: zoo classifiers only (a user model's domain is unknown)."""
-        return _parity_images(self.spec, count) if self.spec is not None else None
+        return parity_images(self.spec, count) if self.spec is not None else None
 
 
 def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
@@ -284,14 +290,17 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     same model and options in ``out_dir``, else the machine's copy,
     :mod:`~aiot.converters.conversion_cache`), :func:`_export_artifact`,
     :func:`_check_artifact` (parity: a failure leaves neither artifact nor sidecar behind) and
-    :func:`_write_facts` (the sidecar, and the machine's copy).
+    :func:`_write_facts` (the sidecar, and the machine's copy). Load, export and parity have
+    time limits (:mod:`aiot.core.stage_limit`); a stop before the sidecar leaves no artifact.
 
     Raises:
         UnknownName, UsageError, MissingDependency: bad input, before any work.
-        ConversionError, AccuracyMismatch: the export or its verification failed.
+        ConversionError, AccuracyMismatch, StageTimeout: the export or its verification failed.
     """
     started = time.perf_counter()
-    plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
+    what = f"{model_name.label() if isinstance(model_name, ModelRef) else model_name} to {fmt}"
+    with stage_limit.stage(what, "load"):  # a user's factory runs in a child
+        plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
     converter, artifact = plan.converter, plan.artifact
     cached = _reusable(converter, artifact, plan.source_hash, plan.options) if reuse else None
     if not cached:
@@ -305,13 +314,20 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
                                 time.perf_counter() - started, cached=True, facts=cached)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     _notify(progress, "export")
-    exported = _export_artifact(plan)
-    parity = _check_artifact(plan, exported, parity_samples, dataset_samples, progress)
-    if exported.deployed is not None:
-        exported.deployed["training_graph"] = _change_cost(exported.trained, exported.model,
-                                                           plan.source, parity_samples, dataset_samples)
-    sidecar, written, total = _write_facts(plan, exported, parity, time.perf_counter() - started)
-    conversion_cache.keep(converter, key, artifact)
+    with stage_limit.stage(what, "export"):
+        exported = _export_artifact(plan)
+    try:  # from here the artifact file is this conversion's: it goes if the sidecar does not come
+        with stage_limit.stage(what, "parity"):
+            parity = _check_artifact(plan, exported, parity_samples, dataset_samples, progress)
+            if exported.deployed is not None:
+                exported.deployed["training_graph"] = _change_cost(
+                    exported.trained, exported.model, plan.source, parity_samples, dataset_samples)
+        sidecar, written, total = _write_facts(plan, exported, parity, time.perf_counter() - started)
+    except BaseException:  # Ctrl-C, a failure: neither artifact nor sidecar is left behind
+        for path in artifact_files(converter, artifact):
+            path.unlink(missing_ok=True)
+        raise
+    conversion_cache.keep(converter, key, artifact)  # a stop now: the artifact is kept
     return ConversionResult(artifact, sidecar, parity, written["artifact"]["sha256"], total,
                             time.perf_counter() - started, cached=False, facts=written)
 
@@ -376,8 +392,9 @@ def _export_artifact(plan: _Plan) -> _Exported:
 
 def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int,
                     dataset_samples: int | None, progress) -> dict | None:
-    """Stage 4: parity of the artifact in its runtime (or reference executor) with PyTorch;
-    a failure removes the artifact's files. None where the converter checks no parity."""
+    """Stage 4: parity of the artifact in its runtime (or reference executor) with PyTorch
+    (a failure removes the artifact's files: :func:`convert_model`). None where the converter
+    checks no parity."""
     converter, model, source, artifact = plan.converter, exported.model, plan.source, plan.artifact
     runner = (converter.backend or converter.reference_outputs) if converter.parity_check else None
     if runner is None:
@@ -391,15 +408,11 @@ def _check_artifact(plan: _Plan, exported: _Exported, parity_samples: int,
         images = source.images(parity_image_count(dataset_samples, tolerance["min_top1"]))
         return check_parity(converter.name, runner, artifact, model,
                             source.noise(parity_samples, seed=1), dataset=images, **tolerance)
-    except BaseException as exc:
-        for path in artifact_files(converter, artifact):
-            path.unlink(missing_ok=True)
-        if isinstance(exc, ArtifactError):  # not a damaged file: one written a moment ago
-            raise ConversionError(converter.name, "verify", "its runtime refuses the file just "
-                                  f"written ({exc.message})", f"{converter.backend} cannot run "
-                                  "what this export wrote (a converter bug, not a damaged file): "
-                                  "run with --verbose for the runtime's log; report it") from None
-        raise
+    except ArtifactError as exc:  # not a damaged file: one written a moment ago
+        raise ConversionError(converter.name, "verify", "its runtime refuses the file just "
+                              f"written ({exc.message})", f"{converter.backend} cannot run "
+                              "what this export wrote (a converter bug, not a damaged file): "
+                              "run with --verbose for the runtime's log; report it") from None
 
 
 def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None,
@@ -541,27 +554,6 @@ def _is_binarized(model) -> bool:
     from aiot.models.binary import BinaryConv2d
 
     return any(isinstance(m, (BinaryConv2d, BinarizedLayer)) for m in model.modules())
-
-
-def _parity_images(spec, count: int):
-    """``(dataset name, torch batch)`` of real test images for parity, or None without data.
-
-    Fashion-MNIST is preprocessed to any model's input (resized, replicated to RGB): not the
-    model's own domain for ImageNet models, but real image statistics, which is what
-    quantized formats must be judged on (random noise saturates their calibrated ranges).
-    """
-    if count <= 0:
-        return None
-    import torch
-
-    from aiot.models.datasets import load_dataset
-
-    try:
-        x, _y = load_dataset(PARITY_DATASET, spec.input, split="test", limit=count, seed=1)
-    except AiotError as exc:
-        log.info("parity without real images: %s", exc.message)
-        return None
-    return PARITY_DATASET, torch.from_numpy(x)
 
 
 def _export(converter, model, example, artifact: Path, options: dict, spec=None) -> dict:

@@ -13,24 +13,42 @@ counts, the toolchain's versions, aiot's version and its converter code (so an e
 converter never reuses what the old one wrote). An entry is written whole or not at all (a temp
 folder renamed into place) and verified (sizes and sha256 against its sidecar) before it is
 copied; one that fails is deleted and converted again. The cache is a convenience: a full or
-read-only disk only means converting again. ``AIOT_CONVERSION_CACHE=off`` turns it off.
+read-only disk only means converting again (a read-only cache is still read: its entries are
+copied, nothing new is kept, said in one log line). ``AIOT_CONVERSION_CACHE=off`` turns it off.
+
+Trust: the cache trusts what this account wrote, as it trusts the results folder and aiot's
+own code, and nothing else. A sidecar cannot vouch for its artifact against whoever can write
+both (an entry replaced together with a matching sidecar verifies), so whoever can write an
+entry decides what is measured under a model's name. Hence an entry is used only when the
+cache folder (followed through a link), the entry's folder and each of its files belong to
+this account (its effective uid) and are writable by no group and no other account, and the
+entry's files are plain files (no links). Otherwise it is never used: a cache folder others
+can write is not used at all (nothing read or kept there; one warning), an entry others can
+write is removed and converted again (one warning). aiot makes the folder 0700 and its
+entries' files 0600 whatever the umask. A copy names the conversion it came from: its sidecar
+in the results folder holds ``from_cache`` (the entry's key, when the entry's conversion was
+made, when it was copied), and so does the provenance of every run that measures it
+(``provenance.artifact.from_cache``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import os
 import shutil
+import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiot
 import aiot.converters
 import aiot.models
 from aiot.converters.naming import artifact_files
-from aiot.converters.sidecar import SUFFIX, sidecar_path
+from aiot.converters.sidecar import SUFFIX, sidecar_path, write_sidecar_facts
 from aiot.core.errors import AiotError
 from aiot.core.fileio import atomic_path, staged_folder
 from aiot.core.paths import cache_dir
@@ -70,38 +88,61 @@ def fetch(converter, key: str, artifact: Path, verify) -> dict | None:
     if kept is None or not kept.is_file():
         return None
     entry = kept.parent
+    why = _distrusted(entry, (*artifact_files(converter, kept), sidecar_path(kept)))
+    if why is not None:  # another account could have written it: never measured
+        log.warning("conversion cache: entry %s %s, so it is not used; converting again",
+                    entry, why)
+        shutil.rmtree(entry, ignore_errors=True)  # the new conversion takes its place
+        return None
     sidecar = verify(kept)
     if sidecar is None:
         log.info("conversion cache: entry %s does not verify; converting again", entry.name)
         shutil.rmtree(entry, ignore_errors=True)  # the new conversion takes its place
         return None
+    copied = [artifact.parent / path.name for path in artifact_files(converter, kept)]
     try:
         # the sidecar last: a folder's artifact counts only once its sidecar is beside it
         sidecar_path(artifact).unlink(missing_ok=True)
-        for path in (*artifact_files(converter, kept), sidecar_path(kept)):
+        for path in artifact_files(converter, kept):
             with atomic_path(artifact.parent / path.name) as tmp:
                 shutil.copyfile(path, tmp)
-        os.utime(entry)  # recently used: trimmed last
-    except OSError as exc:
-        log.info("conversion cache: could not copy %s (%s); converting instead", entry.name, exc)
+        facts = {k: v for k, v in sidecar.items() if k != "schema"}
+        facts["from_cache"] = {"key": key, "converted_at": sidecar.get("created_at"),
+                               "copied_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        _, sidecar = write_sidecar_facts(artifact, facts)
+    except BaseException as exc:  # a full disk, Ctrl-C: no copy without its sidecar is left
+        for path in copied:
+            path.unlink(missing_ok=True)
         sidecar_path(artifact).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        log.info("conversion cache: could not copy %s (%s); converting instead", entry.name, exc)
         return None
+    with contextlib.suppress(OSError):  # recently used: trimmed last (not on a read-only disk)
+        os.utime(entry)
     log.info("conversion cache: %s reused from entry %s", artifact.name, entry.name[:12])
     return sidecar
 
 
 def keep(converter, key: str, artifact: Path) -> None:
-    """Add a freshly converted and checked ``artifact`` (its files and sidecar) as ``key``."""
-    root = _root()
-    if root is None:
-        return
+    """Add a freshly converted and checked ``artifact`` (its files and sidecar) as ``key``.
+    A stop (Ctrl-C) here names the artifact, whole in its folder (``exc.converted``)."""
     try:
-        with staged_folder(root / key, prefix=f".{key[:12]}.") as staging:
-            for path in (*artifact_files(converter, artifact), sidecar_path(artifact)):
-                shutil.copyfile(path, staging / path.name)
-    except OSError as exc:  # a full or read-only disk: only a cache missed
-        log.info("conversion cache: could not keep %s (%s)", artifact.name, exc)
-    _trim(root, MAX_BYTES)
+        root = _root()
+        if root is None:
+            return
+        try:
+            with staged_folder(root / key, prefix=f".{key[:12]}.", mode=0o700) as staging:
+                for path in (*artifact_files(converter, artifact), sidecar_path(artifact)):
+                    shutil.copyfile(path, staging / path.name)
+                    (staging / path.name).chmod(0o600)  # this account's only, whatever the umask
+        except OSError as exc:  # a full or read-only disk: only a cache missed
+            log.info("conversion cache: could not keep %s (%s)", artifact.name, exc)
+            return
+        _trim(root, MAX_BYTES)
+    except KeyboardInterrupt as exc:
+        exc.converted = artifact
+        raise
 
 
 def sidecar_paths() -> list[Path]:
@@ -111,15 +152,65 @@ def sidecar_paths() -> list[Path]:
 
 
 def _root() -> Path | None:
+    """The cache folder, or None: off, unavailable (said at info level) or writable by other
+    accounts (a warning, once per folder)."""
     if not enabled():
         return None
     try:
         root = cache_dir() / _FOLDER
-        root.mkdir(parents=True, exist_ok=True)
-        return root
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (OSError, AiotError) as exc:
         log.info("conversion cache unavailable: %s", exc)
         return None
+    why = _untrusted(root, follow=True)
+    if why is not None:
+        _warn_once(str(root), f"conversion cache {root} {why}, so it is not used (every "
+                   f"conversion is made afresh); make it this account's own: chmod go-w {root}")
+        return None
+    return root
+
+
+def _untrusted(path: Path, follow: bool = False) -> str | None:
+    """Why another account may have written ``path`` (``is writable by its group``), or None
+    when only this account can. ``follow``: through a link (the cache folder may be one)."""
+    if not hasattr(os, "geteuid"):  # no POSIX owners (Windows): the folder's ACLs decide
+        return None
+    try:
+        found = path.stat() if follow else path.lstat()
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc})"
+    if stat.S_ISLNK(found.st_mode):
+        return "is a symbolic link"
+    if found.st_uid != os.geteuid():
+        return f"belongs to uid {found.st_uid}, not to this account (uid {os.geteuid()})"
+    if found.st_mode & stat.S_IWOTH:
+        return "is writable by every account"
+    if found.st_mode & stat.S_IWGRP:
+        return "is writable by its group"
+    return None
+
+
+def _distrusted(entry: Path, files) -> str | None:
+    """Why the entry folder or one of its ``files`` may hold another account's writing."""
+    why = _untrusted(entry)
+    if why is not None:
+        return why
+    for path in files:
+        why = _untrusted(path)
+        if why is None and not stat.S_ISREG(path.lstat().st_mode):
+            why = "is not a plain file"
+        if why is not None:
+            return f"holds {path.name}, which {why}"
+    return None
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, text: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("%s", text)
 
 
 def _trim(root: Path, limit: int) -> None:

@@ -36,7 +36,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from aiot.core import children
+from aiot.core import children, stage_limit
 from aiot.core.errors import UsageError
 from aiot.models.model_ref import ModelRef
 
@@ -115,14 +115,19 @@ def _run_child(ref: ModelRef, request: Path, output: Path, timeout: float) -> in
         # terminal's Ctrl-C reaches aiot, which ends the child in `finally`.
         proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(request)], stdin=subprocess.DEVNULL,
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        # Within a conversion stage, no longer than what is left of its limit.
+        allowed, stage = stage_limit.budget(timeout)
         try:
             with children.tracked(proc):  # a campaign's Ctrl-C ends it from the main thread
-                code = proc.wait(timeout=timeout)
+                code = proc.wait(timeout=allowed)
             if children.stopping():
                 raise children.Stopped(f"{ref.name}: stopped while its factory ran (aiot was told "
                                        "to stop)", "run the command again")
             return code
         except subprocess.TimeoutExpired:
+            if stage is not None:
+                raise stage_limit.ran_out(stage, f"the process running {ref.name}", proc.pid,
+                                          children.process_state(proc.pid)) from None
             raise UsageError(f"{ref.name} did not return within {timeout:.0f} s (a factory that hangs or "
                              "waits for something)",
                              f"fix the factory, or give it more time: {TIMEOUT_ENV}={timeout * 2:.0f}") from None

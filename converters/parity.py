@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiot.device_agent
 from aiot.core import toolchains
-from aiot.core.errors import AccuracyMismatch, ArtifactError
+from aiot.core.errors import AccuracyMismatch, AiotError, ArtifactError
 from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
@@ -470,3 +470,28 @@ def _raise_error_event(event: dict, artifact: Path) -> None:
     if event["event"] == "error":
         raise ArtifactError(f"{Path(artifact).name}: {event['type']}: {event['message']}",
                             "the file is truncated or corrupt; re-convert it")
+
+
+#: The real images parity is also checked on (:func:`parity_images`).
+PARITY_DATASET = "fashion-mnist"
+
+
+def parity_images(spec, count: int):
+    """``(dataset name, torch batch)`` of real test images for parity, or None without data.
+
+    Fashion-MNIST is preprocessed to any model's input (resized, replicated to RGB): not the
+    model's own domain for ImageNet models, but real image statistics, which is what
+    quantized formats must be judged on (random noise saturates their calibrated ranges).
+    """
+    if count <= 0:
+        return None
+    import torch
+
+    from aiot.models.datasets import load_dataset
+
+    try:
+        x, _y = load_dataset(PARITY_DATASET, spec.input, split="test", limit=count, seed=1)
+    except AiotError as exc:
+        log.info("parity without real images: %s", exc.message)
+        return None
+    return PARITY_DATASET, torch.from_numpy(x)

@@ -32,6 +32,26 @@ class Stopped(AiotError):
     """A child process was ended (or not started) because aiot was told to stop."""
 
 
+class TimedOut(subprocess.TimeoutExpired):
+    """A child ran past its timeout and was killed: ``pid`` (None if unknown) and ``state``,
+    its ``/proc`` state letter when the time ran out (``T``: stopped by a signal)."""
+
+    def __init__(self, cmd, timeout: float, pid: int | None, state: str | None) -> None:
+        super().__init__(cmd, timeout)
+        self.pid, self.state = pid, state
+
+
+def process_state(pid: int | None) -> str | None:
+    """The ``/proc`` state letter of ``pid`` (``R``, ``S``, ``T`` stopped...), or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return fh.read().rsplit(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return None
+
+
 def run(argv: list[str], *, timeout: float | None = None, input_text: str | None = None,
         **popen) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, capture_output=True, text=True)``, stoppable by :func:`stop_all`.
@@ -40,7 +60,7 @@ def run(argv: list[str], *, timeout: float | None = None, input_text: str | None
     exception in the waiting thread (Ctrl-C) and by :func:`stop_all` from any thread.
 
     Raises:
-        subprocess.TimeoutExpired: it ran past ``timeout`` (it is killed first).
+        TimedOut: it ran past ``timeout`` (it is killed; a ``subprocess.TimeoutExpired``).
         Stopped: aiot was told to stop before or while it ran.
     """
     refuse_if_stopped()
@@ -52,6 +72,8 @@ def run(argv: list[str], *, timeout: float | None = None, input_text: str | None
     try:
         refuse_if_stopped()  # a stop between the check above and the registration
         stdout, stderr = proc.communicate(input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:  # its state before the kill: a stopped child says so
+        raise TimedOut(argv, timeout, proc.pid, process_state(proc.pid)) from None
     finally:
         with _LOCK:
             _RUNNING.discard(proc)

@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 
+from aiot.core import children, stage_limit
 from aiot.core.errors import AiotError, ArtifactError
 
 #: Seconds a runtime may take to read (or run, for ``predict``) a model before aiot gives up
@@ -73,17 +74,22 @@ def isolated(read: Callable[[], str], *, file: str, runtime: str,
     if pid == 0:
         _child(read, read_fd, write_fd)  # never returns
     os.close(write_fd)
-    deadline = time.monotonic() + (TIMEOUT_S if timeout is None else timeout)
-    status = None
+    # Within a conversion stage, no longer than what is left of its limit.
+    allowed, stage = stage_limit.budget(TIMEOUT_S if timeout is None else timeout)
+    deadline = time.monotonic() + allowed
+    status = state = None
     try:
         data = _read_all(read_fd, deadline)
         status = _wait(pid, deadline) if data is not None else None
     finally:
         os.close(read_fd)
         if status is None:  # hung, or this process was interrupted: the child goes too
+            state = children.process_state(pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+    if (data is None or status is None) and stage is not None:
+        raise stage_limit.ran_out(stage, f"the {runtime} runtime process reading {file}", pid, state)
     if data is None or status is None:
         raise RuntimeCrash(f"{file}: the {runtime} runtime did not finish reading it within "
                            f"{TIMEOUT_S if timeout is None else timeout:.0f} s (stopped)", _HINT)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core import warm_toolchain
+from aiot.core import stage_limit, warm_toolchain
 from aiot.core.warm_toolchain import Warmth
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.isolation import signal_name
@@ -119,7 +119,10 @@ def root_dir() -> Path:
     """Where environments live: ``AIOT_TOOLCHAINS_DIR``, else ``<cache>/toolchains``."""
     env = os.environ.get("AIOT_TOOLCHAINS_DIR")
     path = Path(env).expanduser().absolute() if env else cache_dir() / "toolchains"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only cache: nothing is installed there; an install says so
+        log.debug("toolchains folder %s cannot be made: %s", path, exc)
     return path
 
 
@@ -199,6 +202,7 @@ def install(name: str, progress=None) -> dict:
     logfile = final.with_name(final.name + ".log")
     shutil.rmtree(partial, ignore_errors=True)
     started = time.perf_counter()
+    final.parent.mkdir(parents=True, exist_ok=True)  # a read-only cache: its one-line error here
     with open(logfile, "w", encoding="utf-8") as log_fh:
         _step(progress, f"creating environment {final.name}")
         _run_logged([sys.executable, "-m", "venv", str(partial)], log_fh, logfile, "venv creation")
@@ -291,10 +295,15 @@ def _run_python(name: str, args: list[str], *, cwd: Path | None, timeout: float,
     py = require_python(name)
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("PYTHONPATH", None)
+    # Within a conversion stage, what is left of its limit (aiot.core.stage_limit).
+    allowed, stage = stage_limit.budget(timeout)
     try:  # stoppable from any thread: a campaign's Ctrl-C ends a conversion in flight
         proc = warm_toolchain.run(str(py), TOOLCHAINS.get(name).warm, args, cwd=cwd,
-                                  env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
+                                  env=env, timeout=allowed)
+    except subprocess.TimeoutExpired as exc:
+        if stage is not None:
+            raise stage_limit.ran_out(stage, f"the '{name}' toolchain process ({what})",
+                                      getattr(exc, "pid", None), getattr(exc, "state", None)) from None
         raise ToolchainError(f"{what} in the '{name}' toolchain ran over {timeout:.0f} s") from None
     log.debug("%s stderr:\n%s", what, proc.stderr)
     if proc.returncode != 0 and (check or not proc.stdout.strip()):

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core import children
+from aiot.core import children, stage_limit
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class _Server:
         try:
             with children.tracked(self.proc):  # a stop during the imports ends them too
                 self._send({"warm_up": warmth.code})
-                self._line(READY_TIMEOUT_S)
+                self._line(stage_limit.budget(READY_TIMEOUT_S)[0])  # within a stage's limit
         except BaseException:
             self.close()
             raise
@@ -96,7 +96,7 @@ class _Server:
         Raises:
             _Gone: the server was not there to take it, or it died under the command
                 (killed with it: the outcome is unknown, so the caller runs it cold).
-            subprocess.TimeoutExpired: it ran past ``timeout`` (the server is killed).
+            aiot.core.children.TimedOut: it ran past ``timeout`` (the server is killed).
             aiot.core.children.Stopped: a stop killed it.
         """
         with tempfile.TemporaryDirectory(prefix="aiot-warm-") as tmp:
@@ -105,7 +105,7 @@ class _Server:
                        "stderr": str(err)}
             try:
                 self._send(request)
-                self._line(FORK_TIMEOUT_S)
+                pid = self._line(FORK_TIMEOUT_S).get("pid")
             except (OSError, _Gone, subprocess.TimeoutExpired):
                 self.close()
                 raise _Gone() from None
@@ -116,7 +116,11 @@ class _Server:
                 self.close()
                 children.refuse_if_stopped()
                 raise
-            except BaseException:  # a timeout, Ctrl-C: the command must not outlive it
+            except subprocess.TimeoutExpired:  # the child's state first: a stopped one says so
+                state = children.process_state(pid)
+                self.close()
+                raise children.TimedOut(argv, timeout, pid, state) from None
+            except BaseException:  # Ctrl-C: the command must not outlive it
                 self.close()
                 raise
             return status, _read(out), _read(err)
@@ -158,12 +162,15 @@ def run(python: str, warmth: Warmth, argv: list[str], *, cwd, env: dict,
     ``python`` warmed by ``warmth`` where one can take it, else cold.
 
     Raises:
-        subprocess.TimeoutExpired: it ran past ``timeout`` (it is killed first).
+        aiot.core.children.TimedOut: it ran past ``timeout`` (it is killed first).
         aiot.core.children.Stopped: aiot was told to stop before or while it ran.
     """
     children.refuse_if_stopped()
     cwd = str(cwd) if cwd is not None else os.getcwd()
     server = _take(python, warmth, env) if warmth.modules and _warmable(argv) else None
+    in_stage = stage_limit.current()
+    if in_stage is not None and timeout is not None:  # the server's start spent some of it
+        timeout = min(timeout, in_stage.left())
     if server is not None:
         try:
             started = time.monotonic()

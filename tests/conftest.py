@@ -102,7 +102,7 @@ def session_cache(tmp_path_factory, worker_id):
         # run, not once per test's results folder. Not kept between runs: a parity report
         # depends on runtimes and agent code that an entry's key does not hash.
         shared = tmp_path_factory.getbasetemp().parent / "aiot-conversions"
-        shared.mkdir(exist_ok=True)
+        shared.mkdir(mode=0o700, exist_ok=True)  # this account's only: else it is not used
         (cache / "conversions").symlink_to(shared, target_is_directory=True)
     return cache
 

@@ -164,8 +164,12 @@ class AiotGroup(LazyGroup):
                 err.print(f"[dim]hint:[/] {safe(exc.hint)}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
+            # A command that knows what its stop left behind says it (``said``: aiot convert
+            # writes no records); the others keep finished records and mark unfinished ones.
+            said = getattr(exc, "said", None) or (
+                "interrupted; finished records were kept, unfinished ones marked failed")
             try:  # after a hangup the terminal may be gone: the records are marked already
-                err.print("interrupted; finished records were kept, unfinished ones marked failed")
+                err.print(said, highlight=False, soft_wrap=True, markup=False)
             except OSError:
                 pass
             raise typer.Exit(getattr(exc, "exit_code", 130)) from None

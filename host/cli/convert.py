@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +15,9 @@ from rich.table import Table
 from aiot.converters import api, format_table
 from aiot.converters.keras import is_keras_file, tflite_of
 from aiot.converters.matrix import convert_all
+from aiot.core import stage_limit
 from aiot.core.errors import UsageError
+from aiot.core.fileio import atomic_path
 from aiot.core.units import size_text
 from aiot.host.cli._output import message, out, print_json, spinner, state
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, parse_options
@@ -49,6 +53,11 @@ def convert(
     opt: Opt = None,
     input_shape: Annotated[list[str], typer.Option("--input-shape", help="DxD (or NAME=DxD): the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
+    timeout_s: Annotated[str | None, typer.Option(
+        "--timeout-s", metavar="SECONDS",
+        help="Seconds each stage of a conversion (load, export, parity) may take before its "
+             f"child process is killed and the conversion fails (default: ${stage_limit.ENV}, "
+             f"else {stage_limit.DEFAULT_S:g}).")] = None,
     as_json: JsonOpt = False,
     ctx: typer.Context = None,
 ) -> None:
@@ -64,9 +73,37 @@ def convert(
         return
     if not model:
         raise UsageError("convert needs a MODEL", "e.g. aiot convert resnet18 --format tflite")
-    out_dir = out_dir or state(ctx).results_dir() / "artifacts"
+    if timeout_s is not None:  # checked now; the variable reaches every stage (and thread)
+        stage_limit.parse_limit(timeout_s, "--timeout-s")
+    with _variable(stage_limit.ENV, timeout_s), _stopped_words(f"the conversion of {model}"):
+        stage_limit.limit_s()  # a bad AIOT_CONVERT_TIMEOUT_S: one line before any work
+        _convert(model, fmt, out_dir or state(ctx).results_dir() / "artifacts", weights,
+                 binarize, opt, input_shape, as_json)
+
+
+@contextlib.contextmanager
+def _variable(name: str, value: str | None):
+    """``name=value`` in the environment for the block (unchanged when ``value`` is None)."""
+    if value is None:
+        yield
+        return
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def _convert(model: str, fmt: str | None, out_dir: Path, weights: Path | None,
+             binarize: str | None, opt, input_shape: list[str], as_json: bool) -> None:
+    """:func:`convert` once its options are checked."""
     if is_keras_file(model):
-        _convert_keras(Path(model).expanduser(), fmt, out_dir, as_json)
+        with _stopped_words(f"the conversion of {Path(model).name} to tflite"):
+            _convert_keras(Path(model).expanduser(), fmt, out_dir, as_json)
         return
     shapes = flat_shapes(parse_shape_args(input_shape))
     ref = resolve_model(model, binarize, quantized_ok=True)  # convert_model says where it deploys
@@ -75,9 +112,11 @@ def convert(
         message(f"format: {fmt} (the default for {model}; --format names another)")
     weights = _weights(ref, weights)
     if fmt == "all":
-        _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
+        with _stopped_words(f"converting {model} to every format", every=out_dir):
+            _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
         return
-    with spinner(f"converting {model} to {fmt}…"):
+    with _stopped_words(f"the conversion of {model} to {fmt}"), \
+            spinner(f"converting {model} to {fmt}…"):
         # The reference resolved above: the user's file is not read and hashed again.
         res = api.convert_model(ref, fmt, out_dir, weights=weights, options=parse_options(opt),
                                 binarize=binarize, input_shapes=shapes or None)
@@ -102,16 +141,39 @@ def convert(
         out.print(f"  parity vs PyTorch{' (deployed form)' if deployed else ''}: {_parity_line(p)}")
 
 
+@contextlib.contextmanager
+def _stopped_words(what: str, every: Path | None = None):
+    """Ctrl-C, SIGTERM, SIGHUP during ``what``: the words say what it left (a conversion
+    writes its artifact whole or not at all, and no record; :func:`api.convert_model`)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if getattr(exc, "said", None):  # said by an inner block, which knew more
+            raise
+        how = getattr(exc, "reason", None) or "interrupted"
+        if every is not None:
+            left = (f"the formats converted before it are kept in {every}; the one in progress "
+                    "wrote nothing")
+        elif getattr(exc, "converted", None) is not None:
+            left = f"its artifact was complete and is kept: {exc.converted}"
+        else:
+            left = "nothing was written (no artifact, no record)"
+        exc.said = f"{how}: {what} stopped; {left}"
+        raise
+
+
 def _convert_keras(path: Path, fmt: str | None, out_dir: Path, as_json: bool) -> None:
     """A Keras file to ``out_dir/NAME.tflite`` (TensorFlow's converter, parity vs Keras)."""
     if fmt not in (None, "tflite"):
         raise UsageError(f"{path.name} is a Keras model: aiot converts it to tflite only",
                          f"aiot convert {path.name} -f tflite")
-    with spinner(f"converting {path.name} to tflite with TensorFlow (lce toolchain)…"):
+    with spinner(f"converting {path.name} to tflite with TensorFlow (lce toolchain)…"), \
+            stage_limit.stage(f"{path.name} to tflite", "export"):
         done = tflite_of(path)
     out_dir.mkdir(parents=True, exist_ok=True)
     artifact = out_dir / done.artifact.name
-    shutil.copyfile(done.artifact, artifact)
+    with atomic_path(artifact) as tmp:  # whole or not at all: a stop leaves nothing half-copied
+        shutil.copyfile(done.artifact, tmp)
     size = artifact.stat().st_size
     if as_json:
         print_json({"artifact": str(artifact), "size_bytes": size, "seconds": done.seconds,

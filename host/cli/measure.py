@@ -29,6 +29,7 @@ from aiot.host.cli.options import (
     Limit,
     Opt,
     Weights,
+    check_seconds,
     parse_options,
     parse_threads,
     split_list,
@@ -39,7 +40,7 @@ from aiot.host.cli.run_table import print_run_table
 from aiot.host.cli.sweep_view import parity_notes, sort_key
 from aiot.host.devices.agent_client import AgentSession
 from aiot.host.devices.deploy import push_file
-from aiot.host.devices.pull import outputs_dir, pull_outputs
+from aiot.host.devices.pull import DEFAULT_MAX_BYTES, MAX_BYTES_ENV, outputs_dir, parse_max_bytes, pull_outputs
 from aiot.host.devices.resolve import open_transport, resolve_name
 from aiot.host.engine.campaign import SweepPlan, plan_sweep, record_key, run_campaign, run_key
 from aiot.host.engine.estimate import LONG_S, estimate
@@ -252,6 +253,7 @@ def run(
     validity: Validity = None,
 ) -> None:
     """Measure one model in one format on one device at one thread count."""
+    _check_timing(warmup_min_s, min_s, max_s, timeout, cooldown_max_s)
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
     targets = _targets(model, fmt, binarize, native)
@@ -311,6 +313,7 @@ def sweep(
     the same command again resumes the sweep (only missing or failed runs are redone).
     Without --model, each device measures what was last pushed to it (aiot push).
     """
+    _check_timing(warmup_min_s, min_s, max_s, timeout, cooldown_max_s)
     devices = list(dict.fromkeys(split_list(device, "devices"))) if device else [resolve_name(None)]
     params = MeasureParams(warmup_runs, warmup_min_s, min_runs, min_s, max_s, timeout_s=timeout,
                            target_cv=target_cv, max_runs=max_runs, memory=memory, profile=profile)
@@ -337,6 +340,13 @@ def sweep(
         vias=tuple(parse_vias(via)), seed=seed, shuffle=shuffle, fresh=fresh, retries=retries,
         cooldown_max_s=cooldown_max_s, lab=lab, validity=validity)
     _sweep(ctx, spec, as_json)
+
+
+def _check_timing(warmup_min_s: float, min_s: float, max_s: float, timeout: float | None,
+                  cooldown_max_s: float | None) -> None:
+    """Every seconds option of run and sweep finite and ≥ 0, before any work (one line)."""
+    check_seconds({"--warmup-min-s": warmup_min_s, "--min-s": min_s, "--max-s": max_s,
+                   "--timeout": timeout, "--cooldown-max-s": cooldown_max_s})
 
 
 def _inputs(values: list[str]) -> dict:
@@ -423,24 +433,31 @@ def pull(
     device: Device = None,
     out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Folder to copy into "
                                                  "(default: RESULTS/pulled/DEVICE).")] = None,
+    max_bytes: Annotated[str | None, typer.Option(
+        "--max-bytes", envvar=MAX_BYTES_ENV, show_default=False,
+        help=f"The most this pull brings back, all files together: bytes, or e.g. 500M, 2G "
+             f"(default: {size_text(DEFAULT_MAX_BYTES)}). A file over what is left is refused.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Copy the files a device left in WORKDIR/outputs (profiles, logs) into the results folder.
 
-    File names come from the device; any that could land outside the folder are refused.
+    File names come from the device: one that could land outside the folder, or is longer
+    than 200 bytes, is refused, as is a file over the size limit; the others are pulled.
     """
+    limit = parse_max_bytes(max_bytes)
     name = resolve_name(device)
     transport = open_transport(name)
     dest = out_dir or state(ctx).results_dir() / "pulled" / name
     with spinner(f"pulling from {name}…"):
-        pulled = pull_outputs(transport, dest)
+        pulled = pull_outputs(transport, dest, limit)
     if as_json:
         print_json([{"name": p.name, "local": str(p.local) if p.local else None, "size_bytes": p.size,
                      "refused": p.refused} for p in pulled])
     elif not pulled:
-        message(escape(f"nothing to pull: {name}:{outputs_dir(transport)} has no files"))
+        message(safe(f"nothing to pull: {name}:{outputs_dir(transport)} has no files"))
     for p in pulled if not as_json else []:
-        line = f"[red]✗[/] {escape(p.refused)}" if p.refused else f"[green]✓[/] {escape(str(p.local))} ({p.size:,} B)"
+        # Names come from the device: a bidirectional override or escape shows as \u202e, \x1b.
+        line = f"[red]✗[/] {safe(p.refused)}" if p.refused else f"[green]✓[/] {safe(p.local)} ({p.size:,} B)"
         out.print(line)
     if any(p.refused for p in pulled):
         raise typer.Exit(1)

@@ -7,6 +7,7 @@ takes stay in its module.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -104,3 +105,12 @@ def parse_algorithms(value: str | None) -> list[str]:
         raise UsageError("--binarize got no algorithm",
                          f"use all or some of: {', '.join(ALGORITHMS.names())}")
     return list(dict.fromkeys(ALGORITHMS.canonical(name) for name in names))
+
+
+def check_seconds(options: dict[str, float | None]) -> None:
+    """Refuse, in one line, a timing option (``{"--min-s": value}``) that is not a finite
+    number of seconds ≥ 0: ``inf`` never ends a wait and ``nan`` passes every comparison."""
+    for option, value in options.items():
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{option} must be a finite number of seconds ≥ 0, got {value}",
+                             f"e.g. {option} 30")

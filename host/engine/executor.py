@@ -225,7 +225,10 @@ def _artifact_provenance(conv, sidecar: dict, weights_origin: str | None = None)
     sha256: see :mod:`aiot.host.engine.weights`); a user's artifact file has no such facts.
     """
     facts = {"artifact": {"file": conv.artifact.name, "sha256": conv.sha256,
-                          "size_bytes": conv.size_bytes, "parity": conv.parity},
+                          "size_bytes": conv.size_bytes, "parity": conv.parity,
+                          # copied from the machine's conversion cache: which conversion
+                          **({"from_cache": sidecar["from_cache"]} if sidecar.get("from_cache")
+                             else {})},
              "converter": sidecar.get("converter"), "toolchain": sidecar.get("toolchain"),
              "source": sidecar.get("source")}
     source = sidecar.get("source") or {}

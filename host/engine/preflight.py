@@ -23,7 +23,7 @@ from aiot.converters import get_converter
 from aiot.converters.api import check_deployable
 from aiot.converters.base import all_formats, check_format, formats_for, resolve_options
 from aiot.converters.keras import is_keras_file, tflite_of
-from aiot.core import notices
+from aiot.core import notices, stage_limit
 from aiot.core.errors import AiotError, DatasetError, UsageError, is_transient
 from aiot.core.fileio import sha256_file
 from aiot.device_agent import backends as agent_backends
@@ -74,6 +74,7 @@ def check_sweep(spec: SweepSpec, results_dir: Path, lab=None) -> Checked:
     """
     requests = None if spec.targets is not None else last_pushed(spec, results_dir)
     spec.params.validate()
+    stage_limit.limit_s()  # a bad AIOT_CONVERT_TIMEOUT_S: one line now, not at each conversion
     # A bad AIOT_VALIDITY or --validity: one line now, not after every run.
     ValidityPolicy.from_env(option=spec.validity)
     dataset = check_data_options(spec.weights, spec.dataset, spec.limit)

@@ -12,6 +12,7 @@ check a sweep would carry on and the damage show only at the next open.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -116,3 +117,50 @@ class FileWatch:
 
 def _records(count: int) -> str:
     return f"{count} record" + ("" if count == 1 else "s")
+
+
+#: A record's JSON columns, as the store's readers decode them; the first two are never NULL.
+JSON_COLUMNS = ("spec_json", "provenance_json", "result_json", "writer_json")
+#: How many records a one-line report of broken JSON names.
+NAMED = 5
+
+
+def broken_json(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
+    """``[(record id, [its parts whose JSON does not parse: spec, result…])]``: records a
+    reader cannot decode (edited by hand or by another program; SQLite's pages are whole).
+
+    SQLite's ``json_valid`` finds the candidates without decoding every record in Python; each
+    is then decoded as the store's readers decode it (Python's ``json`` also reads the NaN
+    and Infinity that ``json.dumps`` writes and ``json_valid`` refuses)."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    columns = [c for c in JSON_COLUMNS if c in present]
+    required = JSON_COLUMNS[:2]
+    where = " OR ".join(f"NOT coalesce(json_valid({c}), {0 if c in required else 1})"
+                        for c in columns)
+    found = []
+    for row in conn.execute(f"SELECT id, {', '.join(columns)} FROM runs WHERE {where}"):
+        parts = []
+        for name, text in zip(columns, row[1:], strict=True):
+            try:
+                if text is not None or name in required:
+                    json.loads(text)
+            except (TypeError, ValueError):
+                parts.append(name.removesuffix("_json"))
+        if parts:
+            found.append((str(row[0]), parts))
+    return found
+
+
+class BrokenRecords(StoreError):
+    """Records whose JSON does not parse (the store's pages are whole): ``broken`` lists them."""
+
+    def __init__(self, path: Path, broken: list[tuple[str, list[str]]], total: int | None) -> None:
+        named = ", ".join(f"{rid[:8]} ({' and '.join(parts)})" for rid, parts in broken[:NAMED])
+        more = f", and {len(broken) - NAMED} more" if len(broken) > NAMED else ""
+        of = f" of {total}" if total is not None else ""
+        super().__init__(
+            f"result store {path}: {len(broken)}{of} record(s) hold JSON that does not parse "
+            f"(changed by something other than aiot): {named}{more}",
+            "aiot results recover copies every other record into a new store and keeps this "
+            "one beside it; or restore the store from a backup")
+        self.broken = broken

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from aiot.core.fileio import write_text_atomic
-from aiot.host.store.damage import StoreDamaged, check_integrity, damaged
+from aiot.host.store.damage import BrokenRecords, StoreDamaged, broken_json, check_integrity, damaged
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,9 @@ def why_check(path: Path) -> str | None:
 def check_on_open(path: Path, conn, written: int = 0, force: bool = False,
                   full: bool = False) -> None:
     """Check the store just opened on ``conn``: its size always, its pages when
-    :func:`why_check` says so (or ``force``); raises :class:`StoreDamaged`."""
+    :func:`why_check` says so (or ``force``); raises :class:`StoreDamaged`. ``force`` (``aiot
+    results check``) also decodes what readers decode: records whose JSON does not parse
+    raise :class:`~aiot.host.store.damage.BrokenRecords` (their pages are whole)."""
     try:
         problem = size_problem(path, conn)
     except sqlite3.DatabaseError as exc:
@@ -135,6 +137,10 @@ def check_on_open(path: Path, conn, written: int = 0, force: bool = False,
         log.debug("checked %s (%s) in %.2f s", path, reason, time.monotonic() - started)
         if _stat(path) == before and not _wal_in_use(path):
             stamp(path)
+    if force:
+        broken = broken_json(conn)
+        if broken:
+            raise BrokenRecords(path, broken, conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
 
 def register(path: Path, inode: int | None) -> None:

@@ -24,12 +24,18 @@ from pathlib import Path
 
 from aiot.core.errors import StoreError, UsageError
 from aiot.host.store import pages
+from aiot.host.store.damage import broken_json
 from aiot.host.store.schema import MIGRATIONS, SCHEMA_VERSION
 from aiot.host.store.store import DB_NAME, STATUSES, Store
 
 log = logging.getLogger(__name__)
 
 _COMPANIONS = ("-wal", "-shm")
+#: How a whole store of an older schema is migrated (the same words as the store's refusal to
+#: read it unmigrated, :class:`aiot.host.store.store.Store`).
+MIGRATE_HINT = ("open it once for writing where its folder is writable, which migrates it: "
+                "aiot results prune --older-than 36500d --dry-run (changes nothing else), or "
+                "any run")
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,27 @@ def _problem(conn: sqlite3.Connection) -> str | None:
     except sqlite3.DatabaseError as exc:
         return str(exc)
     return None if [tuple(r) for r in rows] == [("ok",)] else str(rows[0][0] if rows else "damaged")
+
+
+def _broken(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
+    """Records whose JSON does not parse (:func:`~aiot.host.store.damage.broken_json`)."""
+    try:
+        return broken_json(conn)
+    except sqlite3.DatabaseError:
+        return []
+
+
+def _whole_hint(conn: sqlite3.Connection) -> str:
+    """What to run on a store that is not damaged: a store of an older schema is migrated
+    by any command that opens it for writing; a whole one needs nothing."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row else SCHEMA_VERSION
+    except (sqlite3.DatabaseError, ValueError, TypeError):
+        version = SCHEMA_VERSION
+    if version < SCHEMA_VERSION:
+        return (f"it has schema v{version} and this aiot reads v{SCHEMA_VERSION}: {MIGRATE_HINT}")
+    return "aiot results check checks every page and record of it"
 
 
 def _partial(conn: sqlite3.Connection, sql: str, args=()) -> list[tuple]:
@@ -104,9 +131,11 @@ def recover_store(results_dir: Path) -> Recovery:
     src.row_factory = sqlite3.Row
     try:
         problem = _problem(src)
-        if problem is None:
-            raise UsageError(f"result store {path} is not damaged: nothing to recover")
-        if "not a database" in problem:
+        broken = {rid for rid, _parts in _broken(src)} if problem is None else set()
+        if problem is None and not broken:
+            raise UsageError(f"result store {path} is not damaged: nothing to recover",
+                             _whole_hint(src))
+        if problem is not None and "not a database" in problem:
             raise StoreError(f"{path} is not an SQLite database: nothing can be recovered from it",
                              "restore it from a backup, or move it away to start a new store")
         runs = _salvage(src, "runs", "id", [
@@ -117,7 +146,9 @@ def recover_store(results_dir: Path) -> Recovery:
         listed = next(iter(_partial(src, "SELECT COUNT(*) FROM runs")), [None])[0]
     finally:
         src.close()
-    found_runs, found_pushes = _from_pages(path)
+    if broken:  # whole pages, but records no reader can decode: every other one is copied
+        runs = [row for row in runs if row["id"] not in broken]
+    found_runs, found_pushes = _from_pages(path)  # whole JSON only (_as_run)
     runs += _unseen(runs, found_runs, "id")
     pushes += _unseen(pushes, found_pushes, "id")
     done = _replace(path, runs, pushes, listed)

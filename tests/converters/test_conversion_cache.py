@@ -39,7 +39,11 @@ def test_a_second_results_folder_copies_the_first_ones_conversion(tmp_path, own_
     assert not first.cached and second.cached
     assert second.artifact == tmp_path / "b" / "tiny_cnn.onnx"
     assert second.sha256 == first.sha256 and second.parity == first.parity
-    assert json.loads(sidecar_path(second.artifact).read_text()) == first.facts
+    copied = json.loads(sidecar_path(second.artifact).read_text())
+    origin = copied.pop("from_cache")  # the copy names the conversion it came from
+    assert copied == first.facts and second.facts["from_cache"] == origin
+    (entry,) = own_cache.iterdir()
+    assert origin["key"] == entry.name and origin["converted_at"] == first.facts["created_at"]
     assert [p.name for p in own_cache.iterdir()] != []
     # the copy is the folder's own: the folder's cache reuses it even with the machine's gone
     for entry in own_cache.iterdir():

@@ -105,3 +105,19 @@ def load_bench_script(name: str) -> ModuleType:
         return module
     finally:
         sys.path.remove(str(BENCH))
+
+
+def proc_cmdline(pid: int) -> str:
+    """A process's command line from /proc ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def proc_comm(pid: int) -> str:
+    """A process's name from /proc ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

@@ -20,6 +20,7 @@ import pytest
 from aiot.core.toolchains import runtime_python
 from aiot.host.emulator.state import descendants
 from tests.faults.conftest import count_records
+from tests.helpers import proc_cmdline, proc_comm
 
 #: Each test stops a conversion while it runs: none may come from the conversion cache.
 pytestmark = pytest.mark.usefixtures("fresh_conversions")
@@ -37,20 +38,6 @@ def _rows() -> list[tuple]:
         conn.close()
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 def _child_running(proc: subprocess.Popen, marker: str, timeout: float = 120.0) -> int:
     """The pid of the sweep's descendant whose command line holds ``marker`` (or named
     after it: a warm toolchain's child, :mod:`aiot.core.warm_server`), once it runs."""
@@ -58,7 +45,7 @@ def _child_running(proc: subprocess.Popen, marker: str, timeout: float = 120.0) 
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         for pid in descendants(proc.pid):
-            if marker in _cmdline(pid) or _comm(pid) == marker[:15]:
+            if marker in proc_cmdline(pid) or proc_comm(pid) == marker[:15]:
                 return pid
         time.sleep(0.05)
     proc.kill()
@@ -119,7 +106,7 @@ def test_a_signal_during_an_lce_conversion_stops_it_within_seconds(fault, signum
     took, err = _stop(proc, signum)
     assert proc.returncode == code, err
     assert took < STOP_WITHIN_S, f"aiot took {took:.1f} s to stop"
-    assert _gone(child), f"the converter child {child} outlived aiot: {_cmdline(child)}"
+    assert _gone(child), f"the converter child {child} outlived aiot: {proc_cmdline(child)}"
     assert "Traceback" not in err, err
     rows = _rows()
     assert rows == [("failed", reason)], rows

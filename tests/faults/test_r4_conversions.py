@@ -31,27 +31,13 @@ from aiot.host.emulator.state import descendants
 from aiot.host.store import open_store
 from tests.faults.conftest import count_records, one_line_error
 from tests.faults.test_disk_faults import small_disk  # noqa: F401 (a fixture)
-from tests.helpers import FAST
+from tests.helpers import FAST, proc_cmdline, proc_comm
 
 needs_lce = pytest.mark.skipif(runtime_python("lce") is None,
                                reason="needs the lce toolchain (aiot toolchains install lce)")
 
 #: The stage limit of the tests that stop a conversion's child (seconds).
 LIMIT_S = 6
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 def _state(pid: int) -> str:
@@ -77,7 +63,7 @@ def _descendant(root: int, marker: str, timeout: float = 90.0, alive=lambda: Tru
     while time.monotonic() < deadline:
         assert alive()
         for pid in descendants(root):
-            if marker in _cmdline(pid) or _comm(pid) == marker[:15]:
+            if marker in proc_cmdline(pid) or proc_comm(pid) == marker[:15]:
                 return pid
         time.sleep(0.05)
     pytest.fail(f"no child running {marker} appeared")

@@ -10,7 +10,9 @@ import json
 from datetime import UTC, datetime
 
 import jinja2
+import markupsafe
 
+from aiot.core.untrusted import visible
 from aiot.host.store import identity
 
 _BASE = """<!doctype html>
@@ -158,11 +160,19 @@ def _when(text) -> str:
     return text.replace("T", " ", 1).split(".")[0].removesuffix("+00:00")
 
 
+def _visible(value):
+    """What a page shows of a value: text with its control and bidirectional marks written out
+    (a device's name with U+202E reads as it is, not reversed); markup the page made, as made."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value, keep="\t\n")
+    return value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.DictLoader({"base": _BASE, "devices": _DEVICES, "device_rows": _DEVICE_ROWS,
                               "campaigns": _CAMPAIGNS, "campaign_rows": _CAMPAIGN_ROWS, "results": _RESULTS,
                               "record": _RECORD, "login": _LOGIN, "error": _ERROR, "compare": _COMPARE}),
-    autoescape=True, undefined=jinja2.ChainableUndefined)
+    autoescape=True, undefined=jinja2.ChainableUndefined, finalize=_visible)
 _ENV.filters["duration"] = _duration
 _ENV.filters["when"] = _when
 _ENV.filters["clock"] = lambda ts: _when(datetime.fromtimestamp(ts, UTC).isoformat())

@@ -463,3 +463,15 @@ def test_a_live_page_is_told_when_its_session_ends():
             if line == "event: ended" or len(seen) > 50:
                 break
         assert seen[-1] == "event: ended", seen
+
+
+def test_a_page_writes_out_bidirectional_and_control_marks_of_a_devices_text():
+    """A device's text (a name, a reason) with U+202E reads as it is on every page, not
+    reversed; the page's own markup is kept."""
+    import markupsafe
+
+    from aiot.host.labview.pages import _ENV
+
+    page = _ENV.from_string("<td>{{ text }}</td>{{ markup }}").render(
+        text="evil\u202egnp.exe\x1b[2J<b>", markup=markupsafe.Markup("<i>kept</i>"))
+    assert page == "<td>evil\\u202egnp.exe\\x1b[2J&lt;b&gt;</td><i>kept</i>"

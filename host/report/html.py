@@ -128,6 +128,9 @@ def _summary(report) -> list[str]:
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(p.statuses.items()))
     sweep = f", sweep {report.sweep}" if report.sweep else ""
     devices = ", ".join(d["device"] for d in p.devices) or "—"
+    hosts = sorted({r.host or "not recorded" for r in (*report.runs, *report.plotted_runs())})
+    if len(hosts) > 1:  # where the runs were driven from, once that is more than one machine
+        devices += f", from hosts {', '.join(hosts)}"
     aiot = next((v["values"] for v in p.versions if v["what"] == "aiot"), "—")
     return [(f"Generated {cell('time', report.generated_at)} UTC from {report.source}{sweep}: "
              f"{statuses} record(s)."),

@@ -131,6 +131,13 @@ def _legend_height(labels) -> float:
     return 0.24 * -(-len(labels) // legend_columns(labels)) + 0.3 if labels else 0.0
 
 
+def machine_names(runs) -> dict:
+    """``{run: "local"}``, or ``"local · lab-b"`` once the runs come from several hosts: the
+    device a panel or a legend entry names (two hosts' ``local`` are two devices)."""
+    several = len({r.host for r in runs}) > 1
+    return {r.id: f"{r.device} · {r.host or 'host ?'}" if several else r.device for r in runs}
+
+
 def latency_threads(report):
     """Median latency vs threads: one panel per device, one line per model, format and input
     shape, each with its own colour and marker, the legend under the panels."""
@@ -138,7 +145,8 @@ def latency_threads(report):
     runs = [r for r in runs if r.threads]
     if not runs:
         return None
-    devices = sorted({r.device for r in runs})
+    where = machine_names(runs)
+    devices = sorted(set(where.values()))
     labels = series_labels(runs)
     style = series_style(sorted(labels))
     cols = min(len(devices), 2)
@@ -148,7 +156,7 @@ def latency_threads(report):
     entries: dict[str, object] = {}
     flagged = [False]
     for ax, device in zip(axes, devices):
-        mine = [r for r in runs if r.device == device]
+        mine = [r for r in runs if where[r.id] == device]
         for key in sorted({(r.model_label, r.variant, r.input_shape) for r in mine},
                           key=lambda k: tuple(x or "" for x in k)):
             pts = sorted((r for r in mine if (r.model_label, r.variant, r.input_shape) == key),
@@ -235,14 +243,15 @@ def accuracy_latency(report):
     if not runs:
         return None
     variants = sorted({r.variant for r in runs})
-    devices = sorted({r.device for r in runs})
+    where = machine_names(runs)
+    devices = sorted(set(where.values()))
     entries = [short(f"{d} · {v}") for d in devices for v in variants]
     fig, (ax,) = _figure(height_in=4.5 + _legend_height(entries))
     colours = dict(zip(variants, palette(len(variants))))
     markers = dict(zip(devices, MARKERS * (len(devices) // len(MARKERS) + 1)))
     for device in devices:
         for variant in variants:
-            sel = [r for r in runs if r.device == device and r.variant == variant]
+            sel = [r for r in runs if where[r.id] == device and r.variant == variant]
             if sel:
                 ax.scatter([r.latency_ms for r in sel], [r.accuracy * 100 for r in sel],
                            color=colours[variant], marker=markers[device], s=50,

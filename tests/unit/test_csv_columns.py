@@ -141,6 +141,14 @@ def test_two_hosts_runs_show_a_host_column_on_the_page_too(tmp_path, monkeypatch
     write(report, "csv", tmp_path / "csv")
     rows = list(csv.DictReader((tmp_path / "csv" / "runs.csv").open(newline="")))
     assert sorted(r["host"] for r in rows) == ["lab-a", "lab-a", "lab-b", "lab-b"]
+    # The first screen ranks within one host's device; a plot panel and the header name both.
+    assert [r["fastest"] is not None for r in best.rows] == [True, False, True, False]
+    from aiot.host.report.html import _summary
+    from aiot.host.report.plots import latency_threads
+
+    assert "Devices: pi4, from hosts lab-a, lab-b." in _summary(report)[1]
+    titles = [ax.get_title() for ax in latency_threads(report).axes if ax.get_visible()]
+    assert titles == ["pi4 · lab-a", "pi4 · lab-b"]
 
 
 def test_one_device_or_two_the_export_has_the_same_columns(cli, tmp_path):

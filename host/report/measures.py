@@ -9,19 +9,21 @@ import statistics
 from aiot.host.report.page import Column, Section, Table
 
 
-#: ``load_time.csv``'s columns: one row per device, model and format.
+#: ``load_time.csv``'s columns: one row per device (of one host), model and format.
 LOAD_COLUMNS = (
-    Column("device", "device"), Column("model", "model"), Column("variant", "format"),
+    Column("device", "device"), Column("host", "host"), Column("model", "model"),
+    Column("variant", "format"),
     Column("runs", "runs", "int"), Column("median", "median load ms", "ms"),
     Column("min", "min", "ms"), Column("max", "max", "ms"))
 
 
 def load_table(tally) -> Table:
     """Per device, model and format: the ok runs' load times, their median and range."""
-    rows = tuple({"device": d, "model": m, "variant": v, "runs": len(x),
+    rows = tuple({"device": d, "host": h, "model": m, "variant": v, "runs": len(x),
                   "median": statistics.median(x), "min": min(x), "max": max(x)}
-                 for (d, m, v), x in sorted(tally.loads.items()))
-    return Table("load_time", "Model load time per format", LOAD_COLUMNS, rows)
+                 for (d, h, m, v), x in sorted(tally.loads.items(),
+                                               key=lambda kv: tuple(p or "" for p in kv[0])))
+    return Table("load_time", "Model load time per format", LOAD_COLUMNS, rows, fold=("host",))
 
 
 def load_section(tally) -> Section | None:

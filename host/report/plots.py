@@ -270,12 +270,14 @@ def accuracy_latency(report):
 def load_time(report):
     """Model load time per format: horizontal bars (the median per device) with every run as
     a dot, one row per model and format, so long file names never overlap."""
-    loads = report.tally.loads  # (device, model, format) → every ok run's load time
+    loads = report.tally.loads  # (device, host, model, format) → every ok run's load time
     if not loads:
         return None
-    by_bar = {(device, (model, variant)): x for (device, model, variant), x in loads.items()}
-    groups = sorted({(model, variant) for _device, model, variant in loads})
-    devices = sorted({device for device, _model, _variant in loads})
+    several = len({host for _device, host, _model, _variant in loads}) > 1
+    name = {key: f"{key[0]} · {key[1] or 'host ?'}" if several else key[0] for key in loads}
+    by_bar = {(name[key], (key[2], key[3])): x for key, x in loads.items()}
+    groups = sorted({(model, variant) for _device, _host, model, variant in loads})
+    devices = sorted(set(name.values()))
     fig, (ax,) = _figure(height_in=1.2 + 0.32 * len(groups) * max(1, len(devices) * 0.6)
                          + _legend_height(devices))
     height = 0.8 / len(devices)

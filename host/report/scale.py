@@ -199,7 +199,7 @@ class _Seen:
     """A latency run as :meth:`Tally.add` reads it, made of its facts: a whole :class:`Run`
     is made (:func:`build._run`) only of the few the tally keeps."""
 
-    __slots__ = ("created_at", "device", "emulated", "id", "ident", "invalid", "key",
+    __slots__ = ("created_at", "device", "emulated", "host", "id", "ident", "invalid", "key",
                  "latency_ms", "load_ms", "model_label", "status", "variant")
 
     def __init__(self, f: tuple, ident: tuple, is_emulated: bool) -> None:
@@ -207,7 +207,7 @@ class _Seen:
         self.id, _kind, self.status, _sweep, self.created_at, _finished, device, validity, \
             self.latency_ms, self.load_ms = f[:10]
         self.key, self.variant, self.model_label = ident
-        self.ident = ident
+        self.ident, self.host = ident, self.key.configuration.host
         self.invalid, self.device, self.emulated = validity == INVALID, device or "—", is_emulated
 
 

@@ -161,7 +161,7 @@ class Tally:
         self.rows, self.flagged = Newest(row_limit), Newest(row_limit)
         self.plotted: dict = {}  # key → (run, its record or None)
         self.trends: dict = {}  # key → Trend
-        self.loads: dict[tuple, array] = {}  # (device, model label, variant) → load times
+        self.loads: dict[tuple, array] = {}  # (device, host, model label, variant) → load times
         self.telemetry: dict[str, Telemetry] = {}  # device → its readings
         self._reading_limit = None if row_limit is None else READING_LIMIT
         self._order = itertools.count()
@@ -188,9 +188,10 @@ class Tally:
         if run.status != "ok":
             return
         if run.load_ms is not None:
-            loads = self.loads.get((run.device, run.model_label, run.variant))
+            key = (run.device, run.host, run.model_label, run.variant)
+            loads = self.loads.get(key)
             if loads is None:  # (setdefault would make an array for every run)
-                loads = self.loads[(run.device, run.model_label, run.variant)] = array("d")
+                loads = self.loads[key] = array("d")
             loads.append(run.load_ms)
         if run.latency_ms is None:
             return

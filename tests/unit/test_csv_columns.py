@@ -90,7 +90,7 @@ def test_one_device_or_two_the_report_files_have_the_same_columns(tmp_path, monk
     # The report's files name the host right after the device, in every one with a device.
     for name in common:
         if "device" in one[name] and name not in ("leaderboard.csv", "devices.csv",
-                                                  "load_time.csv", "telemetry.csv"):
+                                                  "telemetry.csv"):
             assert one[name][one[name].index("device") + 1] == "host", name
 
 

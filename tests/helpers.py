@@ -121,3 +121,21 @@ def proc_comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
+
+
+def proc_state(pid: int) -> str:
+    """A process's state from /proc (``R``, ``S``, ``T``, ``Z``…; "" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return ""
+
+
+def proc_gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether ``pid`` ends (or is only a zombie its parent has not reaped) within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if proc_state(pid) in ("", "Z"):
+            return True
+        time.sleep(0.05)
+    return False

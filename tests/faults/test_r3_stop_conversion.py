@@ -20,7 +20,7 @@ import pytest
 from aiot.core.toolchains import runtime_python
 from aiot.host.emulator.state import descendants
 from tests.faults.conftest import count_records
-from tests.helpers import proc_cmdline, proc_comm
+from tests.helpers import proc_cmdline, proc_comm, proc_gone
 
 #: Each test stops a conversion while it runs: none may come from the conversion cache.
 pytestmark = pytest.mark.usefixtures("fresh_conversions")
@@ -66,23 +66,6 @@ def _stop(proc: subprocess.Popen, signum: int) -> tuple[float, str]:
     return took, err
 
 
-def _gone(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if _proc_state(pid) in ("", "Z"):  # gone, or a zombie its parent has not reaped
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _proc_state(pid: int) -> str:
-    """``R``, ``S``, ``Z``…; empty once the process is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
-    except (OSError, IndexError):
-        return ""
-
-
 def _sweep(model: str, fmt: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "aiot", "sweep", "-m", model, "-f", fmt, "-d", "local",
             "--threads", "1", "--min-runs", "3", "--min-s", "0", "--warmup-min-s", "0",
@@ -106,7 +89,7 @@ def test_a_signal_during_an_lce_conversion_stops_it_within_seconds(fault, signum
     took, err = _stop(proc, signum)
     assert proc.returncode == code, err
     assert took < STOP_WITHIN_S, f"aiot took {took:.1f} s to stop"
-    assert _gone(child), f"the converter child {child} outlived aiot: {proc_cmdline(child)}"
+    assert proc_gone(child), f"the converter child {child} outlived aiot: {proc_cmdline(child)}"
     assert "Traceback" not in err, err
     rows = _rows()
     assert rows == [("failed", reason)], rows
@@ -134,7 +117,7 @@ def test_sigterm_while_a_factory_hangs_ends_its_child_within_seconds(fault, tmp_
     took, err = _stop(proc, signal.SIGTERM)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert took < STOP_WITHIN_S, f"aiot took {took:.1f} s to stop"
-    assert _gone(child), f"the factory's child {child} outlived aiot"
+    assert proc_gone(child), f"the factory's child {child} outlived aiot"
     assert "Traceback" not in err, err
     assert all(status != "pending" for status, _why in (_rows() if count_records() else [])), _rows()
     fault.records_lost(before, count_records())

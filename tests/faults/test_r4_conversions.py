@@ -31,29 +31,13 @@ from aiot.host.emulator.state import descendants
 from aiot.host.store import open_store
 from tests.faults.conftest import count_records, one_line_error
 from tests.faults.test_disk_faults import small_disk  # noqa: F401 (a fixture)
-from tests.helpers import FAST, proc_cmdline, proc_comm
+from tests.helpers import FAST, proc_cmdline, proc_comm, proc_gone
 
 needs_lce = pytest.mark.skipif(runtime_python("lce") is None,
                                reason="needs the lce toolchain (aiot toolchains install lce)")
 
 #: The stage limit of the tests that stop a conversion's child (seconds).
 LIMIT_S = 6
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
-    except (OSError, IndexError):
-        return ""
-
-
-def _gone(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if _state(pid) in ("", "Z"):  # gone, or a zombie its parent has not reaped
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _descendant(root: int, marker: str, timeout: float = 90.0, alive=lambda: True) -> int:
@@ -110,7 +94,7 @@ def test_a_stopped_toolchain_child_runs_into_the_stage_limit(fault):
         "a signal: it was not running) was killed"], err
     assert "hint: a process stopped by SIGSTOP" in err and "Traceback" not in err
     assert took < LIMIT_S + 5, f"{took:.1f} s after the stop"
-    assert _gone(child), f"the stopped child {child} outlived aiot"
+    assert proc_gone(child), f"the stopped child {child} outlived aiot"
     assert _artifacts() == []
 
 
@@ -159,7 +143,7 @@ def test_a_stopped_child_of_a_warm_toolchain_server_runs_into_the_stage_limit(fa
         f"(AIOT_CONVERT_TIMEOUT_S); the 'lce' toolchain process (sleeper.py) {found[0]} (stopped "
         "by a signal: it was not running) was killed")
     assert time.monotonic() - started < 3 + 4
-    assert _gone(found[0])
+    assert proc_gone(found[0])
 
 
 @pytest.mark.usefixtures("fresh_conversions")
@@ -189,7 +173,7 @@ def test_ctrl_c_during_a_conversion_says_what_is_true(fault, tmp_path, target):
                     "written (no artifact, no record)"], err
     assert "marked failed" not in err and "records were kept" not in err, err
     assert "Traceback" not in err, err
-    assert _gone(child), f"the child {child} outlived aiot"
+    assert proc_gone(child), f"the child {child} outlived aiot"
     assert _artifacts() == [] and count_records() == 0
 
 

@@ -179,7 +179,8 @@ def prune(store: Store, older_than: timedelta | None = None, keep: int | None = 
     summary.kept_running = len(rows) - len(idle)
     chosen = _choose(idle, cutoff, keep)
     if not dry_run and chosen and confirm is not None:
-        asked = PruneSummary(_named(chosen), summary.kept_running, summary.total, True, host=host)
+        asked = PruneSummary(_named(chosen), kept_running=summary.kept_running,
+                             total=summary.total, dry_run=True, host=host)
         if not confirm(asked):
             summary.dry_run = True
             summary.pruned = asked.pruned

@@ -92,3 +92,19 @@ def test_compare_by_host_compares_one_hosts_runs_of_each_set(cli, two_hosts):
     missing = cli("--results-dir", str(a), "results", "compare", str(both), str(both),
                   "--host", "lab-c", code=2)
     assert "has no runs of host lab-c" in missing.stderr and "lab-a, lab-b" in missing.stderr
+
+
+def test_prune_asks_with_what_goes_per_host_and_a_no_deletes_nothing(cli, two_hosts):
+    from aiot.host.store import open_store
+    from aiot.host.store.prune import prune
+
+    a, _b_records = two_hosts
+    cli("--results-dir", str(a), *SWEEP)
+    cli("--results-dir", str(a), *SWEEP, "--fresh")
+    asked = []
+    with open_store(a) as store:
+        kept = prune(store, keep=1, confirm=lambda s: asked.append(s.host_lines()) or False)
+        assert kept.dry_run and len(kept.pruned) == 1 and store.count() == 3
+        gone = prune(store, keep=1, confirm=lambda s: True)
+        assert not gone.dry_run and len(gone.pruned) == 1 and store.count() == 2
+    assert asked == [["would prune 1 of host lab-a (1 measured here, 0 imported)"]]

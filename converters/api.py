@@ -12,20 +12,26 @@ from pathlib import Path
 
 import aiot
 from aiot.converters import conversion_cache
-from aiot.converters.base import get_converter, resolve_options
+from aiot.converters.base import get_converter, resolve_options, several_input_formats
 from aiot.converters.graph import trace
-from aiot.converters.naming import artifact_files, artifact_name, artifact_stem, artifact_variant
-from aiot.converters.outputs import with_flat_outputs
+from aiot.converters.inputs import InputFeed, as_args
+from aiot.converters.naming import artifact_files, artifact_name, artifact_variant
+from aiot.converters.origin import (  # noqa: F401 - api's names for them too
+    RANDOM_INIT_SEED,
+    Source,
+    build_source_model,
+    load_source,
+    source_weights,
+    zoo_ref,
+)
 from aiot.converters.parity import (  # noqa: F401 - PARITY_DATASET: api's name for it too
     PARITY_DATASET,
     check_parity,
     compare_outputs,
     parity_image_count,
-    parity_images,
 )
 from aiot.converters.sidecar import read_sidecar, sidecar_path, verify_artifact, write_sidecar_facts
 from aiot.converters.sign_parity import check_sign_parity
-from aiot.converters.source import input_facts, load_user_model, parity_inputs
 from aiot.core import stage_limit
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import (
@@ -38,12 +44,12 @@ from aiot.core.errors import (
 )
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
-from aiot.models.model_ref import ZOO, ModelRef, a_format, resolve_model
+from aiot.device_agent.signature import positional
+from aiot.models.model_ref import ModelRef, a_format, resolve_model
 from aiot.models.quant.deploy import QDQ_MIN_TOP1, deployment_hint, deployment_refusal
 from aiot.models.quant.methods import parse_quantize
 
 log = logging.getLogger(__name__)
-RANDOM_INIT_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -59,122 +65,6 @@ class ConversionResult:
     cached: bool
     #: The sidecar's contents as written or verified here (callers need not read it back).
     facts: dict = field(default_factory=dict, compare=False, repr=False)
-
-
-def build_source_model(model_name: str, weights: Path | None = None, binarize: str | None = None):
-    """The PyTorch model a conversion starts from: loaded weights, or a seeded random init.
-
-    Without ``weights``, a model with packaged pretrained weights gets those
-    (:func:`source_weights`). Seeding makes an untrained model reproducible, so its artifact
-    can be cached and its accuracy compared with PyTorch's in a later process. With
-    ``binarize``, the model is binarized with that BiBench algorithm first, so ``weights`` are
-    those of the binarized model (``aiot train --binarize``). ``model_name`` is a zoo name
-    or ``<zoo>_<algorithm>`` (``resnet18_bnn``).
-    """
-    import torch
-
-    from aiot.models import get_model_spec
-    from aiot.models.bibench import build_binarized
-
-    spec = get_model_spec(model_name) if model_name in _zoo_names() else None
-    if spec is None:
-        ref = zoo_ref(model_name, binarize)
-        spec, binarize = get_model_spec(ref.name), ref.binarize
-    torch.manual_seed(RANDOM_INIT_SEED)
-    return spec, build_binarized(spec, binarize, source_weights(spec, weights, binarize))
-
-
-def _zoo_names() -> set[str]:
-    from aiot.models import model_specs  # the zoo: imports torch
-
-    return {spec.name for spec in model_specs()}
-
-
-def zoo_ref(model_name: str, binarize: str | None, quantized_ok: bool = False):
-    """The zoo reference ``model_name`` names; user files and code are refused here (and
-    quantized models unless ``quantized_ok``: see :func:`resolve_model`)."""
-    ref = resolve_model(model_name, binarize, quantized_ok=quantized_ok)
-    if ref.kind != ZOO:
-        raise UsageError(f"{ref.name} is not a zoo model; this needs an image classifier of the "
-                         "zoo (its input size, classes and data set)",
-                         "name a zoo model: aiot models list")
-    return ref
-
-
-@dataclass
-class _Source:
-    """What a conversion starts from, zoo or user code: the module and how to feed it."""
-
-    label: str  # how the artifact file is named
-    model: object
-    example: object  # one batch-1 tensor
-    facts: dict  # the sidecar's "source"
-    input: dict  # the sidecar's "input"
-    spec: object = None  # the zoo entry, None for user code
-    weights: Path | None = None
-    outputs: list | None = None  # the sidecar's "outputs" when the model has several
-
-    def noise(self, count: int, seed: int):
-        """Seeded parity inputs: the zoo's image-like noise, else dtype-aware noise."""
-        if self.spec is not None:
-            return self.spec.example_input(batch=count, seed=seed)
-        return parity_inputs(self.example, count, seed)
-
-    def images(self, count: int):
-        """Real images for parity: zoo classifiers only (a user model's domain is unknown)."""
-        return parity_images(self.spec, count) if self.spec is not None else None
-
-
-def _load_source(ref, weights: Path | None, input_shapes: dict | None) -> _Source:
-    """The zoo model or the user's module of ``ref``, binarized when ``ref.binarize``."""
-    if ref.kind == ZOO:
-        if ref.quantize:
-            from aiot.converters.qdq import build_quantized_source
-
-            spec, model = build_quantized_source(ref, weights, RANDOM_INIT_SEED)
-        else:
-            spec, model = build_source_model(ref.name, weights, ref.binarize)
-        weights = source_weights(spec, weights, ref.binarize or ref.quantize)
-        return _Source(artifact_stem(spec.name, ref.binarize, ref.quantize), model,
-                       spec.example_input(batch=1, seed=0),
-                       {"model": spec.name, "binarize": getattr(model, "binarized_with", None),
-                        "quantize": ref.quantize,
-                        "weights": str(weights) if weights else None,
-                        "weights_sha256": sha256_file(Path(weights)) if weights else None,
-                        "random_init_seed": None if weights else RANDOM_INIT_SEED},
-                       {**spec.input.to_dict(), "batch": 1, "dtype": "float32"}, spec, weights)
-    from aiot.models.spec import load_weights
-
-    user = load_user_model(ref, input_shapes)
-    if weights is not None:
-        load_weights(user.model, weights, ref.name)
-    if ref.binarize:
-        from aiot.models.bibench import binarize as binarize_model
-
-        binarize_model(user.model, ref.binarize, tuple(user.example.shape))
-        user.model.eval()
-    model, outputs = with_flat_outputs(user.model, user.example, ref.name)
-    stem = (ref.module or ref.path.stem if ref.factory else Path(ref.name).stem)
-    label = f"{stem}.{ref.factory}" if ref.factory else stem
-    label = artifact_stem(f"{label}-{ref.sha256[:8]}" if ref.sha256 else label, ref.binarize)
-    return _Source(label, model, user.example,
-                   {**ref.source(), "model": ref.name,
-                    "binarize": getattr(user.model, "binarized_with", ref.binarize),
-                    "weights": Path(weights).name if weights else None,
-                    "weights_sha256": sha256_file(Path(weights)) if weights else None,
-                    "random_init_seed": None if weights else RANDOM_INIT_SEED},
-                   input_facts(user.example), None, weights, outputs)
-
-
-def source_weights(spec, weights: Path | None, binarize: str | None = None) -> Path | None:
-    """``weights``, else the model's default pretrained file (full precision only), else None.
-
-    A binarized (or quantized: pass its method) model's weights differ from the
-    full-precision ones, so it never gets them.
-    """
-    if binarize:
-        return Path(weights) if weights is not None else None
-    return spec.weights_file(weights)
 
 
 def deployable_model(model, converter, example):
@@ -215,8 +105,10 @@ def state_sha256(model) -> str:
     return digest.hexdigest()
 
 
-def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dict | None:
-    """The sidecar of an existing artifact if it was made from the same model and options."""
+def _reusable(converter, artifact: Path, source_hash: str, options: dict,
+              inputs: list | None = None) -> dict | None:
+    """The sidecar of an existing artifact if it was made from the same model and options
+    (and, for a user model, the same inputs: names, dtypes, draw ranges and held values)."""
     if not all(f.exists() for f in artifact_files(converter, artifact)) or not sidecar_path(artifact).exists():
         return None
     try:
@@ -232,6 +124,7 @@ def _reusable(converter, artifact: Path, source_hash: str, options: dict) -> dic
     same = (sidecar.get("source", {}).get("state_sha256") == source_hash
             and sidecar.get("converter", {}).get("options") == options
             and sidecar.get("aiot_version") == aiot.__version__
+            and (inputs is None or sidecar.get("inputs") == inputs)
             # a parity report from before verdicts may have passed vacuously: check again
             and (sidecar.get("parity") is None or "verdict" in sidecar["parity"]))
     return sidecar if same else None
@@ -274,14 +167,17 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
                   options: dict | None = None, parity_samples: int = 8, dataset_samples: int | None = None,
                   reuse: bool = True, progress: Callable[[str], None] | None = None,
                   binarize: str | None = None,
-                  input_shapes: dict[str, list[int]] | None = None) -> ConversionResult:
+                  input_shapes: dict[str, list[int]] | None = None,
+                  feed: InputFeed | None = None) -> ConversionResult:
     """Convert a model, verify the artifact loads in its runtime, and check parity.
 
     ``model_name`` is any model reference that converts (:mod:`aiot.models.model_ref`): a zoo
     name, ``<zoo>_<algorithm>``, ``file.py:factory``, ``module:factory`` or a ``.pt2``, or the
     :class:`~aiot.models.model_ref.ModelRef` a caller already resolved (``binarize`` is then
     the reference's own); ``input_shapes`` gives a factory that returns a bare module its
-    example input. ``parity_samples`` noise inputs and ``dataset_samples`` real test images
+    example input; ``feed`` what the user gives the parity check of a user model
+    (:class:`~aiot.converters.inputs.InputFeed`: held values, a batch of real inputs).
+    ``parity_samples`` noise inputs and ``dataset_samples`` real test images
     are checked (None: as many as the parity rule needs,
     :func:`~aiot.converters.parity.parity_image_count`).
 
@@ -300,13 +196,14 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
     started = time.perf_counter()
     what = f"{model_name.label() if isinstance(model_name, ModelRef) else model_name} to {fmt}"
     with stage_limit.stage(what, "load"):  # a user's factory runs in a child
-        plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes)
+        plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes, feed)
     converter, artifact = plan.converter, plan.artifact
-    cached = _reusable(converter, artifact, plan.source_hash, plan.options) if reuse else None
+    cached = _reusable(converter, artifact, plan.source_hash, plan.options,
+                       plan.source.inputs) if reuse else None
     if not cached:
         key = _cache_key(plan, parity_samples, dataset_samples)
         cached = conversion_cache.fetch(converter, key, artifact, lambda kept: _reusable(
-            converter, kept, plan.source_hash, plan.options)) if reuse else None
+            converter, kept, plan.source_hash, plan.options, plan.source.inputs)) if reuse else None
     if cached:
         return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
                                 cached["artifact"]["sha256"],
@@ -334,9 +231,14 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
 
 def _cache_key(plan: _Plan, parity_samples: int, dataset_samples: int | None) -> str:
     """The machine conversion cache's key for ``plan`` (:mod:`aiot.converters.conversion_cache`)."""
+    source = plan.source
+    given = None if source.given is None else [
+        hashlib.sha256(t.numpy().tobytes()).hexdigest() for t in as_args(source.given)]
+    what_in = source.input if source.inputs is None else {
+        "input": source.input, "inputs": source.inputs, "given": given}
     return conversion_cache.conversion_key(
-        plan.converter, plan.artifact.name, plan.options, plan.source_hash, plan.source.facts,
-        plan.source.input, (parity_samples, dataset_samples))
+        plan.converter, plan.artifact.name, plan.options, plan.source_hash, source.facts,
+        what_in, (parity_samples, dataset_samples))
 
 
 @dataclass(frozen=True)
@@ -345,13 +247,13 @@ class _Plan:
 
     converter: object
     options: dict  # resolved: every option of the format, defaults filled in
-    source: _Source
+    source: Source
     source_hash: str  # the source model's state (a cached artifact must match it)
     artifact: Path
 
 
 def _plan(model_name, fmt: str, out_dir: Path, weights: Path | None, options: dict | None,
-          binarize: str | None, input_shapes: dict | None) -> _Plan:
+          binarize: str | None, input_shapes: dict | None, feed: InputFeed | None) -> _Plan:
     """Stage 1: resolve and check everything, load the source model and name its artifact."""
     ref = (model_name if isinstance(model_name, ModelRef)
            else resolve_model(model_name, binarize, quantized_ok=True))
@@ -361,7 +263,15 @@ def _plan(model_name, fmt: str, out_dir: Path, weights: Path | None, options: di
     converter, resolved = _check_ready(fmt, options, ref.binarize)
     if ref.quantize:
         check_quantized_deployable(converter, ref.quantize)
-    source = _load_source(ref, weights, input_shapes)
+    source = load_source(ref, weights, input_shapes, feed)
+    if source.inputs is not None and not converter.keeps_input_names:
+        source.inputs = [{**i, "runtime_name": positional("input", k)}
+                         for k, i in enumerate(source.inputs)]
+    if source.several and not converter.several_inputs:
+        raise ConversionError(converter.name, "check", f"{ref.name} takes {len(source.example)} "
+                              f"inputs ({', '.join(i['name'] for i in source.inputs)}) and a "
+                              f"{converter.name} artifact holds one",
+                              "convert to " + ", ".join(several_input_formats()))
     # Weights named by the caller (--weights, a cached training) mark the file; a zoo
     # model's own init (packaged or seeded) is its plain name.
     variant = artifact_variant(converter, resolved, None if _own_weights(source, weights)
@@ -435,6 +345,7 @@ def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None,
             "source": {**source.facts, "binarize": getattr(model, "binarized_with", None),
                        "state_sha256": plan.source_hash},
             "input": source.input,
+            **({"inputs": source.inputs} if source.inputs is not None else {}),
             **({"outputs": source.outputs} if source.outputs and len(source.outputs) > 1 else {}),
             "num_classes": source.spec.num_classes if source.spec is not None else None,
             "converter": {"name": converter.name, "options": plan.options, **exported.facts},
@@ -449,7 +360,7 @@ def _write_facts(plan: _Plan, exported: _Exported, parity: dict | None,
     return sidecar, written, total
 
 
-def _own_weights(source: _Source, weights: Path | None) -> bool:
+def _own_weights(source: Source, weights: Path | None) -> bool:
     """Whether the model has its own weights: none named, or a zoo model's packaged file."""
     if weights is None:
         return True

@@ -74,6 +74,15 @@ class Converter(ABC):
 
     #: aiot's own test format (``null``): usable by name, never listed, never in ``all``.
     internal: bool = False
+    #: The artifact holds a model of several inputs (ONNX, TFLite, a lite module, a .pte);
+    #: ``export`` then gets a tuple of example tensors, one per input, and the input names
+    #: on ``model.aiot_input_names`` (:mod:`aiot.converters.inputs`). False: one input only,
+    #: refused before any work.
+    several_inputs: bool = False
+    #: The runtime knows the inputs by the model's names; False: by position only
+    #: (``input_0``, …: ExecuTorch), and the sidecar's ``inputs`` say each one's
+    #: ``runtime_name``, so the host can name them to the agent.
+    keeps_input_names: bool = True
     #: One line for ``aiot convert --list`` on what keeps the format from its runtime's
     #: fastest path here (e.g. a torch without XNNPACK for .ptl); the sidecar says it per
     #: artifact. None: nothing does.
@@ -149,6 +158,11 @@ def user_converters() -> list[Converter]:
     """The formats users see (``convert --list``, ``--format all``, hints): all but aiot's
     own test formats (``internal = True``, e.g. ``null``), which stay usable by name."""
     return [conv for conv in CONVERTERS if not conv.internal]
+
+
+def several_input_formats() -> list[str]:
+    """The user formats whose artifacts hold several inputs (for a refusal's hint)."""
+    return [conv.name for conv in user_converters() if conv.several_inputs]
 
 
 def all_formats(runs_in=None) -> tuple[list[str], list[str]]:

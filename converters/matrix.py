@@ -43,8 +43,10 @@ def split_options(options: dict[str, str], formats: list[str]) -> dict[str, dict
 
 def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
                 options: dict[str, str] | None = None, progress=None,
-                binarize: str | None = None, input_shapes: dict | None = None) -> list[dict]:
-    """One row per registered format (see the module docstring for the statuses)."""
+                binarize: str | None = None, input_shapes: dict | None = None,
+                feed=None) -> list[dict]:
+    """One row per registered format (see the module docstring for the statuses); ``feed``:
+    the parity inputs the user gives (:class:`~aiot.converters.inputs.InputFeed`)."""
     # A bad name, file, factory or weights: fail before any row.
     ref = resolve_model(model_name, binarize)
     if ref.is_artifact:
@@ -58,11 +60,12 @@ def convert_all(model_name: str, out_dir: Path, weights: Path | None = None,
     per_format = split_options(options or {}, formats)
     # The resolved reference to every format: a user's file is read and hashed once.
     return [convert_row(ref, fmt, out_dir, weights, per_format[fmt], progress, binarize,
-                        input_shapes) for fmt in formats]
+                        input_shapes, feed) for fmt in formats]
 
 
 def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict, progress,
-                binarize: str | None = None, input_shapes: dict | None = None) -> dict:
+                binarize: str | None = None, input_shapes: dict | None = None,
+                feed=None) -> dict:
     """One format's row: ok (with parity), unsupported, unavailable or failed, and why."""
     converter = get_converter(fmt)
     row = {"format": fmt, "runs_on": converter.backend or "reference executor (emit-only)",
@@ -78,7 +81,7 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
     started = time.perf_counter()
     try:
         res = convert_model(model_name, fmt, out_dir, weights=weights, options=options,
-                            binarize=binarize, input_shapes=input_shapes)
+                            binarize=binarize, input_shapes=input_shapes, feed=feed)
     except ConversionError as exc:
         status = "unsupported" if exc.stage in ("lower", "check", "freeze") else "failed"
         return {**row, "status": status, "reason": exc.detail, "seconds": time.perf_counter() - started}

@@ -55,8 +55,10 @@ class OrtConverter(Converter):
                    "the device, run by ONNX Runtime (CPU)")
     limits = LIMITS
     atol = 1e-4
+    several_inputs = True
     options = {
         "opset": OnnxConverter.options["opset"],
+        "exporter": OnnxConverter.options["exporter"],
         "optimization": ("runtime", "runtime (saved at basic level plus optimizations replayed on the "
                                     "device's CPU) or a fixed level: basic (portable, delegate-friendly) "
                                     "or extended"),
@@ -69,7 +71,8 @@ class OrtConverter(Converter):
         return {pkg: version(pkg) for pkg in ("torch", "onnx", "onnxruntime")}
 
     def check_options(self, options: dict[str, str]) -> None:
-        """Refuse a non-portable or unknown optimization before any work."""
+        """Refuse a non-portable or unknown optimization, or a bad exporter, before any work."""
+        OnnxConverter().check_options(options)
         style = options["optimization"]
         if style not in STYLES:
             why = (": 'all' adds layouts specific to this machine's CPU, which other devices cannot run"
@@ -82,7 +85,8 @@ class OrtConverter(Converter):
         style = options["optimization"]
         with tempfile.TemporaryDirectory(prefix="aiot-ort-") as scratch:
             source = Path(scratch) / "model.onnx"
-            facts = OnnxConverter().export(model, example, source, {"opset": options["opset"]})
+            facts = OnnxConverter().export(model, example, source, {
+                "opset": options["opset"], "exporter": options["exporter"]})
             # Saved in the scratch folder, then copied into place by Python: ONNX Runtime's
             # "Failed to save" names no errno when the artifacts' disk is full.
             saved = Path(scratch) / "model.ort"
@@ -94,6 +98,7 @@ class OrtConverter(Converter):
         _check_ort_file(out_path)
         saved_ops, records = ort_contents(out_path)
         result = {"ops": saved_ops, "source_ops": facts["ops"], "opset": facts["opset"],
+                  "exporter": facts["exporter"],
                   "optimization": style, "optimization_style": "runtime" if style == "runtime" else "fixed",
                   "optimization_level": RUNTIME_SAVED_LEVEL if style == "runtime" else style,
                   "runtime_optimizations": records}

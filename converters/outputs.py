@@ -12,6 +12,7 @@ report, so that ``models info``, the sidecar and parity speak of the same output
 from __future__ import annotations
 
 from aiot.converters.factory_process import first_line
+from aiot.converters.inputs import call
 from aiot.core.errors import UsageError
 
 
@@ -72,7 +73,7 @@ def with_flat_outputs(model, example, where: str):
 
     try:
         with torch.no_grad():
-            out = model(example)
+            out = call(model, example)
     except Exception as exc:  # noqa: BLE001 - the user's own forward on its own example
         raise UsageError(f"{where} fails on its example input: {type(exc).__name__}: "
                          f"{first_line(exc)}", "run the factory's model on its example in "
@@ -87,6 +88,8 @@ def with_flat_outputs(model, example, where: str):
     flat = _flat_class()(model, where)
     flat.aiot_fixed_batch = getattr(model, "aiot_fixed_batch", False)
     flat.aiot_output_names = names
+    if hasattr(model, "aiot_input_names"):
+        flat.aiot_input_names = model.aiot_input_names
     return flat, output_facts(leaves)
 
 
@@ -107,9 +110,10 @@ def _flat_class():
                 self.model = model
                 self.where = where
 
-            def forward(self, x):
+            def forward(self, *args):
                 # Anything but a container is a leaf here: a tracer's proxies stand for tensors.
-                return tuple(t for _, t in _leaves(self.model(x), None, self.where, _not_container))
+                return tuple(t for _, t in _leaves(self.model(*args), None, self.where,
+                                                   _not_container))
 
         _FLAT = FlatOutputs
     return _FLAT

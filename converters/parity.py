@@ -15,13 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiot.device_agent
+from aiot.converters.inputs import as_args, call, input_names, row, rows
 from aiot.core import toolchains
 from aiot.core.errors import AccuracyMismatch, AiotError, ArtifactError
 from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
 from aiot.device_agent import agent, backends, protocol
-from aiot.device_agent.signature import all_outputs  # as the agent's predict gives them
+from aiot.device_agent.signature import all_outputs, export_order  # as predict gives them
 from aiot.device_agent.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -90,16 +91,23 @@ def _torch_threads_kept():
             torch.set_num_threads(before)
 
 
-def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
+def run_artifact(backend_name: str, artifact: Path, inputs, names: list[str] | None = None) -> object:
     """Outputs of ``artifact`` for each row of ``inputs`` (numpy, batch first), ``(N, -1)``:
     a model with several outputs has them side by side, in the order it returned them.
+
+    ``inputs`` is one array, or a tuple of arrays (a model of several inputs) named ``names``;
+    each is matched to the runtime's input of that name, else by position (a runtime that
+    names its inputs ``input_0``, … by position: ExecuTorch), and fed in its own dtype.
 
     Raises:
         ArtifactError: the runtime cannot load the file (truncated, corrupt, unsupported).
     """
     import numpy as np
 
+    several = isinstance(inputs, tuple)
     toolchain = backend_toolchain(backend_name)
+    if toolchain is not None and several:
+        return _outputs_side_by_side(run_artifact_outputs(backend_name, artifact, inputs, names))
     if toolchain is not None:
         return _run_in_toolchain(toolchain, backend_name, artifact, inputs)
     backend = backends.load(backend_name)
@@ -110,8 +118,17 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
             detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise ArtifactError(f"{backend_name} cannot load {artifact}: {detail}",
                                 "the file is truncated or corrupt; re-convert it") from None
-        rows = [all_outputs(session, np.ascontiguousarray(x[None], dtype=np.float32)
-                            .reshape(session.input_shape)) for x in inputs]
+        if several:
+            order = _runtime_order(session.inputs, names, len(inputs))
+            rows = [all_outputs(session, [np.ascontiguousarray(inputs[k][i : i + 1],
+                                                               dtype=session.inputs[j]["dtype"])
+                                          .reshape(session.shapes[j])
+                                          for j, k in enumerate(order)])
+                    for i in range(len(inputs[0]))]
+        else:
+            rows = [all_outputs(session, np.ascontiguousarray(x[None], dtype=session.input_dtype
+                                                              or np.float32)
+                                .reshape(session.input_shape)) for x in inputs]
         # Release the runtime while its chatter still goes to the log. A session nothing
         # else holds dies at ``del``; only one kept alive by a reference cycle needs the
         # collector, which is expensive where torch and TensorFlow are loaded (0.3 s of CPU
@@ -121,6 +138,32 @@ def run_artifact(backend_name: str, artifact: Path, inputs) -> object:
         if alive is None or alive() is not None:
             gc.collect()
     return np.stack(rows)
+
+
+def _runtime_order(declared: list[dict], names: list[str] | None, count: int) -> list[int]:
+    """For each input the runtime declares, the index of the array that feeds it: by name
+    where the runtime kept the names, else by position.
+
+    Raises:
+        ArtifactError: the runtime declares another number of inputs than the model has.
+    """
+    if len(declared) != count:
+        raise ArtifactError(f"the artifact declares {len(declared)} input(s), the model "
+                            f"takes {count}", "re-convert it")
+    runtime = [d["name"] for d in declared]
+    if names and sorted(runtime) == sorted(names):
+        return [names.index(name) for name in runtime]
+    return list(range(count))
+
+
+def _outputs_side_by_side(outputs: dict):
+    """``run_artifact_outputs``' dict as ``(N, -1)``, in the order the model returned them."""
+    import numpy as np
+
+    entries = [{"name": name} for name in outputs]
+    arrays = list(outputs.values())
+    return np.concatenate([arrays[k].reshape(len(arrays[k]), -1)
+                           for k in export_order(entries)], axis=1)
 
 
 def _weak(obj):
@@ -313,7 +356,8 @@ def _outputs_in_one_start(backend, artifact: Path, inputs, dataset) -> tuple:
     run of its toolchain's interpreter, whose every start imports the runtime (ExecuTorch's:
     3.5 CPU seconds); ``(None, None)`` where the runtime runs in this process, or where the
     two batches cannot be stacked."""
-    if callable(backend) or dataset is None or backend_toolchain(backend) is None:
+    if callable(backend) or dataset is None or backend_toolchain(backend) is None \
+            or isinstance(inputs, tuple):
         return None, None
     import numpy as np
 
@@ -341,7 +385,7 @@ def _compare_batch(backend, artifact: Path, model, inputs, atol, rtol,
     if actual is None and callable(backend):
         actual = backend(artifact, inputs.numpy())
     elif actual is None:
-        actual = run_artifact(backend, artifact, inputs.numpy())
+        actual = run_artifact(backend, artifact, _numpy(inputs), input_names(model, len(as_args(inputs))))
     joined = np.concatenate(reference, axis=1)
     report = compare_outputs(joined, actual, atol, rtol)  # a size mismatch: its own reason
     actual = _split_like(reference, actual)
@@ -374,19 +418,35 @@ def _split_like(reference: list, actual) -> list:
     return np.split(actual, np.cumsum(sizes)[:-1], axis=1)
 
 
+def _numpy(inputs):
+    """A torch batch (a tensor, or a tuple of them) as NumPy, in the same form."""
+    if isinstance(inputs, tuple):
+        return tuple(t.numpy() for t in inputs)
+    return inputs.numpy()
+
+
 def _reference_outputs(model, inputs) -> list:
     """PyTorch's outputs, one ``(N, -1)`` array per output: one batch, or row by row for a
-    module captured at batch 1 (a user's ``torch.export`` program guards its batch size)."""
+    module captured at batch 1 (a user's ``torch.export`` program guards its batch size).
+    ``inputs``: a tensor, or a tuple of them (one per input)."""
     import torch
 
     def flat(out, n: int) -> list:
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return [o.reshape(n, -1) for o in outs]
 
+    n = rows(inputs)
     if getattr(model, "aiot_fixed_batch", False):
-        rows = [flat(model(inputs[i : i + 1]), 1) for i in range(len(inputs))]
-        return [torch.cat([row[k] for row in rows]).numpy() for k in range(len(rows[0]))]
-    return [o.numpy() for o in flat(model(inputs), len(inputs))]
+        each = [flat(call(model, row(inputs, i, i + 1)), 1) for i in range(n)]
+        return [_as_numpy(torch.cat([r[k] for r in each])) for k in range(len(each[0]))]
+    return [_as_numpy(o) for o in flat(call(model, inputs), n)]
+
+
+def _as_numpy(tensor):
+    """A tensor as NumPy; bfloat16, which NumPy has no type for, as float32."""
+    import torch
+
+    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
 
 
 def agent_events(backend_name: str, command: str, spec: dict) -> list[dict]:
@@ -436,9 +496,12 @@ def _agent_text(command: str, spec: dict) -> str:
     return buffer.getvalue()
 
 
-def run_artifact_outputs(backend_name: str, artifact: Path, inputs) -> dict:
-    """Every output of a single-input ``artifact`` by name, ``(N, ...)``, one inference per
-    row of ``inputs`` (numpy, batch first), through the agent's ``predict`` of an ``.npz``.
+def run_artifact_outputs(backend_name: str, artifact: Path, inputs,
+                         names: list[str] | None = None) -> dict:
+    """Every output of ``artifact`` by name, ``(N, ...)``, one inference per row of
+    ``inputs`` (numpy, batch first: one array, or a tuple named ``names`` matched to the
+    runtime's inputs as :func:`run_artifact` does), through the agent's ``predict`` of an
+    ``.npz``.
 
     Raises:
         ArtifactError: the runtime refuses the file or the inputs.
@@ -452,17 +515,21 @@ def run_artifact_outputs(backend_name: str, artifact: Path, inputs) -> dict:
                                             {"artifact": str(Path(artifact).resolve())})
                     if e["event"] in ("signature", "error")]
         _raise_error_event(found, artifact)
-        (spec,) = found["inputs"]
-        rows = np.ascontiguousarray(inputs, dtype=spec["dtype"]).reshape(len(inputs), *spec["shape"])
+        arrays = inputs if isinstance(inputs, tuple) else (inputs,)
+        order = _runtime_order(found["inputs"], names, len(arrays))
+        batch = {spec["name"]: np.ascontiguousarray(arrays[k], dtype=spec["dtype"])
+                 .reshape(len(arrays[k]), *spec["shape"])
+                 for spec, k in zip(found["inputs"], order)}
         x_file, y_file = Path(tmp) / "x.npz", Path(tmp) / "y.npz"
-        np.savez(x_file, **{spec["name"]: rows})
+        np.savez(x_file, **batch)
         events = agent_events(backend_name, "predict", {"artifact": str(Path(artifact).resolve()),
                                                         "inputs": str(x_file),
                                                         "outputs": str(y_file)})
         for event in events:
             _raise_error_event(event, artifact)
+        count = len(arrays[0])
         with np.load(y_file) as outputs:
-            return {name: outputs[name].reshape(len(inputs), *outputs[name].shape[2:])
+            return {name: outputs[name].reshape(count, *outputs[name].shape[2:])
                     for name in outputs.files}
 
 

@@ -25,6 +25,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import Availability, Converter, modules_available
+from aiot.converters.inputs import as_args, input_names
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -50,6 +51,7 @@ class PtlConverter(Converter):
     description = "PyTorch Mobile lite-interpreter module, run by PyTorch's lite interpreter"
     limits = LIMITS
     atol = 1e-4
+    several_inputs = True
     options = {
         "optimize": ("auto", "optimize_for_mobile: auto (if this torch has XNNPACK, else freeze), yes or no"),
         "layout": ("auto", "auto (channels_last for 4-D inputs), channels_last or contiguous"),
@@ -76,18 +78,22 @@ class PtlConverter(Converter):
 
         self.check_options(options)
         layout = options["layout"]
+        args = as_args(example)
+        image = len(args) == 1 and args[0].dim() == 4 and args[0].dtype.is_floating_point
         if layout == "auto":
-            layout = "channels_last" if example.dim() == 4 else "contiguous"
-        if layout == "channels_last" and example.dim() != 4:
-            raise UsageError(f"layout channels_last needs a 4-D input, this model takes {example.dim()}-D",
-                             "use --opt layout=contiguous")
+            layout = "channels_last" if image else "contiguous"
+        if layout == "channels_last" and not image:
+            raise UsageError("layout channels_last needs one 4-D float input, this model takes "
+                             + ", ".join(f"{t.dim()}-D {str(t.dtype).removeprefix('torch.')}"
+                                         for t in args), "use --opt layout=contiguous")
         model = model.eval()
+        names = input_names(model, len(args))
         if layout == "channels_last":
             model = channels_last(model)
         with torch.no_grad():
-            traced = torch.jit.trace(model, example)
+            traced = torch.jit.trace(model, args)
         module, how = _optimize(traced, options["optimize"])
-        meta = {"shape": list(example.shape), "dtype": "float32"}
+        meta = _input_meta(names, args)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # "Lite Interpreter is deprecated"
             # To a buffer, then written by Python: torch's file writer aborts the process
@@ -98,6 +104,18 @@ class PtlConverter(Converter):
             ops = sorted(_export_operator_list(_load_for_lite_interpreter(str(out_path))))
         return {"ops": ops, "layout": layout, **how,
                 "xnnpack_prepacked": sorted(op for op in ops if op.startswith("prepacked::"))}
+
+
+def _input_meta(names: list[str], args) -> dict:
+    """What ``aiot_input.json`` says of the inputs: one input's shape, dtype and name (the
+    fields older agents read first), or each of several."""
+    def dtype(tensor) -> str:
+        return str(tensor.dtype).removeprefix("torch.")
+
+    if len(args) == 1:
+        return {"shape": list(args[0].shape), "dtype": dtype(args[0]), "name": names[0]}
+    return {"inputs": [{"name": name, "shape": list(t.shape), "dtype": dtype(t)}
+                       for name, t in zip(names, args)]}
 
 
 def channels_last(model):

@@ -1,7 +1,8 @@
 """The user's own PyTorch model as a conversion source: a factory in their code, or a ``.pt2``.
 
 A factory (``file.py:factory`` or ``package.module:factory``) returns an ``nn.Module`` or
-``(module, example_inputs)``; it runs in a child process (:mod:`.factory_process`), so its
+``(module, example_inputs)``, the inputs a tensor, a tuple of tensors or a dict of keyword
+inputs (:mod:`.inputs`); it runs in a child process (:mod:`.factory_process`), so its
 exits, crashes, prints and hangs never end aiot. A ``torch.export`` program file brings its
 example inputs with it, and is loaded without unpickling anything but tensors
 (:mod:`aiot.core.safe_load`). Either way the converters get the same ``(model, example)`` pair a zoo model gives them.
@@ -10,10 +11,10 @@ Whatever the user's code raises becomes one line naming the reference, never a t
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from aiot.converters.factory_process import build_in_child, first_line
+from aiot.converters.inputs import positional_module
 from aiot.core.errors import UsageError
 from aiot.core.safe_load import UnpicklingRefused, load_program
 from aiot.models.model_ref import CODE, PROGRAM, ModelRef
@@ -21,10 +22,12 @@ from aiot.models.model_ref import CODE, PROGRAM, ModelRef
 
 @dataclass
 class UserModel:
-    """A user's module in eval mode and its example input (batch first, one tensor)."""
+    """A user's module in eval mode, called with positional tensors, its example input at
+    batch 1 (one tensor, or a tuple for several inputs) and each input's name."""
 
     model: object
     example: object
+    names: list[str]
 
 
 def load_user_model(ref: ModelRef, input_shapes: dict[str, list[int]] | None = None) -> UserModel:
@@ -46,9 +49,9 @@ def load_user_model(ref: ModelRef, input_shapes: dict[str, list[int]] | None = N
         raise ValueError(f"{ref.name} is not user code")
     if example is None:
         example = _example_from_shapes(ref, input_shapes)
-    example = _single_tensor(ref, example)
+    model, example, names = positional_module(model, example, ref.name)
     model.eval()
-    return UserModel(model, example)
+    return UserModel(model, example, names)
 
 
 def _load_program(ref: ModelRef):
@@ -63,8 +66,10 @@ def _load_program(ref: ModelRef):
     args = None
     if program.example_inputs is not None:
         args, kwargs = program.example_inputs
-        if kwargs:
-            raise UsageError(f"{ref.name} takes keyword inputs", "export it with positional inputs")
+        if kwargs and args:
+            raise UsageError(f"{ref.name} takes both positional and keyword inputs",
+                             "export it with inputs of one kind")
+        args = dict(kwargs) if kwargs else args
     module = program.module()
     # An exported program's module refuses train()/eval(): its graph was captured in one
     # mode already. The converters call eval() on every model, so here it is a no-op.
@@ -81,51 +86,9 @@ def _example_from_shapes(ref: ModelRef, input_shapes: dict[str, list[int]] | Non
         raise UsageError(f"{ref.name} gives no example inputs, so its input shape is unknown",
                          "return (module, example_inputs) from the factory, or give "
                          "--input-shape x=1x3x224x224")
-    if len(input_shapes) != 1:
-        raise UsageError(f"{ref.name}: {len(input_shapes)} --input-shape values for a module "
-                         "without example inputs", "return (module, example_inputs) instead")
-    (shape,) = input_shapes.values()
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-
-
-def _single_tensor(ref: ModelRef, example):
-    """The one batch-first tensor the converters take (a 1-tuple is unwrapped)."""
-    import torch
-
-    if isinstance(example, (tuple, list)):
-        if len(example) != 1:
-            raise UsageError(f"{ref.name} has {len(example)} inputs; converting models with "
-                             "several inputs is not supported yet",
-                             "export it yourself (.onnx, .tflite, .pte) and measure that file")
-        example = example[0]
-    if not isinstance(example, torch.Tensor):
-        raise UsageError(f"{ref.name}'s example input is a {type(example).__name__}, not a tensor",
-                         "return (module, torch.randn(1, ...))")
-    if example.dim() == 0 or example.shape[0] != 1:
-        raise UsageError(f"{ref.name}'s example input has shape {list(example.shape)}; artifacts "
-                         "are exported at batch 1", "give an example of shape [1, ...]")
-    return example
-
-
-def parity_inputs(example, count: int, seed: int):
-    """``count`` seeded inputs shaped and typed like ``example`` (batch 1), batch first.
-
-    Floats are standard normal; integers uniform in [0, 10) (indices and counts of the
-    user's model must stay valid); bools a fair coin.
-    """
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    shape = (count, *example.shape[1:])
-    if example.dtype.is_floating_point:
-        return torch.randn(shape, generator=generator).to(example.dtype)
-    if example.dtype == torch.bool:
-        return torch.rand(shape, generator=generator) < 0.5
-    return torch.randint(0, 10, shape, generator=generator, dtype=example.dtype)
-
-
-def input_facts(example) -> dict:
-    """The sidecar's ``input`` entry for a user model: shape without batch, batch, dtype."""
-    return {"shape": list(example.shape[1:]), "batch": int(example.shape[0]),
-            "dtype": str(example.dtype).removeprefix("torch."),
-            "elements": math.prod(example.shape)}
+    generator = torch.Generator().manual_seed(0)
+    if len(input_shapes) == 1:
+        (shape,) = input_shapes.values()
+        return torch.randn(*shape, generator=generator)
+    # Several named shapes: float32 keyword inputs, in the order given.
+    return {name: torch.randn(*shape, generator=generator) for name, shape in input_shapes.items()}

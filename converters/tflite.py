@@ -24,6 +24,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import Availability, Converter, modules_available
+from aiot.converters.inputs import as_args, input_names
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -101,6 +102,7 @@ class TfliteConverter(Converter):
     backend = "litert"
     description = "TFLite via litert-torch, run by LiteRT with XNNPACK (NNAPI/GPU on Android)"
     atol = 1e-4
+    several_inputs = True
     uses_spec = True  # int8 calibration preprocesses a dataset for the model's input
     options = {
         "quant": ("fp32", " | ".join(QUANT_MODES)),
@@ -144,15 +146,16 @@ class TfliteConverter(Converter):
                              "scales")
         # The flatbuffer is written by Python, not by LiteRT's C++ writer: that one exits the
         # process with status 1 and no word when the disk is full, leaving its file behind.
+        module, args, kwargs = _signature_inputs(model, example)
         if quant == "fp32":
-            data = litert_torch.convert(model, (example,), quant_config=_learned_scales() if learned
-                                        else None).model_content()
+            data = litert_torch.convert(module, args, kwargs, quant_config=_learned_scales()
+                                        if learned else None).model_content()
             write_atomic(out_path, lambda tmp: tmp.write_bytes(data))
         else:
             calibration = _calibration_batches(spec, options) if quant == "int8" else None
             float_model = out_path.with_name(out_path.name + ".fp32.tmp")
             try:
-                data = litert_torch.convert(model, (example,)).model_content()
+                data = litert_torch.convert(module, args, kwargs).model_content()
                 out_path.parent.mkdir(parents=True, exist_ok=True)
                 float_model.write_bytes(data)
                 write_atomic(out_path, lambda tmp: tmp.write_bytes(
@@ -172,6 +175,42 @@ class TfliteConverter(Converter):
             facts["calibration"] = {"dataset": options["calibration"], "split": "train",
                                     "samples": len(calibration)}
         return facts
+
+
+def _signature_inputs(model, example) -> tuple[object, tuple, dict | None]:
+    """``(module, args, kwargs)`` for ``litert_torch.convert``: a model whose inputs have
+    names (a user's: :mod:`aiot.converters.inputs`) is given them as keywords, so that the
+    signature keeps them (positional ones become ``args_0``, ``args_1``); a zoo model's one
+    input stays positional, as its artifacts always had it."""
+    args = as_args(example)
+    if getattr(model, "aiot_input_names", None) is None:
+        return model, args, None
+    names = input_names(model, len(args))
+    return _keywords_class()(model, names), (), dict(zip(names, args))
+
+
+_KEYWORDS = None
+
+
+def _keywords_class():
+    """The wrapper's class, made once torch is imported (this module imports without it)."""
+    global _KEYWORDS
+    if _KEYWORDS is None:
+        import torch
+
+        class ByKeyword(torch.nn.Module):
+            """A positional model called with its inputs by name (TFLite keeps the names)."""
+
+            def __init__(self, model, names: list[str]) -> None:
+                super().__init__()
+                self.model = model
+                self.names = list(names)
+
+            def forward(self, **inputs):
+                return self.model(*(inputs[name] for name in self.names))
+
+        _KEYWORDS = ByKeyword
+    return _KEYWORDS
 
 
 def _calibration_batches(spec, options: dict[str, str]):

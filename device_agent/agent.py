@@ -244,7 +244,7 @@ def _prepare_inputs(session, spec: RunSpec):
     """``(arrays, used)`` for the session's inputs from the spec (see ``signature.prepare``);
     ``run`` and ``memory`` feed the same inputs."""
     return prepare(session.inputs, session.shapes, spec.seed, spec.inputs,
-                   spec.input_values)
+                   spec.input_values, spec.input_ranges)
 
 
 def _outputs(session) -> list[dict]:

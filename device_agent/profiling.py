@@ -90,7 +90,7 @@ def profile(spec: RunSpec) -> dict:
     emit("progress", phase="load", done=0, total=1)
     session = backends.open_session(backend, spec, backend.open_profiled)
     session.set_inputs(prepare(session.inputs, session.shapes, spec.seed, spec.inputs,
-                                   spec.input_values)[0])
+                               spec.input_values, spec.input_ranges)[0])
     for _ in range(warmup):
         session.invoke()
     session.profile_start()

@@ -65,10 +65,14 @@ def export_order(outputs: list[dict]) -> list[int]:
 def all_outputs(session, x):
     """One inference's every output, flattened and side by side in the order the model
     returned them (:func:`export_order`): a row of the agent's ``.npy`` predictions, and what
-    the host's parity check compares (it splits them by size)."""
+    the host's parity check compares (it splits them by size). ``x``: the one input's array,
+    or a list of arrays, one per input in the session's order."""
     import numpy as np
 
-    session.set_input(x)
+    if isinstance(x, list):
+        session.set_inputs(x)
+    else:
+        session.set_input(x)
     session.invoke()
     outputs = session.outputs_all()
     order = export_order(session.outputs) if len(session.outputs) == len(outputs) \
@@ -182,12 +186,13 @@ def load_batches(inputs: list[dict], shapes: list[list[int]], path: str) -> list
     return arrays
 
 
-def generate(spec: dict, shape: list[int], rng):
+def generate(spec: dict, shape: list[int], rng, bounds: tuple[int, int] | None = None):
     """A seeded array for input ``spec`` of ``shape``, by element type.
 
     Floats are standard normal. A quantized int8/uint8 input draws uniformly over the whole
     range of its type: it stands for a real value's quantized image, any of which is valid.
-    Other integer inputs are uniform in [0, 10): they are usually indices or counts
+    Other integer inputs are uniform in ``bounds`` where the model gives one (the size of
+    the embedding an input indexes), else in [0, 10): they are usually indices or counts
     (embedding, gather, top-k, lengths), which must stay small to be in range for the model.
     Booleans are a fair coin.
 
@@ -208,7 +213,8 @@ def generate(spec: dict, shape: list[int], rng):
         info = np.iinfo(dtype)
         return np.asarray(rng.integers(info.min, info.max, size=shape, endpoint=True,
                                        dtype=dtype))
-    return _filled(shape, dtype, lambda n: rng.integers(*MADE_UP_INTS, size=n))
+    low, high = bounds or MADE_UP_INTS
+    return _filled(shape, dtype, lambda n: rng.integers(low, high, size=n))
 
 
 #: Values drawn at a time by :func:`_filled` (float64 or int64: 8 MiB).
@@ -233,7 +239,7 @@ MADE_UP_INTS = (0, 10)
 
 
 def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | None,
-            values: dict | None = None):
+            values: dict | None = None, ranges: dict | None = None):
     """``(arrays, used)``: one array per input, and the ``inputs`` block of a result.
 
     With ``npz_path`` every array comes from that file (``source`` "npz"), each under its
@@ -244,7 +250,9 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
     ``default_rng([seed, i])``, so no input's values depend on another's shape. An input
     named in ``values`` is that number throughout (``source`` "given", its ``value``); a name
     that is no input of this model is another model's of the sweep, unless none of them is
-    (a typo: refused). A made-up integer input says the range it was drawn from (``range``).
+    (a typo: refused). A made-up integer input says the range it was drawn from (``range``):
+    the one ``ranges`` gives it (the model's: an embedding's size, ``range_from`` says so),
+    else :data:`MADE_UP_INTS`.
 
     Raises:
         SpecError: a dynamic dim with neither an override nor a file; a file that lacks an
@@ -275,11 +283,11 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
             raise SpecError(f"input '{spec['name']}' has dynamic dims {dynamic}: give "
                             f"--input-shape {spec['name']}={example(shape)} or --inputs FILE.npz")
         rng = np.random.default_rng(seed if i == first_float else [seed, i])
-        arrays.append(generate(spec, shape, rng))
+        arrays.append(generate(spec, shape, rng, _bounds(ranges, spec)))
     used = [{"name": spec["name"], "shape": list(array.shape), "dtype": array.dtype.name,
              "quantization": spec["quantization"],
              "sha256": hashlib.sha256(array.tobytes()).hexdigest(),
-             **_source(spec, array, found, values)}
+             **_source(spec, array, found, values, ranges)}
             for spec, array in zip(inputs, arrays)]
     return arrays, used
 
@@ -287,7 +295,7 @@ def prepare(inputs: list[dict], shapes: list[list[int]], seed, npz_path: str | N
 def made_up_clause(used: list[dict]) -> str | None:
     """Where a run fails on inputs it made up, which integer ones were made up and how to give
     them (``--input-value``); None when no integer input was made up."""
-    made = [u for u in used if u.get("range")]
+    made = [u for u in used if u.get("range") and not u.get("range_from")]
     if not made:
         return None
     names = ", ".join(f"'{u['name']}' {u['dtype']} {list(u['shape'])}" for u in made)
@@ -310,13 +318,23 @@ def _given(spec: dict, shape: list[int], value):
     return array
 
 
-def _source(spec: dict, array, found, values: dict) -> dict:
+def _bounds(ranges: dict | None, spec: dict) -> tuple[int, int] | None:
+    """The model's range for input ``spec`` (``prepare``'s ``ranges``), or None."""
+    given = (ranges or {}).get(spec["name"])
+    return tuple(given["range"]) if given else None
+
+
+def _source(spec: dict, array, found, values: dict, ranges: dict | None = None) -> dict:
     """Where an input's values came from, as the result's ``inputs`` block says it."""
     if spec["name"] in values:
         return {"source": "given", "value": values[spec["name"]]}
     if found is not None:
         return {"source": "npz"}
     if array.dtype.kind in "iu" and spec["quantization"] is None:
+        model = _bounds(ranges, spec)
+        if model is not None:
+            return {"source": "generated", "range": list(model),
+                    "range_from": ranges[spec["name"]].get("range_from") or "model"}
         return {"source": "generated", "range": list(MADE_UP_INTS)}
     return {"source": "generated"}
 

@@ -24,7 +24,8 @@ from .signature import SpecError, validate_overrides
 
 RUN_SPEC_VERSION = 1
 #: Keys left off the wire while they are None (see the module docstring).
-SENT_WHEN_SET = ("input_shapes", "input_values", "inputs", "outputs", "runs", "profile_runs", "profile_warmup")
+SENT_WHEN_SET = ("input_shapes", "input_values", "input_ranges", "inputs", "outputs", "runs",
+                 "profile_runs", "profile_warmup")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class RunSpec:
     input_shapes: dict | None = None  #: None: the model's own shapes; else {input name: dims}
     #: None: every input generated; else {input name: number} filling those inputs instead
     input_values: dict | None = None
+    #: None: made-up integer inputs drawn from ``MADE_UP_INTS``; else {input name: {"range":
+    #: [low, high], "range_from": why}}, the range the model takes (an embedding's size)
+    input_ranges: dict | None = None
     #: None: generated inputs; else a pushed .npz, one array per input name (``predict``: the
     #: batch file, a .npy or a .npz of batches)
     inputs: str | None = None
@@ -104,6 +108,7 @@ def _check(spec: dict) -> None:
     _check_cpus(spec["cpus"])
     validate_overrides(spec["input_shapes"])
     _check_values(spec["input_values"])
+    _check_ranges(spec["input_ranges"])
     if spec["inputs"] is not None and (not isinstance(spec["inputs"], str) or not spec["inputs"]):
         raise SpecError(f"run spec field 'inputs' must be the path of a .npz or null, "
                         f"got {spec['inputs']!r}")
@@ -118,6 +123,20 @@ def _check_values(values) -> None:
     if not ok:
         raise SpecError(f"run spec field 'input_values' must map input names to numbers "
                         f"(or be null), got {values!r}")
+
+
+def _check_ranges(ranges) -> None:
+    if ranges is None:
+        return
+    def fits(value) -> bool:
+        bounds = value.get("range") if isinstance(value, dict) else None
+        return (isinstance(bounds, list) and len(bounds) == 2
+                and all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+                and bounds[0] < bounds[1] and isinstance(value.get("range_from", ""), str))
+    if not isinstance(ranges, dict) or not all(isinstance(k, str) and k and fits(v)
+                                               for k, v in ranges.items()):
+        raise SpecError("run spec field 'input_ranges' must map input names to "
+                        f"{{'range': [low, high], 'range_from': text}} (or be null), got {ranges!r}")
 
 
 def _check_cpus(cpus) -> None:

@@ -136,6 +136,21 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
+def pytest_configure(config) -> None:
+    """Before any worker starts: ART's configuration file, which ART writes on its first
+    import. Two workers importing ART together on a fresh machine race for it, and the loser
+    reads no configuration (``NameError: name '_config' is not defined`` in ``art/config.py``,
+    seen on a fresh machine's first ``make test``)."""
+    if hasattr(config, "workerinput"):
+        return
+    home = Path.home() if os.access(Path.home(), os.W_OK) else Path("/tmp")  # as ART decides
+    folder = home / ".art"
+    config_file = folder / "config.json"
+    if not config_file.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        config_file.write_text(json.dumps({"ART_DATA_PATH": str(folder / "data")}))
+
+
 #: Ray binds fixed ports besides its head's (its client server, the dashboard agent): two lab
 #: nodes on one machine at once fight over them. Modules that start Ray run on one xdist worker,
 #: one test after another (``--dist loadgroup``); in a serial run the mark changes nothing.

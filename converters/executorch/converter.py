@@ -20,6 +20,7 @@ from aiot.converters.base import (
     toolchain_available,
     toolchain_versions,
 )
+from aiot.converters.inputs import as_args
 from aiot.core import toolchains
 from aiot.core.errors import UsageError
 from aiot.core.fileio import write_atomic
@@ -40,6 +41,8 @@ class ExecutorchConverter(Converter):
     backend = "executorch"
     description = "ExecuTorch program lowered to XNNPACK, run by the ExecuTorch runtime"
     atol = 1e-4
+    several_inputs = True
+    keeps_input_names = False  # a .pte's inputs are positional: input_0, input_1, …
     options = {"delegate": ("xnnpack", "xnnpack (lower to XNNPACK) or portable (no delegate)")}
 
     def availability(self) -> Availability:
@@ -64,7 +67,7 @@ class ExecutorchConverter(Converter):
         with tempfile.TemporaryDirectory(prefix="aiot-et-") as tmp:
             program = Path(tmp) / "program.pt2"
             with torch.no_grad():
-                torch.export.save(torch.export.export(model.eval(), (example,)), program)
+                torch.export.save(torch.export.export(model.eval(), as_args(example)), program)
             report: dict = {}
 
             def lower(dst: Path) -> None:

@@ -58,7 +58,7 @@ def _inputs(path: str, meta: dict | None, input_shapes: dict | None) -> list[dic
         if isinstance(meta.get("inputs"), list):  # several inputs, described one by one
             return [entry(i["name"], i["shape"], i.get("dtype", "float32"))
                     for i in meta["inputs"]]
-        return [entry("input", meta["shape"], meta.get("dtype", "float32"))]
+        return [entry(meta.get("name", "input"), meta["shape"], meta.get("dtype", "float32"))]
     names = forward_arguments(path)
     missing = [n for n in names if n not in (input_shapes or {})]
     if missing:

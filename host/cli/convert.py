@@ -14,6 +14,7 @@ from rich.table import Table
 
 from aiot.converters import api, format_table
 from aiot.converters.keras import is_keras_file, tflite_of
+from aiot.converters.inputs import InputFeed
 from aiot.converters.matrix import convert_all
 from aiot.core import stage_limit
 from aiot.core.errors import UsageError
@@ -23,6 +24,7 @@ from aiot.host.cli._output import message, out, print_json, spinner, state
 from aiot.host.cli.options import Binarize, JsonOpt, Opt, parse_options
 from aiot.host.cli.record_view import nonfinite_text, outputs_parity_text
 from aiot.host.engine.input_shapes import flat_shapes, parse_shape_args
+from aiot.host.engine.input_values import parse_value_args
 from aiot.host.engine.preflight import announce_weights
 from aiot.host.engine.weights import choose_weights
 from aiot.models.model_ref import default_format, resolve_model
@@ -51,7 +53,9 @@ def convert(
     weights: Annotated[Path | None, typer.Option(help="State-dict file to load (default: the newest aiot train of the model, else its packaged weights, else a seeded random init).")] = None,
     binarize: Binarize = None,
     opt: Opt = None,
-    input_shape: Annotated[list[str], typer.Option("--input-shape", help="DxD (or NAME=DxD): the example input of a factory that returns a bare module.")] = [],  # noqa: B006 - Typer needs a literal default
+    input_shape: Annotated[list[str], typer.Option("--input-shape", help="DxD (or NAME=DxD, repeated for several inputs): the example input of a factory that returns a bare module (float32).")] = [],  # noqa: B006 - Typer needs a literal default
+    input_value: Annotated[list[str], typer.Option("--input-value", metavar="NAME=NUMBER", help="Hold input NAME at NUMBER in the parity check (a sample rate, a mode flag); the sidecar says so.")] = [],  # noqa: B006
+    inputs: Annotated[Path | None, typer.Option("--inputs", metavar="FILE.npz", help="Real inputs for the parity check instead of noise: one batch per input name, batch first, in each input's dtype.")] = None,
     list_formats: Annotated[bool, typer.Option("--list", help="List formats and their availability.")] = False,
     timeout_s: Annotated[str | None, typer.Option(
         "--timeout-s", metavar="SECONDS",
@@ -77,8 +81,9 @@ def convert(
         stage_limit.parse_limit(timeout_s, "--timeout-s")
     with _variable(stage_limit.ENV, timeout_s), _stopped_words(f"the conversion of {model}"):
         stage_limit.limit_s()  # a bad AIOT_CONVERT_TIMEOUT_S: one line before any work
+        feed = InputFeed(parse_value_args(input_value), _npz(inputs), strict=True)
         _convert(model, fmt, out_dir or state(ctx).results_dir() / "artifacts", weights,
-                 binarize, opt, input_shape, as_json)
+                 binarize, opt, input_shape, as_json, feed)
 
 
 @contextlib.contextmanager
@@ -98,8 +103,19 @@ def _variable(name: str, value: str | None):
             os.environ[name] = before
 
 
+def _npz(path: Path | None) -> str | None:
+    """``--inputs``' file, checked to exist (its arrays are checked against the model's
+    inputs once the model is loaded)."""
+    if path is None:
+        return None
+    if not path.expanduser().is_file():
+        raise UsageError(f"--inputs {path}: no such file", "give an .npz saved with numpy.savez")
+    return str(path.expanduser())
+
+
 def _convert(model: str, fmt: str | None, out_dir: Path, weights: Path | None,
-             binarize: str | None, opt, input_shape: list[str], as_json: bool) -> None:
+             binarize: str | None, opt, input_shape: list[str], as_json: bool,
+             feed: InputFeed) -> None:
     """:func:`convert` once its options are checked."""
     if is_keras_file(model):
         with _stopped_words(f"the conversion of {Path(model).name} to tflite"):
@@ -113,13 +129,14 @@ def _convert(model: str, fmt: str | None, out_dir: Path, weights: Path | None,
     weights = _weights(ref, weights)
     if fmt == "all":
         with _stopped_words(f"converting {model} to every format", every=out_dir):
-            _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes)
+            _convert_all(model, out_dir, weights, parse_options(opt), as_json, binarize, shapes,
+                         feed)
         return
     with _stopped_words(f"the conversion of {model} to {fmt}"), \
             spinner(f"converting {model} to {fmt}…"):
         # The reference resolved above: the user's file is not read and hashed again.
         res = api.convert_model(ref, fmt, out_dir, weights=weights, options=parse_options(opt),
-                                binarize=binarize, input_shapes=shapes or None)
+                                binarize=binarize, input_shapes=shapes or None, feed=feed)
     deployed = res.facts.get("deployed_form")  # the sidecar as written: not read back
     report = {
         "artifact": str(res.artifact), "sidecar": str(res.sidecar), "sha256": res.sha256,
@@ -229,12 +246,13 @@ def _parity_line(p: dict) -> str:
 
 
 def _convert_all(model: str, out_dir: Path, weights: Path | None, options: dict, as_json: bool,
-                 binarize: str | None = None, input_shapes: dict | None = None) -> None:
+                 binarize: str | None = None, input_shapes: dict | None = None,
+                 feed: InputFeed | None = None) -> None:
 
     with spinner(f"converting {model} to every format…") as status:
         rows = convert_all(model, out_dir, weights, options, binarize=binarize,
                            progress=lambda fmt: status.update(f"converting {model} to {fmt}…"),
-                           input_shapes=input_shapes or None)
+                           input_shapes=input_shapes or None, feed=feed)
     if as_json:
         print_json(rows)
     else:

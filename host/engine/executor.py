@@ -11,6 +11,7 @@ from pathlib import Path
 
 from aiot.converters import get_converter
 from aiot.converters.api import convert_model
+from aiot.converters.inputs import InputFeed
 from aiot.converters.naming import artifact_files
 from aiot.converters.sidecar import read_sidecar
 from aiot.core.errors import AiotError, UsageError, failure_reason, is_transient
@@ -55,18 +56,25 @@ _CONVERSION = threading.Lock()
 
 
 def _agent_spec(request: RunRequest, artifact: str, backend: str, dataset: dict | None,
-                cpus: list[int] | None = None, inputs: str | None = None) -> dict:
+                cpus: list[int] | None = None, inputs: str | None = None,
+                sidecar: dict | None = None) -> dict:
     """The run spec sent to the agent. ``input_shapes`` and ``inputs`` go on the wire only
     when asked (``RunSpec.to_wire``): an older agent on a device refuses no spec it was sent
     before. Shapes go to a user's artifact only (an artifact aiot made has the shapes it was
-    made with)."""
+    made with). An artifact aiot made from a user's model has its integer inputs' ranges in
+    its ``sidecar``; they, and ``--input-value`` names, reach the agent under the names the
+    runtime knows the inputs by (a .pte's are positional)."""
     p = request.params
+    runtime = {i["name"]: i.get("runtime_name", i["name"]) for i in (sidecar or {}).get("inputs") or ()}
+    values = {runtime.get(name, name): value for name, value in request.input_values or ()}
+    ranges = {runtime[i["name"]]: {"range": i["range"], "range_from": i.get("range_from", "model")}
+              for i in (sidecar or {}).get("inputs") or () if "range" in i}
     return RunSpec(
         backend=backend, artifact=artifact, threads=request.threads, warmup_runs=p.warmup_runs,
         warmup_min_s=p.warmup_min_s, min_runs=p.min_runs, min_s=p.min_s, max_s=p.max_s,
         seed=p.seed, dataset=dataset, target_cv=p.target_cv, max_runs=p.max_runs, cpus=cpus,
         input_shapes=_artifact_shapes(request) or None, inputs=inputs or None,
-        input_values=dict(request.input_values) if request.input_values else None,
+        input_values=values or None, input_ranges=ranges or None,
     ).to_wire()
 
 
@@ -123,7 +131,8 @@ def _measure(request: RunRequest, workspace: Workspace, listener: RunListener,
     affinity = _affinity(request, provenance["device"])
     spec = _agent_spec(request, pushed.remote, converter.backend,
                        {k: v.remote for k, v in data.items()} or None,
-                       affinity["cpus"] if affinity else None, inputs.remote if inputs else None)
+                       affinity["cpus"] if affinity else None, inputs.remote if inputs else None,
+                       sidecar)
     listener.on_stage(request, "measure")
     blobs = [pushed, *beside, *data.values(), *([inputs] if inputs else [])]
     result, repushed = run_with_intact_blobs(session.transport, blobs, lambda: session.run(
@@ -175,7 +184,8 @@ def _convert(request: RunRequest, workspace: Workspace, listener: RunListener):
             return kept.conv, kept.sidecar
         conv = convert_model(request.resolved(), request.format, workspace.artifacts_dir,
                              weights=request.weights, binarize=request.binarize,
-                             options=request.option_dict() or None, input_shapes=request.shapes())
+                             options=request.option_dict() or None, input_shapes=request.shapes(),
+                             feed=InputFeed(request.input_values or ()))
         kept = Converted.keep(conv, conv.facts or read_sidecar(conv.artifact),
                               artifact_files(get_converter(request.format), conv.artifact))
         workspace.conversions[key] = kept
@@ -186,7 +196,8 @@ def _conversion_key(request: RunRequest) -> tuple:
     """What one conversion depends on: the runs of a campaign that share it share its artifact
     (thread counts, devices, clusters and vias do not change the file)."""
     return (request.model, request.model_sha256, request.reference(), request.format,
-            request.weights, request.binarize, request.options, request.input_shapes)
+            request.weights, request.binarize, request.options, request.input_shapes,
+            request.input_values)
 
 
 @dataclass(frozen=True)
@@ -358,8 +369,9 @@ def execute_run(request: RunRequest, store: Store, workspace: Workspace,
         raise
     except Exception as exc:
         if not isinstance(exc, AiotError):
-            # A bug, not a user mistake: keep the traceback in the log, the sweep goes on.
-            log.warning("run %s failed unexpectedly", request.label(), exc_info=True)
+            # Not a failure aiot foresaw: its one line is the record's reason (the run's output
+            # and the table show it); the traceback is for --verbose, and the sweep goes on.
+            log.debug("run %s failed unexpectedly", request.label(), exc_info=True)
         error = {"type": getattr(exc, "remote_type", type(exc).__name__), "transient": is_transient(exc)}
         store.finish(record.id, "failed", reason=failure_reason(exc), provenance=provenance,
                      result={"error": error})

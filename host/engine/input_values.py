@@ -40,17 +40,29 @@ def parse_value_args(values: list[str] | None) -> tuple[tuple[str, int | float],
 
 
 def made_up_ints(result: dict | None) -> list[dict]:
-    """The integer inputs of a run's ``result`` that the agent made up (each with ``range``)."""
-    return [i for i in (result or {}).get("inputs") or () if i.get("range")]
+    """The integer inputs of a run's ``result`` that the agent made up in its own small range
+    (each with ``range``), not in one the model gave (an embedding's size: ``range_from``)."""
+    return [i for i in (result or {}).get("inputs") or ()
+            if i.get("range") and not i.get("range_from")]
+
+
+def model_ranged_ints(result: dict | None) -> list[dict]:
+    """The integer inputs drawn in the range the model takes (``range_from`` says why)."""
+    return [i for i in (result or {}).get("inputs") or ()
+            if i.get("range") and i.get("range_from")]
 
 
 def values_detail(result: dict | None) -> str | None:
-    """How a record's inputs were filled where it matters: given values, made-up integers."""
+    """How a record's inputs were filled where it matters: given values, integers drawn in
+    the model's own range (and from what), made-up integers."""
     inputs = (result or {}).get("inputs") or ()
     given = [f"{i['name']}={i['value']}" for i in inputs if i.get("source") == "given"]
+    drawn = [f"{i['name']} {i['dtype']} in [{i['range'][0]}, {i['range'][1]}) "
+             f"({i['range_from']})" for i in model_ranged_ints(result)]
     made = [f"{i['name']} {i['dtype']} uniform in [{i['range'][0]}, {i['range'][1]})"
             for i in made_up_ints(result)]
     parts = ([f"given: {', '.join(given)}"] if given else []) + (
+        [f"drawn: {', '.join(drawn)}"] if drawn else []) + (
         [f"made-up values: {', '.join(made)}"] if made else [])
     return "; ".join(parts) or None
 

@@ -97,7 +97,7 @@ def test_ptl_carries_its_input_shape_and_keeps_host_threads(converted):
     from aiot.device_agent.backends.pytorch_mobile_backend import input_meta
 
     res = converted[1]["ptl"]
-    assert input_meta(str(res.artifact)) == {"shape": [1, 1, 28, 28], "dtype": "float32"}
+    assert input_meta(str(res.artifact)) == {"shape": [1, 1, 28, 28], "dtype": "float32", "name": "input"}
     converter = read_sidecar(res.artifact)["converter"]
     assert "aten::_convolution" in converter["ops"] or "aten::conv2d" in converter["ops"] \
         or "prepacked::conv2d_clamp_run" in converter["ops"]

@@ -1,5 +1,5 @@
 # The two entry points of the README. Both set everything up first.
-.PHONY: demo test setup bench clean-venv
+.PHONY: demo test setup bench docs clean-venv
 
 setup:
 	scripts/bootstrap.sh
@@ -30,6 +30,12 @@ bench: setup
 	.venv/bin/python bench/campaign.py
 	.venv/bin/python bench/agent_session.py
 	.venv/bin/python bench/robust.py
+
+# The reference pages made from the code again (commit them), then the site in strict mode
+# (site/, git-ignored); `.venv/bin/mkdocs serve` shows it while you write.
+docs: setup
+	.venv/bin/python scripts/docs_reference.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
 clean-venv:
 	rm -rf .venv

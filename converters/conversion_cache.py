@@ -49,6 +49,7 @@ import aiot.converters
 import aiot.models
 from aiot.converters.naming import artifact_files
 from aiot.converters.sidecar import SUFFIX, sidecar_path, write_sidecar_facts
+from aiot.core import environment
 from aiot.core.errors import AiotError
 from aiot.core.fileio import atomic_path, staged_folder
 from aiot.core.paths import cache_dir
@@ -64,7 +65,7 @@ _FOLDER = "conversions"
 
 def enabled() -> bool:
     """Whether conversions are kept and reused across results folders."""
-    return os.environ.get(SWITCH, "on").strip().lower() not in {"off", "0", "no", "false"}
+    return environment.get(SWITCH, "on").strip().lower() not in {"off", "0", "no", "false"}
 
 
 def conversion_key(converter, artifact_name: str, options: dict, source_hash: str,

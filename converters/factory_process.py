@@ -36,7 +36,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from aiot.core import children, stage_limit
+from aiot.core import children, environment, stage_limit
 from aiot.core.errors import UsageError
 from aiot.models.model_ref import ModelRef
 
@@ -96,7 +96,7 @@ def _built(name: str, path: str | None, module: str | None, factory: str, sha256
 
 def factory_timeout() -> float:
     """``AIOT_FACTORY_TIMEOUT_S`` (seconds), else :data:`DEFAULT_TIMEOUT_S`."""
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    text = environment.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT_S
     try:

@@ -14,6 +14,7 @@ import errno
 import os
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError
 
 #: The errnos a user fixes on their disk, with how aiot names them.
@@ -136,7 +137,7 @@ def _full_folders(code: int) -> list[str]:
     """The aiot folders set in the environment that are read-only (EROFS) or nearly full."""
     found = []
     for variable in _FOLDER_VARIABLES:
-        folder = os.environ.get(variable)
+        folder = environment.get(variable)
         if not folder:
             continue
         if code == errno.EROFS and read_only_mount(folder):

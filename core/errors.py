@@ -34,16 +34,34 @@ class AiotError(Exception):
 
 
 class UnknownName(AiotError):
-    """A model, format, device or dataset name that is not registered."""
+    """A model, format, device or dataset name that is not registered.
+
+    Args:
+        known: the names listed when none is close.
+        also: further names that may be suggested but are too many to list (a zoo model's
+            binarized and quantized names: ``resnet18_bnn``, ``resnet18_lsq8``).
+    """
 
     exit_code = 2
 
-    def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+    def __init__(self, kind: str, name: str, known: Iterable[str], also: Iterable[str] = ()) -> None:
         known = sorted(known)
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        close = _close_names(name, known, also)
         hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known)}"
         super().__init__(f"unknown {kind} '{name}'", hint)
         self.kind, self.name, self.close = kind, name, close
+
+
+def _close_names(name: str, known: list[str], also: Iterable[str]) -> list[str]:
+    """Up to three names close to ``name``: of ``known``, and of ``also`` those closer than
+    every known one (``resnt18`` is resnet18, not resnet18_bnn; ``resnet18_bnnn`` is
+    resnet18_bnn)."""
+    def ratio(candidate: str) -> float:
+        return difflib.SequenceMatcher(None, name, candidate).ratio()
+
+    best = max(map(ratio, known), default=0.0)
+    return difflib.get_close_matches(name, [*known, *(a for a in also if ratio(a) > best)],
+                                     n=3, cutoff=0.5)
 
 
 class MissingDependency(AiotError):
@@ -215,8 +233,17 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
 
 
+#: The longest reason a failed record keeps (a toolchain's message can run to pages).
+MAX_REASON_CHARS = 500
+
+
 def failure_reason(exc: BaseException) -> str:
-    """One line for a failed record: the AiotError's message, or the exception's type."""
+    """One line for a failed record: the AiotError's message and hint, or the exception's type
+    and the first line of its message (a runtime's 40-line error says what it is first), at
+    most :data:`MAX_REASON_CHARS`."""
     if isinstance(exc, AiotError):
-        return exc.one_line()
-    return f"{type(exc).__name__}: {exc}"
+        text = " ".join(exc.one_line().split())
+    else:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 1] + "…"

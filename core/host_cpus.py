@@ -16,6 +16,7 @@ import logging
 import os
 from functools import cache
 
+from aiot.core import environment
 from aiot.core.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def idle_threads(usable: int, load: float) -> int:
 def host_threads() -> int:
     """The thread count for PyTorch work in this process (see the module)."""
     usable = usable_cpus()
-    chosen = os.environ.get(ENV, "").strip()
+    chosen = environment.get(ENV, "").strip()
     if chosen:
         if not chosen.isdigit() or int(chosen) < 1:
             raise UsageError(f"{ENV} must be a positive integer, got {chosen!r}",

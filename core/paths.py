@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def config_dir() -> Path:
 def state_dir() -> Path:
     """aiot's state (emulators, campaign locks, a lab node's token): ``$AIOT_STATE_DIR``, else
     ``$XDG_STATE_HOME/aiot`` (default ``~/.local/state/aiot``)."""
-    base = os.environ.get("AIOT_STATE_DIR")
+    base = environment.get("AIOT_STATE_DIR")
     if base:
         return Path(base)
     return xdg_dir("XDG_STATE_HOME", ".local/state") / "aiot"
@@ -134,7 +135,7 @@ def results_dir(override: str | os.PathLike[str] | None = None) -> Path:
     Raises:
         UsageError: the folder cannot be created.
     """
-    env = os.environ.get("AIOT_RESULTS_DIR")
+    env = environment.get("AIOT_RESULTS_DIR")
     if override:
         path = Path(override)
     elif env:
@@ -157,7 +158,7 @@ def cache_dir() -> Path:
     Raises:
         UsageError: the folder cannot be created.
     """
-    env = os.environ.get("AIOT_CACHE_DIR")
+    env = environment.get("AIOT_CACHE_DIR")
     path = Path(env) if env else _user_cache_dir() / "aiot"
     path = path.expanduser().absolute()
     return _ensure_dir(path, "cache", "set AIOT_CACHE_DIR to a writable folder")
@@ -167,7 +168,7 @@ def weights_dir() -> Path:
     """Where :func:`aiot.host.training.trainer.train` saves weights, and where runs look for the
     newest training of a model (:mod:`aiot.host.engine.weights`): env ``AIOT_WEIGHTS_DIR``, else
     ``cache_dir() / "weights"``."""
-    env = os.environ.get("AIOT_WEIGHTS_DIR")
+    env = environment.get("AIOT_WEIGHTS_DIR")
     if env:
         path = Path(env).expanduser().absolute()
         return _ensure_dir(path, "weights cache", "set AIOT_WEIGHTS_DIR to a writable folder")

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass
 
+from aiot.core import environment
 from aiot.core.errors import AiotError, ConversionError, UsageError
 
 #: The environment variable that sets every stage's limit, in seconds.
@@ -42,7 +42,7 @@ def limit_s() -> float:
     Raises:
         UsageError: the variable is not a finite number of seconds above 0.
     """
-    text = os.environ.get(ENV, "").strip()
+    text = environment.get(ENV, "").strip()
     return DEFAULT_S if not text else parse_limit(text, ENV)
 
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core import stage_limit, warm_toolchain
+from aiot.core import environment, stage_limit, warm_toolchain
 from aiot.core.warm_toolchain import Warmth
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.isolation import signal_name
@@ -117,7 +117,7 @@ TOOLCHAINS.add("onnx2tf", Toolchain(
 
 def root_dir() -> Path:
     """Where environments live: ``AIOT_TOOLCHAINS_DIR``, else ``<cache>/toolchains``."""
-    env = os.environ.get("AIOT_TOOLCHAINS_DIR")
+    env = environment.get("AIOT_TOOLCHAINS_DIR")
     path = Path(env).expanduser().absolute() if env else cache_dir() / "toolchains"
     try:
         path.mkdir(parents=True, exist_ok=True)

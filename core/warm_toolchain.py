@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiot.core import children, stage_limit
+from aiot.core import children, environment, stage_limit
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def _read(path: Path) -> str:
 
 def enabled() -> bool:
     """Whether commands may run in warm servers (``AIOT_WARM_TOOLCHAINS`` not ``0``)."""
-    return os.environ.get(ENV, "1") != "0" and hasattr(os, "fork")
+    return environment.get(ENV, "1") != "0" and hasattr(os, "fork")
 
 
 def run(python: str, warmth: Warmth, argv: list[str], *, cwd, env: dict,

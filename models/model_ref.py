@@ -32,6 +32,7 @@ from aiot.core.errors import UnknownName, UsageError
 from aiot.core.fileio import sha256_file
 from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.models.quant.deploy import DEPLOY_FORMATS
+from aiot.models.quant.methods import BITS, METHODS, parse_quantize, split_suffix
 
 ZOO, ARTIFACT, CODE, PROGRAM = "zoo", "artifact", "code", "program"
 #: A Keras model file (``.keras`` zip, ``.h5``/``.hdf5``): no runtime reads it; it converts
@@ -190,8 +191,6 @@ def _with_binarize(ref: ModelRef, binarize: str | None) -> ModelRef:
 def _with_quantize(ref: ModelRef, quantize: str | None) -> ModelRef:
     if not quantize:
         return ref
-    from aiot.models.quant.methods import parse_quantize
-
     option = parse_quantize(quantize).option
     if ref.kind == ARTIFACT:
         raise UsageError(f"--quantize {quantize} cannot apply to the artifact file {ref.name}",
@@ -250,7 +249,6 @@ def _file_reference(text: str) -> ModelRef | None:
 def _zoo_reference(text: str) -> ModelRef:
     from aiot.models import get_model_spec
     from aiot.models.bibench import ALGORITHMS
-    from aiot.models.quant.methods import split_suffix
 
     try:
         return ModelRef(ZOO, get_model_spec(text).name)
@@ -268,13 +266,21 @@ def _zoo_reference(text: str) -> ModelRef:
                 return ModelRef(ZOO, get_model_spec(base).name, quantize=chosen.option)
             except UnknownName:
                 pass
-        raise UnknownName("model", text, _zoo_names()) from unknown
+        raise UnknownName("model", text, _zoo_names(),
+                          also=_derived_names(ALGORITHMS.names())) from unknown
 
 
 def _zoo_names() -> list[str]:
     from aiot.models import model_specs
 
     return [spec.name for spec in model_specs()]
+
+
+def _derived_names(algorithms: list[str]) -> list[str]:
+    """Every zoo model's ``<zoo>_<algorithm>`` and ``<zoo>_<method><bits>`` name: suggested
+    for a typo (``resnet18_bnnn``), never listed."""
+    suffixes = [*algorithms, *(f"{m}{b}" for m in METHODS.names() for b in BITS)]
+    return [f"{name}_{suffix}" for name in _zoo_names() for suffix in suffixes]
 
 
 def detect_format(path: Path) -> str:

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Set up everything aiot needs on a fresh Debian machine (root) or an existing checkout:
 # Debian packages, a virtualenv in .venv and the aiot package with its extras.
-# Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras]   (default: all,test)
+# Idempotent: a second run only checks. Usage: scripts/bootstrap.sh [extras]   (default: all,test,docs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS="${1:-all,test}"
+EXTRAS="${1:-all,test,docs}"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 VENV=.venv

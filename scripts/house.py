@@ -43,15 +43,9 @@ LIMITS = {
 }
 
 # host's wings from the bottom up: a wing imports only wings before it (and the layers below
-# host). Links first (transports: one shell, one file copy), then what a device is and how it
-# is set up over them (devices: inventory, probe, agent client), the native tools' adapters
-# on those devices, the Android app, and the emulators that stage devices (with the app) for
-# tests and demos; then the store of records and its provenance, the scores computed from
-# records (OM_infer, VIPS), training (it writes records), the engine that measures (it writes
-# records, picks trained weights, scores BiBench's tables), the lab that runs the engine on
-# other hosts, and the consumers of it all: the report, the robustness suites, the lab view
-# (the lab in a browser: it reads the lab, the store and the inventory); the CLI on top.
-# The same order is import-linter's layers contract inside host (pyproject.toml).
+# host). Why each stands where it does is written once, in docs/architecture.md ("Host's
+# wings, and their order"); the same order is import-linter's layers contract inside host
+# (pyproject.toml), and tests/test_house.py holds the two to one order.
 WINGS = ("transports", "devices", "native", "app", "emulator", "store", "scores", "training",
          "engine", "lab", "report", "robust", "labview", "cli")
 #: Fewer AST nodes than this in a function's body is too little to call a copy (``return x``).

@@ -12,13 +12,13 @@ keeps the two jars under ``<cache>/android-sdk/``.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError
 from aiot.core.paths import cache_dir
 from aiot.host.devices.wheels import debian_mirror
@@ -66,7 +66,7 @@ def tool(name: str) -> str:
 
 def jars_dir() -> Path:
     """Where the bullseye jars are kept: ``AIOT_ANDROID_SDK`` or ``<cache>/android-sdk``."""
-    env = os.environ.get("AIOT_ANDROID_SDK")
+    env = environment.get("AIOT_ANDROID_SDK")
     return Path(env).expanduser().absolute() if env else cache_dir() / "android-sdk"
 
 

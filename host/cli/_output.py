@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from aiot.core import environment
 from aiot.core.notices import WARNING
 from aiot.core.paths import results_dir
 from aiot.core.units import size_text
@@ -102,7 +103,7 @@ def fmt_pct(value: float | None) -> str:
 
 def progress_enabled() -> bool:
     """Progress bars only where a person watches: a terminal, and not under CI capture."""
-    return err.is_terminal and not os.environ.get("AIOT_NO_PROGRESS")
+    return err.is_terminal and not environment.get("AIOT_NO_PROGRESS")
 
 
 @contextmanager

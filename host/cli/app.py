@@ -17,7 +17,7 @@ from aiot import __version__
 from aiot.core import children, notices
 from aiot.core.diskfull import as_disk_error
 from aiot.core.errors import AiotError
-from aiot.core.quiet import silence_runtime_teardown
+from aiot.core.quiet import cli_logging, silence_runtime_teardown
 from aiot.host.cli._output import AppState, err, message, notice, safe
 from aiot.host.cli.lazy import Command, LazyGroup, Table
 
@@ -200,7 +200,9 @@ def root(
         "--results-dir", envvar="AIOT_RESULTS_DIR",
         help="Where the result store and artifacts live (default: ./results in a checkout, "
              "else ~/.local/share/aiot/results).")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details to stderr.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log details to stderr: toolchains' output and warnings, a "
+                                "failed run's traceback.")] = False,
     store_wait: Annotated[str | None, typer.Option(
         "--store-wait", metavar="SECONDS",
         help="How long a write waits for a store another program holds locked "
@@ -221,8 +223,9 @@ def root(
 
     ctx.obj = AppState(results_dir_override=results_dir, verbose=verbose)
     notices.set_sink(notice)
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    # A toolchain's import-time warnings (torchao, torch's _pytree) and a run's traceback are
+    # for --verbose; a plain command shows aiot's own warnings and one line per failure.
+    cli_logging(verbose)
 
 
 def main() -> None:

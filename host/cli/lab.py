@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from aiot.core import environment
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import message, out, print_json, safe, spinner, state
 from aiot.host.cli.options import JsonOpt
@@ -106,12 +107,11 @@ def stop() -> None:
 
 def lab_address(given: str | None) -> str:
     """``--lab``/``--address`` > ``$AIOT_LAB`` > the head or node this host started."""
-    import os
 
     if given:
         return given
-    if os.environ.get("AIOT_LAB"):
-        return os.environ["AIOT_LAB"]
+    if environment.get("AIOT_LAB"):
+        return environment.get("AIOT_LAB")
     nodes = load_nodes()
     for state in nodes:
         if state.alive():

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from aiot.converters import get_converter
+from aiot.converters import get_converter, user_converters
 from aiot.converters.outputs import with_flat_outputs
 from aiot.converters.sidecar import read_sidecar, sidecar_path
+from aiot.converters.inputs import input_facts, integer_ranges
 from aiot.converters.source import load_user_model
 from aiot.core.errors import AiotError
 from aiot.core.units import size_text
@@ -21,7 +22,8 @@ from aiot.host.engine.signature import declared_reader, read_signature
 from aiot.models.model_facts import complexities
 from aiot.models.model_ref import DEFAULT_BINARY_FORMAT, default_format, resolve_model
 from aiot.models.model_ref import ZOO as ZOO_KIND  # a reference's kind, not the zoo itself
-from aiot.models.quant.methods import BITS, METHODS
+from aiot.models.quant.deploy import deployment_refusal
+from aiot.models.quant.methods import BITS, METHODS, Quantization
 
 app = typer.Typer(no_args_is_help=True, help="The model zoo: architectures, inputs, complexity.")
 
@@ -73,14 +75,29 @@ def list_models(
 
 
 def _forms(name: str) -> dict:
-    """The model's default format, its ``<zoo>_<algorithm>`` names with theirs, and its
-    ``<zoo>_<method><bits>`` names (trained and described; 8-bit LSQ deploys as int8 ONNX)."""
+    """The model's default format, its ``<zoo>_<algorithm>`` names with theirs, its
+    ``<zoo>_<method><bits>`` names (trained and described) and, of those, the ones that deploy
+    as integer artifacts with the formats they deploy to (:func:`_deployed`)."""
     from aiot.models.bibench import ALGORITHMS
 
     return {"default_format": default_format(resolve_model(name)),
             "binarized": {f"{name}_{a}": default_format(resolve_model(f"{name}_{a}"))
                           for a in ALGORITHMS.names()},
-            "quantized": [f"{name}_{m}{b}" for m in METHODS.names() for b in BITS]}
+            "quantized": [f"{name}_{m}{b}" for m in METHODS.names() for b in BITS],
+            "quantized_deploys": {f"{name}_{q.suffix}": formats for q, formats in _deployed()}}
+
+
+def _deployed() -> list[tuple[Quantization, list[str]]]:
+    """Each quantization that deploys as an integer artifact, with the formats it deploys to,
+    as :mod:`aiot.models.quant.deploy` decides (the others are measured in PyTorch)."""
+    found = []
+    for method in METHODS.names():
+        for bits in BITS:
+            chosen = Quantization(method, bits)
+            formats = [c.name for c in user_converters() if not deployment_refusal(chosen, c.name)]
+            if formats:
+                found.append((chosen, formats))
+    return found
 
 
 def _forms_note() -> str:
@@ -95,8 +112,20 @@ def _forms_note() -> str:
             f"resnet18_bnn); default format {DEFAULT_BINARY_FORMAT} for {', '.join(lce)}, else "
             "tflite.\nQuantized: <model>_<method><bits>, method one of "
             f"{', '.join(METHODS.names())}, bits {', '.join(map(str, BITS))} (e.g. resnet18_lsq4; "
-            "aiot train --quantize lsq:4); not deployable yet.\nYour own model: --model FILE (.tflite, .onnx, .ort, .pte, .ptl, .dab, "
-            "predict_net.pb, .pt2) or --model file.py:factory.")
+            f"aiot train --quantize lsq:4); {_deployed_note()}.\nYour own model: --model FILE "
+            "(.tflite, .onnx, .ort, .pte, .ptl, .dab, predict_net.pb, .pt2) or --model "
+            "file.py:factory.")
+
+
+def _deployed_note() -> str:
+    """``lsq8 deploys as int8 to onnx, executorch, tflite (e.g. resnet18_mnist_lsq8); the
+    others are measured in PyTorch``, from :func:`_deployed`."""
+    deployed = _deployed()
+    if not deployed:
+        return "none deploys as an integer artifact yet (they are measured in PyTorch)"
+    parts = [f"{q.suffix} deploys as int8 to {', '.join(formats)}" for q, formats in deployed]
+    return (f"{'; '.join(parts)} (e.g. resnet18_mnist_{deployed[0][0].suffix}); the others are "
+            "measured in PyTorch")
 
 
 @app.command("info")
@@ -189,9 +218,12 @@ def _quantized_facts(spec, option: str) -> dict:
     chosen = parse_quantize(option)
     model = build_quantized(spec, chosen)
     layers = quantized_layers(model)
+    formats = dict(_deployed()).get(chosen, [])
     return {**METHODS.get(chosen.method).to_dict(), "bits": chosen.bits,
             "quantized_layers": [name for name, _ in layers],
-            "quantizer_params": sum(layer.quantizer_params() for _, layer in layers)}
+            "quantizer_params": sum(layer.quantizer_params() for _, layer in layers),
+            "deploys_to": formats, "deployment": (f"as int8 to {', '.join(formats)}" if formats
+                                                  else deployment_refusal(chosen))}
 
 
 def _quantized_rows(facts: dict) -> list[tuple[str, str]]:
@@ -200,7 +232,8 @@ def _quantized_rows(facts: dict) -> list[tuple[str, str]]:
     return [("quantized with", f"{facts['title']} ({facts['paper']}), {facts['bits']} bits"),
             ("weights / activations", f"{facts['weights']} / {facts['activations']}"),
             ("quantized layers", f"{shown} (first and last stay full precision; "
-                                 f"{facts['quantizer_params']} learned step/clip values)")]
+                                 f"{facts['quantizer_params']} learned step/clip values)"),
+            ("deploys", facts["deployment"])]
 
 
 def _binarized_rows(facts: dict) -> list[tuple[str, str]]:
@@ -252,7 +285,9 @@ def _user_model_info(ref, shapes: dict, as_json: bool) -> None:
     for kind in ("inputs", "outputs"):
         for io in facts.get(kind) or []:
             quant = io.get("quantization")
-            table.add_row(kind[:-1], escape(io["name"]), _dims(io["shape"]), io["dtype"],
+            dtype = io["dtype"] + (f" in [{io['range'][0]}, {io['range'][1]}) ({io['range_from']})"
+                                   if io.get("range") else "")
+            table.add_row(kind[:-1], escape(io["name"]), _dims(io["shape"]), escape(dtype),
                           f"scale {quant['scale']:.4g}, zero {quant['zero_point']}" if quant else "—")
     out.print(table)
     if facts.get("note"):
@@ -292,10 +327,11 @@ def _user_facts(ref, shapes: dict) -> dict:
         return {**_sidecar_form(ref.path), **found}
 
     user = load_user_model(ref, shapes)
-    example = user.example
-    _model, outputs = with_flat_outputs(user.model, example, ref.name)
-    return {"inputs": [{"name": "x", "shape": list(example.shape),
-                        "dtype": str(example.dtype).removeprefix("torch."), "quantization": None}],
+    model, outputs = with_flat_outputs(user.model, user.example, ref.name)
+    inputs = input_facts(user.example, user.names, integer_ranges(model, user.example))
+    return {"inputs": [{"name": i["name"], "shape": [i["batch"], *i["shape"]], "dtype": i["dtype"],
+                        "quantization": None, **({"range": i["range"], "range_from": i["range_from"]}
+                                                 if "range" in i else {})} for i in inputs],
             "outputs": outputs, "params": sum(p.numel() for p in user.model.parameters())}
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 from rich.markup import escape
 
+from aiot.core import environment
 from aiot.host.cli._output import err, message, progress_enabled, safe
 
 #: Seconds between the heartbeat lines of a run in piped output (``$AIOT_HEARTBEAT_S``): a CI
@@ -48,7 +48,7 @@ class RichRunListener:
                                       MofNCompleteColumn(), TimeElapsedColumn(), console=err)
             self._progress.start()
         else:
-            interval = float(os.environ.get("AIOT_HEARTBEAT_S") or HEARTBEAT_S)
+            interval = float(environment.get("AIOT_HEARTBEAT_S") or HEARTBEAT_S)
             self._beat = threading.Thread(target=self._heartbeat, args=(interval,),
                                           name="aiot-heartbeat", daemon=True)
             self._beat.start()

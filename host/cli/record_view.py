@@ -1,9 +1,9 @@
 """Stored records as people read them: a spreadsheet-ready CSV and ``results show``'s lines.
 
 The CSV has one flat column per fact a spreadsheet filters or plots by (latency statistics,
-input shape, runtime and version, SoC and CPU, via, delegate, emulated, the validity
-reasons); the JSON blobs of statistics and provenance stay as the last two columns for
-whatever the flat ones leave out. Text a spreadsheet would run as a formula, and control
+input shape, runtime and version, SoC and CPU, via, delegate, the placement, emulated, the
+validity reasons); the JSON blobs of statistics and provenance stay as the last two columns
+for whatever the flat ones leave out. Text a spreadsheet would run as a formula, and control
 characters, are neutralised (:func:`aiot.core.untrusted.csv_cell`); the store keeps them.
 """
 
@@ -19,6 +19,7 @@ from aiot.core.untrusted import csv_cell
 from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import limits_text, verdict_text
 from aiot.host.store.identity import host_name_of, shape_label
+from aiot.host.store.placement import placement_text
 from aiot.host.transports.probe import emulated
 
 if TYPE_CHECKING:  # annotations only: the store stays out of `aiot --help`'s imports
@@ -36,8 +37,8 @@ FLAT_COLUMNS = ("id", "sweep_id", "kind", "status", "reason", "created_at", "fin
 CSV_EXTRA = ("mean_ms", "min_ms", "max_ms", "std_ms", "n", "robust_cv", "input_shape",
              "input_values",
              "runtime", "runtime_version", "soc", "cpu", "cores", "via", "native", "delegate",
-             "emulated", "validity", "validity_reasons", "validity_limits", "parity", "quant", "binarize",
-             "cluster", "weights")
+             "placement", "emulated", "validity", "validity_reasons", "validity_limits", "parity",
+             "quant", "binarize", "cluster", "weights")
 
 #: ``results export --format csv``'s header: every file has exactly these columns.
 CSV_COLUMNS = (*FLAT_COLUMNS, *CSV_EXTRA, "stats_ms", "provenance")
@@ -71,6 +72,7 @@ def csv_extras(record: RunRecord) -> dict:
         "soc": device.get("soc_name") or device.get("soc"), "cpu": device.get("cpu_model"),
         "cores": device.get("cores"), "via": spec.get("via") or ("shell" if record.kind == "latency" else None),
         "native": spec.get("native"), "delegate": spec.get("delegate"),
+        "placement": placement_text(result),  # which operators the engine took, or None
         "emulated": emulated(device) if device else None,
         "validity": verdict_text(validity) or record.validity,
         "validity_reasons": "; ".join(validity.get("reasons") or []) or None,
@@ -86,20 +88,26 @@ def to_csv(records) -> str:
     return "".join(csv_chunks(records))
 
 
+def export_row(record: RunRecord) -> dict:
+    """One record's values under :data:`CSV_COLUMNS`, as they are (not yet CSV text): a CSV
+    row, a Parquet row and a DataFrame row of ``results export`` and the Python API."""
+    row = {k: getattr(record, k, None) for k in FLAT_COLUMNS}
+    row["host"] = host_name_of(record)  # the store's column, not the record's: its provenance's
+    row.update(csv_extras(record))
+    row["stats_ms"] = json.dumps((record.result or {}).get("stats_ms"))
+    row["provenance"] = json.dumps(record.provenance, sort_keys=True)
+    return row
+
+
 def csv_chunks(records: Iterable) -> Iterator[str]:
     """:func:`to_csv`'s text a row at a time (a whole store is never in memory)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        row = {k: getattr(r, k, None) for k in FLAT_COLUMNS}
-        row["host"] = host_name_of(r)  # the store's column, not the record's: its provenance's
-        row.update(csv_extras(r))
-        row["stats_ms"] = json.dumps((r.result or {}).get("stats_ms"))
-        row["provenance"] = json.dumps(r.provenance, sort_keys=True)
         # A device's text may hold formulas and control bytes (ESC, a lone "\r" that readers
         # take for a line end): each cell as aiot.core.untrusted writes CSV text.
-        writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in export_row(r).items()})
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()

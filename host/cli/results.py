@@ -24,6 +24,7 @@ from aiot.host.cli._output import (
 )
 from aiot.host.cli.options import JsonOpt, OnlyDevice, OnlyHost, OnlyModel
 from aiot.host.cli.profile_view import print_profiles
+from aiot.host.cli.record_table import write_parquet
 from aiot.host.cli.record_view import (
     FLAT_COLUMNS,
     Counted,
@@ -43,8 +44,9 @@ from aiot.host.scores.vips import device_scores, select_tests, si
 from aiot.host.store import open_store
 from aiot.host.store.leaderboard import latency_board
 from aiot.host.store.facts import FactsDisagree
-from aiot.host.store.identity import host_name_of, host_of, shape_detail, this_host
+from aiot.host.store.identity import deployment_note, host_name_of, host_of, shape_detail, this_host
 from aiot.host.store.output_drift import ATOL, RTOL, output_drift
+from aiot.host.store.placement import placement_text
 from aiot.host.store.queries import Filters, parse_time
 from aiot.host.store.recover import recover_store
 from aiot.models.model_ref import model_label, record_name
@@ -133,6 +135,8 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
         table.add_row(key, safe(value))
 
     data["model"] = model_label(record.model, (record.spec or {}).get("binarize"))
+    if (note := deployment_note(record)) and data.get("format"):
+        data["format"] = f"{data['format']} ({note})"  # as every table of runs names it
     for key in FLAT_COLUMNS:
         if data.get(key) is not None:
             row(*_shown(key, data[key]))
@@ -151,6 +155,8 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
         row("validity", "; ".join([verdict_text(validity), *validity["reasons"]]))
         if validity.get("limits"):
             row("validity limits", limits_text(validity["limits"]))
+    if (where := placement_text(result)) is not None:  # which operators the engine took
+        row("placement", where)
     parity = parity_line((record.provenance.get("artifact") or {}).get("parity"))
     if parity:
         row("parity vs PyTorch", parity)
@@ -211,27 +217,34 @@ def _weights_line(weights: dict) -> str:
 @app.command("export")
 def export(
     ctx: typer.Context,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="csv or json.")] = "json",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv, json or parquet (with --out; the CSV's columns, typed: the api extra).")] = "json",
     out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Write here (atomically) instead of stdout.")] = None,
     kind: Annotated[str | None, typer.Option(help="latency or train.")] = None,
     sweep: Annotated[str | None, typer.Option(help="Only records of this sweep id.")] = None,
     host: OnlyHost = None,
 ) -> None:
-    """Export records as CSV (one row per run) or JSON (full records with raw samples).
+    """Export records as CSV (one row per run), JSON (full records with raw samples) or Parquet.
 
     Every record keeps the host that drove it (``provenance.host``; the CSV's host column),
-    so another host that imports the file keeps them apart from its own.
+    so another host that imports the file keeps them apart from its own. Parquet has the CSV's
+    columns with a type each (numbers as numbers, the statistics and provenance as JSON text).
 
     --out replaces an existing file atomically; the result store itself, folders, links
     and special files (devices, FIFOs) are refused.
     """
-    if fmt not in ("csv", "json"):
-        raise UsageError(f"unknown export format '{fmt}'", "use --format csv or --format json")
+    if fmt not in ("csv", "json", "parquet"):
+        raise UsageError(f"unknown export format '{fmt}'", "use --format csv, json or parquet")
+    if fmt == "parquet" and out_file is None:  # a binary file: never a terminal's
+        raise UsageError("--format parquet writes a file", "give --out FILE.parquet")
     with _open(ctx) as store:
         if out_file is not None:  # before any work: never the store itself, a link, a device
             check_output_file(out_file, store_files(store.path))
         # Streamed: read a batch of records at a time and written as they come.
         counted = Counted(store.records(Filters(kind=kind, sweep_id=sweep, host=host)))
+        if fmt == "parquet":
+            write_parquet(counted, out_file)
+            message(safe(f"wrote {counted.count} records to {out_file}"))
+            return
         chunks = csv_chunks(counted) if fmt == "csv" else json_chunks(counted)
         if out_file is None:
             for chunk in chunks:

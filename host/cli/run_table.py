@@ -6,6 +6,7 @@ from aiot.host.cli import sweep_view
 from aiot.host.cli._output import fmt_bytes, fmt_ms, fmt_pct, name_column, out, safe
 from aiot.host.engine.input_values import made_up_ints, values_detail
 from aiot.host.store.identity import host_name_of, shape_label, this_host
+from aiot.host.store.placement import partly_delegated, short_text
 from aiot.models.model_ref import model_label
 
 #: Columns said once above the table when every row has the same value (one device, one
@@ -13,6 +14,9 @@ from aiot.models.model_ref import model_label
 FOLDED = ("device", "host", "input", "threads", "speed-up", "accuracy")
 #: Marks an input cell whose run fed made-up integer values (the line under the table says how).
 MADE_UP = "†"
+#: Marks a format cell whose run's engine took fewer than all operators (the line under the
+#: table names those left outside; ``results show ID`` says more).
+PARTLY = "‡"
 
 
 def print_run_table(records, compact: bool = False, sweep: bool = False) -> None:
@@ -34,7 +38,8 @@ def print_run_table(records, compact: bool = False, sweep: bool = False) -> None
     same = {name: cells[0] for name, (_column, cells) in columns.items()
             if name in FOLDED and len(records) > 1 and len(set(cells)) == 1}
     shown = {name: v for name, v in columns.items() if name not in same}
-    notes = [n for n in (sweep_view.limits_note(records), _made_up_note(records)) if n]
+    notes = [n for n in (sweep_view.limits_note(records), _made_up_note(records),
+                         _partly_note(records)) if n]
     caption = "\n".join([*(["speed-up: the same run's median at 1 thread over this one; inf/s: "
                              "inferences per second, one after another"]
                            if sweep and "speed-up" in shown else []),
@@ -107,7 +112,8 @@ def _columns(records, compact: bool, sweep: bool) -> dict[str, tuple]:
         if hosts:
             columns["host"] = (name_column("host", hosts), [safe(h) for h in hosts])
         columns["model"] = (name_column("model", models), [safe(m) for m in models])
-    columns["format"] = ("format", [safe(sweep_view.format_cell(r)) for r in records])
+    columns["format"] = ("format", [safe(sweep_view.format_cell(r))
+                                    + (PARTLY if partly_delegated(r.result) else "") for r in records])
     columns["input"] = ("input", [safe(shape_label(r)) + (MADE_UP if made_up_ints(r.result) else "")
                                   for r in records])
     columns["threads"] = ("threads", [str(r.threads or "—") for r in records])
@@ -146,3 +152,18 @@ def _made_up_note(records) -> str | None:
         return None
     return (f"{MADE_UP} " + "; ".join(safe(s) for s in seen if s)
             + " (a control input may take a path real data never takes: --input-value NAME=NUMBER)")
+
+
+def _partly_note(records) -> str | None:
+    """``‡ partly delegated: xnnpack left CUMSUM ×1 outside (1a2b3c4d)``: what the marked runs'
+    engines left outside, once per different way; None when every run's engine took all."""
+    seen: dict[str, list[str]] = {}
+    for r in records:
+        if (text := short_text(r.result)) is not None:
+            seen.setdefault(text, []).append(r.id[:8])
+    if not seen:
+        return None
+    return (f"{PARTLY} partly delegated: "
+            + "; ".join(f"{safe(text)} ({', '.join(ids[:3])}{', …' if len(ids) > 3 else ''})"
+                        for text, ids in seen.items())
+            + " (details: aiot results show ID)")

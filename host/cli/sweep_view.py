@@ -8,6 +8,8 @@ but INVALID run says why in its row, an emulated device says so.
 
 from __future__ import annotations
 
+import re
+
 from rich.markup import escape
 
 from aiot.core.errors import AiotError
@@ -25,7 +27,7 @@ from aiot.host.store.store import RunRecord
 from aiot.models.quant.deploy import deployment_refusal
 from aiot.models.quant.methods import split_suffix
 
-__all__ = ["device_cell", "format_cell", "int8_speedups", "invalid_reasons", "latency_ms", "parity_notes",
+__all__ = ["brief_reason", "device_cell", "format_cell", "int8_speedups", "invalid_reasons", "latency_ms", "parity_notes",
            "sort_key", "speedups", "status_cell", "throughput"]
 
 #: Converter options that make an artifact integer (TFLite's full-integer and dynamic-range).
@@ -99,10 +101,31 @@ def invalid_reasons(record: RunRecord) -> str:
     return short_reasons(validity.get("reasons") or [])
 
 
+#: The most characters of a failed or skipped run's reason its status cell shows; the whole
+#: reason is the run's own output line, the record's and ``aiot results show ID``'s.
+STATUS_REASON_CHARS = 80
+#: ``tflite conversion failed at export: `` (a ConversionError) said as ``tflite export: ``.
+_CONVERSION = re.compile(r"\b(\S+) conversion failed at (\S+): ")
+#: A hint that only repeats what ``-v`` is for.
+_VERBOSE_HINT = re.compile(r"\s*\(run with --verbose[^)]*\)$")
+
+
+def brief_reason(reason: str | None, width: int = STATUS_REASON_CHARS) -> str:
+    """A failed or skipped run's reason for its table cell: one line, a conversion's stage
+    said short (``tflite export: RuntimeError: …``), ``run with --verbose`` left out, at most
+    ``width`` characters."""
+    text = " ".join((reason or "").split())
+    text = _VERBOSE_HINT.sub("", _CONVERSION.sub(r"\1 \2: ", text))
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 def status_cell(record: RunRecord) -> str:
     """``ok``, ``ok INVALID: threads above online cores``, ``ok VALID (relaxed)`` (judged
-    under looser limits than the defaults: :func:`limits_note` names them), ``failed``."""
+    under looser limits than the defaults: :func:`limits_note` names them), ``failed: tflite
+    export: RuntimeError: …`` and ``skipped: …`` with their reason (:func:`brief_reason`)."""
     status = "[green]ok[/]" if record.status == "ok" else f"[red]{record.status}[/]"
+    if record.status in ("failed", "skipped") and record.reason:
+        status += f": {escape(visible(brief_reason(record.reason)))}"
     if record.validity == INVALID:
         why = invalid_reasons(record)
         status += f" [yellow]INVALID[/]{': ' + escape(visible(why)) if why else ''}"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import tempfile
 import time
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AgentError, DeviceCommandError, NoAgentPython
 from aiot.host.devices.agent_messages import (
     DeviceMessageError,
@@ -60,7 +60,7 @@ class AgentSession:
                  persistent: bool | None = None) -> None:
         self.transport = transport
         if persistent is None:
-            persistent = os.environ.get(SESSION_ENV, "1") != "0"
+            persistent = environment.get(SESSION_ENV, "1") != "0"
         self.persistent = persistent
         self._controls: dict[str, ControlSession] = {}
         self._no_control: dict[str, str] = {}  # interpreter → why it has no session

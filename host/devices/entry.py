@@ -7,11 +7,11 @@ The transports need only this; reading and writing the inventory file is
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.paths import config_dir
 
@@ -39,7 +39,7 @@ class InventoryError(AiotError):
 
 def inventory_path() -> Path:
     """Where the inventory lives (``$AIOT_INVENTORY`` overrides)."""
-    return Path(os.environ.get("AIOT_INVENTORY") or config_dir() / "devices.toml")
+    return Path(environment.get("AIOT_INVENTORY") or config_dir() / "devices.toml")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import write_text_atomic
 from aiot.host.devices.entry import check_name, inventory_path
@@ -110,7 +111,7 @@ class Unreadable(dict):
 
 def reservations_path() -> Path:
     """``$AIOT_RESERVATIONS``, else ``reservations.json`` beside the inventory."""
-    return Path(os.environ.get("AIOT_RESERVATIONS") or inventory_path().with_name("reservations.json"))
+    return Path(environment.get("AIOT_RESERVATIONS") or inventory_path().with_name("reservations.json"))
 
 
 def current_user() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from aiot.core import notices
+from aiot.core import environment, notices
 from aiot.core.errors import UnknownName
 from aiot.host.devices import inventory
 from aiot.host.devices.reachability import adb_states
@@ -30,8 +30,8 @@ def resolve_name(explicit: str | None) -> str:
     """
     if explicit:
         return explicit
-    if os.environ.get("AIOT_DEVICE"):
-        return os.environ["AIOT_DEVICE"]
+    if environment.get("AIOT_DEVICE"):
+        return environment.get("AIOT_DEVICE")
     serial = os.environ.get("ANDROID_SERIAL")
     if serial:
         by_serial = [e.name for e in inventory.load().values() if e.serial == serial]

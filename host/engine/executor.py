@@ -286,6 +286,8 @@ def _measure_native(request: RunRequest, workspace: Workspace, listener: RunList
     listener.on_stage(request, "measure")
     result = native.run_native(transport, adapter, deployed.remote, pushed.remote, spec,
                                timeout=p.run_timeout(), env=deployed.env())
+    # The tool's delegation lines, judged for the delegate asked for and against the file.
+    result["placement"] = adapter.placement(result, conv.artifact, request.delegate)
     if p.profile:
         listener.on_stage(request, "profile")
         result["profile"] = native.profile_native(transport, adapter, deployed.remote, pushed.remote,

@@ -42,7 +42,13 @@ from aiot.host.engine.gates import (
 )
 from aiot.host.engine.input_shapes import bind_inputs, bind_shapes
 from aiot.host.engine.runs import RunRequest, expand_targets
-from aiot.host.engine.signature import check_run_inputs, is_artifact_file, read_npz
+from aiot.host.engine.signature import (
+    FreeDims,
+    check_run_inputs,
+    free_dims_refusal,
+    is_artifact_file,
+    read_npz,
+)
 from aiot.host.engine.spec import SweepSpec
 from aiot.host.engine.validity import ValidityPolicy, threads_warning
 from aiot.host.engine.weights import GIVEN, OWN, TRAINED, UNTRAINED, WeightsChoice, choose_weights
@@ -235,8 +241,16 @@ def validate_requests(requests: list[RunRequest], native: str | None, delegates)
         if requests[0].input_values:
             raise UsageError("--input-value fills inputs the agent makes; a --native tool makes "
                              "its own", "drop --native, or drop --input-value")
+    # Every model's free dims in one refusal (fixed in one try, not one model per try).
+    refused: dict[str, FreeDims] = {}
     for r in distinct:
-        check_run_inputs(r)
+        try:
+            check_run_inputs(r)
+        except FreeDims as free:
+            refused.setdefault(free.model, free)
+    if refused:
+        several = len({r.model for r in requests}) > 1
+        raise free_dims_refusal(list(refused.values())) if several else next(iter(refused.values()))
 
 
 def _check_options(request: RunRequest) -> None:

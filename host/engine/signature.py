@@ -22,6 +22,7 @@ from aiot.converters.parity import agent_events
 from aiot.converters.source import load_user_model
 from aiot.core.errors import ArtifactError, UsageError
 from aiot.core.isolation import isolated
+from aiot.core.quiet import toolchain_output_to_log
 from aiot.device_agent import backends
 from aiot.device_agent.backends.tflite_io import custom_ops
 from aiot.host.engine.shape_guess import propose
@@ -231,7 +232,10 @@ def _is_program(path: Path) -> bool:
 @functools.lru_cache(maxsize=16)
 def _loaded(reference: str, sha256: str | None, binarize: str | None, shapes_json: str) -> None:
     del sha256  # part of the cache key: an edited file is loaded again
-    load_user_model(resolve_model(reference, binarize), json.loads(shapes_json))
+    # Rebuilding the factory's module here imports the libraries its classes come from
+    # (transformers, and torchao under it): what they print on import is for --verbose.
+    with toolchain_output_to_log(log):
+        load_user_model(resolve_model(reference, binarize), json.loads(shapes_json))
 
 
 def _check_loads(request) -> None:
@@ -268,22 +272,57 @@ def check_inputs(model: str, signature: dict, shapes: dict | None, npz: dict | N
         raise _free_dims(model, free, path)
 
 
-def _free_dims(model: str, free: list, path: Path | None) -> UsageError:
+class FreeDims(UsageError):
+    """Inputs of one model left with free dims: each with the shape proposed for it.
+
+    Attributes:
+        model: the model as the run names it.
+        free: ``(input name, dims, free dim indices, proposed dims, why)`` per input.
+    """
+
+    def __init__(self, model: str, free: list[tuple[str, list, list, list, str]]) -> None:
+        self.model, self.free = model, free
+        super().__init__(self.what(), f"give {' '.join(self.flags())} ({self.why()}) or "
+                                      "--inputs FILE.npz")
+
+    def __reduce__(self):  # its arguments, not its message (a lab node's error is pickled)
+        return FreeDims, (self.model, self.free)
+
+    def what(self) -> str:
+        """``input 'x' of m.onnx has dynamic dims [0, 3] (shape [-1, 3, 48, -1])``."""
+        if len(self.free) == 1:
+            (name, dims, dynamic, _, _), = self.free
+            return f"input '{name}' of {self.model} has dynamic dims {dynamic} (shape {dims})"
+        return f"{len(self.free)} inputs of {self.model} have dynamic dims: " + ", ".join(
+            f"'{name}' {dims} (free: {dynamic})" for name, dims, dynamic, _, _ in self.free)
+
+    def flags(self, scope: str | None = None) -> list[str]:
+        """A whole ``--input-shape`` per input, ``MODEL:NAME=DxD`` with ``scope``."""
+        prefix = f"{scope}:" if scope else ""
+        return [f"--input-shape {prefix}{name}={'x'.join(map(str, proposed)) or '1'}"
+                for name, _, _, proposed, _ in self.free]
+
+    def why(self) -> str:
+        """Where the proposed sizes came from."""
+        return "; ".join(dict.fromkeys(why for *_, why in self.free))
+
+
+def _free_dims(model: str, free: list, path: Path | None) -> FreeDims:
     """One refusal naming every input left with free dims, a whole ``--input-shape`` for each
     (a model of three such inputs is fixed in one try, not three)."""
-    flags, whys = [], []
-    for spec, _, _ in free:
-        proposed, why = propose(spec, path)
-        flags.append(f"--input-shape {spec['name']}={'x'.join(map(str, proposed)) or '1'}")
-        whys.append(why)
-    why = "; ".join(dict.fromkeys(whys))
-    if len(free) == 1:
-        (spec, dims, dynamic), = free
-        what = f"input '{spec['name']}' of {model} has dynamic dims {dynamic} (shape {dims})"
-    else:
-        what = f"{len(free)} inputs of {model} have dynamic dims: " + ", ".join(
-            f"'{spec['name']}' {dims} (free: {dynamic})" for spec, dims, dynamic in free)
-    return UsageError(what, f"give {' '.join(flags)} ({why}) or --inputs FILE.npz")
+    return FreeDims(model, [(spec["name"], dims, dynamic, *propose(spec, path))
+                            for spec, dims, dynamic in free])
+
+
+def free_dims_refusal(refused: list[FreeDims]) -> UsageError:
+    """The refusals of the models of a run of several models as one: every model's free dims,
+    each shape scoped to its model (``MODEL:NAME=DxD``: a bare ``x=…`` would set the ``x`` of
+    every model that has it free)."""
+    what = "; ".join(f.what() for f in refused)
+    flags = [flag for f in refused for flag in f.flags(scope=f.model)]
+    why = "; ".join(dict.fromkeys(f.why() for f in refused))
+    return UsageError(f"{len(refused)} models have free input dims: {what}" if len(refused) > 1
+                      else what, f"give {' '.join(flags)} ({why}) or --inputs MODEL:FILE.npz")
 
 
 def _check_array(model: str, spec: dict, array) -> None:

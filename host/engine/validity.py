@@ -20,6 +20,11 @@ A run is INVALID when any of these holds (each becomes one reason):
 
 * **long tail**: the p90 is more than a limit (3×) times the median (the robust CV ignores
   a slow tenth of the samples; this check does not).
+* **timing implausible**: the numbers a run reports do not add up (:func:`timing_reasons`):
+  its invoke times sum to more than the timed loop's own wall time, or to much less of it
+  than the loop's overhead can explain, or the runtime's profiler saw the operators take
+  several times the median a run reports (a time taken before asynchronous work finished,
+  as LiteRT #9453 reported 274 µs for a 16 ms run). Not a judgement call: no limit to relax.
 
 Those with a limit have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``
 or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5`` (``off``
@@ -33,9 +38,9 @@ report can leave invalid runs out or show them flagged.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, fields, replace
 
+from aiot.core import environment
 from aiot.core.errors import UsageError
 from aiot.host.transports.probe import emulated  # a device's fact, judged here
 
@@ -73,7 +78,7 @@ class ValidityPolicy:
         Raises:
             UsageError: an unknown key or a value that is not a number.
         """
-        text = os.environ.get(ENV, "") if text is None else text
+        text = environment.get(ENV, "") if text is None else text
         return cls()._with(text, ENV)._with(option or "", "--validity")
 
     def _with(self, text: str, source: str) -> ValidityPolicy:
@@ -297,6 +302,57 @@ def threads_warning(device: str, threads: list[int], device_info: dict,
             "relaxed)")
 
 
+#: The timing audit's limits (:func:`timing_reasons`). Between two invokes the loop reads the
+#: clock, appends a sample and, every 5 % of the samples, checks the CV: microseconds, which
+#: on a sub-millisecond model can still be a large share of the wall time; and it writes a
+#: progress line four times a second (a millisecond or two on a loaded host, measured: 1.96
+#: ms in a 5-sample loop of 2.2 ms). So a loop whose invokes cover less than ``COVERED_MIN``
+#: of its wall is implausible only where the time nothing accounts for is also above
+#: ``GAP_MS_MIN`` per iteration and ``UNACCOUNTED_MS_MIN`` in all.
+COVERED_MIN = 0.5
+GAP_MS_MIN = 0.02
+UNACCOUNTED_MS_MIN = 10.0
+#: The invoke times may exceed the loop's wall by clock rounding only (the wall is sent as
+#: epoch seconds of float precision): this much, in ms, plus 0.1 %.
+OVER_MS = 0.5
+#: A profile's operator time per inference above this many times the run's median (and by
+#: more than ``PROFILE_GAP_MS``) says the timed invokes did not wait for the work they timed.
+PROFILE_OVER = 3.0
+PROFILE_GAP_MS = 1.0
+
+
+def timing_reasons(result: dict) -> list[str]:
+    """The timing audit of one run: its per-invoke times against the timed loop's own wall
+    time (``measure_start_unix_s`` to ``measure_end_unix_s``, the agent's clock) and against
+    its profile's operator total; one ``timing implausible: …`` reason per disagreement, with
+    both numbers. Results without a loop wall (a native tool's) are not audited by it."""
+    samples = result.get("samples_ns") or []
+    start, end = result.get("measure_start_unix_s"), result.get("measure_end_unix_s")
+    reasons = []
+    if samples and isinstance(start, (int, float)) and isinstance(end, (int, float)):
+        wall_ms, invoked_ms = (end - start) * 1e3, sum(samples) / 1e6
+        gap_ms = (wall_ms - invoked_ms) / len(samples)
+        if invoked_ms > wall_ms * 1.001 + OVER_MS:
+            reasons.append(f"timing implausible: the {len(samples)} invoke times add up to "
+                           f"{invoked_ms:.3f} ms, more than the timed loop's own "
+                           f"{wall_ms:.3f} ms of wall time")
+        elif invoked_ms < COVERED_MIN * wall_ms and gap_ms > GAP_MS_MIN \
+                and wall_ms - invoked_ms > UNACCOUNTED_MS_MIN:
+            reasons.append(f"timing implausible: the {len(samples)} invoke times add up to "
+                           f"{invoked_ms:.3f} ms of the timed loop's {wall_ms:.3f} ms "
+                           f"({invoked_ms / wall_ms:.0%}); {gap_ms:.3f} ms per iteration "
+                           "is accounted for by nothing")
+    median = (result.get("stats_ms") or {}).get("median")
+    profile = result.get("profile") if isinstance(result.get("profile"), dict) else {}
+    total = profile.get("total_ms") if profile.get("available") else None
+    if isinstance(total, (int, float)) and isinstance(median, (int, float)) and median > 0 \
+            and total > PROFILE_OVER * median and total - median > PROFILE_GAP_MS:
+        reasons.append(f"timing implausible: the profiler saw the operators take {total:.3f} ms "
+                       f"per inference, {total / median:.1f}× the run's median of "
+                       f"{median:.3f} ms")
+    return reasons
+
+
 def short_reasons(reasons: list[str]) -> str:
     """``device busy; CV above limit``: each reason's name, for a table cell."""
     return "; ".join(dict.fromkeys(r.partition(":")[0] for r in reasons))
@@ -334,6 +390,7 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
     if why := load_reason(load, threads, policy.load):
         reasons.append(why)
     reasons += sample_reasons(result, min_runs, policy)
+    reasons += timing_reasons(result)
     reasons += [f"throttling detected: {r}" for r in throttling or []]
     reasons += [f"device state changed: {r}" for r in state_changes or []]
     if emulated(device_info):

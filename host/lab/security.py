@@ -32,6 +32,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.paths import cache_dir, state_dir
 from aiot.core.units import size_text
@@ -155,7 +156,7 @@ def find_token(given: Path | None = None) -> Path:
             raise UsageError(f"lab token file {given} is missing or empty",
                              "copy it from the head host: lab/auth_token in its aiot state")
         return given
-    env = os.environ.get(TOKEN_ENV, "").strip()
+    env = environment.get(TOKEN_ENV, "").strip()
     if env:
         path = Path(env).expanduser()
         if not read_token(path, f"{TOKEN_ENV}={env}"):

@@ -9,7 +9,6 @@ same with 100 records or 100k.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.host.devices import inventory, reservations
 from aiot.host.devices.reachability import adb_states, ssh_state
 from aiot.host.devices.resolve import LOCAL
@@ -160,7 +160,7 @@ def join_lab(address: str | None, token: Path | None = None) -> str | None:
     """Join the lab at ``address`` (default: ``$AIOT_LAB``, else a live node this host
     started) as a driver, so the devices page lists its nodes' devices; the address joined,
     or None when there is no lab."""
-    address = address or os.environ.get("AIOT_LAB") or next(
+    address = address or environment.get("AIOT_LAB") or next(
         (state.address for state in load_nodes() if state.alive()), None)
     if address:
         connect(address, token)

@@ -26,6 +26,7 @@ from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
 from aiot.host.store import identity
 from aiot.host.store.identity import shape_label
+from aiot.host.store.placement import placement_text
 
 LATENCY, TRAIN = "latency", "train"
 
@@ -61,6 +62,7 @@ class Run:
     input_values: str | None = None  # given values, made-up integers and their range
     emulated: bool = False  # measured on one of aiot's emulated devices: not a phone's time
     profile: dict | None = None  # per-operator times (run --profile), see aiot.host.engine.profiles
+    placement: str | None = None  # which operators the engine took (aiot.host.store.placement)
     # From aiot.host.store.identity, resolved once per record (every table and plot reads these):
     key: identity.Key | None = None  # what a re-measurement of the same thing shares
     model_label: str = "—"  # the model as --model names it (resnet18_bnn)
@@ -197,6 +199,7 @@ def _run(record, ident: tuple[identity.Key, str] | None = None) -> Run:
         input_values=values_detail(result),
         emulated=emulated(prov.get("device") or {}),
         profile=result.get("profile") if isinstance(result.get("profile"), dict) else None,
+        placement=placement_text(result),
         key=key, model_label=key.configuration.model_label or "—", variant=variant,
         latency_ms=identity.latency_ms(record),
     )
@@ -360,7 +363,8 @@ def _run_row(run: Run) -> dict:
             "threads": run.threads, "median_ms": run.median_ms, "p90_ms": run.p90_ms,
             "mean_ms": run.mean_ms, "load_ms": run.load_ms, "accuracy": run.accuracy,
             "size_bytes": run.size_bytes, "runtime": run.runtime, "status": run.status,
-            "validity": run.validity, "notes": _verdict_notes(run), "created_at": run.created_at,
+            "validity": run.validity, "notes": _verdict_notes(run), "placement": run.placement,
+            "created_at": run.created_at,
             "sweep_id": run.sweep_id, "id": run.id}
 
 
@@ -375,12 +379,15 @@ RUN_COLUMNS = (
     Column("load_ms", "load ms", "ms"), Column("accuracy", "accuracy", "pct"),
     Column("size_bytes", "size", "bytes"), Column("runtime", "runtime"),
     Column("status", "status"), Column("validity", "validity"), Column("notes", "reasons"),
+    Column("placement", "placement"),
     Column("created_at", "measured", "time"), Column("id", "record", "id"),
 )
 
 
 def runs_table(runs: list[Run], key: str = "runs", title: str = "Every latency run") -> Table:
-    return Table(key, title, RUN_COLUMNS, tuple(_run_row(r) for r in runs), fold=("host",))
+    # placement folds where no run has one (records older than agent 0.8.0)
+    return Table(key, title, RUN_COLUMNS, tuple(_run_row(r) for r in runs),
+                 fold=("host", "placement"))
 
 
 #: ``bnn_pairs.csv``'s columns.

@@ -20,7 +20,6 @@ from functools import cache
 from importlib import resources
 
 from aiot.host.robust import metrics
-from aiot.models import get_model_spec
 from aiot.host.robust.robustmq import PAPER_ARCHITECTURES, Cell, Grid
 from aiot.models.quant.methods import METHODS
 
@@ -55,9 +54,17 @@ def paper() -> dict:
     return json.loads(text)
 
 
+def _zoo_entry(model: str):
+    """The zoo's entry of ``model``, imported here: the zoo imports torch, which the paper
+    commands' help and the CLI's start need not (``aiot paper --help``: 2.6 s of CPU with it)."""
+    from aiot.models import get_model_spec
+
+    return get_model_spec(model)
+
+
 def paper_architecture(model: str) -> str | None:
     """The paper's architecture a zoo model is a variant of (``resnet18_mnist`` → ResNet18)."""
-    return PAPER_ARCHITECTURES.get(get_model_spec(model).family)
+    return PAPER_ARCHITECTURES.get(_zoo_entry(model).family)
 
 
 def _pct(value) -> float | None:
@@ -172,7 +179,7 @@ def cell_results(grid: Grid, records: dict) -> dict[Cell, CellResults]:
         record = records.get(job.key)
         if record is not None and record.status == "ok" and record.result:
             found.setdefault(job.cell, {})[job.suite] = record.result
-    return {cell: CellResults(found.get(cell, {}), 1 / get_model_spec(cell.model).num_classes, grid.limit)
+    return {cell: CellResults(found.get(cell, {}), 1 / _zoo_entry(cell.model).num_classes, grid.limit)
             for cell in grid.cells()}
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aiot.core import notices
+from aiot.core import environment, notices
 from aiot.core.errors import StoreError, UsageError
 
 #: How long a write waits for a busy store when ``AIOT_STORE_WAIT_S`` does not say.
@@ -43,7 +43,7 @@ def wait_s() -> float:
     Raises:
         UsageError: the variable is not a non-negative number.
     """
-    text = os.environ.get(WAIT_VARIABLE, "").strip()
+    text = environment.get(WAIT_VARIABLE, "").strip()
     if not text:
         return DEFAULT_WAIT_S
     try:

@@ -29,7 +29,9 @@ run, a ``--via app`` run and the float run of one model never merge anywhere.
   configuration's at 1 thread, the report's first screen shows each configuration's best
   thread count, ``results compare`` pairs runs per key, leaderboards rank keys.
 * **Label** (:func:`label`, :func:`variant`, :func:`model_label`): how a key is written,
-  ``resnet18_bnn · tflite[quant=int8] · benchmark_model · 4t on big via app @ phone``.
+  ``resnet18_bnn · tflite[quant=int8] · benchmark_model · 4t on big via app @ phone``; a
+  binarized model in a format that runs it in float says so (:func:`deployment_note`:
+  ``tflite (BNN as float)``), in every view that names runs.
 * **Latency** (:func:`latency`): an ok run's median, else its mean (native tools that print
   a mean only). A median of 0.0 is a value, not a missing one: whether it is believable is
   the validity check's business (:mod:`aiot.host.engine.validity`), not each view's.
@@ -49,16 +51,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
 import secrets
 import socket
 from pathlib import Path
 from typing import NamedTuple
 
+from aiot.converters import CONVERTERS, get_converter
+from aiot.core import environment
 from aiot.core.errors import UsageError
 from aiot.core.paths import state_dir
-
 from aiot.models.model_ref import model_label
 
 __all__ = [
@@ -66,7 +68,9 @@ __all__ = [
     "Configuration",
     "Key",
     "Latency",
+    "BNN_AS_FLOAT",
     "configuration",
+    "deployment_note",
     "dims_text",
     "format_label",
     "HOST_ENV",
@@ -150,7 +154,7 @@ def this_host() -> str:
     Raises:
         UsageError: ``$AIOT_HOST_ID`` is not 1-64 letters, digits, ``.``, ``_`` or ``-``.
     """
-    given = os.environ.get(HOST_ENV)
+    given = environment.get(HOST_ENV)
     if given is not None and given != "":
         if not _HOST_ID.fullmatch(given):
             raise UsageError(f"{HOST_ENV}={given[:80]!r} is not a host id",
@@ -297,11 +301,34 @@ def dims_text(dims) -> str:
     return "x".join(str(d) for d in dims) if dims else "scalar"
 
 
-def format_label(fields: dict) -> str:
-    """The format with its converter options: ``tflite``, ``tflite[quant=int8]``."""
+#: What a table says of a binarized model (``--model resnet18_bnn``) run in a format whose
+#: runtime computes in float (tflite, onnx, ...): its binary layers run as float layers, so it
+#: is no longer the binarized deployment a binary runtime (LCE, daBNN) measures.
+BNN_AS_FLOAT = "BNN as float"
+
+
+def deployment_note(run_or_fields) -> str | None:
+    """:data:`BNN_AS_FLOAT` for a run (a record, a request or a key's fields) of a binarized
+    model in a format that does not execute binary layers as such; None otherwise. Every view
+    of runs says it through :func:`format_label` (or :func:`variant`)."""
+    f = _fields(run_or_fields)
+    fmt = f.get("format")
+    if not f.get("binarize") or not fmt or fmt not in CONVERTERS:
+        return None
+    return None if get_converter(fmt).binary_native else BNN_AS_FLOAT
+
+
+def _format_options(fields: dict) -> str:
     options = fields.get("options")
     opts = f"[{','.join(f'{k}={v}' for k, v in options)}]" if options else ""
     return f"{fields.get('format') or '—'}{opts}"
+
+
+def format_label(fields: dict) -> str:
+    """The format with its converter options: ``tflite``, ``tflite[quant=int8]``, and a
+    binarized model's run in float said so (``tflite (BNN as float)``, :func:`deployment_note`)."""
+    note = deployment_note(fields)
+    return _format_options(fields) + (f" ({note})" if note else "")
 
 
 def shapes_label(fields: dict) -> str | None:
@@ -315,10 +342,12 @@ def variant(run_or_fields, via: bool = True) -> str:
     columns: ``tflite[quant=int8]+nnapi (benchmark_model) @big via app`` (``via=False``:
     for a table whose device column says it)."""
     f = _fields(run_or_fields)
-    text = format_label(f) + (f"+{f['delegate']}" if f.get("delegate") else "")
+    text = _format_options(f) + (f"+{f['delegate']}" if f.get("delegate") else "")
     text += f" ({f['native']})" if f.get("native") else ""
     text += f" @{f['cluster']}" if f.get("cluster") else ""
-    return text + (f" via {f['via']}" if via and f.get("via") else "")
+    text += f" via {f['via']}" if via and f.get("via") else ""
+    note = deployment_note(f)
+    return text + (f" ({note})" if note else "")
 
 
 def label(run_or_fields, with_host: bool = False) -> str:

@@ -101,7 +101,8 @@ class Stream(Protocol):
 class Transport(Protocol):
     """How aiot reaches a device. Paths on the device are POSIX strings.
 
-    Implementations: ``LocalTransport`` (this machine); later ADB, SSH and emulated devices.
+    Implementations: ``LocalTransport`` (this machine), ``SshTransport`` and ``AdbTransport``
+    (emulated devices are SSH or ADB ones).
     """
 
     name: str

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import CommandTimeout, TransportError
 from aiot.core.fileio import write_atomic
 from aiot.core.paths import xdg_dir
@@ -91,7 +92,7 @@ class LocalTransport:
 
     def __init__(self, name: str = "local", root: str | os.PathLike | None = None) -> None:
         self.name = name
-        default = os.environ.get("AIOT_LOCAL_WORKDIR") or xdg_dir("XDG_CACHE_HOME", ".cache") / "aiot" / "device"
+        default = environment.get("AIOT_LOCAL_WORKDIR") or xdg_dir("XDG_CACHE_HOME", ".cache") / "aiot" / "device"
         self._root = Path(root or default)
 
     def workdir(self) -> str:

@@ -18,6 +18,7 @@ import os
 import queue
 import threading
 
+from aiot.core import environment
 from aiot.core.errors import CommandTimeout, TransportError
 
 PID_MARKER = "@@AIOT_PID "
@@ -40,7 +41,7 @@ def max_line_bytes() -> int:
     """The line length limit in bytes: ``AIOT_MAX_LINE_MB`` (a positive number), else
     ``MAX_LINE_MB``."""
     try:
-        mb = float(os.environ.get(MAX_LINE_ENV) or MAX_LINE_MB)
+        mb = float(environment.get(MAX_LINE_ENV) or MAX_LINE_MB)
     except ValueError:
         mb = MAX_LINE_MB
     return int((mb if mb > 0 else MAX_LINE_MB) * 1024 * 1024)

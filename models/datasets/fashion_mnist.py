@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aiot.core import environment
 from aiot.core.errors import DatasetError
 from aiot.models.datasets.base import DATASETS, DatasetInfo, RawDataset, readonly
 
@@ -39,7 +40,7 @@ _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 
 
 def data_dir() -> Path:
     """The Fashion-MNIST folder: env ``AIOT_FASHION_MNIST_DIR`` or the Debian package's."""
-    env = os.environ.get(ENV_DIR)
+    env = environment.get(ENV_DIR)
     return Path(env).expanduser() if env else DEFAULT_DIR
 
 

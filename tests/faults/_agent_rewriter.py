@@ -64,6 +64,19 @@ def _long(unit: bytes, total: int, end: bytes = b"\n"):
     return change
 
 
+def _scaled_times(factor: float):
+    """Every invoke time multiplied by ``factor``, the statistics recomputed from them (so the
+    host's check that they agree passes), the loop's wall times left as measured: times that
+    do not add up to the loop they came from (x100: more than its wall; /100: a time taken
+    before the work finished, as LiteRT #9453 reported 274 us for a 16 ms run)."""
+    from aiot.device_agent.stats import summarize_ms
+
+    def change(msg: dict) -> list[dict]:
+        samples = [max(1, int(t * factor)) for t in msg["samples_ns"]]
+        return [{**msg, "samples_ns": samples, "stats_ms": summarize_ms(samples)}]
+    return change
+
+
 class _Stream:
     def __init__(self, block: bytes, count: int, end: bytes) -> None:
         self.block, self.count, self.end = block, count, end
@@ -86,6 +99,8 @@ MODES = {
     "malformed": _raw(b'@@AIOT {"v": 1, "event": "result", "stats_ms": {oops\n'),
     "line-80mb": _long(b"x", 80 * MB),
     "cr-only": _long(b"measuring 42%\r", 80 * MB, end=b""),
+    "times-over-wall": _scaled_times(100.0),
+    "times-before-work": _scaled_times(0.01),
 }
 
 

@@ -236,7 +236,7 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
     browser.screenshot(shot)
     width, height = png_size(shot)
     assert width == WIDTH and abs(height - state["height"]) <= 2  # the whole page, not the window
-    keep = os.environ.get("AIOT_REPORT_SCREENSHOT")  # docs/report-first-screen.png is made so
+    keep = os.environ.get("AIOT_REPORT_SCREENSHOT")  # a copy of it, for a look at it
     if keep:
         shutil.copyfile(screen, keep)
     print(f"screenshots: {screen} {shot}")
@@ -289,6 +289,6 @@ def test_every_configuration_of_an_invalid_12_run_sweep_is_on_the_first_screen(c
     screen = tmp_path / "report-first-screen-invalid.png"
     browser.screenshot(screen, whole=False)
     assert png_size(screen) == (WIDTH, HEIGHT)
-    keep = os.environ.get("AIOT_REPORT_INVALID_SCREENSHOT")  # docs/report-first-screen-invalid.png
+    keep = os.environ.get("AIOT_REPORT_INVALID_SCREENSHOT")  # (docs/images: scripts/screenshots.py)
     if keep:
         shutil.copyfile(screen, keep)

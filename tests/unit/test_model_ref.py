@@ -39,6 +39,28 @@ def test_unknown_zoo_name_suggests_close_names():
     assert "resnet18" in caught.value.hint
 
 
+@pytest.mark.parametrize(("typed", "first"), [
+    ("resnet18_bnnn", "resnet18_bnn"),  # a binarized zoo name
+    ("resnet18_mnist_lsqq8", "resnet18_mnist_lsq8"),  # a quantized one
+    ("tiny_cnn_xnorr", "tiny_cnn_xnor"),
+    ("resnt18", "resnet18"),  # a plain zoo name's typo stays a plain zoo name
+])
+def test_suggestions_include_binarized_and_quantized_zoo_names(typed, first):
+    with pytest.raises(UnknownName) as caught:
+        resolve_model(typed)
+    assert caught.value.close[0] == first, caught.value.hint
+    assert caught.value.hint.startswith(f"did you mean {first}")
+    if typed == "resnt18":  # closer plain names exist: no derived name crowds them out
+        assert not any("_" in name for name in caught.value.close), caught.value.close
+
+
+def test_a_name_close_to_nothing_lists_the_zoo_not_every_derived_name():
+    with pytest.raises(UnknownName) as caught:
+        resolve_model("zzzz")
+    assert caught.value.hint.startswith("known: ") and "resnet18," in caught.value.hint
+    assert "resnet18_bnn" not in caught.value.hint and "_lsq" not in caught.value.hint
+
+
 def test_binarize_option_agrees_with_the_suffix():
     assert resolve_model("resnet18", "BNN").binarize == "bnn"
     assert resolve_model("resnet18_bnn", "bnn").binarize == "bnn"

@@ -75,6 +75,30 @@ def test_models_info_and_list_show_quantized_models(cli):
     assert "regnetx_600mf" in text and "<model>_<method><bits>" in text
 
 
+def test_models_list_and_info_say_where_quantized_models_deploy(cli):
+    """Issue 51: 8-bit LSQ deploys as int8 in three runtimes; the listing says so, as
+    aiot.models.quant.deploy decides, and no longer that nothing deploys."""
+    from aiot.models.quant.deploy import deployment_refusal
+    from aiot.models.quant.methods import parse_quantize
+
+    text = " ".join(cli("models", "list", "--paper", "aiot").stdout.split())
+    assert "not deployable yet" not in text
+    assert "lsq8 deploys as int8 to executorch, onnx, tflite (e.g. resnet18_mnist_lsq8)" in text
+    assert "the others are measured in PyTorch" in text
+    rows = {r["name"]: r for r in cli.json("models", "list", "--paper", "aiot")}
+    assert rows["tiny_cnn"]["quantized_deploys"] == {"tiny_cnn_lsq8": ["executorch", "onnx", "tflite"]}
+    for fmt in ("onnx", "executorch", "tflite", "ort", "ptl"):  # the listing and the refusals agree
+        assert (fmt in rows["tiny_cnn"]["quantized_deploys"]["tiny_cnn_lsq8"]) == (
+            deployment_refusal(parse_quantize("lsq:8"), fmt) is None)
+    info = cli.json("models", "info", "tiny_cnn_lsq8")["quantized"]
+    assert info["deploys_to"] == ["executorch", "onnx", "tflite"]
+    assert info["deployment"] == "as int8 to executorch, onnx, tflite"
+    narrow = cli.json("models", "info", "tiny_cnn_lsq4")["quantized"]
+    assert narrow["deploys_to"] == [] and "is not deployable" in narrow["deployment"]
+    shown = " ".join(cli("models", "info", "tiny_cnn_lsq8").stdout.split())
+    assert "deploys │ as int8 to executorch, onnx, tflite" in shown
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="scikit-learn is not installed")
 def test_train_quantized_on_digits_learns_and_records_what_it_trained(cli):

@@ -179,3 +179,38 @@ def test_the_profile_table_names_a_run_as_every_table_does(tmp_path, capsys):
     shown = " ".join(capsys.readouterr().out.split())
     assert "resnet18_bnn · lce[quant=int8] · 1t @ phone" in shown  # not resnet18.bnn
     assert identity.label(record) == req.label() == "resnet18_bnn · lce[quant=int8] · 1t @ phone"
+
+
+def test_a_binarized_model_run_in_float_says_so_in_every_view(tmp_path, capsys):
+    """``resnet18_bnn`` as tflite runs its binary layers in float: no longer the binarized
+    deployment LCE measures. The run table, ``results show``'s format, the report, the
+    leaderboard and every label say ``tflite (BNN as float)``; the LCE run and the plain
+    model's tflite run say nothing."""
+    from aiot.host.cli.run_table import print_run_table
+
+    as_float = RunRequest("phone", "resnet18", "tflite", 1, binarize="bnn")
+    binary = RunRequest("phone", "resnet18", "lce", 1, binarize="bnn")
+    plain = RunRequest("phone", "resnet18", "tflite", 1)
+    with open_store(tmp_path / "results") as store:
+        ids = [store_run(store, r, ms) for r, ms in ((as_float, 30.0), (binary, 10.0), (plain, 29.0))]
+        records = {r.id: r for r in store.query()}
+    floated, lce, fp32 = (records[i] for i in ids)
+    assert identity.deployment_note(floated) == identity.BNN_AS_FLOAT == "BNN as float"
+    assert identity.deployment_note(lce) is None and identity.deployment_note(fp32) is None
+    assert identity.deployment_note(as_float) == "BNN as float"  # a request, before it runs
+    assert identity.label(floated) == as_float.label() == "resnet18_bnn · tflite (BNN as float) · 1t @ phone"
+    assert identity.label(lce) == "resnet18_bnn · lce · 1t @ phone"
+    assert sweep_view.format_cell(floated) == "tflite (BNN as float)"
+    assert sweep_view.format_cell(fp32) == "tflite"
+    with_options = RunRequest("phone", "resnet18", "tflite", 1, binarize="bnn", delegate="xnnpack",
+                              native="benchmark_model", options=(("quant", "int8"),))
+    assert identity.variant(with_options) == "tflite[quant=int8]+xnnpack (benchmark_model) (BNN as float)"
+
+    print_run_table(list(records.values()), sweep=True)  # run, sweep and results list's table
+    table = capsys.readouterr().out
+    assert table.count("tflite (BNN as float)") == 1 and "lce (BNN" not in table
+    report = build(list(records.values()), source="results")
+    variants = {run.id: run.variant for run in report.runs}
+    assert variants[floated.id] == "tflite (BNN as float)" and variants[fp32.id] == "tflite"
+    board = {s.record_id: s.variant for s in latency_board(list(records.values()))}
+    assert board[floated.id] == "tflite (BNN as float)" and board[lce.id] == "lce"

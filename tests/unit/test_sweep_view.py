@@ -35,6 +35,27 @@ def test_rows_sort_by_device_model_format_threads_and_gain_over_one_thread():
     assert speedups([runs[1], failed])["g"] is None and throughput(failed) is None
 
 
+def test_a_failed_or_skipped_run_says_why_in_its_status_cell():
+    from dataclasses import replace
+
+    from aiot.host.cli.sweep_view import STATUS_REASON_CHARS, brief_reason
+
+    failed = replace(_record("f", 1, None, status="failed", validity=None),
+                     reason="tflite conversion failed at export: RuntimeError: Lowering not found: "
+                            "aten._linalg_det.default (run with --verbose for the toolchain's traceback)")
+    assert status_cell(failed) == ("[red]failed[/]: tflite export: RuntimeError: Lowering not found: "
+                                   "aten._linalg_det.default")
+    skipped = replace(_record("s", 16, None, status="skipped", validity=None),
+                      reason="16 threads but the device has 4 cores")
+    assert status_cell(skipped) == "[red]skipped[/]: 16 threads but the device has 4 cores"
+    # A reason from a device is one line in the cell, its markup shown as it is, and cut short.
+    long = brief_reason("AgentError: [bold]boom[/]\n" + "x" * 300)
+    assert "\n" not in long and len(long) == STATUS_REASON_CHARS and long.endswith("…")
+    hostile = replace(failed, reason="phone: [red]not red[/] \x1b[2J")
+    assert "\\[red]" in status_cell(hostile) and "\x1b" not in status_cell(hostile)
+    assert status_cell(replace(failed, reason=None)) == "[red]failed[/]"
+
+
 def test_invalid_says_why_and_emulated_devices_are_labelled():
     bad = _record("x", 8, 1.0, validity="INVALID", reasons=[
         "threads above online cores: 8 threads > 2 online cores, …", "device busy: 1.2 CPUs"],

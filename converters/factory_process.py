@@ -38,6 +38,7 @@ from pathlib import Path
 
 from aiot.core import children, environment, stage_limit
 from aiot.core.errors import UsageError
+from aiot.core.quiet import toolchain_output_to_log
 from aiot.models.model_ref import ModelRef
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,10 @@ def build_in_child(ref: ModelRef) -> tuple[object, object | None]:
     import pickle
 
     blob = _built(ref.name, str(ref.path) if ref.path else None, ref.module, ref.factory, ref.sha256)
-    return pickle.loads(blob)  # the pickle is the child's, made from the user's own code
+    # The pickle is the child's, made from the user's own code; loading it imports what the
+    # module needs (transformers, torchao), whose import-time chatter goes to the log.
+    with toolchain_output_to_log(log):
+        return pickle.loads(blob)
 
 
 @functools.lru_cache(maxsize=4)

@@ -19,6 +19,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -323,9 +324,18 @@ def _why_failed(proc: subprocess.CompletedProcess) -> str:
     return f"{killed}; it last said: {said}" if said else killed
 
 
+#: The line a Python traceback ends its exception with (``RuntimeError: …``); lines after
+#: it are the exception's own later lines (ExecuTorch's advice "If you believe this operator
+#: should be included into core ATen opset…"), not its cause.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b:?")
+
+
 def _last_error(stderr: str) -> str:
+    """The failure a process's stderr names: its last exception line where it printed a
+    traceback, else its last line."""
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    return (lines[-1] if lines else "no error output")[:300]
+    headers = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    return (headers[-1] if headers else lines[-1] if lines else "no error output")[:300]
 
 
 def _versions(py: str, toolchain: Toolchain) -> dict[str, str]:

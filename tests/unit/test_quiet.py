@@ -103,3 +103,14 @@ def test_what_a_toolchain_prints_or_warns_goes_to_the_debug_log(caplog):
         assert late.stream is sys.stderr  # its later lines reach stderr, not the block's stand-in
     finally:
         logging.getLogger("aiot.test.late").removeHandler(late)
+
+
+def test_a_toolchain_failure_names_its_exception_not_its_advice():
+    from aiot.core.toolchains import _last_error
+
+    stderr = ("Traceback (most recent call last):\n  File \"lower.py\", line 3, in <module>\n"
+              "torch._export.verifier.SpecViolationError: Operator aten.cumsum is not Aten Canonical.\n"
+              "If you believe this operator should be included into core ATen opset, please "
+              "create an issue\n")
+    assert _last_error(stderr).startswith("torch._export.verifier.SpecViolationError: Operator")
+    assert _last_error("a plain last line\n") == "a plain last line"

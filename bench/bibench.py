@@ -94,7 +94,7 @@ def deploy(trained: dict, results_dir: Path) -> list[dict]:
             torch_acc = evaluate(build_binarized(get_model_spec(MODEL), algorithm, weights), x, y)
             request = RunRequest("local", MODEL, "lce", 1, weights=weights, dataset="fashion-mnist",
                                  params=params, binarize=algorithm)
-            (record,) = run_sweep([request], store, Workspace(results_dir))
+            (record,) = run_sweep([request], Workspace(results_dir))
             lce_acc = record.accuracy if record.status == "ok" else None
             dab = convert_model(MODEL, "dabnn", results_dir / "artifacts", weights=weights,
                                 binarize=algorithm)
@@ -136,7 +136,7 @@ def latency(trained: dict | None, models: list[str], threads: list[int], rounds:
         workspace = Workspace(results_dir)
         for round_index in range(rounds):
             print(f"  round {round_index + 1}/{rounds}", file=sys.stderr, flush=True)
-            for record in run_sweep(requests, store, workspace):
+            for record in run_sweep(requests, workspace):
                 key = (record.model, record.spec.get("binarize") or "fp32", record.format, record.threads)
                 if record.status != "ok":
                     print(f"  {key}: {record.reason}", file=sys.stderr)

@@ -81,7 +81,7 @@ def speed(rows: list[dict], rounds: int, results_dir: Path) -> list[dict]:
         try:
             for _ in range(rounds):
                 requests = [RunRequest("local", r["model"], r["format"], 1, params=params) for r in runnable]
-                for record in run_sweep(requests, store, workspace):
+                for record in run_sweep(requests, workspace):
                     if record.status == "ok":
                         medians.setdefault((record.model, record.format), []).append(record.median_ms)
         finally:

@@ -41,6 +41,7 @@ from aiot.core.errors import (
     ConversionError,
     MissingDependency,
     UsageError,
+    first_line,
 )
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
@@ -479,7 +480,7 @@ def _export(converter, model, example, artifact: Path, options: dict, spec=None)
             raise disk from None
         if isinstance(exc, AiotError):
             raise
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        detail = first_line(exc)
         log.debug("export of %s failed", artifact.name, exc_info=True)
         raise ConversionError(converter.name, "export", f"{type(exc).__name__}: {detail}",
                               "run with --verbose for the toolchain's traceback") from None

@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 from aiot.core import children, environment, stage_limit
-from aiot.core.errors import UsageError
+from aiot.core.errors import UsageError, first_line
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.models.model_ref import ModelRef
 
@@ -297,12 +297,6 @@ def _own_packages(ref: ModelRef, imported: set[str]) -> set[str]:
 
 def _where(ref: ModelRef) -> str:
     return ref.module or ref.path.name
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's text (its type's name when it has none), ≤ 300 chars."""
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "TIMEOUT_ENV", "build_in_child", "child_main", "factory_timeout", "first_line"]

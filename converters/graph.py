@@ -20,7 +20,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
-from aiot.core.errors import ConversionError
+from aiot.core.errors import ConversionError, first_line
 
 #: Layer kinds an emitter may meet, with the attributes each carries.
 KINDS = {
@@ -251,7 +251,7 @@ def lower(model, example, fmt: str) -> Graph:
         with torch.no_grad():
             ShapeProp(traced).propagate(example)
     except Exception as exc:
-        raise ConversionError(fmt, "lower", f"the model cannot be traced: {exc}".splitlines()[0][:300],
+        raise ConversionError(fmt, "lower", first_line(f"the model cannot be traced: {exc}"),
                               "the emitter needs a model without data-dependent control flow") from None
     modules = dict(traced.named_modules())
     layers: list[Layer] = []

@@ -20,7 +20,7 @@ from aiot.converters.api import build_source_model, convert_model
 from aiot.converters.base import get_converter, user_converters
 from aiot.converters.sidecar import read_sidecar
 from aiot.converters.source import load_user_model
-from aiot.core.errors import AiotError, ConversionError, UsageError
+from aiot.core.errors import AiotError, ConversionError, UsageError, first_line
 from aiot.models.model_ref import ZOO, a_format, resolve_model
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def convert_row(model_name: str, fmt: str, out_dir: Path, weights, options: dict
         return {**row, "status": "failed", "reason": exc.message, "seconds": time.perf_counter() - started}
     except Exception as exc:  # a toolchain bug must not hide the other formats' rows
         log.debug("%s conversion crashed", fmt, exc_info=True)
-        return {**row, "status": "failed", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+        return {**row, "status": "failed", "reason": first_line(f"{type(exc).__name__}: {exc}"),
                 "seconds": time.perf_counter() - started}
     parity = res.parity or {}
     inconclusive = parity.get("inconclusive")  # passed, but as any constant output would

@@ -11,9 +11,8 @@ report, so that ``models info``, the sidecar and parity speak of the same output
 
 from __future__ import annotations
 
-from aiot.converters.factory_process import first_line
 from aiot.converters.inputs import call
-from aiot.core.errors import UsageError
+from aiot.core.errors import UsageError, first_line
 
 
 def flat_outputs(out, where: str) -> list[tuple[str, object]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import aiot.device_agent
 from aiot.converters.inputs import as_args, call, input_names, row, rows
 from aiot.core import toolchains
-from aiot.core.errors import AccuracyMismatch, AiotError, ArtifactError
+from aiot.core.errors import AccuracyMismatch, AiotError, ArtifactError, first_line
 from aiot.core.isolation import RuntimeCrash, isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.core.toolchains import backend_toolchain
@@ -115,7 +115,7 @@ def run_artifact(backend_name: str, artifact: Path, inputs, names: list[str] | N
         try:
             session = backend.open(str(artifact), 1)
         except Exception as exc:
-            detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            detail = first_line(exc)
             raise ArtifactError(f"{backend_name} cannot load {artifact}: {detail}",
                                 "the file is truncated or corrupt; re-convert it") from None
         if several:

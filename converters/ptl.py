@@ -26,7 +26,7 @@ from pathlib import Path
 
 from aiot.converters.base import Availability, Converter, modules_available
 from aiot.converters.inputs import as_args, input_names
-from aiot.core.errors import ConversionError, UsageError
+from aiot.core.errors import ConversionError, UsageError, first_line
 from aiot.core.fileio import write_atomic
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def _optimize(traced, choice: str) -> tuple[object, dict]:
         return torch.jit.freeze(traced), {"optimize_for_mobile": False, "frozen": True,
                                           "why_not_optimized": NO_XNNPACK}
     except RuntimeError as exc:  # a module freezing cannot handle: saved as traced
-        reason = str(exc).splitlines()[0][:200]
+        reason = first_line(exc, 200)
         log.info("torch.jit.freeze failed (%s): saved unfrozen", reason)
         return traced, {"optimize_for_mobile": False, "frozen": False,
                         "why_not_optimized": f"{NO_XNNPACK}; freeze failed: {reason}"}

@@ -17,11 +17,6 @@ def sidecar_path(artifact: Path) -> Path:
     return artifact.with_name(artifact.name + SUFFIX)
 
 
-def write_sidecar(artifact: Path, data: dict) -> Path:
-    """Write the sidecar beside ``artifact`` atomically; returns its path."""
-    return write_sidecar_facts(artifact, data)[0]
-
-
 def write_sidecar_facts(artifact: Path, data: dict) -> tuple[Path, dict]:
     """Write the sidecar beside ``artifact`` atomically; returns its path and its contents as
     :func:`read_sidecar` would read them (parsed from the text written, not read back)."""

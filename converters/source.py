@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiot.converters.factory_process import build_in_child, first_line
+from aiot.converters.factory_process import build_in_child
 from aiot.converters.inputs import positional_module
-from aiot.core.errors import UsageError
+from aiot.core.errors import UsageError, first_line
 from aiot.core.safe_load import UnpicklingRefused, load_program
 from aiot.models.model_ref import CODE, PROGRAM, ModelRef
 

@@ -233,6 +233,17 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (TransportError, ConnectionError, EOFError, TimeoutError))
 
 
+def first_line(said: BaseException | str | None, limit: int = 300) -> str:
+    """The first non-empty line of an exception's message (its type's name when it has none)
+    or of a text ("" for none), at most ``limit`` characters: what one-line errors quote of a
+    toolchain's, a runtime's or a user's many-line message."""
+    text = str(said or "").strip() if not isinstance(said, BaseException) else str(said).strip()
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if not line and isinstance(said, BaseException):
+        line = type(said).__name__
+    return line[:limit]
+
+
 #: The longest reason a failed record keeps (a toolchain's message can run to pages).
 MAX_REASON_CHARS = 500
 

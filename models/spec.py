@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from aiot.core.errors import ArtifactError
+from aiot.core.errors import ArtifactError, first_line
 from aiot.core.safe_load import UnpicklingRefused, load_tensors
 from aiot.models.complexity import Complexity, count_built
 
@@ -270,7 +270,7 @@ def load_weights(model: nn.Module, path: str | os.PathLike[str], name: str = "mo
     except Exception as exc:  # torch raises several types for truncated/foreign files
         raise ArtifactError(
             f"weights file '{file}' for {name} is unreadable: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}",
+            f"{first_line(str(exc), 10_000)}",
             "expected a file written by torch.save(model.state_dict(), path)",
         ) from exc
     if isinstance(state, Mapping) and isinstance(state.get("state_dict"), Mapping):

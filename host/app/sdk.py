@@ -11,7 +11,6 @@ keeps the two jars under ``<cache>/android-sdk/``.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import tempfile
@@ -156,11 +155,3 @@ def find_sdk(progress=None) -> Sdk:
         raise SdkError(f"{FRAMEWORK_RES} not found: aapt2 links against it", _BOOTSTRAP)
     android_jar, dx_jar = ensure_jars(progress)
     return Sdk(**tools, framework_res=FRAMEWORK_RES, android_jar=android_jar, dx_jar=dx_jar)
-
-
-def sdk_key(sdk: Sdk) -> str:
-    """A short hash of the jars a build used (recorded with the APK)."""
-    digest = hashlib.sha256()
-    for jar in (sdk.android_jar, sdk.dx_jar):
-        digest.update(jar.read_bytes())
-    return digest.hexdigest()[:12]

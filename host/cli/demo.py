@@ -64,7 +64,7 @@ def demo(
                                 weights=trained.weights_path, dataset="fashion-mnist", dataset_limit=limit,
                                 params=MeasureParams(min_s=min_s))
         with RichRunListener() as listener:
-            records = run_sweep(requests, store, Workspace(results_dir), listener)
+            records = run_sweep(requests, Workspace(results_dir), listener)
     print_run_table(records, compact=True)
     out.print("Every row is a stored record with raw samples and provenance: "
               "`aiot results list`, `aiot results show ID`, `aiot results export --format csv`.")

@@ -240,15 +240,15 @@ def run_campaign(plan: SweepPlan, results_dir: Path, listener: RunListener | Non
         return _run_locked(plan, results_dir, by_device, listener, policy)
 
 
-def run_sweep(requests: list[RunRequest], store: Store, workspace: Workspace,
+def run_sweep(requests: list[RunRequest], workspace: Workspace,
               listener: RunListener | None = None, sweep_id: str | None = None) -> list[RunRecord]:
     """Execute ``requests`` in the given order as one new sweep; returns the finished records.
 
     A thin entry to :func:`run_campaign` (devices in parallel, retries,
     pending records failed on Ctrl-C) without shuffling or resuming, for callers that
-    want exactly these runs now. ``store`` is only used to find the results folder.
+    want exactly these runs now; each device worker opens its own connection to the
+    workspace's store.
     """
-    del store  # each device worker opens its own connection to the same store
     sweep_id = sweep_id or uuid.uuid4().hex[:12]
     try:
         return run_campaign(SweepPlan(sweep_id, sweep_id, 0, list(requests)), workspace.results_dir,

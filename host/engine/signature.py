@@ -20,7 +20,7 @@ from typing import NamedTuple
 from aiot.converters import get_converter
 from aiot.converters.parity import agent_events
 from aiot.converters.source import load_user_model
-from aiot.core.errors import ArtifactError, UsageError
+from aiot.core.errors import ArtifactError, UsageError, first_line
 from aiot.core.isolation import isolated
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.device_agent import backends
@@ -78,7 +78,7 @@ def read_npz(path: Path) -> dict[str, NpzMember]:
     except UsageError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, NotImplementedError) as exc:
-        detail = str(exc).splitlines()[0][:120] if str(exc) else ""
+        detail = first_line(str(exc), 120)
         raise UsageError(f"--inputs file {path.name} is not a readable .npz of arrays "
                          f"({type(exc).__name__}: {detail})", hint) from None
     total = sum(m.nbytes for m in members.values())
@@ -423,7 +423,7 @@ def _declared_text(read, path: str) -> str:
     try:
         inputs, outputs = read(path)
     except (OSError, ValueError) as exc:
-        return json.dumps({"error": (str(exc).strip().splitlines() or ["unreadable"])[0][:300]})
+        return json.dumps({"error": first_line(str(exc)) or "unreadable"})
     return json.dumps({"inputs": inputs, "outputs": outputs})
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from aiot.core.errors import TransportError, UsageError
+from aiot.core.errors import TransportError, UsageError, first_line
 from aiot.host.lab import security
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ def preflight(address: str, timeout: float = CONNECT_S) -> None:
     if isinstance(failure, TimeoutError) or "Timed out" in text:
         why = f"no answer within {timeout:.0f} s"
     else:
-        why = str(failure).splitlines()[0][:200]
+        why = first_line(str(failure), 200)
     raise TransportError(f"the lab at {address} did not answer as a Ray head ({why})",
                          "check the address: the head prints it (aiot lab start --head)")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from aiot.converters import get_converter
 from aiot.converters.naming import artifact_files
-from aiot.core.errors import AiotError, TransportError, UsageError
+from aiot.core.errors import AiotError, TransportError, UsageError, first_line
 from aiot.host.engine.executor import _convert
 from aiot.host.engine.workspace import Workspace
 from aiot.host.lab import security
@@ -99,7 +99,7 @@ def connect(address: str, token: Path | None = None) -> None:
                 security.keep_token(token)
             return
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            failure = str(exc).splitlines()[0][:200]
+            failure = first_line(str(exc), 200)
     if "InvalidAuthToken" in said[0] or "Unauthenticated" in said[0]:
         raise token_refused(address)
     raise TransportError(f"the lab at {address} did not answer as a Ray head: {failure}",

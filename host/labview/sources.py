@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -238,11 +238,6 @@ def record(results_dir: Path, record_id: str):
     """One record by id (or a unique prefix of it)."""
     with open_store(results_dir, readonly=True) as store:
         return store.get(record_id)
-
-
-def filter_names() -> list[str]:
-    """The Filters fields the results page offers."""
-    return [f.name for f in fields(Filters) if f.name in RESULT_FILTERS]
 
 
 def _clock(when: float) -> str:

@@ -100,8 +100,3 @@ def readonly(array: np.ndarray) -> np.ndarray:
     """``array`` marked read-only, for arrays shared through an in-process cache."""
     array.flags.writeable = False
     return array
-
-
-def not_found(what: str, path: object, hint: str) -> DatasetError:
-    """A DatasetError for a missing file or folder (helper for sources)."""
-    return DatasetError(f"{what} not found: '{path}' does not exist", hint)

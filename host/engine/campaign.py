@@ -44,6 +44,7 @@ from aiot.host.engine.workspace import Workspace
 from aiot.host.store.identity import request_key, this_host
 from aiot.host.store.locks import campaign_locks
 from aiot.host.store.store import RunRecord, Store, open_store, utc_now
+from aiot.host.transports.probe import DeviceFacts
 
 log = logging.getLogger(__name__)
 
@@ -408,10 +409,10 @@ def _skip_reason(shared: _Shared, workspace: Workspace, request: RunRequest) -> 
         return lost if lost.startswith("node lost") else f"device lost: {lost}"
     if request.threads > ALWAYS_RUN_THREADS:
         try:
-            cores = workspace.device_info(request.device, agent=False).get("cores") or 0
+            facts = DeviceFacts.of(workspace.device_info(request.device, agent=False))
         except Exception as exc:  # noqa: BLE001 - the run itself will report the device
             log.debug("cannot count cores of %s: %s", request.device, exc)
             return None
-        if cores < request.threads:
-            return f"{request.threads} threads but the device has {cores} cores"
+        if facts.lacks_cores_for(request.threads):
+            return f"{request.threads} threads but the device has {facts.cores} cores"
     return None

@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields, replace
 
 from aiot.core import environment
 from aiot.core.errors import UsageError
-from aiot.host.transports.probe import emulated  # a device's fact, judged here
+from aiot.host.transports.probe import DeviceFacts, emulated  # a device's facts, judged here
 
 VALID, INVALID = "VALID", "INVALID"
 ENV = "AIOT_VALIDITY"
@@ -237,13 +237,6 @@ def _cv(stats: dict) -> tuple[float | None, str]:
     return None, "CV"
 
 
-def usable_cpus(device_info: dict, cpus: list[int] | None = None) -> int | None:
-    """The CPUs a run may use: the ones it is pinned to, else the device's online cores."""
-    if cpus:
-        return len(cpus)
-    return device_info.get("online_cores") or device_info.get("cores") or None
-
-
 def threads_reason(threads: int | None, usable: int | None, pinned: bool = False) -> str | None:
     """Why ``threads`` oversubscribe ``usable`` CPUs, or None when they do not."""
     if not threads or not usable or threads <= usable:
@@ -292,7 +285,7 @@ def threads_warning(device: str, threads: list[int], device_info: dict,
                     cpus: list[int] | None = None, policy: ValidityPolicy | None = None) -> str | None:
     """The line said before a sweep whose thread counts oversubscribe a device's cores."""
     policy = policy or ValidityPolicy.from_env()
-    usable = usable_cpus(device_info, cpus)
+    usable = DeviceFacts.of(device_info).usable_cpus(cpus)
     over = sorted({t for t in threads if threads_reason(t, usable)})
     if not over or not policy.threads:
         return None
@@ -383,8 +376,9 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
     load = result.get("load") or None
     reasons = []
     # The agent's own count of the CPUs it may use wins over the probe's (a cgroup narrows it).
-    usable = usable_cpus(device_info, cpus) if cpus or not load else (
-        load.get("online_cpus") or usable_cpus(device_info))
+    facts = DeviceFacts.of(device_info)
+    usable = facts.usable_cpus(cpus) if cpus or not load else (
+        load.get("online_cpus") or facts.usable_cpus())
     if policy.threads and (why := threads_reason(threads, usable, pinned=bool(cpus))):
         reasons.append(why)
     if why := load_reason(load, threads, policy.load):

@@ -6,6 +6,8 @@ so the same code serves local, SSH and ADB devices.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 
 from aiot.host.transports.base import Transport
@@ -281,6 +283,46 @@ def probe_linux(transport: Transport) -> dict:
     """Hardware and OS facts of a Linux or Android device, from one shell round trip."""
     result = transport.shell(["sh", "-c", _PROBE_SCRIPT], timeout=30)
     return parse_probe(result.stdout)
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """The facts of a device that decide how many threads a run may use, read once from its
+    probed ``device_info`` (as :func:`parse_probe` makes it and records store it): the one
+    answer to "threads against cores" for the campaign's skip, preflight's warning and the
+    validity verdict.
+
+    Attributes:
+        cores: every core the device has (hotplugged ones too).
+        online_cores: the cores online when it was probed (a phone parks some), or None.
+    """
+
+    cores: int | None
+    online_cores: int | None
+
+    @classmethod
+    def of(cls, device_info: dict | None) -> DeviceFacts:
+        """The facts of a probed ``device_info`` (missing or malformed counts: None)."""
+        info = device_info or {}
+
+        def count(key: str) -> int | None:
+            value = info.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+                else None
+
+        return cls(count("cores"), count("online_cores"))
+
+    def usable_cpus(self, cpus: list[int] | None = None) -> int | None:
+        """The CPUs a run may use: those it is pinned to (its ``--cluster``), else the cores
+        online, else every core; None when the device did not say."""
+        if cpus:
+            return len(cpus)
+        return self.online_cores or self.cores
+
+    def lacks_cores_for(self, threads: int) -> bool:
+        """Whether the device has fewer cores in all than ``threads`` (such a run is skipped,
+        not measured); False when it did not say."""
+        return self.cores is not None and self.cores < threads
 
 
 def emulated(device_info: dict) -> bool:

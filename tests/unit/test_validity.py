@@ -211,3 +211,13 @@ def test_a_p90_hundreds_of_times_the_median_fails_under_relaxed_load_and_cv():
     verdict = judge(result, 50, TWO_CORES, policy=loose)
     assert verdict["verdict"] == INVALID
     assert verdict["reasons"][0].startswith("long tail: p90 725 ms is 725.0× the median 1 ms")
+
+
+def test_one_device_fact_answers_threads_against_cores():
+    from aiot.host.transports.probe import DeviceFacts
+
+    phone = DeviceFacts.of({"cores": 8, "online_cores": 6})
+    assert phone.usable_cpus() == 6 and phone.usable_cpus([4, 5, 6, 7]) == 4
+    assert phone.lacks_cores_for(12) and not phone.lacks_cores_for(8)
+    unknown = DeviceFacts.of({"cores": "8", "online_cores": True})  # a device's word, checked
+    assert unknown.usable_cpus() is None and not unknown.lacks_cores_for(64)

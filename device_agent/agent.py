@@ -26,6 +26,9 @@ dtype, quantization, ``sha256`` of its bytes, ``source``) and each output's fing
 (``outputs``). ``inspect`` reports a model's signature without running it (event
 ``signature``): how the host reads a user's artifact with the runtime that will run it.
 
+Placement (``result.placement``): where the model's operators ran, as the runtime tells it
+(each backend's ``placement``), read once the timing is done.
+
 Peak memory is measured by its own command, ``memory``, in a process that does nothing
 else (see ``memory``); the ``run`` result keeps its ``peak_rss_kb`` for compatibility.
 
@@ -236,8 +239,21 @@ def run(spec: RunSpec) -> dict:
     }
     # Peak RSS after everything ran: the high-water mark of this process.
     result["peak_rss_kb"] = peak_rss_kb()
+    # After the high-water mark and outside every timed region: a backend may load the model
+    # again, instrumented, to read where its operators ran.
+    result["placement"] = _placement(session, backend.NAME)
     result["sigsys_skipped"] = seccomp.skipped()
     return result
+
+
+def _placement(session, backend: str) -> dict | None:
+    """The session's placement (``SessionBase.placement``); a runtime that fails to tell it
+    leaves a note, never a failed run: the measurement stands without it."""
+    try:
+        return session.placement()
+    except Exception as exc:  # noqa: BLE001 - any runtime's error, said in one line
+        return {"engine": backend, "source": "none",
+                "note": f"placement not read: {type(exc).__name__}: {first_line(exc)}"}
 
 
 def _prepare_inputs(session, spec: RunSpec):

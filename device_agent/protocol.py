@@ -76,6 +76,14 @@ the profiler never touches a timed run. One new event,
 
 and ``progress`` gained the phase "profile". The run spec may carry ``profile_runs`` and
 ``profile_warmup`` (integers). Additions only: protocol v1 still holds.
+
+Agent 0.8.0 added ``placement`` to ``result``: where the model's operators ran, from the
+runtime's own account, read after the timed loop (``SessionBase.placement``): ``engine`` (what
+was to take every operator: "xnnpack", "CPUExecutionProvider", ...), ``source`` (the
+runtime's account it comes from), ``total_nodes``, ``delegated_nodes``, ``outside_nodes``,
+``partitions``, ``outside`` ({operator type: count} left outside the engine), ``by_engine``
+({executor: count}), ``complete`` (every operator taken; null: the runtime does not say) and
+``note``. An addition: protocol v1 still holds.
 """
 
 from __future__ import annotations
@@ -196,6 +204,11 @@ _STATS_MS = {
                   "indices?": ["count"]},
     "median_ci?": {"level": "frac", "low": "ms", "high": "ms", "ranks?": ["pos"]},
 }
+#: Where a run's operators ran (``result.placement``; ``backends.base.placement_entry``).
+PLACEMENT = {"engine": "str", "source": "str", "total_nodes?": "count",
+             "delegated_nodes?": "count", "outside_nodes?": "count", "partitions?": "count",
+             "outside?": {"*?": "count"}, "by_engine?": {"*?": "count"}, "complete?": "bool",
+             "note?": "str"}
 FIELDS = {
     "hello": {"agent_version": "str", "python": "str", "platform": "str", "machine": "str",
               "runtimes": {"*?": "str"}, "runtime?": "str", "sigsys_skipped?": "count"},
@@ -217,6 +230,7 @@ FIELDS = {
         "measure_start_unix_s?": "num", "measure_end_unix_s?": "num",
         "accuracy?": {"correct": "count", "total": "count", "top1": "frac"},
         "peak_rss_kb?": "count", "sigsys_skipped?": "count",
+        "placement?": PLACEMENT,
     },
     "predicted": {"n": "count", "output_shape": ["count"], "runtime_version?": "str",
                   "outputs?": [{"name": "str", "shape": ["count"], "dtype": "str"}]},

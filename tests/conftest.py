@@ -372,6 +372,22 @@ def int8_uint8_tflite(third_party_dir, toolchains_dir):
 
 
 @pytest.fixture(scope="session")
+def placement_tflites(third_party_dir, toolchains_dir):
+    """``(partly, fully)``: one model's two ``net.tflite`` files (tests/placement_models.py),
+    the first with a CUMSUM XNNPACK leaves outside, the second all in XNNPACK."""
+    from aiot.core import toolchains
+    from tests.converters.conftest import need_toolchain
+    from tests.placement_models import SCRIPT_SHA, cumsum_tflite, plain_tflite
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AIOT_TOOLCHAINS_DIR", toolchains_dir)
+        need_toolchain("lce")
+        facts = ["lce", toolchains.installed("lce"), SCRIPT_SHA]
+        return tuple(kept_build(build, third_party_dir, facts)
+                     for build in (cumsum_tflite, plain_tflite))
+
+
+@pytest.fixture(scope="session")
 def dynamic_two_input_tflite(third_party_dir, toolchains_dir):
     """Float .tflite: ``a``, ``b`` float32 [-1,4] -> ``proj`` [-1,2], ``sum`` [-1,4]."""
     from tests.third_party import tflite_dynamic_two_inputs

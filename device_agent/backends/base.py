@@ -1,5 +1,6 @@
-"""What every backend's sessions share (:class:`SessionBase`) and a helper for
-``installed_version``. The backend contract itself is in ``contract.py``."""
+"""What every backend's sessions share (:class:`SessionBase`), the shape of a run's placement
+(:func:`placement_entry`) and a helper for ``installed_version``. The backend contract itself
+is in ``contract.py``."""
 
 from __future__ import annotations
 
@@ -73,6 +74,63 @@ class SessionBase(ABC):
         self.set_input(x)
         self.invoke()
         return self.output()
+
+    def placement(self) -> dict | None:
+        """Where the model's operators run, from the runtime's own account
+        (:func:`placement_entry`'s fields), or None where the backend reads none.
+
+        Called once after the timed loop, never inside it: a backend that needs a second,
+        instrumented load for it (ONNX Runtime's profiled session) pays for it there.
+        """
+        return None
+
+
+def placement_entry(engine: str, source: str, *, total: int | None = None,
+                    delegated: int | None = None, partitions: int | None = None,
+                    outside: dict[str, int] | None = None, by_engine: dict[str, int] | None = None,
+                    complete: bool | None = None, note: str | None = None) -> dict:
+    """A ``result``'s ``placement``: which operators the engine the run asked for took.
+
+    Args:
+        engine: what was to take every operator ("xnnpack", "CPUExecutionProvider", ...).
+        source: where the runtime said so ("execution plan", "session profile", "program").
+        total: the operators (nodes) of the graph the runtime ran.
+        delegated: how many of them the engine took.
+        partitions: how many delegate partitions (nodes) replaced them.
+        outside: the operators left outside the engine, by type: ``{"CUMSUM": 1}``.
+        by_engine: nodes per executor where there are several (ONNX Runtime's providers).
+        complete: whether the engine took every operator; derived from ``outside`` (or from
+            ``total`` and ``delegated``) when not given; None: the runtime does not say.
+        note: what a reader must know to read it (no XNNPACK in this build, ...).
+    """
+    outside, by_engine = _capped(outside), _capped(by_engine)
+    if outside is not None:
+        outside_nodes = sum(outside.values())
+    elif total is not None and delegated is not None:
+        outside_nodes = max(total - delegated, 0)
+    else:
+        outside_nodes = None
+    if complete is None and outside_nodes is not None:
+        complete = outside_nodes == 0
+    entry = {"engine": engine, "source": source, "total_nodes": total, "delegated_nodes": delegated,
+             "outside_nodes": outside_nodes, "partitions": partitions, "outside": outside,
+             "by_engine": by_engine, "complete": complete, "note": note}
+    return {key: value for key, value in entry.items() if value is not None}
+
+
+#: The longest operator or executor name a placement keeps: a custom operator's name is the
+#: file's text, and the host refuses a message whose map keys run past 100 characters.
+NAME_CAP = 80
+
+
+def _capped(counts: dict[str, int] | None) -> dict[str, int] | None:
+    if counts is None:
+        return None
+    found: dict[str, int] = {}
+    for name, count in counts.items():
+        key = str(name)[:NAME_CAP]
+        found[key] = found.get(key, 0) + count
+    return found
 
 
 def installed_from(distributions: tuple[str, ...]) -> str | None:

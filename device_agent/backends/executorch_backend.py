@@ -4,6 +4,10 @@ On aiot's host the runtime lives in the ``executorch`` toolchain environment
 (``TOOLCHAIN``; it needs NumPy 2 and torch); the host reads a file's inputs and outputs
 without it (:func:`declared_signature`). Threads: ExecuTorch sizes one process-wide
 XNNPACK threadpool, reset here to the run's thread count before loading.
+
+Placement (:func:`program_placement`): the program's own instructions, read from the file
+(:func:`.pte_io.read_calls`): a call of a delegate per partition it lowered, against the
+operators left to the program's own (portable or optimized) kernels.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from __future__ import annotations
 import builtins
 
 from ..signature import check_arrays, entry, positional
-from .base import SessionBase, installed_from
-from .pte_io import dtype_name, program_bytes, read_io
+from .base import SessionBase, installed_from, placement_entry
+from .pte_io import dtype_name, program_bytes, read_calls, read_io
 
 #: Package names the runtime ships as (see backends.installed).
 DISTRIBUTIONS = ("executorch",)
@@ -100,6 +104,7 @@ class Session(SessionBase):
         # consistency before any method loads.
         program = runtime._load_program(
             path, program_verification=runtime.Verification.InternalConsistency)
+        self._path = path
         self._method = program.load_method("forward")
         meta = self._method.method_meta()
         self._declare(_entries(meta, "input"), _entries(meta, "output"), input_shapes)
@@ -122,6 +127,27 @@ class Session(SessionBase):
         return [o.detach().numpy() if hasattr(o, "detach") else np.asarray(o)
                 for o in self._out]
 
+    def placement(self) -> dict:
+        """Delegated partitions against the operators outside them, from the program."""
+        with builtins.open(self._path, "rb") as fh:
+            return program_placement(*read_calls(program_bytes(fh)))
+
+
+def program_placement(delegated: dict[str, int], kernels: dict[str, int]) -> dict:
+    """A program's placement from its calls (:func:`.pte_io.read_calls`): the delegate
+    (``XnnpackBackend`` is "xnnpack") took what its partitions hold, which the program does not
+    count (each delegate keeps its own graph); every kernel call is an operator outside it. A
+    program without a delegate (``--opt delegate=portable``) runs all on its own kernels."""
+    if not delegated:
+        count = sum(kernels.values())
+        return placement_entry("portable", "program", total=count, delegated=count,
+                               note="the program has no delegate: every operator runs on "
+                                    "ExecuTorch's own kernels")
+    engine = "+".join(sorted(name.removesuffix("Backend").lower() for name in delegated))
+    return placement_entry(engine, "program", partitions=sum(delegated.values()),
+                           outside=dict(sorted(kernels.items())),
+                           by_engine=dict(sorted(delegated.items())))
+
 
 def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
     """Load ``path``'s ``forward`` method with an XNNPACK threadpool of ``threads``."""
@@ -140,6 +166,7 @@ class ProfiledSession(Session):
     def __init__(self, path: str, threads: int, input_shapes: dict | None = None) -> None:
         runtime = bindings()
         runtime._unsafe_reset_threadpool(threads)
+        self._path = path
         self._module = runtime._load_for_executorch(path, enable_etdump=True,
                                                     debug_buffer_size=0)
         meta = self._module.method_meta("forward")

@@ -9,13 +9,18 @@ inputs under NumPy 2. On aiot's host that is the ``lce`` toolchain environment
 
 LCE's ``predict`` sets the input, invokes and copies the output in one call, so the timed
 region includes those two copies (microseconds for a classifier's tensors).
+
+Placement (:meth:`Session.placement`): LCE's custom operators (``LceBconv2d``, ...) run on
+LCE's own kernels, so they count as taken by the engine; which of the other operators XNNPACK
+took, LCE's interpreter does not say (its Python wrapper has no node list), so the run's
+placement is not judged.
 """
 
 from __future__ import annotations
 
 from ..signature import SpecError, check_arrays
-from .base import SessionBase
-from .tflite_io import read_io
+from .base import SessionBase, placement_entry
+from .tflite_io import operator_codes, read_io
 
 NAME = "lce"
 EXTENSIONS = (".tflite",)
@@ -94,6 +99,16 @@ class Session(SessionBase):
                                 f"{shape}: it runs at {allocated}")
         self._x = [None] * len(inputs)
         self._out = None
+        self._codes = operator_codes(flatbuffer)
+
+    def placement(self) -> dict:
+        """LCE's own operators against the rest, which XNNPACK or TFLite's kernels run."""
+        own = sum(1 for code in self._codes if isinstance(code, str) and code.startswith("Lce"))
+        return placement_entry("lce", "program", total=len(self._codes), complete=None,
+                               by_engine={"lce": own}, note=(
+                                   f"{own} of {len(self._codes)} operators are LCE's own; "
+                                   "which of the others XNNPACK took, LCE's interpreter does "
+                                   "not say"))
 
     def set_inputs(self, arrays) -> None:
         import numpy as np

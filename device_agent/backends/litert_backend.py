@@ -11,13 +11,20 @@ single-input path (``set_input``, ``output``, ``run``) keeps float in, float out
 integer-quantized model (:class:`_IoQuantization`). A dynamic dim is resized (LiteRT's
 ``resize`` then re-allocation) at load for an ``input_shapes`` override, and again when
 ``set_inputs`` is given another size for it.
+
+Placement (:meth:`_Session.placement`): which nodes XNNPACK, the delegate LiteRT applies on
+the CPU, took and which stayed outside, from an ``Interpreter``'s node list after
+``allocate_tensors`` (:func:`plan_placement`); a ``CompiledModel`` adds its own
+``is_fully_accelerated`` verdict.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..signature import check_arrays
-from .base import SessionBase, installed_from
-from .tflite_io import read_io
+from .base import SessionBase, installed_from, placement_entry
+from .tflite_io import operator_codes, read_io
 
 #: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("ai-edge-litert",)
@@ -145,6 +152,26 @@ class _Session(SessionBase):
     def output(self):
         return self._io.dequantize(self.outputs_all()[0])
 
+    def _plan_source(self):
+        """The allocated interpreter whose node list tells the placement, and what it is."""
+        from ai_edge_litert.interpreter import Interpreter
+
+        # A second interpreter of the same file: XNNPACK partitions it as it does the timed
+        # one (LiteRT's default delegate on the CPU); allocate_tensors applies the delegate.
+        interp = Interpreter(model_path=self._path, num_threads=1)
+        interp.allocate_tensors()
+        return interp, "execution plan of LiteRT's Interpreter"
+
+    def placement(self) -> dict:
+        """Which nodes of the primary subgraph XNNPACK took (:func:`plan_placement`)."""
+        interp, source = self._plan_source()
+        wrapper = interp._interpreter  # the node accessors: NumNodes, NodeName, NodeInputs...
+        names = [wrapper.NodeName(k) for k in range(wrapper.NumNodes())]
+        found = plan_placement(len(operator_codes(_read(self._path))), names,
+                               [list(wrapper.NodeInputs(k)) for k in range(len(names))],
+                               [list(wrapper.NodeOutputs(k)) for k in range(len(names))])
+        return placement_entry("xnnpack", source, **found)
+
 
 class CompiledModelSession(_Session):
     """A ``CompiledModel`` with input/output buffers for its first signature."""
@@ -161,6 +188,7 @@ class CompiledModelSession(_Session):
                           cpu_options=CpuOptions(num_threads=threads))
         self._model = CompiledModel.from_file(path, environment=env, options=options)
         self._env = env  # keep the environment alive as long as the model
+        self._path = path
         self._sig = next(iter(self._model.get_signature_list()), "serving_default")
         shapes = self._setup(io, input_shapes)
         details = self._model.get_input_tensor_details(self._sig)
@@ -200,6 +228,20 @@ class CompiledModelSession(_Session):
     def invoke(self) -> None:
         self._model.run_by_name(self._sig, self._in, self._out)
 
+    def placement(self) -> dict:
+        """The execution plan's account, checked against the timed model's own verdict
+        (``is_fully_accelerated``): where either says an operator ran outside, it did."""
+        found = super().placement()
+        accelerated = bool(self._model.is_fully_accelerated())
+        found["source"] += f"; CompiledModel.is_fully_accelerated: {accelerated}"
+        if found.get("complete") and not accelerated:  # which operators, the plan cannot say
+            for key in ("delegated_nodes", "outside_nodes", "outside"):
+                found.pop(key, None)
+            found["complete"] = False
+            found["note"] = ("the CompiledModel says XNNPACK did not take every operator, "
+                             "which the Interpreter's execution plan does not show")
+        return found
+
     def outputs_all(self) -> list:
         import math
 
@@ -216,6 +258,7 @@ class InterpreterSession(_Session):
 
         self._interp = Interpreter(model_path=path, num_threads=threads)
         self._interp.allocate_tensors()
+        self._path = path
         shapes = self._setup(io, input_shapes)
         ins, outs = self._interp.get_input_details(), self._interp.get_output_details()
         self._in_index = [ins[pos]["index"] for pos in self._in_pos]
@@ -243,6 +286,46 @@ class InterpreterSession(_Session):
 
     def outputs_all(self) -> list:
         return [self._interp.get_tensor(index) for index in self._out_index]
+
+    def _plan_source(self):
+        return self._interp, "execution plan of the timed Interpreter"
+
+
+def plan_placement(original: int, names: list[str], inputs: list[list[int]],
+                   outputs: list[list[int]]) -> dict:
+    """Which of a graph's nodes its delegates replaced, from an allocated interpreter's nodes.
+
+    The interpreter lists the graph's ``original`` nodes first, then one node per delegate
+    partition; a replaced node stays in the list (the execution plan skips it). A partition's
+    node has the partition's outside inputs and its outputs, so the nodes it replaced are
+    those reached from its outputs back through their producers, stopping at its inputs.
+
+    Args:
+        original: how many nodes the file's subgraph has (its operators).
+        names: every node's operator name (``CONV_2D``; a partition's ``DELEGATE``).
+        inputs, outputs: every node's tensor indices (-1: an optional input left out).
+
+    Returns:
+        ``total``, ``delegated``, ``partitions`` and ``outside`` (the nodes left to the
+        interpreter's own kernels, by operator name), as :func:`placement_entry` takes them.
+    """
+    producer = {t: k for k in range(original) for t in outputs[k]}
+    taken: set[int] = set()
+    for node in range(original, len(names)):
+        stop = set(inputs[node])
+        pending, seen = list(outputs[node]), set()
+        while pending:
+            tensor = pending.pop()
+            if tensor in stop or tensor in seen or tensor < 0:
+                continue
+            seen.add(tensor)
+            k = producer.get(tensor)
+            if k is not None and k not in taken:
+                taken.add(k)
+                pending.extend(inputs[k])
+    outside = Counter(names[k] for k in range(original) if k not in taken)
+    return {"total": original, "delegated": len(taken), "partitions": len(names) - original,
+            "outside": dict(sorted(outside.items()))}
 
 
 def _has_compiled_model() -> bool:

@@ -7,6 +7,10 @@ An ORT-format file is not optimized again when loaded; what it gets beyond the l
 saved at are the optimizations recorded in it (aiot's default ``.ort``: ONNX Runtime's runtime
 style), which the session replays for this CPU only when asked to (``REPLAY_KEY``) and only
 up to its graph optimization level, so both are set here.
+
+Placement (:meth:`Session.placement`): the nodes each execution provider ran, from the session
+profile of one run of a second, profiled session (:func:`provider_placement`): the timed
+session is never profiled, since profiling slows every run it records.
 """
 
 from __future__ import annotations
@@ -16,13 +20,18 @@ import json
 import os
 import tempfile
 
+from collections import Counter
+
 from ..signature import check_arrays, entry
-from .base import SessionBase, installed_from
+from .base import SessionBase, installed_from, placement_entry
 
 #: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
 NAME = "onnxruntime"
+#: The execution providers a session asks for, in ONNX Runtime's order of preference: the
+#: first is the engine the run asked for (placement judges the others' nodes as outside).
+PROVIDERS = ("CPUExecutionProvider",)
 #: Session config entry that replays an ORT file's recorded runtime optimizations: opt-in in
 #: recent ONNX Runtime (without it 1.32 loads the file unfused); unknown keys are ignored.
 REPLAY_KEY = "session.enable_saved_runtime_optimizations"
@@ -82,7 +91,8 @@ class Session(SessionBase):
             options.profile_file_prefix = os.path.join(profile_dir, "ort_profile")
         self._runs = 0
         self._profiled_from = None
-        self._sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        self._path, self._threads, self._shapes_asked = path, threads, input_shapes
+        self._sess = ort.InferenceSession(path, options, providers=list(PROVIDERS))
         self._declare(_entries(self._sess.get_inputs()), _entries(self._sess.get_outputs()),
                       input_shapes)
         self._names = [spec["name"] for spec in self.inputs]
@@ -100,6 +110,15 @@ class Session(SessionBase):
     def outputs_all(self) -> list:
         return list(self._outs)
 
+    def placement(self) -> dict:
+        """The nodes each provider ran in one run of the inputs set, from the profile of a
+        second session made for it (:func:`provider_placement`)."""
+        probe = open_profiled(self._path, self._threads, self._shapes_asked)
+        probe.set_inputs([self._feed[name] for name in self._names])
+        probe.profile_start()
+        probe.invoke()
+        return provider_placement(probe.profile_events(), PROVIDERS[0])
+
     def profile_start(self) -> None:
         """Profile the runs from here on (the trace holds every run: earlier ones are
         dropped when it is read)."""
@@ -107,6 +126,10 @@ class Session(SessionBase):
 
     def profile_stop(self) -> list[dict]:
         """The node rows of the runs since :meth:`profile_start` (see ``profiling.py``)."""
+        return node_rows(self.profile_events(), skip_runs=self._profiled_from or 0)
+
+    def profile_events(self) -> list:
+        """The session's profile trace (Chrome trace events), read and deleted: profiling ends."""
         trace = self._sess.end_profiling()
         try:
             with builtins.open(trace, encoding="utf-8") as fh:
@@ -117,7 +140,7 @@ class Session(SessionBase):
                 os.rmdir(os.path.dirname(trace))  # open_profiled's own folder, now empty
             except OSError:
                 pass
-        return node_rows(events, skip_runs=self._profiled_from or 0)
+        return events
 
 
 def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001
@@ -155,3 +178,30 @@ def node_rows(events: list, skip_runs: int = 0) -> list[dict]:
         rows.append({"name": name[: -len(_KERNEL)], "type": (e.get("args") or {}).get("op_name", "?"),
                      "us": float(e.get("dur", 0))})
     return rows
+
+
+def provider_placement(events: list, requested: str) -> dict:
+    """Nodes per execution provider of a session profile's runs (one run suffices).
+
+    Each ``Node`` event named ``<node>_kernel_time`` carries ``args.provider`` and
+    ``args.op_name``; a node is counted once, however many runs the trace holds. The nodes
+    are those of the optimized graph the session runs: a compiling provider's partition (an
+    NNAPI or CoreML fused node) is one node. Nodes of another provider than ``requested`` are
+    outside, by operator type.
+    """
+    providers: dict[str, str] = {}
+    types: dict[str, str] = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith(_KERNEL):
+            continue
+        args = e.get("args") or {}
+        node = name[: -len(_KERNEL)]
+        providers[node] = str(args.get("provider") or "?")
+        types[node] = str(args.get("op_name") or "?")
+    by_provider = Counter(providers.values())
+    outside = Counter(types[n] for n, provider in providers.items() if provider != requested)
+    return placement_entry(requested, "session profile", total=len(providers),
+                           delegated=by_provider.get(requested, 0),
+                           outside=dict(sorted(outside.items())),
+                           by_engine=dict(sorted(by_provider.items())))

@@ -22,6 +22,13 @@ SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "f
 # Field numbers of the program.fbs tables read here (a union takes two: its type, its value).
 _PROGRAM_PLANS = 1
 _PLAN_NAME, _PLAN_VALUES, _PLAN_INPUTS, _PLAN_OUTPUTS = 0, 2, 3, 4
+_PLAN_CHAINS, _PLAN_OPERATORS, _PLAN_DELEGATES = 5, 6, 7
+_CHAIN_INSTRUCTIONS = 2
+_INSTRUCTION_TYPE, _INSTRUCTION_ARGS = 0, 1
+_KERNEL_CALL, _DELEGATE_CALL = 1, 2  # InstructionArguments: NONE, KernelCall, DelegateCall, ...
+_CALL_INDEX = 0  # KernelCall.op_index, DelegateCall.delegate_index
+_OPERATOR_NAME, _OPERATOR_OVERLOAD = 0, 1
+_DELEGATE_ID = 0
 _EVALUE_TYPE, _EVALUE_VAL = 0, 1
 _KERNEL_TYPE_TENSOR = 5  # KernelTypes: NONE, Null, Int, Bool, Double, Tensor, ...
 _TENSOR_SCALAR_TYPE, _TENSOR_SIZES = 0, 2
@@ -71,13 +78,56 @@ def read_io(data: bytes, method: str = "forward") -> tuple[list[dict], list[dict
         raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None
 
 
-def _read(buf: FlatBuffer, method: str) -> tuple[list[dict], list[dict]]:
-    program = buf.deref(0)
-    plans = [plan for plan in buf.tables(program, _PROGRAM_PLANS)
+def _plan(buf: FlatBuffer, method: str) -> int:
+    """The ``ExecutionPlan`` table of ``method``."""
+    plans = [plan for plan in buf.tables(buf.deref(0), _PROGRAM_PLANS)
              if buf.string(plan, _PLAN_NAME) == method]
     if not plans:
         raise ValueError(f"the program has no '{method}' method")
-    plan = plans[0]
+    return plans[0]
+
+
+def read_calls(data: bytes, method: str = "forward") -> tuple[dict[str, int], dict[str, int]]:
+    """``(delegate calls, kernel calls)`` of ``method``'s instructions: how many times each
+    backend (``XnnpackBackend``) is called, one call per delegated partition, and how many
+    times each operator outside them runs on the program's kernels (``aten::add.out``).
+
+    Raises:
+        ValueError: as :func:`read_io`, or an instruction naming no operator or delegate.
+    """
+    if len(data) < 8 or data[4:8] != b"ET12":
+        raise ValueError("not an ExecuTorch program (no ET12 identifier)")
+    try:
+        buf = FlatBuffer(data)
+        plan = _plan(buf, method)
+        operators = [_operator_name(buf, op) for op in buf.tables(plan, _PLAN_OPERATORS)]
+        backends = [buf.string(d, _DELEGATE_ID) for d in buf.tables(plan, _PLAN_DELEGATES)]
+        delegated: dict[str, int] = {}
+        kernels: dict[str, int] = {}
+        for chain in buf.tables(plan, _PLAN_CHAINS):
+            for instruction in buf.tables(chain, _CHAIN_INSTRUCTIONS):
+                kind = buf.scalar(instruction, _INSTRUCTION_TYPE, "<B")
+                where = buf.field(instruction, _INSTRUCTION_ARGS)
+                if kind not in (_KERNEL_CALL, _DELEGATE_CALL) or where is None:
+                    continue  # moves, jumps and frees run no operator
+                index = buf.scalar(buf.deref(where), _CALL_INDEX, "<i")
+                names, counts = ((operators, kernels) if kind == _KERNEL_CALL
+                                 else (backends, delegated))
+                if not 0 <= index < len(names):
+                    raise ValueError(f"an instruction names entry {index} of {len(names)}")
+                counts[names[index]] = counts.get(names[index], 0) + 1
+        return delegated, kernels
+    except (IndexError, struct.error) as exc:  # an offset of a damaged file
+        raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None
+
+
+def _operator_name(buf: FlatBuffer, op: int) -> str:
+    name, overload = buf.string(op, _OPERATOR_NAME), buf.string(op, _OPERATOR_OVERLOAD)
+    return f"{name}.{overload}" if overload else name
+
+
+def _read(buf: FlatBuffer, method: str) -> tuple[list[dict], list[dict]]:
+    plan = _plan(buf, method)
     values = buf.tables(plan, _PLAN_VALUES)
     found = []
     for kind, field in (("input", _PLAN_INPUTS), ("output", _PLAN_OUTPUTS)):

@@ -1,12 +1,21 @@
-"""PyTorch Mobile backend (``.ptl``): PyTorch's lite interpreter, on a device with torch."""
+"""PyTorch Mobile backend (``.ptl``): PyTorch's lite interpreter, on a device with torch.
+
+Placement (:func:`module_placement`): the operators the module's bytecode calls, XNNPACK's
+prepacked ones (``prepacked::conv2d_clamp_run``, what ``optimize_for_mobile`` makes) against
+aten's; a torch built without XNNPACK (the x86 CPU wheels) runs every operator on aten, which
+is that build's engine, not a fallback.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import zipfile
+from collections import Counter
 
 from ..signature import SpecError, check_arrays, entry, positional
-from .base import SessionBase, installed_from
+from .base import SessionBase, installed_from, placement_entry
 
 #: Package names the runtime ships as (see ``installed_version``).
 DISTRIBUTIONS = ("torch",)
@@ -111,6 +120,7 @@ class Session(SessionBase):
         meta = input_meta(path)
         inputs = _inputs(path, meta, input_shapes)
         self._torch = torch
+        self._path = path
         self._module = _load_for_lite_interpreter(path)
         if meta is None:  # the shapes made the signature; those of other names are not ours
             input_shapes = {i["name"]: i["shape"] for i in inputs}
@@ -125,6 +135,11 @@ class Session(SessionBase):
     def invoke(self) -> None:
         with self._torch.no_grad():
             self._out = self._module(*self._x)
+
+    def placement(self) -> dict:
+        """XNNPACK's prepacked operators against aten's, from the module's bytecode."""
+        return module_placement(bytecode_ops(self._path),
+                                bool(self._torch._C._is_xnnpack_enabled()))
 
     def profile_start(self) -> None:
         """Record every operator the lite interpreter dispatches from here on, with the
@@ -156,6 +171,71 @@ class Session(SessionBase):
             self.outputs = [entry(positional("output", i), list(a.shape), a.dtype)
                             for i, a in enumerate(arrays)]
         return arrays
+
+
+class _Opaque(dict):
+    """Whatever a pickle builds from a global (tensors, storages): nothing of it is made,
+    so reading the bytecode runs no code of the file."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def __setstate__(self, state) -> None:
+        pass
+
+    def append(self, item) -> None:
+        pass
+
+    def extend(self, items) -> None:
+        pass
+
+
+class _Bytecode(pickle.Unpickler):
+    def find_class(self, module, name):
+        return _Opaque
+
+    def persistent_load(self, pid):
+        return None
+
+
+def bytecode_ops(path: str) -> dict[str, int]:
+    """How many times the module's methods call each operator (``OP``/``OPN`` instructions of
+    ``bytecode.pkl``, by ``name.overload``).
+
+    Raises:
+        ValueError: not a lite-interpreter module, or no bytecode in it.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.endswith("/bytecode.pkl")]
+            if not names:
+                raise ValueError(f"{path} has no bytecode.pkl")
+            table = _Bytecode(io.BytesIO(archive.read(names[0]))).load()
+    except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError) as exc:
+        raise ValueError(f"{path}: unreadable bytecode ({exc})") from None
+    calls: Counter = Counter()
+    for method in table[1:] if isinstance(table, tuple) else ():
+        parts = method[1] if isinstance(method, tuple) and len(method) > 1 else ()
+        found = dict(p for p in parts if isinstance(p, tuple) and len(p) == 2)
+        operators = [f"{op[0]}.{op[1]}" if op[1] else op[0] for op in found.get("operators", ())]
+        for instruction in found.get("instructions", ()):
+            if instruction[0] in ("OP", "OPN") and 0 <= instruction[1] < len(operators):
+                calls[operators[instruction[1]]] += 1
+    return dict(calls)
+
+
+def module_placement(ops: dict[str, int], xnnpack: bool) -> dict:
+    """The placement of a module calling ``ops`` (:func:`bytecode_ops`) on a torch with or
+    without XNNPACK (``torch._C._is_xnnpack_enabled()``)."""
+    total = sum(ops.values())
+    if not xnnpack:
+        return placement_entry("aten", "module bytecode", total=total, delegated=total,
+                               note="this torch is built without XNNPACK: every operator runs "
+                                    "on aten's CPU kernels, as this build always does")
+    prepacked = {op: n for op, n in ops.items() if op.startswith("prepacked::")}
+    return placement_entry("xnnpack", "module bytecode", total=total,
+                           delegated=sum(prepacked.values()),
+                           outside={op: n for op, n in sorted(ops.items()) if op not in prepacked})
 
 
 def open(path: str, threads: int, input_shapes: dict | None = None) -> Session:  # noqa: A001

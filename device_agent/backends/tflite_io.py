@@ -26,7 +26,8 @@ _INTEGER = {"int8", "uint8", "int16", "int32", "int64"}
 _MODEL_OPERATOR_CODES, _MODEL_SUBGRAPHS, _MODEL_SIGNATURE_DEFS = 1, 2, 7
 _CODE_DEPRECATED, _CODE_CUSTOM, _CODE_BUILTIN = 0, 1, 3
 _CUSTOM = 32  # BuiltinOperator.CUSTOM
-_GRAPH_TENSORS, _GRAPH_INPUTS, _GRAPH_OUTPUTS = 0, 1, 2
+_GRAPH_TENSORS, _GRAPH_INPUTS, _GRAPH_OUTPUTS, _GRAPH_OPERATORS = 0, 1, 2, 3
+_OP_OPCODE_INDEX = 0
 _TENSOR_SHAPE, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_QUANT, _TENSOR_SHAPE_SIG = 0, 1, 3, 4, 7
 _QUANT_SCALE, _QUANT_ZERO = 2, 3
 _SIG_INPUTS, _SIG_OUTPUTS, _SIG_SUBGRAPH = 0, 1, 4
@@ -165,5 +166,36 @@ def custom_ops(data: bytes) -> list[str]:
             if custom and name and name not in names:
                 names.append(name)
         return names
+    except (IndexError, struct.error) as exc:
+        raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None
+
+
+def operator_codes(data: bytes, subgraph: int = 0) -> list[str | int]:
+    """Each operator of subgraph ``subgraph`` in the file's order (the order an interpreter
+    numbers its nodes): a custom operator's name (``LceBconv2d``), else its builtin code.
+
+    Raises:
+        ValueError: not a TFLite flatbuffer, no such subgraph, or tables past the end.
+    """
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ValueError("not a TFLite flatbuffer (no TFL3 identifier)")
+    buf = FlatBuffer(data)
+    try:
+        model = buf.deref(0)
+        codes = []
+        for code in buf.tables(model, _MODEL_OPERATOR_CODES):
+            builtin = max(buf.scalar(code, _CODE_BUILTIN, "<i"),
+                          buf.scalar(code, _CODE_DEPRECATED, "<b"))
+            codes.append((buf.string(code, _CODE_CUSTOM) or "?") if builtin == _CUSTOM else builtin)
+        graphs = buf.tables(model, _MODEL_SUBGRAPHS)
+        if subgraph >= len(graphs):
+            raise ValueError(f"the model has no subgraph {subgraph}")
+        found = []
+        for op in buf.tables(graphs[subgraph], _GRAPH_OPERATORS):
+            index = buf.scalar(op, _OP_OPCODE_INDEX, "<I")
+            if index >= len(codes):
+                raise ValueError(f"an operator names operator code {index} of {len(codes)}")
+            found.append(codes[index])
+        return found
     except (IndexError, struct.error) as exc:
         raise ValueError(f"truncated or corrupt flatbuffer ({exc})") from None

@@ -88,11 +88,16 @@ def _hint(device: str) -> str:
 
 def check_answer(event: str, fields: dict, spec: dict, device: str) -> None:
     """An answer must be about what was asked: the request's backend (which is its format's
-    runtime), thread count and pinned CPUs.
+    runtime), thread count and pinned CPUs; a result's placement must add up
+    (:func:`placement_problem`).
 
     Raises:
-        DeviceMessageError: the answer names another backend, thread count or CPUs.
+        DeviceMessageError: the answer names another backend, thread count or CPUs, or
+            states a placement whose counts contradict each other.
     """
+    if event == "result" and isinstance(fields.get("placement"), dict):
+        if (wrong := placement_problem(fields["placement"])) is not None:
+            raise invalid(device, event, f"placement: {wrong}")
     schema = protocol.FIELDS.get(event, {})
     for key in ("backend", "threads", "cpus"):
         if key not in schema and f"{key}?" not in schema:
@@ -105,6 +110,27 @@ def check_answer(event: str, fields: dict, spec: dict, device: str) -> None:
         if wrong:
             raise invalid(device, event, f"{key} is {_shown(said)}, the request asked for "
                                          f"{_shown(asked) if asked is not None else 'none'}")
+
+
+def placement_problem(placement: dict) -> str | None:
+    """What contradicts itself in a placement (``protocol.PLACEMENT``, its kinds already
+    checked), or None: more nodes taken or outside than the graph has, an ``outside`` that
+    is not ``outside_nodes``, taken and outside that are not the whole, a ``complete`` that
+    its own counts deny. A device that says "every operator delegated" beside an operator
+    left outside is believed in neither."""
+    total, taken = placement.get("total_nodes"), placement.get("delegated_nodes")
+    left, outside = placement.get("outside_nodes"), placement.get("outside")
+    for name, value in (("delegated_nodes", taken), ("outside_nodes", left)):
+        if total is not None and value is not None and value > total:
+            return f"{name} {value} is more than total_nodes {total}"
+    if isinstance(outside, dict) and left is not None and sum(outside.values()) != left:
+        return f"outside lists {sum(outside.values())} node(s) but outside_nodes is {left}"
+    if None not in (total, taken, left) and taken + left != total:
+        return f"delegated_nodes {taken} and outside_nodes {left} are not total_nodes {total}"
+    complete = placement.get("complete")
+    if complete is not None and left is not None and complete != (left == 0):
+        return f"complete is {str(complete).lower()} with {left} node(s) outside"
+    return None
 
 
 def check_stats(result: dict) -> None:

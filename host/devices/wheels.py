@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from aiot.core import environment
 from aiot.core.errors import AiotError, UsageError
 from aiot.core.fileio import staged_folder
 
@@ -65,10 +66,11 @@ SETUP_EXTRA = {"pytorch_mobile": "torch", "executorch": "executorch"}
 SETUP_BACKENDS = ("onnxruntime", "litert")
 
 
-def runtime_fix(device: str, backend: str, tools=()) -> str:
+def runtime_fix(device: str, backend: str, tools=(), source: str = "") -> str:
     """What gives ``device``'s agent the runtime of ``backend``, as one line a user types:
     ``devices setup`` (with its ``--with`` extra), else a native tool of ``tools`` that times
-    the backend's format (LCE publishes no runtime aiot can install on a device)."""
+    the backend's format (LCE publishes no runtime aiot can install on a device), with where
+    the first tool's binary comes from (``source``: aiot ships none)."""
     if backend in SETUP_EXTRA:
         return f"run: aiot devices setup {device} --with {SETUP_EXTRA[backend]}"
     if backend in SETUP_BACKENDS:
@@ -76,8 +78,9 @@ def runtime_fix(device: str, backend: str, tools=()) -> str:
     if not tools:
         return ("aiot installs no such runtime on a device: time it with its native benchmark "
                 "tool (--native, see aiot run --help), or choose a --format the device runs")
+    origin = f"; {tools[0]} is {source}" if source else ""
     return (f"time it with --native {tools[0]} (add [devices.{device}.binaries] {tools[0]} = "
-            "\"/path\" to the inventory), or choose a --format the device runs")
+            f"\"/path\" to the inventory), or choose a --format the device runs{origin}")
 OLDEST_MANYLINUX = 17  # manylinux2014 = glibc 2.17, the oldest tag these wheels use
 
 #: Prints the facts a wheel must match as one JSON line; run by the device's Python.
@@ -231,8 +234,8 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 def debian_mirror() -> str:
     """The Debian mirror this machine's apt uses (``AIOT_DEBIAN_MIRROR`` wins), else deb.debian.org."""
-    if os.environ.get("AIOT_DEBIAN_MIRROR"):
-        return os.environ["AIOT_DEBIAN_MIRROR"]
+    if environment.get("AIOT_DEBIAN_MIRROR"):
+        return environment.get("AIOT_DEBIAN_MIRROR")
     for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
         for line in source.read_text(errors="replace").splitlines():
             uri = line.partition("URIs:")[2].split()

@@ -74,10 +74,12 @@ def device_runner(fmt: str, device: str, runtimes: dict, binaries) -> str | None
     backend = get_converter(fmt).backend
     if backend is None or runtimes.get(backend):
         return None
-    tools = [a.tool for a in adapters_for_format(fmt)]
+    adapters = adapters_for_format(fmt)
+    tools = [a.tool for a in adapters]
     configured = [tool for tool in tools if tool in binaries]
     if configured:
         return configured[0]
     runs = [c.name for c in user_converters() if c.backend and runtimes.get(c.backend)]
     raise UsageError(f"{device} cannot time {fmt} artifacts: its agent has no {backend} runtime "
-                     f"(it runs {', '.join(runs) or 'none yet'})", runtime_fix(device, backend, tools))
+                     f"(it runs {', '.join(runs) or 'none yet'})",
+                     runtime_fix(device, backend, tools, adapters[0].source if adapters else ""))

@@ -14,6 +14,7 @@ import markupsafe
 
 from aiot.core.untrusted import visible
 from aiot.host.store import identity
+from aiot.host.store.placement import placement_text, short_text
 
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>aiot lab · {{ title }}</title>
@@ -81,7 +82,8 @@ _RESULTS = """{% extends "base" %}{% block main %}<h1>Results</h1>
 <p>{{ page.records|length }} record(s) on page {{ page.page + 1 }} of a store of {{ page.total }}.</p>
 <table class="results"><tr><th>id</th><th>time</th><th>sweep</th><th>device</th><th>host</th><th>model</th><th>format</th><th>thr</th><th>status</th><th>median ms</th><th>reason</th></tr>
 {% for r in page.records %}<tr><td><a href="/record/{{ r.id|urlencode }}">{{ r.id[:10] }}</a></td><td>{{ r.created_at|when }}</td>
-<td>{{ r.sweep_id or "" }}</td><td>{{ r.device }}</td><td class="host">{{ r|host }}</td><td>{{ r.model }}</td><td>{{ r.format }}</td><td>{{ r.threads }}</td>
+<td>{{ r.sweep_id or "" }}</td><td>{{ r.device }}</td><td class="host">{{ r|host }}</td><td>{{ r.model }}</td>
+<td>{{ r.format }}{% set partly = r.result|partly %}{% if partly %} <small class="partly">partly delegated: {{ partly }}</small>{% endif %}</td><td>{{ r.threads }}</td>
 <td>{{ r.status }}</td><td>{{ "%.3f"|format(r.median_ms) if r.median_ms is not none else "" }}</td><td>{{ r.reason or "" }}</td></tr>{% endfor %}</table>
 <p>{% if page.page > 0 %}<a href="/results?{{ query(page.page - 1) }}">newer</a>{% endif %}
 {% if page.more %}<a href="/results?{{ query(page.page + 1) }}" class="older">older</a>{% endif %}</p>
@@ -126,7 +128,7 @@ STYLE = """body{font:14px system-ui,sans-serif;margin:0}nav{background:#223;colo
 nav a{color:#9cf;margin:0 8px}.who{float:right}main{padding:8px 16px}table{border-collapse:collapse}
 td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 .state-online .state{color:#070}.state-busy .state{color:#a60}.state-offline .state{color:#b00}
-.failures,.failure,.error,.failed,.warning{color:#900}.passed{color:#070}small{color:#666}form.reserve input{margin:2px}
+.failures,.failure,.error,.failed,.warning,.partly{color:#900}.passed{color:#070}small{color:#666}form.reserve input{margin:2px}
 form.logout{position:absolute;top:5px;right:8px;margin:0}nav .who{margin-right:230px}#login input{margin:2px}
 """
 
@@ -179,6 +181,7 @@ _ENV.filters["clock"] = lambda ts: _when(datetime.fromtimestamp(ts, UTC).isoform
 _ENV.filters["host"] = lambda record: identity.host_name_of(record) or "—"
 _ENV.filters["ms"] = lambda value: "—" if value is None else f"{value:.3f}"
 _ENV.filters["format_invalid"] = lambda side: f"{side} INVALID"
+_ENV.filters["partly"] = short_text  # what a partly delegated run's engine left outside
 
 
 def render(name: str, **values) -> str:
@@ -191,7 +194,10 @@ def render(name: str, **values) -> str:
 
 
 def record_fields(record) -> tuple[list[tuple[str, object]], str]:
-    """A record's columns as (name, value) pairs and its JSON parts as indented text."""
+    """A record's columns as (name, value) pairs, its placement last where it has one
+    (:func:`aiot.host.store.placement.placement_text`), and its JSON parts as indented text."""
     data = record.to_dict()
     parts = {k: data.pop(k) for k in ("spec", "result", "provenance")}
-    return list(data.items()), json.dumps(parts, indent=1, default=str)
+    where = placement_text(record.result)
+    return (list(data.items()) + ([("placement", where)] if where else []),
+            json.dumps(parts, indent=1, default=str))

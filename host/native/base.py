@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiot.core.errors import UsageError
 
@@ -57,6 +58,9 @@ class NativeAdapter:
     folds_warmup: bool = False
     #: Flags that make the tool print per-operator times (empty: aiot reads none from it).
     profile_flags: tuple[str, ...] = ()
+    #: Where the binary comes from, for a hint that names the tool (aiot ships none of them;
+    #: docs/guide/native-tools.md says more). Empty: the tool's own project builds it.
+    source: str = ""
 
     @property
     def backend(self) -> str:
@@ -110,6 +114,12 @@ class NativeAdapter:
         """The per-operator profile the tool printed with ``profile_flags`` (the device
         agent's ``profile`` shape), or None when there is none in ``text``."""
         return None
+
+    def placement(self, record: dict, artifact: Path, delegate: str | None) -> dict | None:
+        """The run's placement for the ``delegate`` it asked for (None: the tool's default),
+        from what ``parse`` read and the ``artifact`` (the host's copy of the file it ran);
+        None where the tool says nothing of it."""
+        return record.get("placement")
 
     def check(self, *, threads: int | None, warmup: int, runs: int,
               delegate: str | None) -> None:

@@ -14,14 +14,17 @@ Output (stderr, through TFLITE_LOG), all times in microseconds unless said other
 * memory: ``Peak memory footprint (MB): init=.. overall=..`` (2020) or ``Memory footprint delta
   from the start of the tool (MB): init=.. overall=..`` (2021 on).
 
-No build prints its TensorFlow version, so ``runtime_version`` stays None.
+No build prints its TensorFlow version, so ``runtime_version`` stays None. What the delegates
+took is read from their lines (:mod:`aiot.host.native.delegation`) into ``placement``.
 """
 
 from __future__ import annotations
 
 import re
 
+from aiot.device_agent.backends.tflite_io import operator_codes
 from aiot.host.native.base import NativeAdapter
+from aiot.host.native.delegation import delegations, native_placement
 from aiot.host.native.errors import NativeOutputError
 from aiot.host.native.op_profile import parse_op_profile
 from aiot.host.native.record import NUMBER, make_record, number, search
@@ -115,6 +118,9 @@ class BenchmarkModelAdapter(NativeAdapter):
     """
 
     tool = "benchmark_model"
+    source = ("TensorFlow's own: its prebuilt android_aarch64_benchmark_model, or built from "
+              "tensorflow/tensorflow with Bazel (//tensorflow/lite/tools/benchmark:benchmark_model, "
+              "--config=android_arm64)")
     formats = frozenset({"tflite"})
     delegates = frozenset(_DELEGATES)
     profile_flags = ("--enable_op_profiling=true",)
@@ -142,7 +148,7 @@ class BenchmarkModelAdapter(NativeAdapter):
         if mean_us is None:
             raise NativeOutputError(self.tool, "no measurement stat line and no 'Inference "
                                     "timings in us' summary (truncated output?)", text)
-        return make_record(
+        record = make_record(
             self.backend,
             stats_ms=_stats_ms(main, mean_us),
             threads=_threads(params(text)),
@@ -151,6 +157,16 @@ class BenchmarkModelAdapter(NativeAdapter):
             warmup=_warmup(warm, summary),
             native=self._native(text, summary, warm, main),
         )
+        placement = native_placement(record["native"]["delegations"])
+        if placement is not None:
+            record["placement"] = placement
+        return record
+
+    def placement(self, record: dict, artifact, delegate: str | None) -> dict | None:
+        """The requested delegate's line (the first applied without ``--delegate``), counted
+        against the artifact's own operators where the line leaves them out."""
+        lines = (record.get("native") or {}).get("delegations") or []
+        return native_placement(lines, delegate, total=_operators(artifact))
 
     def _native(self, text: str, summary: dict, warm: dict | None, main: dict | None) -> dict:
         delegate_lines = [line.strip() for line in text.splitlines()
@@ -164,7 +180,18 @@ class BenchmarkModelAdapter(NativeAdapter):
             "memory_mb": _memory(text) or None,
             "model_size_mb": number(rf"The input model file size \(MB\): ({NUMBER})", text),
             "delegate_messages": delegate_lines,
+            "delegations": delegations(text),
         }
+
+
+def _operators(artifact) -> int | None:
+    """How many operators the first subgraph of the ``.tflite`` the tool ran has (None for a
+    file aiot cannot read)."""
+    try:
+        with open(artifact, "rb") as fh:
+            return len(operator_codes(fh.read()))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _stats_ms(main: dict | None, mean_us: float) -> dict:

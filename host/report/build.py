@@ -385,9 +385,7 @@ RUN_COLUMNS = (
 
 
 def runs_table(runs: list[Run], key: str = "runs", title: str = "Every latency run") -> Table:
-    # placement folds where no run has one (records older than agent 0.8.0)
-    return Table(key, title, RUN_COLUMNS, tuple(_run_row(r) for r in runs),
-                 fold=("host", "placement"))
+    return Table(key, title, RUN_COLUMNS, tuple(_run_row(r) for r in runs), fold=("host",))
 
 
 #: ``bnn_pairs.csv``'s columns.

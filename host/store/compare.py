@@ -39,13 +39,16 @@ checks) on their means.
 **Gate.** A pair fails when B is worse than A by more than a :class:`Check` (``median:5%``,
 ``load:2ms``, ``accuracy:1pp`` ...), when an ok run of A failed in B (newly failing), and,
 with ``fail_on_invalid``, when it was judged on an INVALID run (either side). Only in B,
-fixed and still failing pairs never fail it. A failing pair fails the comparison whatever
-else is allowed. A set B is *incomplete* (:attr:`Comparison.incomplete`; the CLI fails it
-with its own exit code) when nothing could be compared at all (a gate that compared nothing
-has checked nothing), when a run of A has only a not comparable run in B (measured on
-another machine: no allowance excuses it), or when runs of A are missing from B, unless
-``allow_missing`` says B deliberately covers part of A. The pairs judged on INVALID runs are
-counted (:attr:`Comparison.invalid`) in every verdict.
+fixed and still failing pairs never fail it. A pair also fails, whatever the thresholds, when
+B's operators fall back outside the engine more than A's, or B ran on another engine
+(:func:`aiot.host.store.placement.fallback_failure`, naming them). A failing pair fails the
+comparison whatever else is allowed. A set B is *incomplete*
+(:attr:`Comparison.incomplete`; the CLI fails it with its own exit code) when nothing could
+be compared at all (a gate that compared nothing has checked nothing), when a run of A has
+only a not comparable run in B (measured on another machine: no allowance excuses it), or
+when runs of A are missing from B, unless ``allow_missing`` says B deliberately covers part
+of A. The pairs judged on INVALID runs are counted (:attr:`Comparison.invalid`) in every
+verdict.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from aiot.core.errors import UsageError
 from aiot.host.store import identity
 from aiot.host.store.identity import KEY_FIELDS
 from aiot.host.store.leaderboard import Standing, latency_board  # noqa: F401 (re-exported)
+from aiot.host.store.placement import fallback_failure
 from aiot.host.store.result_sets import (  # noqa: F401 (re-exported)
     ResultSet,
     find_sweep,
@@ -334,6 +338,8 @@ def compare_pair(a: RunRecord, b: RunRecord, checks: list[Check],
             row.metrics[metric] = {"a": va, "b": vb, "change": _change(va, vb, metric)}
         row.stat = _pair_values(a, b, "median")[2]
         _ok_row(row, a, b, checks)
+        if (moved := fallback_failure(a.result, b.result)) is not None:
+            row.failures.append(moved)  # whatever the thresholds: as a newly failing run
     if fail_on_invalid:
         row.failures += [_invalid_failure(side, record) for side, record in (("A", a), ("B", b))
                          if side in row.invalid]

@@ -100,6 +100,10 @@ SCHEMA = {
         "stability": {"cv": NUM, "target_cv": NUM, "stable": SCALAR},
         "error": {"type": SCALAR, "transient": SCALAR},
         "threads": INT, "load_ms": NUM, "first_inference_ms": NUM, "profile": OBJ,
+        "placement": {"engine!": TEXT, "source": TEXT, "total_nodes": INT,
+                      "delegated_nodes": INT, "outside_nodes": INT, "partitions": INT,
+                      "outside": Map(INT), "by_engine": Map(INT), "complete": "bool",
+                      "note": TEXT},
     },
 }
 _SQL_TYPES["bool"] = ("true", "false")

@@ -6,7 +6,8 @@ its fields and their types, a known status, well-formed id and times (none later
 import by more than :data:`CLOCK_SKEW_S`), bounded sizes and text lengths, and its numbers as
 the device agent's are checked (:mod:`aiot.host.devices.agent_messages`): latencies finite,
 above 0 and at most :data:`MAX_MS`, ``stats_ms`` ordered (min ≤ median ≤ p90 ≤ max), the
-``median_ms``/``p90_ms`` columns those of its own ``stats_ms``. Its spec, provenance and
+``median_ms``/``p90_ms`` columns those of its own ``stats_ms``, a placement whose counts
+add up (:func:`~aiot.host.devices.agent_messages.placement_problem`). Its spec, provenance and
 result must hold every field a reader reads in the type readers read it
 (:mod:`aiot.host.store.readable`, the one schema), nest at most :data:`MAX_DEPTH` levels and
 hold no integer past 64 bits nor a non-finite number. A record that fails is refused with one
@@ -28,7 +29,7 @@ import re
 from array import array
 from datetime import UTC, datetime, timedelta
 
-from aiot.host.devices.agent_messages import STATS_RTOL, stored_stats_problem
+from aiot.host.devices.agent_messages import STATS_RTOL, placement_problem, stored_stats_problem
 from aiot.host.store import readable
 from aiot.host.store.store import STATUSES, RunRecord
 
@@ -218,6 +219,9 @@ def _json_parts(data: dict, json_chars: int, nonfinite: bool) -> None:
         _plain_json(data.get(name), name)
         if bad := readable.problems(name, data.get(name)):
             raise BadRecord(f"{bad[0]} (aiot writes no such record)")
+    placement = (data.get("result") or {}).get("placement")
+    if isinstance(placement, dict) and (wrong := placement_problem(placement)) is not None:
+        raise BadRecord(f"result.placement: {wrong} (as a device's, not believed)")
 
 
 def unknown_fields(data: dict) -> list[str]:

@@ -2,7 +2,8 @@
 
 ``aiot push --model resnet18_bnn`` to a phone converts to LCE, which no runtime aiot installs
 on a phone runs: push refuses before converting, names what the phone runs and the fix; with
-``lce_benchmark_model`` in the phone's inventory entry it pushes and suggests ``--native``.
+``lce_benchmark_model`` in the phone's inventory entry it pushes and suggests ``--native``;
+pushed as ``--format tflite`` instead, the BNN runs in float and its table says so.
 A ``.ptl`` sweep on a phone set up without torch is refused the same way, with
 ``devices setup --with torch``; the agent's own failure carries that fix too.
 """
@@ -38,7 +39,17 @@ def test_push_refuses_what_the_phone_cannot_run_before_converting(cli, tmp_path)
         assert "ph39 cannot time lce artifacts: its agent has no lce runtime (it runs " in refused.stderr
         assert "tflite" in refused.stderr and "--native lce_benchmark_model" in refused.stderr
         assert "[devices.ph39.binaries] lce_benchmark_model" in refused.stderr
+        # where that binary comes from: aiot ships none (issue 51)
+        assert "lce_benchmark_model is Larq Compute Engine's own build" in refused.stderr
         assert not any((tmp_path / "results").rglob("*.lce"))
+
+        # The BNN pushed as tflite runs in float; every table of its runs says so (issue 51).
+        cli.json("push", "--device", "ph39", "--model", "tiny_vgg_bnn", "--format", "tflite")
+        floated = cli("sweep", "-d", "ph39", "--threads", "1", *fast(warmup_runs=1, cooldown=False))
+        assert "tflite (BNN as float)" in floated.stdout
+        (record,) = cli.json("results", "list")
+        assert record["status"] == "ok" and record["spec"]["binarize"] == "bnn", record["reason"]
+        assert "tflite (BNN as float)" in cli("results", "list").stdout
 
         ptl = cli("push", "--device", "ph39", "--model", "tiny_cnn", "--format", "ptl", code=2)
         assert "no pytorch_mobile runtime" in ptl.stderr
@@ -50,7 +61,7 @@ def test_push_refuses_what_the_phone_cannot_run_before_converting(cli, tmp_path)
                     *fast(warmup_runs=1, cooldown=False), code=2)
         assert "ph39 cannot time ptl artifacts" in swept.stderr
         assert "aiot devices setup ph39 --with torch" in swept.stderr
-        assert cli.json("results", "list") == []
+        assert len(cli.json("results", "list")) == 1  # the tflite BNN's run above, no other
         with AgentSession(open_transport("ph39")) as agent, pytest.raises(AgentError) as failed:
             agent.run(RunSpec(backend="pytorch_mobile", artifact="model.ptl").to_wire())
         assert "BackendUnavailable" in failed.value.message

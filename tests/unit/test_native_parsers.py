@@ -55,7 +55,14 @@ EXPECTED_FILES = {
                         # op-profiling outputs, tested in test_op_profile.py
                         "2022-02-riscv64-op-profiling.txt", "2022-02-imx8mp-cpu-op-profiling.txt",
                         "2022-02-imx8mp-vx-delegate-op-profiling.txt",
-                        "2024-x86-64-xnnpack-op-profiling-excerpt.txt"},
+                        "2024-x86-64-xnnpack-op-profiling-excerpt.txt",
+                        # delegation lines, tested in test_placement.py
+                        "2021-11-rpi4-xnnpack-partial-22-kernels.txt",
+                        "2024-tf2.15-synaptics-nnapi-whole-graph.txt",
+                        "synaptics-nnapi-cache-excerpt-old-line.txt",
+                        "code-index-mask-estimator-xnnpack-49-of-49.txt",
+                        "code-index-mask-estimator-gpu-then-nnapi.txt",
+                        "2026-07-logcat-xnnpack-792-of-836.txt"},
     "lce_benchmark_model": {"2020-08-larq-docs-end-to-end-prerelease.txt",
                             "2020-08-larq-docs-end-to-end-v0.4.0.txt",
                             "v0.3.1-synthesized.txt", "v0.16.0-synthesized.txt"},

@@ -95,146 +95,199 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def create_app(config: ViewConfig) -> guard.Guard:
-    """The view's ASGI application for ``config``: its Starlette routes behind the token check and :mod:`.guard`."""
-    config.user = config.user or reservations.current_user()
-    live = LiveTelemetry()
-    watch = sources.DeviceWatch(live)
-    reports = analysis.SweepReports()
-    sessions = Sessions(config.idle_s, config.absolute_s)
-    page = _Pages(config)
+@dataclass
+class _View:
+    """What the view's handlers share, kept on the Starlette app (``app.state.view``): its
+    config, the live telemetry and the device watch over it, the reports it serves, its
+    sessions, how it renders pages and how it signs people in."""
 
-    def fragment(topic: str, csrf: str) -> str:
+    config: ViewConfig
+    live: LiveTelemetry
+    watch: sources.DeviceWatch
+    reports: analysis.SweepReports
+    sessions: Sessions
+    page: _Pages
+    signing: _SignIn
+
+    def fragment(self, topic: str, csrf: str) -> str:
+        """A live page's rows (``devices`` or ``campaigns``), as its feed sends them."""
         if topic == "devices":
-            return pages.render("device_rows", rows=watch.rows(config.results_dir), csrf=csrf)
-        return pages.render("campaign_rows", **sources.campaigns(config.results_dir))
+            return pages.render("device_rows", rows=self.watch.rows(self.config.results_dir), csrf=csrf)
+        return pages.render("campaign_rows", **sources.campaigns(self.config.results_dir))
 
-    async def devices(request: Request) -> Response:
-        html = await run_in_threadpool(fragment, "devices", page.csrf(request))
-        return page(request, "devices", live="devices", title="devices", fragment=Markup(html))
-
-    async def campaigns(request: Request) -> Response:
-        html = await run_in_threadpool(fragment, "campaigns", "")
-        return page(request, "campaigns", live="campaigns", title="campaigns", fragment=Markup(html))
-
-    def results(request: Request) -> Response:
-        params = dict(request.query_params)
-        try:
-            found = sources.results(config.results_dir, params, _int(params.get("page")))
-        except AiotError as exc:
-            return page.failed(request, exc, 400)
-
-        def query(number: int) -> str:
-            return urlencode({**found.filters, "page": number})
-
-        return page(request, "results", title="results", page=found, names=sources.RESULT_FILTERS, query=query)
-
-    def record(request: Request) -> Response:
-        try:
-            found = sources.record(config.results_dir, request.path_params["record_id"])
-        except AiotError as exc:
-            return page.failed(request, exc, 404)
-        columns, detail = pages.record_fields(found)
-        return page(request, "record", title="record", r=found, fields=columns, detail=detail)
-
-    def comparison(request: Request) -> Response:
-        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
-        if not a and not b:
-            return page(request, "compare", title="compare", a="", b="", compared=None)
-        try:
-            compared = analysis.compare_sets(config.results_dir, a, b)
-        except AiotError as exc:
-            return page.failed(request, exc, 400)
-        return page(request, "compare", title="compare", a=a, b=b, compared=compared,
-                    check=analysis.DEFAULT_CHECK, legend=LEGEND)
-
-    async def report(request: Request) -> Response:
-        try:
-            sweep, folder = await run_in_threadpool(reports.folder, config.results_dir, request.path_params["sweep"])
-        except AiotError as exc:
-            return page.failed(request, exc, 404)
-        path = reports.file(folder, request.path_params.get("file", "index.html"))
-        if path is None:
-            return Response("no such file in this report", 404, headers=_HEADERS)
-        kind = "text/html; charset=utf-8" if path.suffix == ".html" else "image/png"
-        return Response(path.read_bytes(), media_type=kind, headers=_REPORT_HEADERS)
-
-    async def events(request: Request) -> Response:
-        topic = request.path_params["topic"]
-        if topic not in ("devices", "campaigns"):
-            return Response("no such feed", 404)
-        session, csrf = request.scope.get(_SESSION), page.csrf(request)
-
-        async def stream():
-            last = None
-            while not await request.is_disconnected():
-                if session is not None and sessions.find(session.id, touch=False) is None:
-                    yield "event: ended\ndata: \n\n"  # the page reloads: to the login page
-                    return
-                try:
-                    html = await run_in_threadpool(fragment, topic, csrf)
-                except AiotError as exc:
-                    html = pages.render("error", what=exc.message, hint=exc.hint or "")
-                if html != last:
-                    last = html
-                    yield f"event: {topic}\ndata: {json.dumps(html)}\n\n"
-                else:
-                    yield ": idle\n\n"
-                await asyncio.sleep(config.every_s)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={**_HEADERS, "X-Accel-Buffering": "no"})
-
-    def holder(request: Request) -> str:
+    def holder(self, request: Request) -> str:
         """Who a reservation made by this request is held by: the signed-in person, or (a
         script's bearer token) the OS user who started the view."""
         session = request.scope.get(_SESSION)
-        return session.name if session is not None else config.user
+        return session.name if session is not None else self.config.user
 
-    async def reserve(request: Request) -> Response:
-        form = await _form(request)
-        if (refused := page.forged(request, form)) is not None:
-            return refused
-        try:
-            duration = reservations.parse_duration(form.get("for", "2h"))
-            await run_in_threadpool(functools.partial(reservations.reserve, _device(form), duration,
-                                                      form.get("note", ""), holder=holder(request)))
-        except AiotError as exc:
-            return page.failed(request, exc, 409)
-        return RedirectResponse("/", 303, headers=_HEADERS)
 
-    async def release(request: Request) -> Response:
-        form = await _form(request)
-        if (refused := page.forged(request, form)) is not None:
-            return refused
-        try:
-            await run_in_threadpool(functools.partial(reservations.release, _device(form), holder=holder(request)))
-        except AiotError as exc:
-            return page.failed(request, exc, 409)
-        return RedirectResponse("/", 303, headers=_HEADERS)
+def _view(request: Request) -> _View:
+    return request.app.state.view
 
-    signing = _SignIn(config, sessions, page)
-    routes = [
-        Route("/", devices), Route("/campaigns", campaigns), Route("/results", results),
-        Route("/record/{record_id}", record), Route("/events/{topic}", events),
-        Route("/compare", comparison), Route("/report/{sweep}/", report), Route("/report/{sweep}/{file}", report),
-        Route("/login", signing.login, methods=["GET", "POST"]), Route("/logout", signing.logout, methods=["POST"]),
-        Route("/reserve", reserve, methods=["POST"]), Route("/release", release, methods=["POST"]),
-        Route("/app.js", lambda r: Response(pages.SCRIPT, media_type="text/javascript", headers=_HEADERS)),
-        Route("/app.css", lambda r: Response(pages.STYLE, media_type="text/css", headers=_HEADERS)),
-    ]
+
+def create_app(config: ViewConfig) -> guard.Guard:
+    """The view's ASGI application for ``config``: its routes (:data:`ROUTES`) behind the
+    token check and :mod:`.guard`."""
+    config.user = config.user or reservations.current_user()
+    live = LiveTelemetry()
+    sessions = Sessions(config.idle_s, config.absolute_s)
+    page = _Pages(config)
+    view = _View(config, live, sources.DeviceWatch(live), analysis.SweepReports(), sessions, page,
+                 _SignIn(config, sessions, page))
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
-        reports.close()
-        live.close()
+        view.reports.close()
+        view.live.close()
 
-    async def unreadable_store(request: Request, exc: StoreError) -> Response:
-        return page.failed(request, exc, 503)
-
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={StoreError: unreadable_store})
+    app = Starlette(routes=ROUTES, lifespan=lifespan,
+                    exception_handlers={StoreError: _unreadable_store})
+    app.state.view = view
     hosts = guard.Hosts(config.bind, config.port, config.allow_hosts)
     return guard.Guard(_Authenticated(app, config, sessions), hosts, config.client_timeout_s)
+
+
+async def _devices(request: Request) -> Response:
+    view = _view(request)
+    html = await run_in_threadpool(view.fragment, "devices", view.page.csrf(request))
+    return view.page(request, "devices", live="devices", title="devices", fragment=Markup(html))
+
+
+async def _campaigns(request: Request) -> Response:
+    view = _view(request)
+    html = await run_in_threadpool(view.fragment, "campaigns", "")
+    return view.page(request, "campaigns", live="campaigns", title="campaigns", fragment=Markup(html))
+
+
+def _results(request: Request) -> Response:
+    view = _view(request)
+    params = dict(request.query_params)
+    try:
+        found = sources.results(view.config.results_dir, params, _int(params.get("page")))
+    except AiotError as exc:
+        return view.page.failed(request, exc, 400)
+
+    def query(number: int) -> str:
+        return urlencode({**found.filters, "page": number})
+
+    return view.page(request, "results", title="results", page=found, names=sources.RESULT_FILTERS,
+                     query=query)
+
+
+def _record(request: Request) -> Response:
+    view = _view(request)
+    try:
+        found = sources.record(view.config.results_dir, request.path_params["record_id"])
+    except AiotError as exc:
+        return view.page.failed(request, exc, 404)
+    columns, detail = pages.record_fields(found)
+    return view.page(request, "record", title="record", r=found, fields=columns, detail=detail)
+
+
+def _comparison(request: Request) -> Response:
+    view = _view(request)
+    a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+    if not a and not b:
+        return view.page(request, "compare", title="compare", a="", b="", compared=None)
+    try:
+        compared = analysis.compare_sets(view.config.results_dir, a, b)
+    except AiotError as exc:
+        return view.page.failed(request, exc, 400)
+    return view.page(request, "compare", title="compare", a=a, b=b, compared=compared,
+                     check=analysis.DEFAULT_CHECK, legend=LEGEND)
+
+
+async def _report(request: Request) -> Response:
+    view = _view(request)
+    try:
+        _sweep, folder = await run_in_threadpool(view.reports.folder, view.config.results_dir,
+                                                 request.path_params["sweep"])
+    except AiotError as exc:
+        return view.page.failed(request, exc, 404)
+    path = view.reports.file(folder, request.path_params.get("file", "index.html"))
+    if path is None:
+        return Response("no such file in this report", 404, headers=_HEADERS)
+    kind = "text/html; charset=utf-8" if path.suffix == ".html" else "image/png"
+    return Response(path.read_bytes(), media_type=kind, headers=_REPORT_HEADERS)
+
+
+async def _events(request: Request) -> Response:
+    """A live page's feed: its rows each time they change, until the client leaves or its
+    session ends (then ``ended``: the page reloads, to the login page)."""
+    view = _view(request)
+    topic = request.path_params["topic"]
+    if topic not in ("devices", "campaigns"):
+        return Response("no such feed", 404)
+    session, csrf = request.scope.get(_SESSION), view.page.csrf(request)
+
+    async def stream():
+        last = None
+        while not await request.is_disconnected():
+            if session is not None and view.sessions.find(session.id, touch=False) is None:
+                yield "event: ended\ndata: \n\n"
+                return
+            try:
+                html = await run_in_threadpool(view.fragment, topic, csrf)
+            except AiotError as exc:
+                html = pages.render("error", what=exc.message, hint=exc.hint or "")
+            if html != last:
+                last = html
+                yield f"event: {topic}\ndata: {json.dumps(html)}\n\n"
+            else:
+                yield ": idle\n\n"
+            await asyncio.sleep(view.config.every_s)
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={**_HEADERS, "X-Accel-Buffering": "no"})
+
+
+async def _reserve(request: Request) -> Response:
+    view = _view(request)
+    form = await _form(request)
+    if (refused := view.page.forged(request, form)) is not None:
+        return refused
+    try:
+        duration = reservations.parse_duration(form.get("for", "2h"))
+        await run_in_threadpool(functools.partial(reservations.reserve, _device(form), duration,
+                                                  form.get("note", ""), holder=view.holder(request)))
+    except AiotError as exc:
+        return view.page.failed(request, exc, 409)
+    return RedirectResponse("/", 303, headers=_HEADERS)
+
+
+async def _release(request: Request) -> Response:
+    view = _view(request)
+    form = await _form(request)
+    if (refused := view.page.forged(request, form)) is not None:
+        return refused
+    try:
+        await run_in_threadpool(functools.partial(reservations.release, _device(form),
+                                                  holder=view.holder(request)))
+    except AiotError as exc:
+        return view.page.failed(request, exc, 409)
+    return RedirectResponse("/", 303, headers=_HEADERS)
+
+
+async def _login(request: Request) -> Response:
+    return await _view(request).signing.login(request)
+
+
+async def _logout(request: Request) -> Response:
+    return await _view(request).signing.logout(request)
+
+
+def _script(request: Request) -> Response:
+    return Response(pages.SCRIPT, media_type="text/javascript", headers=_HEADERS)
+
+
+def _style(request: Request) -> Response:
+    return Response(pages.STYLE, media_type="text/css", headers=_HEADERS)
+
+
+async def _unreadable_store(request: Request, exc: StoreError) -> Response:
+    return _view(request).page.failed(request, exc, 503)
 
 
 class _Pages:
@@ -364,6 +417,18 @@ def _int(text: str | None) -> int:
         return int(text or 0)
     except ValueError:
         return 0
+
+
+#: Every route of the view: path, handler, methods (GET where none is named).
+ROUTES = [
+    Route("/", _devices), Route("/campaigns", _campaigns), Route("/results", _results),
+    Route("/record/{record_id}", _record), Route("/events/{topic}", _events),
+    Route("/compare", _comparison), Route("/report/{sweep}/", _report),
+    Route("/report/{sweep}/{file}", _report),
+    Route("/login", _login, methods=["GET", "POST"]), Route("/logout", _logout, methods=["POST"]),
+    Route("/reserve", _reserve, methods=["POST"]), Route("/release", _release, methods=["POST"]),
+    Route("/app.js", _script), Route("/app.css", _style),
+]
 
 
 def check_listen(bind: str, port: int) -> None:

@@ -129,13 +129,23 @@ def _check_tensor(where: str, name: str, tensor, count: int) -> None:
                          "exported at batch 1", "give an example of shape [1, ...]")
 
 
-_KEYWORD = None
+_WRAPPERS: dict = {}
 
 
 def _keyword_class():
-    """The keyword wrapper's class, made once torch is imported."""
-    global _KEYWORD
-    if _KEYWORD is None:
+    """The keyword wrapper's class (a model taking keywords, called by position)."""
+    return _wrapper_classes()["keyword"]
+
+
+def by_keyword(model, names: list[str]):
+    """``model`` (called by position) as a module called with its inputs by name: what a
+    converter whose format keeps the names of keyword inputs exports (TFLite's signature)."""
+    return _wrapper_classes()["positional"](model, names)
+
+
+def _wrapper_classes() -> dict:
+    """Both wrappers' classes, made once torch is imported (this module imports without it)."""
+    if not _WRAPPERS:
         import torch
 
         class KeywordInputs(torch.nn.Module):
@@ -149,8 +159,14 @@ def _keyword_class():
             def forward(self, *args):
                 return self.model(**dict(zip(self.names, args)))
 
-        _KEYWORD = KeywordInputs
-    return _KEYWORD
+        class ByKeyword(KeywordInputs):
+            """A positional model called with its inputs by name."""
+
+            def forward(self, **inputs):
+                return self.model(*(inputs[name] for name in self.names))
+
+        _WRAPPERS.update(keyword=KeywordInputs, positional=ByKeyword)
+    return _WRAPPERS
 
 
 def integer_ranges(model, example) -> list[IntegerRange | None]:

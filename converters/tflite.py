@@ -24,7 +24,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from aiot.converters.base import Availability, Converter, modules_available
-from aiot.converters.inputs import as_args, input_names
+from aiot.converters.inputs import as_args, by_keyword, input_names
 from aiot.core.errors import ConversionError, UsageError
 from aiot.core.fileio import write_atomic
 
@@ -186,31 +186,7 @@ def _signature_inputs(model, example) -> tuple[object, tuple, dict | None]:
     if getattr(model, "aiot_input_names", None) is None:
         return model, args, None
     names = input_names(model, len(args))
-    return _keywords_class()(model, names), (), dict(zip(names, args))
-
-
-_KEYWORDS = None
-
-
-def _keywords_class():
-    """The wrapper's class, made once torch is imported (this module imports without it)."""
-    global _KEYWORDS
-    if _KEYWORDS is None:
-        import torch
-
-        class ByKeyword(torch.nn.Module):
-            """A positional model called with its inputs by name (TFLite keeps the names)."""
-
-            def __init__(self, model, names: list[str]) -> None:
-                super().__init__()
-                self.model = model
-                self.names = list(names)
-
-            def forward(self, **inputs):
-                return self.model(*(inputs[name] for name in self.names))
-
-        _KEYWORDS = ByKeyword
-    return _KEYWORDS
+    return by_keyword(model, names), (), dict(zip(names, args))
 
 
 def _calibration_batches(spec, options: dict[str, str]):

@@ -25,6 +25,7 @@ from aiot.host.lab.session import connect, lab_nodes
 from aiot.host.store import open_store
 from aiot.host.store.locks import held
 from aiot.host.store.queries import Filters, parse_time
+from aiot.host.transports.probe import DeviceFacts
 
 PAGE_SIZE = 50
 #: How long the devices page waits for the lab's GCS (a node dying can stall it a while).
@@ -125,7 +126,7 @@ def _from_store(store, device: str) -> dict:
     return {
         "soc": info.get("soc_name") or info.get("soc") or info.get("hardware"),
         "model_name": info.get("model"),
-        "cores": info.get("processors"),
+        "cores": DeviceFacts.of(info).cores,  # the probe's count (records hold no "processors")
         "runtimes": sorted(agent.get("runtimes") or agent.get("backends") or []) if agent else None,
         "telemetry": telemetry if isinstance(telemetry, dict) else None,
         "last_run": newest.created_at if newest else None,

@@ -389,7 +389,7 @@ def test_a_lab_device_whose_node_vanished_stays_listed_offline(monkeypatch):
     listed = [[{"name": "dev-b", "transport": "ray", "node": "beta", "state": "busy", "last_error": None}], []]
     monkeypatch.setattr(sources, "lab_rows", lambda: listed.pop(0))
     with open_store(results_dir()) as store:  # a sweep this driver ran on the node's device
-        add_record(store, device="dev-b", info={"soc": "Dimensity 9200", "processors": 8})
+        add_record(store, device="dev-b", info={"soc": "Dimensity 9200", "cores": 8})
     watch = sources.DeviceWatch()
     first = {r["name"]: r for r in watch.rows(results_dir())}
     assert (first["dev-b"]["soc"], first["dev-b"]["cores"]) == ("Dimensity 9200", 8)

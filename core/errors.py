@@ -257,4 +257,9 @@ def failure_reason(exc: BaseException) -> str:
     else:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 1] + "…"
+    if len(text) <= MAX_REASON_CHARS:
+        return text
+    # A text cut before (a device's 10 MB error, cut where it came in) keeps its last words
+    # that say by how much: "… [cut by aiot: 10485760 characters in all]".
+    said = text[text.rindex(" … [cut by "):] if text.endswith("]") and " … [cut by " in text else "…"
+    return text[:MAX_REASON_CHARS - len(said)] + said

@@ -51,7 +51,7 @@ LIMITS = {
 # wings, and their order"); the same order is import-linter's layers contract inside host
 # (pyproject.toml), and tests/test_house.py holds the two to one order.
 WINGS = ("transports", "devices", "native", "app", "emulator", "store", "scores", "training",
-         "engine", "lab", "report", "robust", "labview", "cli")
+         "engine", "lab", "report", "robust", "labview", "predict", "cli")
 #: Fewer AST nodes than this in a function's body is too little to call a copy (``return x``).
 MIN_TWICE_NODES = 12
 

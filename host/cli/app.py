@@ -116,6 +116,8 @@ COMMANDS: Table = {
                                  "(e.g. lce)."),
     "robust": ("robust", "Robustness suites: system noise, natural corruptions, adversarial "
                          "attacks."),
+    "predict": ("predict", "Predict a model's latency on a device from kernels measured there: "
+                           "collect, fit, evaluate, then aiot predict -m MODEL."),
 }
 
 # Old names that still work, hidden from the help: each says once what it is called now.

@@ -41,7 +41,7 @@ from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import limits_text, verdict_text
 from aiot.host.scores.om_infer import om_infer, pair_runs
 from aiot.host.scores.vips import device_scores, select_tests, si
-from aiot.host.store import open_store
+from aiot.host.store import open_store, predictions
 from aiot.host.store.leaderboard import latency_board
 from aiot.host.store.facts import FactsDisagree
 from aiot.host.store.identity import deployment_note, host_name_of, host_of, shape_detail, this_host
@@ -123,6 +123,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
 
     with _open(ctx) as store:
         record = store.get(record_id)
+        predicted = predictions.predicted_before(store, record)  # aiot predict's, before it ran
     data = record.to_dict()
     if as_json:
         print_json(data)
@@ -147,6 +148,8 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(help="Reco
     stats = result.get("stats_ms")
     if stats:
         row("latency (ms)", stats_line(stats))
+    if predicted is not None:
+        row("predicted", predictions.line(predicted, record))
     nonfinite = (result.get("output") or {}).get("nonfinite")
     if nonfinite:  # the model's outputs on the run's input: latency is measured all the same
         row("non-finite outputs", f"{nonfinite_text(nonfinite)} of {result['output']['size']} values")

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from aiot.core.errors import UsageError
 from aiot.host.engine.input_values import values_detail
 from aiot.host.engine.validity import INVALID, emulated
-from aiot.host.report import measures, robust, summary
+from aiot.host.report import measures, predicted, robust, summary
 from aiot.host.report.page import Column, Section, Table
 from aiot.host.report.tally import Tally
 from aiot.host.scores.om_infer import match_runs, om_infer
@@ -523,7 +523,8 @@ def _sections(report: Report) -> list[Section]:
             _bnn_section(report), _leaderboard_section(report),
             summary.operators_section(report), measures.telemetry_section(tally),
         ]
-    sections += robust.sections(report.others) + robust.kind_sections(report.others)
+    sections += (robust.sections(report.others) + predicted.sections(report)
+                 + robust.kind_sections(predicted.without(report.others)))
     if report.trainings:
         sections.append(Section("training", "Training", "Models trained on the host.",
                                 tables=(_training_table(report),)))

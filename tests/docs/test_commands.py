@@ -55,7 +55,8 @@ def parse(argv: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
                 break
             command, path = sub, (*path, word)
         # a leaf's positional argument: what the reader fills in, not checked
-    if hasattr(command, "commands") and not problems and not {"--help", "--version"} & set(argv):
+    if hasattr(command, "commands") and not problems and not {"--help", "--version"} & set(argv) \
+            and not command.invoke_without_command:  # `aiot predict -m MODEL` runs the group itself
         problems.append(f"`aiot {' '.join(path)}` needs a command")
     return path, problems
 

@@ -1,0 +1,93 @@
+"""A kernel's numbers as a regressor reads them, and the range each kind was collected over.
+
+A kernel's time is about linear in its work and its memory traffic (:func:`counts`: MACs,
+elements read and written, weights); how efficiently a runtime does that work depends on the
+configuration (:func:`vector`: the counts' logs, channels, kernel size, stride, resolution,
+activation), which the trees learn. A kernel whose numbers lie outside the range its kind was
+collected over is predicted all the same, with a warning: trees do not extrapolate, and the
+linear cost only guesses how far a trend runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from aiot.host.predict.decompose import Kernel
+
+#: Kinds the collection measures (``aiot predict collect``), each with a regressor of its own
+#: once it has enough samples; any other kind is predicted by the pooled regressor.
+COLLECTED_KINDS = ("conv", "dw", "fc", "maxpool", "avgpool", "gap", "add", "concat", "bn", "se")
+_ACTS = ("none", "relu", "relu6", "hswish")
+#: The columns of :func:`vector` (the trees' features).
+NAMES = ("log_macs", "log_in", "log_out", "log_params", "cin", "cout", "k", "stride", "h", "ho",
+         "log_groups", "bn", *(f"act_{a}" for a in _ACTS), "act_other")
+#: What a kernel is checked against its kind's collected range on (a warning each).
+RANGED = ("macs", "in_elems", "out_elems", "cin", "cout", "h")
+#: Reasons named per kernel (the rest counted).
+SHOWN = 2
+
+
+def vector(kernel: Kernel) -> list[float]:
+    """The kernel's features, in the order of :data:`NAMES`."""
+    acts = [float(kernel.act == a) for a in _ACTS]
+    return [math.log1p(kernel.macs), math.log1p(kernel.in_elems), math.log1p(kernel.out_elems),
+            math.log1p(kernel.params), float(kernel.cin), float(kernel.cout), float(kernel.k),
+            float(kernel.stride), float(kernel.h), float(kernel.ho), math.log(max(kernel.groups, 1)),
+            float(kernel.bn), *acts, float(kernel.act not in _ACTS)]
+
+
+def counts(kernel: Kernel) -> list[float]:
+    """What a kernel's time is linear in: MACs, elements read, elements written, weights."""
+    return [float(kernel.macs), float(kernel.in_elems), float(kernel.out_elems), float(kernel.params)]
+
+
+def pooled_vector(kernel: Kernel) -> list[float]:
+    """:func:`vector` and which collected kind it is (all zeros for any other kind)."""
+    return vector(kernel) + [float(kernel.kind == kind) for kind in COLLECTED_KINDS]
+
+
+def coverage(kernels: list[Kernel]) -> dict:
+    """Per kind: the range of each :data:`RANGED` number, and the kernel sizes, strides and
+    activations seen."""
+    out: dict[str, dict] = {}
+    for kernel in kernels:
+        kind = out.setdefault(kernel.kind, {"count": 0, "k": [], "stride": [], "act": [],
+                                            **{f: [None, None] for f in RANGED}})
+        kind["count"] += 1
+        for name in RANGED:
+            value = getattr(kernel, name)
+            low, high = kind[name]
+            kind[name] = [value if low is None else min(low, value), value if high is None else max(high, value)]
+        for name in ("k", "stride", "act"):
+            if getattr(kernel, name) not in kind[name]:
+                kind[name] = sorted([*kind[name], getattr(kernel, name)])
+    return out
+
+
+def outside(kernel: Kernel, seen: dict) -> str | None:
+    """Why ``kernel`` lies outside what its kind was collected over (``seen``: :func:`coverage`),
+    or None."""
+    kind = seen.get(kernel.kind)
+    if kind is None:
+        return f"no {kernel.kind} kernel was collected"
+    reasons = []
+    for name in RANGED:
+        low, high = kind[name]
+        value = getattr(kernel, name)
+        if value < low or value > high:
+            reasons.append(f"{name} {_count(value)} outside {_count(low)}–{_count(high)}")
+    for name in ("k", "stride", "act"):
+        if kind.get(name) and getattr(kernel, name) not in kind[name]:
+            reasons.append(f"{name} {getattr(kernel, name)} not among {', '.join(map(str, kind[name]))}")
+    if len(reasons) > SHOWN:
+        reasons = [*reasons[:SHOWN], f"{len(reasons) - SHOWN} more"]
+    return "; ".join(reasons) or None
+
+
+def _count(value: int) -> str:
+    """``1.2M``, ``56k``, ``28``."""
+    if value >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if value >= 1e4:
+        return f"{value / 1e3:.3g}k"
+    return str(value)

@@ -59,7 +59,10 @@ def test_sweep_warns_marks_sorts_and_resumes_with_its_table(cli):
     # The status cell may wrap (its width follows the other cells' numbers): read the
     # table's words with its borders and blank continuation cells taken out.
     words = " ".join(re.sub(r"[│┃┏┓┗┛┡┩└┘┬┴┼━─╇╋┳┻]", " ", table).split())
-    assert "1.00×" in rows[0] and "INVALID:" in rows[1] and "INVALID: threads above" in words
+    # Where both runs' speed-ups print alike (a tiny model that more threads do not speed up,
+    # on a loaded host: 1.00× each), the column is folded into the "every run:" line above.
+    assert "1.00×" in rows[0] or re.search(r"every run:.*speed-up 1\.00×", words), table
+    assert "INVALID:" in rows[1] and "INVALID: threads above" in words
     assert "speed-up" in table and "inf/s" in table
 
     # A complete resume prints the stored table (and JSON: the stored records).

@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -105,7 +106,7 @@ def run_format(fmt: str, args) -> dict:
     from aiot.host.predict.training import training_set
     from aiot.host.store import open_store
 
-    results = HOME / "results"
+    results = args.home / "results"
     params = MeasureParams(min_runs=args.min_runs, min_s=args.min_s, warmup_min_s=args.warmup_min_s)
     models = [m for m in args.models.split(",") if m] if args.models != "none" else []
     spec = collection_spec("local", fmt, args.threads, args.kernels, models, args.seed, params,
@@ -115,7 +116,9 @@ def run_format(fmt: str, args) -> dict:
         done = None if args.skip_collect else collect(
             spec, results, budget_s=args.budget_s, say=lambda line: print(line, flush=True))
     with open_store(results, readonly=True) as store:
-        sweep = store.query(sweep_id=done.sweep_id) if done else []
+        # this collection's sweep; with --skip-collect every latency run of the target stored
+        sweep = store.query(sweep_id=done.sweep_id) if done else [
+            r for r in store.query(kind="latency", device="local", fmt=fmt) if r.threads == args.threads]
         training = training_set(store, "local", fmt, args.threads)
     found = evaluate(training, args.seed)
     spans = [_span(r) for r in sweep if r.finished_at]
@@ -137,12 +140,19 @@ def run_format(fmt: str, args) -> dict:
     print(f"collection: {cost['runs_stored']} runs stored in its sweep "
           f"({cost['runs_this_call']} this call, {cost['wall_s_this_call'] / 60:.1f} min wall), "
           f"run spans {cost['run_spans_s_total'] / 60:.1f} min in all; outcomes {cost['by_outcome']}")
-    summary = load.summary()
-    print(f"machine load while collecting: 1-min load avg mean {summary['loadavg_1min_mean']}, max "
-          f"{summary['loadavg_1min_max']}, cores busy {summary['cores_busy_share']} of {summary['cores']}")
+    summary = load.summary() if done is not None else {
+        "loadavg_1min_mean": None, "loadavg_1min_max": None, "cores_busy_share": None, "cores": os.cpu_count()}
+    during = "collecting" if done is not None else "collecting: not sampled (no collection this call)"
+    print(f"machine load while {during}: 1-min load avg mean {_num(summary['loadavg_1min_mean'])}, max "
+          f"{_num(summary['loadavg_1min_max'])}, cores busy {_num(summary['cores_busy_share'])} of "
+          f"{summary['cores']}")
     return {"format": fmt, "threads": args.threads, "evaluation": found.to_dict(), "collection": cost,
-            "load": summary, "learned_from_runs": training.runs, "left_out": dict(training.left_out),
-            "relaxed": dict(training.relaxed)}
+            "load": {**summary, "while": during}, "learned_from_runs": training.runs,
+            "left_out": dict(training.left_out), "relaxed": dict(training.relaxed)}
+
+
+def _num(value) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def _ms(value) -> str:
@@ -166,6 +176,12 @@ def _outcomes(records) -> dict:
     return counts
 
 
+def _key(fmt: str, home: str) -> str:
+    """One entry of the JSON per format and collection home (a collection spread over calls
+    keeps its entry; another home, e.g. under other validity limits, has its own)."""
+    return f"{fmt} @ {Path(home).name}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--formats", default="tflite,onnx")
@@ -181,17 +197,29 @@ def main(argv=None) -> int:
                         help="validity limits for the collection (e.g. load=off on a busy machine)")
     parser.add_argument("--skip-collect", action="store_true", help="evaluate what is stored")
     parser.add_argument("--fresh", action="store_true", help="start the collection over")
+    parser.add_argument("--home", type=Path, default=HOME, help="the aiot home of the collection")
     args = parser.parse_args(argv)
-    if args.fresh and HOME.exists():
-        shutil.rmtree(HOME)
+    if args.fresh and args.home.exists():
+        shutil.rmtree(args.home)
     for name, sub in (("AIOT_RESULTS_DIR", "results"), ("AIOT_CACHE_DIR", "cache"),
                       ("AIOT_STATE_DIR", "state")):
-        os.environ[name] = str(HOME / sub)
+        os.environ[name] = str(args.home / sub)
     os.environ.setdefault("AIOT_NO_PROGRESS", "1")
     started = time.monotonic()
     formats = [run_format(f.strip(), args) for f in args.formats.split(",") if f.strip()]
-    path = write_json("predict", {"settings": {k: v for k, v in vars(args).items()},
-                                  "formats": formats, "wall_s": time.monotonic() - started})
+    # Formats measured by an earlier call are kept (a collection spread over calls): each entry
+    # says its own settings and when it was written.
+    kept = {}
+    if (OUT_DIR / "predict.json").is_file():
+        kept = {_key(f["format"], f["settings"]["home"]): f
+                for f in json.loads((OUT_DIR / "predict.json").read_text())["formats"] if "home" in f["settings"]}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for entry in formats:
+        kept[_key(entry["format"], str(args.home))] = {**entry, "settings": {k: str(v) if isinstance(v, Path) else v
+                                                       for k, v in vars(args).items()},
+                                 "written_at": stamp,
+                                 "wall_s": time.monotonic() - started}
+    path = write_json("predict", {"formats": list(kept.values())})
     print(f"\nwrote {path}")
     return 0
 

@@ -6,7 +6,8 @@ Modules:
     grid        which kernels and models a collection measures
     collect     measuring them as one resumable sweep, within a time budget
     decompose   a model's ``torch.export`` graph cut into kernels by the runtimes' fusions
-    graphs      the kernels of any model aiot converts (zoo, code, program), kept in a cache
+    graphs      the kernels of any model aiot converts (zoo, code, program), kept in a cache;
+                the collected kernels' torch.export programs
     features    a kernel's numbers as the regressors read them, and the collected ranges
     training    the VALID runs of a target a predictor learns from, and what was left out
     fitting     the kernel regressors (scikit-learn) and how kernels add up to a model

@@ -23,6 +23,9 @@ NAMES = ("log_macs", "log_in", "log_out", "log_params", "cin", "cout", "k", "str
          "log_groups", "bn", *(f"act_{a}" for a in _ACTS), "act_other")
 #: What a kernel is checked against its kind's collected range on (a warning each).
 RANGED = ("macs", "in_elems", "out_elems", "cin", "cout", "h")
+#: What a kernel is checked against its kind's collected values on (a grouped convolution
+#: where only dense ones were collected, a kernel size never collected).
+CATEGORIES = ("k", "stride", "act", "groups")
 #: Reasons named per kernel (the rest counted).
 SHOWN = 2
 
@@ -47,18 +50,18 @@ def pooled_vector(kernel: Kernel) -> list[float]:
 
 
 def coverage(kernels: list[Kernel]) -> dict:
-    """Per kind: the range of each :data:`RANGED` number, and the kernel sizes, strides and
-    activations seen."""
+    """Per kind: the range of each :data:`RANGED` number, and the values of each of
+    :data:`CATEGORIES` seen."""
     out: dict[str, dict] = {}
     for kernel in kernels:
-        kind = out.setdefault(kernel.kind, {"count": 0, "k": [], "stride": [], "act": [],
+        kind = out.setdefault(kernel.kind, {"count": 0, "k": [], "stride": [], "act": [], "groups": [],
                                             **{f: [None, None] for f in RANGED}})
         kind["count"] += 1
         for name in RANGED:
             value = getattr(kernel, name)
             low, high = kind[name]
             kind[name] = [value if low is None else min(low, value), value if high is None else max(high, value)]
-        for name in ("k", "stride", "act"):
+        for name in CATEGORIES:
             if getattr(kernel, name) not in kind[name]:
                 kind[name] = sorted([*kind[name], getattr(kernel, name)])
     return out
@@ -76,7 +79,7 @@ def outside(kernel: Kernel, seen: dict) -> str | None:
         value = getattr(kernel, name)
         if value < low or value > high:
             reasons.append(f"{name} {_count(value)} outside {_count(low)}–{_count(high)}")
-    for name in ("k", "stride", "act"):
+    for name in CATEGORIES:
         if kind.get(name) and getattr(kernel, name) not in kind[name]:
             reasons.append(f"{name} {getattr(kernel, name)} not among {', '.join(map(str, kind[name]))}")
     if len(reasons) > SHOWN:

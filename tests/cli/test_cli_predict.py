@@ -5,14 +5,10 @@ the numbers are a loaded box's."""
 
 from __future__ import annotations
 
-import json
 import math
-
-import pytest
 
 from tests.helpers import FAST, single_error
 
-pytestmark = pytest.mark.xdist_group("predict")
 #: Four kernels (the kinds with the largest shares: conv, dw, pointwise, add) and one model.
 COLLECT = ("predict", "collect", "-d", "local", "-f", "onnx", "--threads", "1", "--kernels", "4",
            "--models", "tiny_cnn", "--min-runs", "5", "--min-s", "0", "--warmup-runs", "1",

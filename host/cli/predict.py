@@ -83,10 +83,10 @@ def predict(
         predictor = load_predictor(results, name, fmt, threads)
     guess = predictor.predict(ref.label(), decomposition)
     record = store_prediction(results, guess, ref, predictor)
+    _emulated(name)  # on stderr: --json's stdout stays JSON
     if as_json:
         print_json({**guess.to_dict(), "record": record.id})
         return
-    _emulated(name)
     _print_prediction(guess, record, every)
 
 
@@ -204,11 +204,11 @@ def fit(
                "kinds": {k: {"samples": n, "regressor": "own" if k in regs.own else "pooled",
                              "cv_mape": regs.mape.get(k)} for k, n in regs.counts.items()},
                "composition": comp.to_dict(), "fusion": predictor.fusion}
+    _emulated(name)
     if as_json:
         print_json(summary)
         return
     _print_fit(training, predictor, path)
-    _emulated(name)
 
 
 def _print_fit(training, predictor, path) -> None:
@@ -275,13 +275,13 @@ def evaluate(
     with spinner("fitting a predictor per held-out family…"):
         found = held_out(training, seed)
     checked = metrics([(p.result["predicted_ms"], m.median_ms) for p, m in later if m.validity == "VALID"])
+    _emulated(name)
     if as_json:
         print_json({**found.to_dict(), "stored_predictions": checked})
         return
     _print_evaluation(found, checked)
     if line := training.left_out_line():
         message(safe(line))
-    _emulated(name)
 
 
 def _print_evaluation(found, checked: dict) -> None:

@@ -4,6 +4,10 @@ Its table names each command, the module under ``aiot.host.cli`` that defines it
 paragraph of its help: the group's help and the completion of a command's name come from the
 table, so listing the commands imports none of them. tests/cli/test_cli_lazy.py checks every
 table against the real commands.
+
+A group's own options (the root's --results-dir, ``aiot predict``'s --model) are processed
+before a subcommand's ``--help`` exits, and Typer checks each value with pydantic, whose import
+alone costs ~60 ms: :func:`as_given` lets a value that needs no checking skip it.
 """
 
 from __future__ import annotations
@@ -11,10 +15,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import MutableMapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import typer
 import typer.main
+from typer import _click as click
 from typer.core import TyperCommand, TyperGroup
+
+try:  # Typer's private coercion API (0.29): without it, as_given does nothing
+    from typer._coercion import RuntimeParam, build_runtime_param
+except ImportError:  # pragma: no cover - another Typer
+    RuntimeParam = None
 
 Command = TyperCommand | TyperGroup  # what Typer builds for a command or a group
 Table = dict[str, tuple[str, str]]  # name -> (module under aiot.host.cli, first paragraph of help)
@@ -35,7 +46,38 @@ def load_commands(table: Table, module_name: str, rich_markup_mode=None) -> dict
     commands = dict(typer.main.get_group(holder).commands)
     for command in commands.values():
         _reflow_help(command)
+        _groups_as_given(command)
     return commands
+
+
+if RuntimeParam is not None:
+    @dataclass(frozen=True)
+    class _AsGiven(RuntimeParam):
+        """A value already of the parameter's type (a default, any string from the command
+        line) as it is, as Typer's own coercion would return it; any other value to that
+        coercion, built (pydantic imported) only then."""
+
+        def _coerce_value(self, value, param, ctx):
+            if type(value) is self.annotation:
+                return value
+            return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+
+def as_given(params: list) -> None:
+    """Let a ``str``, ``int`` or ``bool`` option or argument without a parser or a range skip
+    Typer's coercion when its value is already of that type (or None): pydantic is then
+    imported only when a value needs converting (``--threads 4``), not for ``aiot devices
+    --help``. A no-op when Typer's private API is not the one this was written for."""
+    if RuntimeParam is None:
+        return
+    for param in params:
+        described = getattr(param, "type_descriptor", None)
+        info = getattr(described, "parameter_info", None)
+        if (getattr(param, "_runtime_param", False) is None and info is not None
+                and described.annotation in (str, int, bool) and getattr(info, "parser", None) is None
+                and getattr(info, "click_type", None) is None
+                and getattr(info, "min", None) is None and getattr(info, "max", None) is None):
+            param._runtime_param = _AsGiven(annotation=described.annotation, parameter_info=info)
 
 
 def reflow(text: str) -> str:
@@ -58,6 +100,18 @@ def _reflow_help(command: Command) -> None:
     if not isinstance(subcommands, _LazyCommands):  # a lazy group's are reflowed as they load
         for sub in subcommands.values():
             _reflow_help(sub)
+
+
+def _groups_as_given(command: Command) -> None:
+    """:func:`as_given` for the options of a group and of the groups inside it (processed
+    before their subcommands' ``--help``)."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is None or isinstance(subcommands, _LazyCommands):  # a lazy group does its own
+        return
+    # Its --help too (None when not asked), built here as the group would build it.
+    as_given(command.get_params(click.Context(command, **command.context_settings)))
+    for sub in subcommands.values():
+        _groups_as_given(sub)
 
 
 class _LazyCommands(MutableMapping):
@@ -97,6 +151,10 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         self.commands = _LazyCommands(self.TABLE, self.commands, self.rich_markup_mode)
         self._summaries = False
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        as_given(self.get_params(ctx))  # here: Typer adds --install-completion after __init__
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)

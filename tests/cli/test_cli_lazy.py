@@ -10,6 +10,8 @@ import sys
 from collections import defaultdict
 
 import pytest
+import typer
+import typer.main
 
 from aiot.host.cli.app import COMMANDS
 from aiot.host.cli.lazy import load_commands, reflow
@@ -77,3 +79,37 @@ def test_a_help_paragraph_after_the_first_is_reflowed_but_a_list_keeps_its_lines
                             "\n\n- one\n- two")
     real = load_commands(COMMANDS, COMMANDS["sweep"][0])["sweep"]
     assert "running the same command again resumes" in real.help  # joined: no source break left
+
+
+@pytest.mark.parametrize("args", [["devices", "--help"], ["predict", "fit", "--help"],
+                                  ["--results-dir", "x", "--store-wait", "5", "devices", "list", "--help"]])
+def test_a_subcommands_help_imports_no_pydantic(args):
+    """Issue 53: the options of the groups above a page (the root's --results-dir, aiot
+    predict's --model) are processed before its --help exits; a string (or a default) is kept as
+    given instead of checked by pydantic, whose import alone costs ~60 ms."""
+    stdout, loaded = _help_in_a_fresh_process(args, ("pydantic",))
+    assert "Usage: aiot" in stdout
+    assert loaded == "LOADED []", loaded
+
+
+def test_a_value_that_needs_converting_is_still_converted_and_checked(cli):
+    """Kept as given only when already of its type: ``--threads 4`` still goes through Typer's
+    coercion (to an int), and a bad value still fails as before."""
+    from typer._click.exceptions import BadParameter
+
+    from aiot.host.cli.lazy import as_given
+
+    app = typer.Typer()
+
+    @app.command()
+    def show(threads: int = 1, name: str | None = None) -> None: ...
+
+    command = typer.main.get_command(app)
+    as_given(command.params)
+    assert all(type(p._runtime_param).__name__ == "_AsGiven" for p in command.params)
+    assert command.make_context("show", ["--threads", "4", "--name", "x"]).params == {
+        "threads": 4, "name": "x"}
+    assert command.make_context("show", []).params == {"threads": 1, "name": None}
+    with pytest.raises(BadParameter, match="valid integer"):
+        command.make_context("show", ["--threads", "four"])
+    assert "number" in cli("--store-wait", "soon", "devices", "list", code=2).stderr

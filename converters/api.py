@@ -46,9 +46,10 @@ from aiot.core.errors import (
 from aiot.core.fileio import sha256_file
 from aiot.core.quiet import toolchain_output_to_log
 from aiot.device_agent.signature import positional
-from aiot.models.model_ref import ModelRef, a_format, resolve_model
+from aiot.models.model_ref import ZOO, ModelRef, a_format, resolve_model
 from aiot.models.quant.deploy import QDQ_MIN_TOP1, deployment_hint, deployment_refusal
 from aiot.models.quant.methods import parse_quantize
+from aiot.models.zoo import get_model_spec
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,11 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
         ConversionError, AccuracyMismatch, StageTimeout: the export or its verification failed.
     """
     started = time.perf_counter()
+    request = _request_key(model_name, fmt, out_dir, weights, options, binarize, input_shapes,
+                           feed, (parity_samples, dataset_samples)) if reuse else None
+    recalled = _recalled(request, out_dir, started) if request else None
+    if recalled is not None:
+        return recalled
     what = f"{model_name.label() if isinstance(model_name, ModelRef) else model_name} to {fmt}"
     with stage_limit.stage(what, "load"):  # a user's factory runs in a child
         plan = _plan(model_name, fmt, out_dir, weights, options, binarize, input_shapes, feed)
@@ -206,10 +212,9 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
         cached = conversion_cache.fetch(converter, key, artifact, lambda kept: _reusable(
             converter, kept, plan.source_hash, plan.options, plan.source.inputs)) if reuse else None
     if cached:
-        return ConversionResult(artifact, sidecar_path(artifact), cached["parity"],
-                                cached["artifact"]["sha256"],
-                                cached["artifact"].get("total_bytes", cached["artifact"]["size_bytes"]),
-                                time.perf_counter() - started, cached=True, facts=cached)
+        if request:
+            conversion_cache.remember(request[0], artifact, plan.source_hash, plan.source.inputs)
+        return _cached_result(artifact, cached, started)
     sidecar_path(artifact).unlink(missing_ok=True)  # never leave an old sidecar beside a new file
     _notify(progress, "export")
     with stage_limit.stage(what, "export"):
@@ -226,8 +231,65 @@ def convert_model(model_name: str | ModelRef, fmt: str, out_dir: Path, weights: 
             path.unlink(missing_ok=True)
         raise
     conversion_cache.keep(converter, key, artifact)  # a stop now: the artifact is kept
+    if request:
+        conversion_cache.remember(request[0], artifact, plan.source_hash, plan.source.inputs)
     return ConversionResult(artifact, sidecar, parity, written["artifact"]["sha256"], total,
                             time.perf_counter() - started, cached=False, facts=written)
+
+
+def _cached_result(artifact: Path, sidecar: dict, started: float) -> ConversionResult:
+    return ConversionResult(artifact, sidecar_path(artifact), sidecar["parity"],
+                            sidecar["artifact"]["sha256"],
+                            sidecar["artifact"].get("total_bytes", sidecar["artifact"]["size_bytes"]),
+                            time.perf_counter() - started, cached=True, facts=sidecar)
+
+
+def _request_key(model_name, fmt: str, out_dir: Path, weights: Path | None, options: dict | None,
+                 binarize: str | None, input_shapes: dict | None, feed: InputFeed | None,
+                 parity: tuple) -> tuple[str, object, dict] | None:
+    """``(key, converter, resolved options)`` of a request whose artifact can be recalled
+    without building its model (:func:`aiot.converters.conversion_cache.recalled`), else None.
+
+    Only a zoo model (binarized or not) whose weights are a file the caller names or a seeded
+    initialisation qualifies: its source is aiot's own code (in the key) and that file, stamped
+    by size and modification time. User code, quantized models, packaged weights, held input
+    values and given input shapes always go the whole way.
+    """
+    if not conversion_cache.enabled() or input_shapes or (feed and (feed.values or feed.npz)):
+        return None
+    try:
+        ref = (model_name if isinstance(model_name, ModelRef)
+               else resolve_model(model_name, binarize, quantized_ok=True))
+        if ref.kind != ZOO or ref.quantize:
+            return None
+        if weights is None and not ref.binarize and get_model_spec(ref.name).default_weights:
+            return None
+        converter, resolved = _check_ready(fmt, options, ref.binarize)
+        stamp = None
+        if weights is not None:
+            found = Path(weights).resolve().stat()
+            stamp = [str(Path(weights).resolve()), found.st_size, found.st_mtime_ns]
+    except (AiotError, OSError):
+        return None  # the whole way says what is wrong, in its own words
+    identity = {"ref": [ref.kind, ref.name, ref.binarize], "format": converter.name,
+                "options": resolved, "out_dir": str(Path(out_dir).resolve()), "weights": stamp,
+                "parity": list(parity)}
+    return conversion_cache.source_key(identity), converter, resolved
+
+
+def _recalled(request: tuple, out_dir: Path, started: float) -> ConversionResult | None:
+    """The artifact an earlier conversion of the same request made, if it is still intact and
+    its sidecar names the same source and options (:func:`_reusable`); None otherwise."""
+    key, converter, resolved = request
+    memo = conversion_cache.recalled(key)
+    if memo is None:
+        return None
+    artifact = Path(out_dir) / memo["artifact"]
+    sidecar = _reusable(converter, artifact, memo["source_hash"], resolved, memo.get("inputs"))
+    if sidecar is None:
+        return None
+    log.info("%s: recalled without building the model", artifact.name)
+    return _cached_result(artifact, sidecar, started)
 
 
 def _cache_key(plan: _Plan, parity_samples: int, dataset_samples: int | None) -> str:

@@ -29,6 +29,14 @@ entries' files 0600 whatever the umask. A copy names the conversion it came from
 in the results folder holds ``from_cache`` (the entry's key, when the entry's conversion was
 made, when it was copied), and so does the provenance of every run that measures it
 (``provenance.artifact.from_cache``).
+
+Source memos (``cache_dir()/conversion-sources``): checking that a folder's artifact still fits
+its model needs the model's state hash, so the model is built (torch imported, seconds of CPU
+for a sweep whose artifacts all exist). A memo keyed by the request as the caller states it
+(a zoo model, its format and options, the folder, the weights file's size and modification
+time, and aiot's model and converter code) keeps the artifact's name and the source hash its
+conversion found; :func:`aiot.converters.api.convert_model` then checks the artifact against
+its sidecar with that hash, building nothing. Memos are trusted as the entries are.
 """
 
 from __future__ import annotations
@@ -146,19 +154,76 @@ def keep(converter, key: str, artifact: Path) -> None:
         raise
 
 
+#: The folder (beside the entries') of the source memos: ``<key>.json`` each.
+_SOURCES = "conversion-sources"
+
+
+def source_key(identity: dict) -> str:
+    """The hex key of a conversion's request as the caller states it, before any model is built:
+    ``identity`` holds the reference, format, resolved options, results folder and the stamps
+    of the weights file; aiot's version, its converter and model code and torch's version (which
+    shape a seeded initialisation) are added here."""
+    whole = {**identity, "aiot": aiot.__version__, "code": _code_identity(),
+             "torch": _installed_version("torch")}
+    return hashlib.sha256(json.dumps(whole, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recalled(key: str) -> dict | None:
+    """What :func:`remember` kept for ``key`` (the artifact's name, the source's state hash and
+    input facts), or None: a request seen before can be checked against its artifact's sidecar
+    without building the model (no torch: a sweep whose artifacts all exist starts at once).
+    Trusted as the cache's entries are: this account's own file in this account's folder."""
+    root = _root(_SOURCES)
+    path = root / f"{key}.json" if root is not None else None
+    if path is None or not path.is_file() or _untrusted(path):
+        return None
+    try:
+        memo = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    fields = ("artifact", "source_hash")
+    if not isinstance(memo, dict) or not all(isinstance(memo.get(f), str) for f in fields) \
+            or Path(memo["artifact"]).name != memo["artifact"]:
+        return None  # a name, never a path: the artifact is looked for in the caller's folder
+    return memo
+
+
+def remember(key: str, artifact: Path, source_hash: str, inputs: list | None) -> None:
+    """Keep what a conversion of request ``key`` made (see :func:`recalled`); a full or read-only
+    disk only means the model is built the next time."""
+    folder = _root(_SOURCES)
+    if folder is None:
+        return
+    try:
+        with atomic_path(folder / f"{key}.json") as tmp:  # 0600: this account's only
+            tmp.write_text(json.dumps({"artifact": artifact.name, "source_hash": source_hash,
+                                       "inputs": inputs}), encoding="utf-8")
+    except (OSError, AiotError) as exc:
+        log.info("conversion cache: could not remember %s (%s)", artifact.name, exc)
+
+
+def _installed_version(package: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def sidecar_paths() -> list[Path]:
     """The sidecars of the cache's entries (what is converted on this machine), for estimates."""
     root = _root()
     return [] if root is None else sorted(root.glob(f"[!.]*/*{SUFFIX}"))
 
 
-def _root() -> Path | None:
-    """The cache folder, or None: off, unavailable (said at info level) or writable by other
-    accounts (a warning, once per folder)."""
+def _root(folder: str = _FOLDER) -> Path | None:
+    """The cache folder (or the source memos' ``folder``), or None: off, unavailable (said at
+    info level) or writable by other accounts (a warning, once per folder)."""
     if not enabled():
         return None
     try:
-        root = cache_dir() / _FOLDER
+        root = cache_dir() / folder
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (OSError, AiotError) as exc:
         log.info("conversion cache unavailable: %s", exc)

@@ -17,12 +17,18 @@ AIoTBench and BiBench call this quantity "FLOPs"; it is the same number.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+if TYPE_CHECKING:  # torch is imported by the counting functions: the zoo's import needs none
+    import torch
+    from torch import nn
 
-# Layer kinds that get their own row in Complexity.by_layer even though they cost 0 MACs.
-_ZERO_MAC_KINDS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
+
+def _zero_mac_kinds() -> tuple:
+    """Layer kinds that get their own row in Complexity.by_layer even though they cost 0 MACs."""
+    from torch import nn
+
+    return (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,9 @@ def count_complexity(model: nn.Module, input_shape: tuple[int, ...]) -> Complexi
     Returns:
         The :class:`Complexity` for one image.
     """
+    import torch
+    from torch import nn
+
     rows: list[tuple[str, str, int, int]] = []
     names = {module: name for name, module in model.named_modules()}
 
@@ -99,7 +108,7 @@ def count_complexity(model: nn.Module, input_shape: tuple[int, ...]) -> Complexi
     handles = [
         m.register_forward_hook(hook)
         for m in model.modules()
-        if isinstance(m, (nn.Conv2d, nn.Linear, *_ZERO_MAC_KINDS))
+        if isinstance(m, (nn.Conv2d, nn.Linear, *_zero_mac_kinds()))
     ]
     was_training = model.training
     try:
@@ -124,6 +133,8 @@ def count_built(builder, input_shape: tuple[int, ...]) -> Complexity:
     initialises none and computes nothing (an ImageNet-size zoo model counts in a fraction of
     the time). A model that cannot be built or run there (a data-dependent forward, a builder
     that reads real tensors) is built and counted on the CPU instead."""
+    import torch
+
     try:
         with torch.device("meta"):
             model = builder()

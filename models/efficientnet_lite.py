@@ -19,10 +19,12 @@ pixels, i.e. mean 127/255 and std 128/255 in :class:`~aiot.models.InputSpec`'s c
 from __future__ import annotations
 
 from pathlib import Path
-
-from torch import nn
+from typing import TYPE_CHECKING
 
 from aiot.core.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from torch import nn
 
 #: The package's name for the architecture.
 ARCHITECTURE = "efficientnet-lite0"

@@ -248,11 +248,13 @@ def _file_reference(text: str) -> ModelRef | None:
 
 def _zoo_reference(text: str) -> ModelRef:
     from aiot.models import get_model_spec
-    from aiot.models.bibench import ALGORITHMS
 
     try:
         return ModelRef(ZOO, get_model_spec(text).name)
     except UnknownName as unknown:
+        # only a derived name needs the algorithms (their layers import torch)
+        from aiot.models.bibench import ALGORITHMS
+
         base, _, suffix = text.rpartition("_")
         if base and suffix.lower() in ALGORITHMS:
             try:

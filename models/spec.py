@@ -12,14 +12,16 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from aiot.core.errors import ArtifactError, first_line
 from aiot.core.safe_load import UnpicklingRefused, load_tensors
 from aiot.models.complexity import Complexity, count_built
+
+if TYPE_CHECKING:  # torch is imported where a model is built or a tensor made: resolving a
+    # zoo name (a cached sweep, a --help page) needs none
+    import torch
+    from torch import nn
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,8 @@ class InputSpec:
         Returns:
             A new float32 tensor; the input is not modified.
         """
+        import torch
+
         view = (1, -1, 1, 1) if self.layout == "NCHW" else (1, 1, 1, -1)
         mean = torch.tensor(self.mean, dtype=torch.float32).view(view)
         std = torch.tensor(self.std, dtype=torch.float32).view(view)
@@ -221,6 +225,8 @@ class ModelSpec:
         Returns:
             float32 tensor of shape ``input.batch_shape(batch)``.
         """
+        import torch
+
         generator = torch.Generator().manual_seed(seed)
         pixels = torch.randint(0, 256, self.input.batch_shape(batch), generator=generator)
         return self.input.normalize(pixels)
@@ -258,6 +264,8 @@ def load_weights(model: nn.Module, path: str | os.PathLike[str], name: str = "mo
             shapes that do not match the model. The message names the file.
         UnpicklingRefused: the file holds pickled objects other than tensors (never loaded).
     """
+    import torch
+
     file = Path(path)
     if not file.is_file():
         raise ArtifactError(f"weights file '{file}' for {name} not found")

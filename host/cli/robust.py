@@ -4,8 +4,10 @@ Three suites, each stored as one record and shown by ``aiot report``:
 ``sysnoise`` (decoders, resizers, colour, precision, inference variants, platforms),
 ``corrupt`` (ImageNet-C corruptions and perturbation sequences) and ``attack`` (white-box,
 transfer and black-box attacks). Each suite's command lives in its own module, imported when
-the suite runs (they pull NumPy); what they share (options, target, record/workspace plumbing)
-lives in :mod:`aiot.host.cli.robust_common`.
+the suite is used, and its work in another (``robust_attack_run``, ...), imported when it runs
+(they pull NumPy and the engine). The options they share live in
+:mod:`aiot.host.cli.robust_options`, the target and record/workspace plumbing in
+:mod:`aiot.host.cli.robust_common`.
 """
 
 from __future__ import annotations

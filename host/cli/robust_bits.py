@@ -1,4 +1,5 @@
-"""``--bits``: one robustness suite over a quantized model's bit-widths (RobustMQ's sweep).
+"""``--bits``: one robustness suite over a quantized model's bit-widths (RobustMQ's sweep; the
+option itself is :data:`aiot.host.cli.robust_options.Bits`).
 
 ``aiot robust attack -m tiny_cnn_lsq4 --bits 2,4,8`` runs the suite once per width, as
 ``tiny_cnn_lsq2``, ``tiny_cnn_lsq4`` and ``tiny_cnn_lsq8`` (each its own record, with the
@@ -11,19 +12,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from aiot.converters.api import zoo_ref
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import out
 from aiot.host.robust import metrics
 from aiot.models.quant.methods import quantization
-
-Bits = Annotated[str | None, typer.Option(
-    "--bits", help="Sweep a quantized model's bit-width, e.g. -m tiny_cnn_lsq4 --bits 2,4,8: one run "
-                   "and record per width, then one table row per width.")]
 
 
 def bit_models(model: str, bits: str | None, weights: Path | None) -> list[str]:

@@ -1,20 +1,19 @@
-"""What the ``aiot robust`` suites share: the options only they take, the suite's target (model,
-weights, deployed format, device) checked before any work, and the record/workspace plumbing."""
+"""What the ``aiot robust`` suites' work shares: the suite's target (model, weights, deployed
+format, device) checked before any work, and the record/workspace plumbing (the options only
+they take: :mod:`aiot.host.cli.robust_options`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from aiot.converters.api import zoo_ref
 from aiot.converters.base import get_converter
 from aiot.core.errors import UsageError
 from aiot.host.cli._output import state
 from aiot.host.cli.options import parse_options
+from aiot.host.cli.robust_bits import bit_models
 from aiot.host.devices.resolve import resolve_name
 from aiot.host.engine.preflight import announce_weights
 from aiot.host.engine.weights import WeightsChoice, choose_weights
@@ -25,13 +24,6 @@ from aiot.host.store.store import open_store
 from aiot.models.model_ref import a_format
 from aiot.models.quant.deploy import DEPLOY_FORMATS, deployment_refusal
 from aiot.models.quant.methods import parse_quantize
-
-Model = Annotated[str, typer.Option("--model", "-m", help="Zoo model name (resnet18, or resnet18_bnn for a binarized one).")]
-Format = Annotated[str | None, typer.Option(
-    "--format", "-f", help="Also evaluate this deployed artifact format on --device (default: PyTorch only).")]
-EvalDataset = Annotated[str, typer.Option(help="Test images: fashion-mnist, digits, folder:PATH (labelled) or photos (unlabelled: agreement metrics only).")]
-EvalLimit = Annotated[int, typer.Option(help="Images to evaluate (a seeded, class-balanced subset).")]
-Seed = Annotated[int, typer.Option(help="Seed of the image subset and of random perturbations.")]
 
 
 def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str | None,
@@ -53,6 +45,14 @@ def make_target(model: str, weights: Path | None, binarize: str | None, fmt: str
     picked = choose_weights(ref, weights, _labelled(dataset))
     return Target(ref.name, picked.path, ref.binarize, fmt, resolve_name(device),
                   parse_options(opts), weights_origin=picked.origin, quantize=ref.quantize)
+
+
+def suite_targets(options: dict, device: str | None) -> list:
+    """The suite's Target for each model of ``--model`` (and ``--bits``) on ``device``, from a
+    suite command's ``options`` by parameter name; every name checked before any work."""
+    return [make_target(m, options["weights"], options["binarize"], options["fmt"], device,
+                        options["opt"], options["dataset"])
+            for m in bit_models(options["model"], options["bits"], options["weights"])]
 
 
 def _check_deploys(ref, fmt: str) -> None:

@@ -1,4 +1,8 @@
-"""``aiot robust corrupt``: ImageNet-C corruptions and perturbation sequences."""
+"""``aiot robust corrupt``: ImageNet-C corruptions and perturbation sequences.
+
+Its options; the work is :func:`aiot.host.cli.robust_corrupt_run.run_corruptions`, imported
+when the command runs (NumPy, the corruptions and the engine: ``--help`` imports none of them,
+issue 53)."""
 
 from __future__ import annotations
 
@@ -7,22 +11,8 @@ from typing import Annotated
 
 import typer
 
-from aiot.host.cli._output import out, print_json, spinner
 from aiot.host.cli.options import Binarize, Device, JsonOpt, Opt, Weights
-from aiot.host.cli.robust_bits import Bits, bit_models, corrupt_row, print_sweep
-from aiot.host.cli.robust_common import (
-    EvalDataset,
-    EvalLimit,
-    Format,
-    Model,
-    Seed,
-    make_target,
-    suite_context,
-)
-from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
-from aiot.host.robust.corrupt.sequences import check_frames
-from aiot.host.robust.corrupt.suite import CorruptConfig, compare_target, run_corrupt
-from aiot.host.robust.record import run_recorded
+from aiot.host.cli.robust_options import Bits, EvalDataset, EvalLimit, Format, Model, Seed
 
 Corruptions = Annotated[str, typer.Option(
     help="ImageNet-C corruptions: all or a comma list (gaussian_noise,fog,...).")]
@@ -35,42 +25,6 @@ CompareBinarized = Annotated[str | None, typer.Option(
     help="Also evaluate the model binarized with this BiBench algorithm (for OM_robust).")]
 CompareWeights = Annotated[Path | None, typer.Option(
     help="State-dict of the binarized twin (aiot train MODEL --binarize ALG).")]
-#: Summary keys shown on the last line, with their labels.
-_HEADLINE = {"clean_accuracy": "clean acc", "mNR": "mNR", "mean_G": "mean G",
-             "mean_NCI": "mean NCI", "clean_agreement": "clean agreement",
-             "mNR_agreement": "mNR (agreement)", "mean_G_agreement": "mean G (agreement)",
-             "mean_NCI_agreement": "mean NCI (agreement)", "mFP": "mFP",
-             "agreement": "agreement with PyTorch",
-             "agreement_on_clean": "agreement with PyTorch on clean", "om_robust": "OM_robust"}
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def _print_table(table: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    view = Table(*table["columns"], title=escape(table["title"]))
-    for row in table["rows"]:
-        view.add_row(*(escape(_fmt(v)) for v in row), style="bold" if row[0] == "mean" else None)
-    out.print(view)
-
-
-def _print_result(result: dict, record_id: str) -> None:
-    from rich.markup import escape
-
-    for table in result["tables"]:
-        _print_table(table)
-    parts = [f"{label} {_fmt(result['summary'][key])}" for key, label in _HEADLINE.items()
-             if key in result["summary"]]
-    out.print("  ".join(parts))
-    for note in result["notes"]:
-        out.print(f"[dim]note: {escape(note)}[/]")
-    out.print(f"record: {record_id[:8]}")
 
 
 def corrupt(
@@ -107,38 +61,14 @@ def corrupt(
     A quantized model (tiny_cnn_lsq4) runs fake-quantized in PyTorch; --bits 2,4,8 measures
     each bit-width in turn and prints one row per width.
     """
-    targets = [make_target(m, weights, binarize, fmt, device, opt, dataset)
-               for m in bit_models(model, bits, weights)]
-    if compare_binarized:
-        from aiot.models.bibench import ALGORITHMS
+    from aiot.host.cli.robust_corrupt_run import run_corruptions
 
-        compare_binarized = ALGORITHMS.canonical(compare_binarized)
-    config = CorruptConfig(tuple(parse_corruptions(corruptions)),
-                           tuple(parse_severities(severities)), dataset, limit, seed,
-                           check_frames(frames) if with_sequences else None,
-                           compare_binarized, compare_weights)
-    for target in targets:
-        compare_target(target, config)  # a bad comparison fails before a record is opened
-    runs = []
-    for target in targets:
-        result, record = _run(ctx, target, config)
-        runs.append((result, record))
-        if not as_json:
-            _print_result(result, record.id)
-    if as_json:
-        shown = [{"record": record.id, **result} for result, record in runs]
-        print_json(shown[0] if bits is None else {"sweep": shown})
-    elif bits is not None:
-        print_sweep("corruptions", runs, corrupt_row)
-
-
-def _run(ctx, target, config: CorruptConfig):
-    """One recorded corruption run of ``target``: ``(result, record)``."""
-    what = f"corrupting {config.dataset} for {target.label}…"
-    with suite_context(ctx, target, config.dataset) as (store, workspace), spinner(what) as status:
-        return run_recorded(
-            store, "robust-corrupt", target, config.to_dict(),
-            lambda provenance: run_corrupt(target, config, workspace, provenance, status.update))
+    run_corruptions(ctx, {"model": model, "weights": weights, "binarize": binarize, "fmt": fmt,
+                          "device": device, "opt": opt, "corruptions": corruptions,
+                          "severities": severities, "dataset": dataset, "limit": limit,
+                          "seed": seed, "with_sequences": with_sequences, "frames": frames,
+                          "compare_binarized": compare_binarized,
+                          "compare_weights": compare_weights, "bits": bits, "as_json": as_json})
 
 
 def register(app: typer.Typer) -> None:

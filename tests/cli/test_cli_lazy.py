@@ -92,7 +92,7 @@ def test_a_subcommands_help_imports_no_pydantic(args):
     assert loaded == "LOADED []", loaded
 
 
-def test_a_value_that_needs_converting_is_still_converted_and_checked(cli):
+def test_a_value_that_needs_converting_is_still_converted_and_checked(cli, monkeypatch):
     """Kept as given only when already of its type: ``--threads 4`` still goes through Typer's
     coercion (to an int), and a bad value still fails as before."""
     from typer._click.exceptions import BadParameter
@@ -112,4 +112,21 @@ def test_a_value_that_needs_converting_is_still_converted_and_checked(cli):
     assert command.make_context("show", []).params == {"threads": 1, "name": None}
     with pytest.raises(BadParameter, match="valid integer"):
         command.make_context("show", ["--threads", "four"])
+    monkeypatch.setenv("AIOT_STORE_WAIT_S", "300")  # --store-wait sets it: restored after
     assert "number" in cli("--store-wait", "soon", "devices", "list", code=2).stderr
+
+
+def test_the_measure_options_defaults_are_the_engines():
+    """aiot run and sweep show SweepSpec's defaults and --input-shape's grammar without
+    importing the engine (issue 53): the copies in aiot.host.cli.measure are the engine's."""
+    from aiot.host.cli import measure
+    from aiot.host.engine.input_shapes import SYNTAX
+    from aiot.host.engine.runs import MeasureParams
+    from aiot.host.engine.spec import SweepSpec
+
+    spec = SweepSpec(devices=())
+    assert measure.SWEEP == {name: getattr(spec, name) for name in measure.SWEEP}
+    assert measure.SHAPE_SYNTAX == SYNTAX
+    timing = MeasureParams()
+    for name in ("warmup_runs", "warmup_min_s", "min_runs", "min_s", "max_s"):
+        assert measure.TIMING[name] == getattr(timing, name)

@@ -99,7 +99,7 @@ def test_paper_threads_out_of_range(cli, fault, no_conversion):
 
 @pytest.mark.fault("repeated and upper-case --delegate")
 def test_delegate_names_canonical(cli, fault, no_conversion):
-    from aiot.host.cli.measure import parse_delegates
+    from aiot.host.cli.measure_run import parse_delegates
 
     assert parse_delegates("NNAPI,gpu,nnapi") == ["nnapi", "gpu"]
     result = cli(*SWEEP, "--threads", "1", "--delegate", "NNAPI", code=2)
@@ -147,7 +147,7 @@ def test_repeats_and_spellings_measure_once(cli, fault):
 
 @pytest.mark.fault("repeated and upper-case --cluster")
 def test_cluster_names_canonical(cli, fault, no_conversion):
-    from aiot.host.cli.measure import parse_clusters
+    from aiot.host.cli.measure_run import parse_clusters
 
     assert parse_clusters("BIG,little,big") == ["big", "little"]
     # `local` has its cores in one cluster (or more, on big.LITTLE hosts): 'all' always fits.

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import out, print_json, spinner
-from aiot.host.cli.robust_bits import attack_row, print_sweep
+from aiot.host.cli._output import out, spinner
+from aiot.host.cli.robust_bits import attack_row, show_runs
 from aiot.host.cli.robust_common import check_weights_file, suite_context, suite_targets
 from aiot.host.robust.attacks.base import require
 from aiot.host.robust.attacks.catalog import select_attacks
@@ -40,11 +40,7 @@ def run_attacks(ctx: typer.Context, options: dict) -> None:
         runs.append((result, record))
         if not options["as_json"]:
             _print(result, record)
-    if options["as_json"]:
-        shown = [{**result, "record": record.id} for result, record in runs]
-        print_json(shown[0] if options["bits"] is None else {"sweep": shown})
-    elif options["bits"] is not None:
-        print_sweep("attacks", runs, attack_row)
+    show_runs("attacks", runs, options, attack_row)
 
 
 def _budgets(text: str | None, option: str) -> tuple[float, ...]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiot.converters.api import zoo_ref
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import out
+from aiot.host.cli._output import out, print_json
 from aiot.host.robust import metrics
 from aiot.models.quant.methods import quantization
 
@@ -89,6 +89,16 @@ def sysnoise_row(result: dict) -> dict[str, str]:
             case = name[len("systematic_robustness"):].lstrip("_")
             row[f"{kind}{' ' + case if case else ''} SNI std"] = _num(value)
     return row
+
+
+def show_runs(suite: str, runs: list[tuple[dict, object]], options: dict, row) -> None:
+    """What a suite ends with: ``--json``'s answer (the one run, or every width's as
+    ``{"sweep": [...]}``), or under ``--bits`` the table of :func:`print_sweep`."""
+    if options["as_json"]:
+        shown = [{**result, "record": record.id} for result, record in runs]
+        print_json(shown[0] if options["bits"] is None else {"sweep": shown})
+    elif options["bits"] is not None:
+        print_sweep(suite, runs, row)
 
 
 def print_sweep(suite: str, runs: list[tuple[dict, object]], row) -> None:

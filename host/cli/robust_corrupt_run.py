@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from aiot.host.cli._output import out, print_json, spinner
-from aiot.host.cli.robust_bits import corrupt_row, print_sweep
+from aiot.host.cli._output import out, spinner
+from aiot.host.cli.robust_bits import corrupt_row, show_runs
 from aiot.host.cli.robust_common import suite_context, suite_targets
 from aiot.host.robust.corrupt.imagenet_c import parse_corruptions, parse_severities
 from aiot.host.robust.corrupt.sequences import check_frames
@@ -72,11 +72,7 @@ def run_corruptions(ctx: typer.Context, options: dict) -> None:
         runs.append((result, record))
         if not options["as_json"]:
             _print_result(result, record.id)
-    if options["as_json"]:
-        shown = [{"record": record.id, **result} for result, record in runs]
-        print_json(shown[0] if options["bits"] is None else {"sweep": shown})
-    elif options["bits"] is not None:
-        print_sweep("corruptions", runs, corrupt_row)
+    show_runs("corruptions", runs, options, corrupt_row)
 
 
 def _run(ctx, target, config: CorruptConfig):

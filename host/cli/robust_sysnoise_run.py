@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from aiot.core.errors import UsageError
-from aiot.host.cli._output import fmt_pct, message, out, print_json, spinner
-from aiot.host.cli.robust_bits import print_sweep, sysnoise_row
+from aiot.host.cli._output import fmt_pct, message, out, spinner
+from aiot.host.cli.robust_bits import show_runs, sysnoise_row
 from aiot.host.cli.robust_common import suite_context, suite_targets
 from aiot.host.devices.resolve import resolve_name
 from aiot.host.robust.data import eval_set
@@ -32,11 +32,7 @@ def run_sysnoise(ctx: typer.Context, options: dict) -> None:
         if not options["as_json"]:
             message(f"sysnoise on {len(images)} {images.name} images, types: {', '.join(chosen)}")
             _print_result(result, record)
-    if options["as_json"]:
-        shown = [{**result, "record": record.id} for result, record in runs]
-        print_json(shown[0] if options["bits"] is None else {"sweep": shown})
-    elif options["bits"] is not None:
-        print_sweep("system noise", runs, sysnoise_row)
+    show_runs("system noise", runs, options, sysnoise_row)
 
 
 def parse_devices(values: list[str] | None) -> list[str]:

@@ -166,7 +166,9 @@ def _hold_lock(seconds: float) -> subprocess.Popen:
 def test_a_sweep_waits_for_a_locked_store_and_stores_everything(fault):
     proc = _start(*_sweep("1,2", 2), AIOT_STORE_WAIT_S="60")
     _wait_for(proc)
-    holder = _hold_lock(5)
+    # held past the sweep's own length (two runs of ~2 s): whenever its next write comes, it
+    # finds the lock taken for longer than one try (busy.LOCK_TRY_S) and says so once
+    holder = _hold_lock(12)
     _out, err = proc.communicate(timeout=180)
     holder.communicate(timeout=30)
     assert proc.returncode == 0, err

@@ -4,9 +4,9 @@ and the fault case in tests/faults/test_r4_gate.py).
 
 The model is a ``.py`` file with a ``make()`` factory (a small conv net). Its second commit
 adds residual 3x3 convolutions (about 8x slower in ONNX at 1 thread); its third commit changes
-a comment only. Each commit is swept (the comment-only one right after the first) into one
-store, under one runner-class host id, and the first sweep is exported as the baseline file a
-CI job keeps.
+a comment only. Each commit is swept into one store, under one runner-class host id (the
+comment-only one right after the first, the two again as a pair until their loads matched),
+and the first sweep is exported as the baseline file a CI job keeps.
 """
 
 from __future__ import annotations
@@ -60,6 +60,12 @@ SWEEP = ("sweep", "-d", "local", "-m", "mynet.py:make", "-f", "onnx", "--threads
          "--min-runs", "30", "--min-s", "0.5", "--warmup-min-s", "0.1", "--cooldown-max-s", "0",
          "--json")
 GATE = ("--fail-on", "median:20%")
+#: The first and the comment-only commit are swept again, as a pair, until their medians
+#: agree within 10 % (at most 4 times). On the 2-core CI box a sibling worker's test can hold
+#: the other core (a hyperthread of the same one) for one sweep and not the next: +58 % on the
+#: very same artifact was measured there. What the gate does with two measurements taken under
+#: the same load is what these tests check; a load that changed between them is not.
+PAIR_ROUNDS, PAIR_AGREES = 4, 0.10
 
 
 @dataclass(frozen=True)
@@ -111,16 +117,26 @@ def changed_model(tmp_path_factory, session_cache_env) -> Commits:
     repo = root / "repo"
     repo.mkdir()
     sweeps, medians, shas = {}, {}, {}
-    for name, (depth, note) in COMMITS.items():
-        (repo / "mynet.py").write_text(MODEL.format(depth=depth, note=note))
-        [record] = json.loads(_invoke(list(SWEEP), env, repo))
-        assert record["status"] == "ok", record
-        sweeps[name], medians[name] = record["sweep_id"], record["median_ms"]
-        shas[name] = record["artifact_sha256"]
+    for _ in range(PAIR_ROUNDS):  # the first pair whose load matched (see PAIR_AGREES)
+        for name in ("v1", "comment"):
+            _sweep(name, repo, env, sweeps, medians, shas)
+        if abs(medians["comment"] / medians["v1"] - 1) < PAIR_AGREES:
+            break
+    _sweep("slow", repo, env, sweeps, medians, shas)
     baseline = root / "baseline.json"
     _invoke(["results", "export", "--sweep", sweeps["v1"], "-o", str(baseline)], env, repo)
     _MADE["commits"] = Commits(root / "results", baseline, sweeps, medians, shas)
     return _MADE["commits"]
+
+
+def _sweep(name: str, repo: Path, env: dict, sweeps: dict, medians: dict, shas: dict) -> None:
+    """Commit ``name``'s model file and sweep it; its sweep id, median and artifact sha."""
+    depth, note = COMMITS[name]
+    (repo / "mynet.py").write_text(MODEL.format(depth=depth, note=note))
+    [record] = json.loads(_invoke(list(SWEEP), env, repo))
+    assert record["status"] == "ok", record
+    sweeps[name], medians[name] = record["sweep_id"], record["median_ms"]
+    shas[name] = record["artifact_sha256"]
 
 
 def compare(cli, commits: Commits, name: str, *flags: str, code: int = 0):

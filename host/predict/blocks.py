@@ -9,6 +9,8 @@ measures one kernel as user code.
 A factory's name is its configuration: ``<kind>_<letter><number>_..._<activation>``:
 
 - ``conv_c{in}_o{out}_k{kernel}_s{stride}_r{resolution}_{act}``: conv-bn-act (``k1``: pointwise)
+- ``gconv_c{channels}_g{groups}_k{kernel}_s{stride}_r{resolution}_{act}``: grouped conv-bn-act,
+  channels to channels (RegNet's and ResNeXt's 3x3)
 - ``dw_c{channels}_k{kernel}_s{stride}_r{resolution}_{act}``: depthwise conv-bn-act
 - ``maxpool_c{channels}_k{kernel}_s{stride}_r{resolution}``, ``avgpool_...``: pooling
 - ``gap_c{channels}_r{resolution}``: global average pooling
@@ -33,7 +35,7 @@ _NAME = re.compile(r"^(?P<kind>[a-z]+)(?P<fields>(?:_[a-z]\d+)+)"
 _FIELD = re.compile(r"_([a-z])(\d+)")
 #: Each kind's fields, in name order, and whether it takes an activation.
 KINDS = {
-    "conv": ("coksr", True), "dw": ("cksr", True), "maxpool": ("cksr", False),
+    "conv": ("coksr", True), "gconv": ("cgksr", True), "dw": ("cksr", True), "maxpool": ("cksr", False),
     "avgpool": ("cksr", False), "gap": ("cr", False), "fc": ("io", True),
     "add": ("cr", True), "concat": ("cer", False), "bn": ("cr", True), "se": ("cr", False),
     "res": ("cosr", False), "mb": ("coeksr", False),
@@ -154,6 +156,8 @@ def _module(kind: str, f: dict[str, int], act: str | None):
     nn = t.nn
     if kind == "conv":
         return t.conv_bn(f["c"], f["o"], f["k"], f["s"], act=act)
+    if kind == "gconv":
+        return t.conv_bn(f["c"], f["c"], f["k"], f["s"], groups=f["g"], act=act)
     if kind == "dw":
         return t.conv_bn(f["c"], f["c"], f["k"], f["s"], groups=f["c"], act=act)
     if kind in ("maxpool", "avgpool"):

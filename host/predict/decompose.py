@@ -28,7 +28,7 @@ ACTIVATIONS = {"relu": "relu", "relu_": "relu", "hardtanh": "relu6", "hardtanh_"
                "leaky_relu": "leaky_relu", "clamp": "clamp", "clamp_min": "relu", "tanh": "tanh"}
 BATCH_NORMS = frozenset({"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"})
 #: Kernel kinds an activation (and, for convolutions, a batch norm) fuses into.
-TAKES_ACTIVATION = frozenset({"conv", "dw", "fc", "add", "bn"})
+TAKES_ACTIVATION = frozenset({"conv", "gconv", "dw", "fc", "add", "bn"})
 _BINARY = {"add": "add", "sub": "add", "mul": "mul", "div": "mul"}
 _POOLS = {"max_pool2d": "maxpool", "max_pool2d_with_indices": "maxpool", "avg_pool2d": "avgpool"}
 #: The most kernels a squeeze-excite's scale path holds (pool, conv, conv, and their fusions).
@@ -40,8 +40,9 @@ class Kernel:
     """One kernel of a model, as a runtime runs it.
 
     Attributes:
-        kind: ``conv``, ``dw`` (depthwise), ``fc``, ``maxpool``, ``avgpool``, ``gap``, ``add``,
-            ``mul``, ``concat``, ``bn``, ``act``, ``se``, ``softmax``, or an operator's own name
+        kind: ``conv``, ``gconv`` (grouped: fewer groups than channels), ``dw`` (depthwise),
+            ``fc``, ``maxpool``, ``avgpool``, ``gap``, ``add``, ``mul``, ``concat``, ``bn``,
+            ``act``, ``se``, ``softmax``, or an operator's own name
             for anything else (predicted with a warning: never collected).
         label: where it is in the model (the PyTorch module path of its first operator).
         ops: the exported graph's operators it runs, in order (``conv2d``, ``batch_norm``, ``relu``).
@@ -83,8 +84,9 @@ class Kernel:
 
     def describe(self) -> str:
         """``conv 3x3/2 64→128 @56x56 +bn+relu``: what a person reads in a table."""
-        if self.kind in ("conv", "dw", "maxpool", "avgpool"):
-            shape = f"{self.k}x{self.k}/{self.stride} {self.cin}→{self.cout} @{self.h}x{self.w}"
+        if self.kind in ("conv", "gconv", "dw", "maxpool", "avgpool"):
+            groups = f" g{self.groups}" if self.kind == "gconv" else ""
+            shape = f"{self.k}x{self.k}/{self.stride}{groups} {self.cin}→{self.cout} @{self.h}x{self.w}"
         elif self.kind == "fc":
             shape = f"{self.cin}→{self.cout}"
         elif self.kind == "se":
@@ -188,7 +190,7 @@ class _Walk:
         if tail is not acts[0] or len(tail.users) != 1:
             return False
         if op in BATCH_NORMS:
-            if kernel.kind not in ("conv", "dw") or kernel.bn or kernel.act != "none":
+            if kernel.kind not in ("conv", "gconv", "dw") or kernel.bn or kernel.act != "none":
                 return False
             kernel.bn = True
             kernel.params += _const_elems(node, self.const)
@@ -223,7 +225,7 @@ def _kernel(node, op: str, acts: list, const: set[str]) -> Kernel:
         stride = node.args[3] if len(node.args) > 3 else 1
         kernel.k, kernel.groups = int(weight[-1]), groups
         kernel.stride = int(stride[0] if isinstance(stride, (list, tuple)) else stride)
-        kernel.kind = "dw" if groups > 1 and groups == cin else "conv"
+        kernel.kind = "conv" if groups == 1 else "dw" if groups == cin else "gconv"
         kernel.macs = _numel(node) // max(n, 1) * (cin // groups) * int(weight[-1]) * int(weight[-2])
     elif op in ("linear", "addmm", "mm") and kernel.params:
         weight = next(_shape(a) for a in _flat(node.args) if _is_node(a) and a.name in const

@@ -16,7 +16,7 @@ from aiot.host.predict.decompose import Kernel
 
 #: Kinds the collection measures (``aiot predict collect``), each with a regressor of its own
 #: once it has enough samples; any other kind is predicted by the pooled regressor.
-COLLECTED_KINDS = ("conv", "dw", "fc", "maxpool", "avgpool", "gap", "add", "concat", "bn", "se")
+COLLECTED_KINDS = ("conv", "gconv", "dw", "fc", "maxpool", "avgpool", "gap", "add", "concat", "bn", "se")
 _ACTS = ("none", "relu", "relu6", "hswish")
 #: The columns of :func:`vector` (the trees' features).
 NAMES = ("log_macs", "log_in", "log_out", "log_params", "cin", "cout", "k", "stride", "h", "ho",

@@ -21,8 +21,12 @@ LEVELS = {224: (3, 48), 112: (8, 144), 56: (16, 256), 32: (16, 320), 28: (16, 51
 #: The resolutions models take images at (ImageNet, CIFAR, Fashion-MNIST): where stems are drawn.
 STEMS = (224, 32, 28)
 #: Each kind's share of the kernels drawn (blocks of several kernels teach how kernels add up).
-SHARES = {"conv": 0.40, "pw": 0.10, "dw": 0.14, "maxpool": 0.03, "avgpool": 0.03, "gap": 0.03,
-          "fc": 0.05, "add": 0.07, "concat": 0.04, "bn": 0.04, "se": 0.03, "res": 0.02, "mb": 0.02}
+SHARES = {"conv": 0.34, "gconv": 0.06, "pw": 0.10, "dw": 0.14, "maxpool": 0.03, "avgpool": 0.03,
+          "gap": 0.03, "fc": 0.05, "add": 0.07, "concat": 0.04, "bn": 0.04, "se": 0.03, "res": 0.02,
+          "mb": 0.02}
+#: The widths of a grouped convolution's groups (channels per group) that CNNs use: ResNeXt's
+#: 4 to RegNet's 8-64 (RegNetX-600MF: 24).
+GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
 #: A kernel over this many MACs is drawn again (it would take seconds per inference on a phone).
 MAX_MACS = 1.2e9
 _ACTS = (("relu", 0.5), ("relu6", 0.15), ("hswish", 0.1), ("none", 0.25))
@@ -71,6 +75,11 @@ def _draw(rng: random.Random, kind: str) -> str:
             k = 1 if kind == "pw" else rng.choices((1, 3, 5, 7), (0.2, 0.65, 0.1, 0.05))[0]
             out = _round8(c * math.exp(rng.uniform(math.log(0.25), math.log(4))), *LEVELS[r])
             name, macs = name_of("conv", act, c=c, o=out, k=k, s=s, r=r), c * out * k * k * (r // s) ** 2
+        elif kind == "gconv":  # channels to channels in groups of a width (RegNet 24, ResNeXt 4)
+            width = rng.choice(GROUP_WIDTHS)
+            c = max(2, round(c / width)) * width
+            name = name_of("gconv", act, c=c, g=c // width, k=3, s=s, r=r)
+            macs = c * width * 9 * (r // s) ** 2
         elif kind == "dw":
             k = rng.choices((3, 5, 7), (0.7, 0.2, 0.1))[0]
             name, macs = name_of("dw", act, c=c, k=k, s=s, r=r), c * k * k * (r // s) ** 2

@@ -78,6 +78,16 @@ def test_fusions_cut_kernels_where_the_runtimes_do():
     assert [k.kind for k in res] == ["conv", "conv", "conv", "add"]
     (bn,) = decompose(*blocks.build("bn_c16_r8_relu")).kernels
     assert (bn.kind, bn.act) == ("bn", "relu")
+    (grouped,) = decompose(*blocks.build("gconv_c48_g2_k3_s1_r8_relu")).kernels  # RegNet's
+    assert (grouped.kind, grouped.groups, grouped.bn, grouped.act) == ("gconv", 2, True, "relu")
+    assert grouped.macs == 48 * 24 * 9 * 8 * 8 and grouped.describe() == "gconv 3x3/1 g2 48→48 @8x8+bn+relu"
+
+
+def test_a_regnets_grouped_convolutions_are_a_kind_the_grid_draws():
+    kinds = {k.kind for k in graphs.of_reference(resolve_model("regnetx_600mf_cifar")).kernels}
+    assert "gconv" in kinds and "dw" not in kinds
+    drawn = [blocks.parse(n)[1] for n in grid.sample_kernels(300) if n.startswith("gconv_")]
+    assert len(drawn) >= 12 and all(1 < f["g"] < f["c"] and f["c"] % f["g"] == 0 for f in drawn)
 
 
 def test_an_artifact_or_a_binarized_model_has_no_kernels_to_read():

@@ -12,6 +12,10 @@ own path, as a user runs it:
    densenet, ...) held out in turn, predicted by a predictor fitted on the kernels and the
    other families; RMSE, MAPE and the share within ±5 % and ±10 %, beside a FLOPs baseline.
 
+3. **Repeat**: the same models measured once more, as a sweep of their own, right after: how
+   often a model agrees with itself within ±10 % here, a ceiling for any predictor judged
+   against one measurement (``--no-repeat`` skips it).
+
 It prints the held-out table, the collection's cost (runs, wall time, the sum of the runs' own
 spans, how many were INVALID and left out) and the machine's load while it collected (1-minute
 load average sampled every 10 s, and the share of all cores busy from ``/proc/stat``: other
@@ -121,6 +125,7 @@ def run_format(fmt: str, args) -> dict:
             r for r in store.query(kind="latency", device="local", fmt=fmt) if r.threads == args.threads]
         training = training_set(store, "local", fmt, args.threads)
     found = evaluate(training, args.seed)
+    again = repeatability(fmt, args, params, models, done.sweep_id if done else None)
     spans = [_span(r) for r in sweep if r.finished_at]
     cost = {"sweep_id": done.sweep_id if done else None, "planned_runs": done.planned if done else None,
             "runs_stored": len(sweep), "runs_this_call": len(done.records) if done else 0,
@@ -146,9 +151,70 @@ def run_format(fmt: str, args) -> dict:
     print(f"machine load while {during}: 1-min load avg mean {_num(summary['loadavg_1min_mean'])}, max "
           f"{_num(summary['loadavg_1min_max'])}, cores busy {_num(summary['cores_busy_share'])} of "
           f"{summary['cores']}")
+    if again is not None:
+        gap = again["gap_min_median"]
+        print(f"the same models measured again ({_num(gap)} min later, median): "
+              f"{_pct(again['within_10'])} of {again['n']} within ±10 % of the collection's "
+              f"median, {_pct(again['within_5'])} within ±5 %, median |change| "
+              f"{_pct(again['median_abs_change'])} (a ceiling for any predictor on this machine)")
     return {"format": fmt, "threads": args.threads, "evaluation": found.to_dict(), "collection": cost,
             "load": {**summary, "while": during}, "learned_from_runs": training.runs,
-            "left_out": dict(training.left_out), "relaxed": dict(training.relaxed)}
+            "left_out": dict(training.left_out), "relaxed": dict(training.relaxed),
+            "repeatability": again}
+
+
+#: The repeat sweep's seed is the collection's plus this: another sweep of the same models.
+REPEAT_SEED = 1000
+
+
+def repeatability(fmt: str, args, params, models: list[str], sweep_id: str | None) -> dict | None:
+    """The collection's models measured once more, as a sweep of their own, right after it:
+    how often a model's median agrees with itself within ±5 % and ±10 % on this machine. A
+    predictor is judged against one measurement of each model; when a measurement does not
+    reproduce, that share is a ceiling on what any predictor can score here. Both measurements
+    must be VALID. The repeat runs stay in the store (the next evaluation takes each model's
+    median over its runs, as a lab's store accumulates them)."""
+    from aiot.host.predict.collect import collect, collection_spec
+    from aiot.host.store import open_store
+
+    if not args.repeat or not models or sweep_id is None:
+        return None
+    results = args.home / "results"
+    spec = collection_spec("local", fmt, args.threads, 0, models, args.seed + REPEAT_SEED, params,
+                           args.validity, cooldown_max_s=0)
+    started = time.monotonic()
+    again = collect(spec, results, say=lambda line: print(line, flush=True))
+    with open_store(results, readonly=True) as store:
+        first = {r.model: r for r in store.query(sweep_id=sweep_id) if _valid(r)}
+        second = {r.model: r for r in store.query(sweep_id=again.sweep_id) if _valid(r)}
+    both = sorted(first.keys() & second.keys())
+    changes = {m: second[m].median_ms / first[m].median_ms - 1 for m in both}
+    gaps = [_between(first[m], second[m]) for m in both]
+    share = (lambda limit: 100 * sum(abs(c) <= limit for c in changes.values()) / len(changes)
+             if changes else None)
+    return {"sweep_id": again.sweep_id, "n": len(changes), "within_5": share(0.05),
+            "within_10": share(0.10),
+            "median_abs_change": 100 * statistics.median(abs(c) for c in changes.values()) if changes else None,
+            "changes_pct": {m: 100 * c for m, c in changes.items()},
+            "gap_min_median": statistics.median(g for g in gaps if g is not None) / 60
+            if any(g is not None for g in gaps) else None,
+            "wall_s": time.monotonic() - started}
+
+
+def _between(first, second) -> float | None:
+    """Seconds from one run's start to another's."""
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(second.created_at) - datetime.fromisoformat(first.created_at)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _valid(record) -> bool:
+    from aiot.host.engine.validity import VALID
+
+    return record.status == "ok" and record.validity == VALID and bool(record.median_ms)
 
 
 def _num(value) -> str:
@@ -198,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-collect", action="store_true", help="evaluate what is stored")
     parser.add_argument("--fresh", action="store_true", help="start the collection over")
     parser.add_argument("--home", type=Path, default=HOME, help="the aiot home of the collection")
+    parser.add_argument("--no-repeat", dest="repeat", action="store_false",
+                        help="skip measuring the models a second time (their repeatability)")
     args = parser.parse_args(argv)
     if args.fresh and args.home.exists():
         shutil.rmtree(args.home)

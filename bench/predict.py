@@ -189,7 +189,7 @@ def repeatability(fmt: str, args, params, models: list[str], sweep_id: str | Non
         second = {r.model: r for r in store.query(sweep_id=again.sweep_id) if _valid(r)}
     both = sorted(first.keys() & second.keys())
     changes = {m: second[m].median_ms / first[m].median_ms - 1 for m in both}
-    gaps = [_between(first[m], second[m]) for m in both]
+    gaps = [_seconds(first[m].created_at, second[m].created_at) for m in both]
     share = (lambda limit: 100 * sum(abs(c) <= limit for c in changes.values()) / len(changes)
              if changes else None)
     return {"sweep_id": again.sweep_id, "n": len(changes), "within_5": share(0.05),
@@ -199,16 +199,6 @@ def repeatability(fmt: str, args, params, models: list[str], sweep_id: str | Non
             "gap_min_median": statistics.median(g for g in gaps if g is not None) / 60
             if any(g is not None for g in gaps) else None,
             "wall_s": time.monotonic() - started}
-
-
-def _between(first, second) -> float | None:
-    """Seconds from one run's start to another's."""
-    from datetime import datetime
-
-    try:
-        return (datetime.fromisoformat(second.created_at) - datetime.fromisoformat(first.created_at)).total_seconds()
-    except (TypeError, ValueError):
-        return None
 
 
 def _valid(record) -> bool:
@@ -226,10 +216,15 @@ def _ms(value) -> str:
 
 
 def _span(record) -> float | None:
+    return _seconds(record.created_at, record.finished_at)
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    """Seconds between two ISO timestamps, or None where one is missing or unreadable."""
     from datetime import datetime
 
     try:
-        return (datetime.fromisoformat(record.finished_at) - datetime.fromisoformat(record.created_at)).total_seconds()
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except (TypeError, ValueError):
         return None
 

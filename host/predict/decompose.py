@@ -29,6 +29,8 @@ ACTIVATIONS = {"relu": "relu", "relu_": "relu", "hardtanh": "relu6", "hardtanh_"
 BATCH_NORMS = frozenset({"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"})
 #: Kernel kinds an activation (and, for convolutions, a batch norm) fuses into.
 TAKES_ACTIVATION = frozenset({"conv", "gconv", "dw", "fc", "add", "bn"})
+#: The convolution kinds: a batch norm fuses into them, and they read as ``k x k / stride``.
+CONVOLUTIONS = frozenset({"conv", "gconv", "dw"})
 _BINARY = {"add": "add", "sub": "add", "mul": "mul", "div": "mul"}
 _POOLS = {"max_pool2d": "maxpool", "max_pool2d_with_indices": "maxpool", "avg_pool2d": "avgpool"}
 #: The most kernels a squeeze-excite's scale path holds (pool, conv, conv, and their fusions).
@@ -84,7 +86,7 @@ class Kernel:
 
     def describe(self) -> str:
         """``conv 3x3/2 64→128 @56x56 +bn+relu``: what a person reads in a table."""
-        if self.kind in ("conv", "gconv", "dw", "maxpool", "avgpool"):
+        if self.kind in CONVOLUTIONS | {"maxpool", "avgpool"}:
             groups = f" g{self.groups}" if self.kind == "gconv" else ""
             shape = f"{self.k}x{self.k}/{self.stride}{groups} {self.cin}→{self.cout} @{self.h}x{self.w}"
         elif self.kind == "fc":
@@ -190,7 +192,7 @@ class _Walk:
         if tail is not acts[0] or len(tail.users) != 1:
             return False
         if op in BATCH_NORMS:
-            if kernel.kind not in ("conv", "gconv", "dw") or kernel.bn or kernel.act != "none":
+            if kernel.kind not in CONVOLUTIONS or kernel.bn or kernel.act != "none":
                 return False
             kernel.bn = True
             kernel.params += _const_elems(node, self.const)

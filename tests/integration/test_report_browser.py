@@ -194,8 +194,11 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
     for module, extra in (("onnxruntime", "onnx"), ("ai_edge_litert", "tflite"),
                           ("litert_torch", "tflite"), ("matplotlib", "report")):
         need(module, _importable(module), f"pip install 'aiot[{extra}]'")
-    cli.json("sweep", "--device", "local", "--model", "tiny_cnn", "--format", "onnx,tflite,ptl",
-             "--threads", "1,2", "--dataset", "fashion-mnist", "--limit", "50", "--profile", *FAST)
+    swept = cli.json("sweep", "--device", "local", "--model", "tiny_cnn", "--format",
+                     "onnx,tflite,ptl", "--threads", "1,2", "--dataset", "fashion-mnist",
+                     "--limit", "50", "--profile", *FAST)
+    # A busy host may fail the sweep's own runs too (CI did): the report counts every one.
+    busy = sum(r["validity"] == "INVALID" for r in swept)
     # One run that cannot reach its minimum sample count: INVALID, and flagged on the page.
     (invalid,) = cli.json("run", "--model", "tiny_cnn", "--format", "onnx", "--threads", "1",
                           "--min-runs", "1000000", "--max-s", "0.05", "--min-s", "0",
@@ -203,7 +206,7 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
     assert invalid["validity"] == "INVALID"
     out = tmp_path / "report"
     written = cli.json("report", "--out", str(out))
-    assert written["files"][0] == str(out / "index.html") and written["invalid"] == 1
+    assert written["files"][0] == str(out / "index.html") and written["invalid"] == busy + 1
     expected = {"latency_threads", "accuracy_latency", "load_time"}
     if _importable("aiot.host.scores.vips"):
         expected.add("leaderboard")
@@ -220,7 +223,7 @@ def test_report_of_a_local_campaign_renders_in_chromium(cli, browser, tmp_path):
     for image in state["images"]:
         assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
         assert (image["width"], image["height"]) == png_size(out / image["src"])
-    assert state["invalidRows"] >= 2  # the INVALID run in the flagged table and in every run
+    assert state["invalidRows"] >= 2 * (busy + 1)  # each INVALID run in the flagged table and in every run
     # The answer first, then the plots; provenance, failures and every run after.
     assert state["sections"][:3] == ["summary", "formats", "latency"]
     assert state["sections"][-3:] == ["provenance", "flags", "runs"]

@@ -268,7 +268,7 @@ def environment(home: Path) -> dict:
     env = {**os.environ, "AIOT_RESULTS_DIR": str(home / "results"),
            "AIOT_LOCAL_WORKDIR": str(home / "device"), "AIOT_STATE_DIR": str(home / "state"),
            "AIOT_INVENTORY": str(home / "devices.toml"), "AIOT_NO_PROGRESS": "1",
-           "AIOT_VALIDITY": "cv=off,load=off,samples=off,tail=off", "NO_COLOR": "1", "COLUMNS": "200"}
+           "AIOT_VALIDITY": "cv=off,load=off,samples=off,tail=off,speed=off", "NO_COLOR": "1", "COLUMNS": "200"}
     for name in ("AIOT_DEVICE", "ANDROID_SERIAL"):
         env.pop(name, None)
     return env

@@ -16,7 +16,7 @@ Its modules, each importing only those listed below it:
     spec        ``RunSpec``: the run spec, one typed definition for host and agent
     wire        what the agent prints: ``emit`` (protocol lines), ``hello``
     backends/   the runtimes, one module each, to the ``Backend`` protocol (``contract.py``)
-    process, cpuload, telemetry, seccomp, signature, stats, protocol: the ground floor
+    process, cpuload, speedref, telemetry, seccomp, signature, stats, protocol: the ground floor
 """
 
-AGENT_VERSION = "0.8.0"
+AGENT_VERSION = "0.9.0"

@@ -43,7 +43,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import backends, cpuload, profiling, seccomp
+from . import backends, cpuload, profiling, seccomp, speedref
 from .backends import ArtifactLoadError, BackendUnavailable, open_session
 from .process import current_rss_kb, peak_rss_kb, pin
 from .serve import serve
@@ -204,11 +204,13 @@ def run(spec: RunSpec) -> dict:
 
     warm = _timed_loop(session, spec.warmup_runs, spec.warmup_min_s, spec.max_s,
                        "warmup")["samples"]
+    speed_before = speedref.reading()
     anchor = (time.time_ns(), time.perf_counter_ns())
     load_before = cpuload.snapshot()
     loop = _timed_loop(session, spec.min_runs, spec.min_s, spec.max_s, "measure",
                        spec.target_cv, spec.max_runs)
     load = cpuload.between(load_before, cpuload.snapshot())
+    speed = speedref.around(speed_before, speedref.reading())
     samples, span = loop["samples"], loop["span"]
     stats = summarize_ms(samples)
     result = {
@@ -230,6 +232,9 @@ def run(spec: RunSpec) -> dict:
         # CPUs busy during the timed loop, this run's and others' (see cpuload): the host's
         # validity check marks a run timed on a busy device.
         "load": load,
+        # The reference kernel's time on each side of the timed loop (see speedref): the
+        # CPU's own speed, which the load counters do not see.
+        "speed": speed,
         # Wall clock (epoch s) of the first timed iteration's start and the last one's end, for
         # the host to measure its own overhead around the timed region. Device clock: a host
         # comparing them with its own clock must correct for the offset between the two.

@@ -84,6 +84,11 @@ runtime's account it comes from), ``total_nodes``, ``delegated_nodes``, ``outsid
 ``partitions``, ``outside`` ({operator type: count} left outside the engine), ``by_engine``
 ({executor: count}), ``complete`` (every operator taken; null: the runtime does not say) and
 ``note``. An addition: protocol v1 still holds.
+
+Agent 0.9.0 added ``speed`` to ``result``: a fixed reference kernel's time just before and
+just after the timed loop (``speedref``: ``kernel``, ``before_ms``, ``after_ms``; null where
+NumPy could not run it), the CPU's own speed, which the load counters do not see. An addition:
+protocol v1 still holds.
 """
 
 from __future__ import annotations
@@ -227,6 +232,7 @@ FIELDS = {
         "load?": {"online_cpus?": "pos", "seconds?": "ms0", "busy_cpus?": "ms0",
                   "own_cpus?": "ms0", "other_cpus?": "num", "loadavg?": ["ms0"],
                   "top?": [{"pid": "count", "name": "str", "cpus": "ms0"}]},
+        "speed?": {"kernel": "str", "before_ms": "ms", "after_ms": "ms"},
         "measure_start_unix_s?": "num", "measure_end_unix_s?": "num",
         "accuracy?": {"correct": "count", "total": "count", "top1": "frac"},
         "peak_rss_kb?": "count", "sigsys_skipped?": "count",

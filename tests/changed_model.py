@@ -112,7 +112,7 @@ def changed_model(tmp_path_factory, session_cache_env) -> Commits:
     env = {"AIOT_RESULTS_DIR": str(root / "results"), "AIOT_LOCAL_WORKDIR": str(root / "device"),
            "AIOT_STATE_DIR": str(root / "state"), "AIOT_INVENTORY": str(root / "devices.toml"),
            "AIOT_WEIGHTS_DIR": str(root / "weights"), "XDG_CONFIG_HOME": str(root / "config"),
-           "AIOT_VALIDITY": "cv=off,load=off,samples=off,tail=off", "AIOT_NO_PROGRESS": "1",
+           "AIOT_VALIDITY": "cv=off,load=off,samples=off,tail=off,speed=off", "AIOT_NO_PROGRESS": "1",
            "NO_COLOR": "1", "AIOT_HOST_ID": HOST_ID, "AIOT_DEVICE": None, "ANDROID_SERIAL": None}
     repo = root / "repo"
     repo.mkdir()

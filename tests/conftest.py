@@ -246,7 +246,7 @@ def isolated_env(monkeypatch, tmp_path, session_cache, toolchains_dir):
     # The suite times a few samples at a time on a shared, loaded box: the validity checks
     # that judge the box's noise and the sample count are off here, and on in their own tests
     # (tests/unit/test_validity.py, tests/cli/test_cli_verdicts.py). Threads above cores stay on.
-    monkeypatch.setenv("AIOT_VALIDITY", "cv=off,load=off,samples=off,tail=off")
+    monkeypatch.setenv("AIOT_VALIDITY", "cv=off,load=off,samples=off,tail=off,speed=off")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("TERMINAL_WIDTH", "200")
     monkeypatch.setenv("COLUMNS", "200")

@@ -18,6 +18,10 @@ A run is INVALID when any of these holds (each becomes one reason):
   whether or not ``--target-cv`` was asked for;
 * **too few samples**: fewer than a floor (10) even where ``--min-runs`` asked for fewer.
 
+* **speed changed**: a fixed reference kernel (the agent's ``speedref``) took more than a
+  limit (25 %) longer, or shorter, just after the timed loop than just before it: the CPU's
+  speed changed while the model was timed, which the load counters do not see (a neighbour
+  virtual machine, a frequency step).
 * **long tail**: the p90 is more than a limit (3×) times the median (the robust CV ignores
   a slow tenth of the samples; this check does not).
 * **timing implausible**: the numbers a run reports do not add up (:func:`timing_reasons`):
@@ -27,7 +31,7 @@ A run is INVALID when any of these holds (each becomes one reason):
   as LiteRT #9453 reported 274 µs for a 16 ms run). Not a judgement call: no limit to relax.
 
 Those with a limit have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``
-or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5`` (``off``
+or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5,speed=0.5`` (``off``
 turns a check off); see :class:`ValidityPolicy`. Every verdict stores the limits it used,
 and one judged under looser limits than the defaults shows as ``VALID (relaxed: …)``.
 
@@ -61,6 +65,8 @@ class ValidityPolicy:
         tail: the highest p90 / median of a VALID run. The robust CV does not see a slow tenth
             of the samples (the MAD ignores them); this does, so a relaxed ``cv`` or ``load``
             never lets a run whose p90 is hundreds of times its median pass.
+        speed: the most the reference kernel's time after the timed loop may differ from its
+            time before it, as a share of the faster of the two.
     """
 
     cv: float | None = 0.10
@@ -68,6 +74,7 @@ class ValidityPolicy:
     samples: int | None = 10
     threads: bool = True
     tail: float | None = 3.0
+    speed: float | None = 0.25
 
     @classmethod
     def from_env(cls, text: str | None = None, option: str | None = None) -> ValidityPolicy:
@@ -237,6 +244,26 @@ def _cv(stats: dict) -> tuple[float | None, str]:
     return None, "CV"
 
 
+def speed_reason(speed: dict | None, limit: float | None) -> str | None:
+    """Why the CPU's speed changed while the run was timed (its reference kernel's readings
+    on each side of the timed loop, ``result.speed``), or None (also without readings)."""
+    if not isinstance(speed, dict) or limit is None:
+        return None
+    before, after = speed.get("before_ms"), speed.get("after_ms")
+    if not isinstance(before, (int, float)) or not isinstance(after, (int, float)) \
+            or min(before, after) <= 0:
+        return None
+    change = max(before, after) / min(before, after) - 1
+    if change <= limit:
+        return None
+    shown, bound = apart(change * 100, limit * 100, 0)
+    slower = "slower" if after > before else "faster"
+    return (f"speed changed: a reference kernel took {before:.3g} ms before the timed loop and "
+            f"{after:.3g} ms after it ({shown} % {slower}; limit {bound} %): the CPU's speed "
+            "changed while the model was timed, which the load counters do not see (another "
+            "virtual machine, a frequency step; --validity speed=… sets it)")
+
+
 def threads_reason(threads: int | None, usable: int | None, pinned: bool = False) -> str | None:
     """Why ``threads`` oversubscribe ``usable`` CPUs, or None when they do not."""
     if not threads or not usable or threads <= usable:
@@ -388,6 +415,8 @@ def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] 
     if why := load_reason(load, threads, policy.load):
         reasons.append(why)
     reasons += sample_reasons(result, min_runs, policy)
+    if why := speed_reason(result.get("speed"), policy.speed):
+        reasons.append(why)
     reasons += timing_reasons(result)
     reasons += [f"throttling detected: {r}" for r in throttling or []]
     reasons += [f"device state changed: {r}" for r in state_changes or []]

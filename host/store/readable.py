@@ -97,6 +97,7 @@ SCHEMA = {
         "outputs": Of(OBJ),
         "load": {"other_cpus": NUM, "busy_cpus": NUM, "online_cpus": INT, "loadavg": Of(NUM),
                  "top": Of({"pid": SCALAR, "name": SCALAR, "cpus": NUM})},
+        "speed": {"kernel": TEXT, "before_ms": NUM, "after_ms": NUM},
         "stability": {"cv": NUM, "target_cv": NUM, "stable": SCALAR},
         "error": {"type": SCALAR, "transient": SCALAR},
         "threads": INT, "load_ms": NUM, "first_inference_ms": NUM, "profile": OBJ,

@@ -62,7 +62,8 @@ def _result(count=60, robust_cv=0.02, load=QUIET, threads=1):
 def test_a_quiet_run_within_the_defaults_is_valid():
     assert judge(_result(), 50, TWO_CORES, policy=DEFAULTS) == {
         "verdict": VALID, "reasons": [],
-        "limits": {"cv": 0.1, "load": 0.5, "samples": 10, "threads": True, "tail": 3.0}}
+        "limits": {"cv": 0.1, "load": 0.5, "samples": 10, "threads": True, "tail": 3.0,
+                   "speed": 0.25}}
 
 
 def test_threads_above_the_online_cores_are_invalid_and_named():
@@ -199,8 +200,8 @@ def test_a_verdict_under_relaxed_limits_is_never_a_plain_valid():
     strict = judge(_result(), 50, TWO_CORES, policy=ValidityPolicy(load=0.2))
     assert verdict_text(strict) == "VALID"  # stricter than the default is no relaxation
     assert limit_changes(strict["limits"]) == ["load≤0.2"]
-    assert limits_text(verdict["limits"]) == ("cv≤0.1, load≤2, samples≥10, threads on, tail≤3 "
-                                              "(not the defaults: load≤2)")
+    assert limits_text(verdict["limits"]) == (
+        "cv≤0.1, load≤2, samples≥10, threads on, tail≤3, speed≤0.25 (not the defaults: load≤2)")
     assert verdict_text({"verdict": VALID, "reasons": []}) == "VALID"  # records from before
 
 
@@ -221,3 +222,43 @@ def test_one_device_fact_answers_threads_against_cores():
     assert phone.lacks_cores_for(12) and not phone.lacks_cores_for(8)
     unknown = DeviceFacts.of({"cores": "8", "online_cores": True})  # a device's word, checked
     assert unknown.usable_cpus() is None and not unknown.lacks_cores_for(64)
+
+
+# -- the CPU's own speed around the timed loop: a reference kernel (issue 54) ------------------
+
+from aiot.device_agent import speedref  # noqa: E402
+
+
+def test_a_cpu_that_changed_speed_while_the_run_was_timed_is_invalid_with_both_readings():
+    slower = judge({**_result(), "speed": {"kernel": speedref.KERNEL, "before_ms": 0.6,
+                                           "after_ms": 0.9}}, 50, TWO_CORES, policy=DEFAULTS)
+    (why,) = slower["reasons"]
+    assert why.startswith("speed changed: a reference kernel took 0.6 ms before the timed loop "
+                          "and 0.9 ms after it (50 % slower; limit 25 %)")
+    assert "--validity speed=" in why
+    faster = judge({**_result(), "speed": {"before_ms": 0.9, "after_ms": 0.6}}, 50, TWO_CORES,
+                   policy=DEFAULTS)
+    assert "(50 % faster; limit 25 %)" in faster["reasons"][0]
+    steady = {**_result(), "speed": {"before_ms": 0.6, "after_ms": 0.72}}  # 20 %: within
+    assert judge(steady, 50, TWO_CORES, policy=DEFAULTS)["verdict"] == VALID
+    # No readings (an older agent, a device without NumPy) and a check turned off judge nothing.
+    assert judge({**_result(), "speed": None}, 50, TWO_CORES, policy=DEFAULTS)["verdict"] == VALID
+    off = ValidityPolicy.from_env("speed=off")
+    assert judge({**_result(), "speed": {"before_ms": 0.6, "after_ms": 0.9}}, 50, TWO_CORES,
+                 policy=off)["verdict"] == VALID
+
+
+def test_the_speed_limit_just_crossed_reads_above_it():
+    from aiot.host.engine.validity import speed_reason
+
+    why = speed_reason({"before_ms": 1.0, "after_ms": 1.2504}, 0.25)
+    assert "(25.04 % slower; limit 25.00 %)" in why
+    assert speed_reason({"before_ms": 0, "after_ms": 1.0}, 0.25) is None  # no division by zero
+
+
+def test_the_reference_kernel_reads_this_cpu_and_its_block_names_the_kernel():
+    first, second = speedref.reading(), speedref.reading()
+    assert first is not None and first > 0 and second > 0
+    assert speedref.around(first, second) == {"kernel": speedref.KERNEL, "before_ms": first,
+                                              "after_ms": second}
+    assert speedref.around(None, second) is None

@@ -132,7 +132,7 @@ def run_format(fmt: str, args) -> dict:
             "wall_s_this_call": done.seconds if done else 0.0,
             "run_spans_s_total": sum(s for s in spans if s is not None),
             "left": done.left if done else None, "budget_spent": done.budget_spent if done else None,
-            "by_outcome": _outcomes(sweep)}
+            "by_outcome": _outcomes(sweep), "invalid_by_size": _invalid_by_size(sweep)}
     rows = [[f, m["n"], _ms(m["rmse_ms"]), _pct(m["mape"]), _pct(m["within_5"]), _pct(m["within_10"])]
             for f, m in [*((f, found.of(f)) for f in found.families()), ("all", found.of()),
                          ("FLOPs baseline", found.baseline())]]
@@ -145,6 +145,8 @@ def run_format(fmt: str, args) -> dict:
     print(f"collection: {cost['runs_stored']} runs stored in its sweep "
           f"({cost['runs_this_call']} this call, {cost['wall_s_this_call'] / 60:.1f} min wall), "
           f"run spans {cost['run_spans_s_total'] / 60:.1f} min in all; outcomes {cost['by_outcome']}")
+    for size, reasons in cost["invalid_by_size"].items():
+        print(f"  INVALID at medians {size}: " + ", ".join(f"{n} {why}" for why, n in reasons.items()))
     summary = load.summary() if done is not None else {
         "loadavg_1min_mean": None, "loadavg_1min_max": None, "cores_busy_share": None, "cores": os.cpu_count()}
     during = "collecting" if done is not None else "collecting: not sampled (no collection this call)"
@@ -157,6 +159,12 @@ def run_format(fmt: str, args) -> dict:
               f"{_pct(again['within_10'])} of {again['n']} within ±10 % of the collection's "
               f"median, {_pct(again['within_5'])} within ±5 %, median |change| "
               f"{_pct(again['median_abs_change'])} (a ceiling for any predictor on this machine)")
+        if again["speed_changes_pct"]:
+            print(f"  the reference kernel beside each run changed by a median "
+                  f"{statistics.median(abs(c) for c in again['speed_changes_pct'].values()):.1f} % "
+                  f"between the two; its change against the model's: r = "
+                  f"{_num(again['speed_change_correlation'])}; divided out, "
+                  f"{_pct(again['speed_normalized_within_10'])} within ±10 %")
     return {"format": fmt, "threads": args.threads, "evaluation": found.to_dict(), "collection": cost,
             "load": {**summary, "while": during}, "learned_from_runs": training.runs,
             "left_out": dict(training.left_out), "relaxed": dict(training.relaxed),
@@ -190,15 +198,45 @@ def repeatability(fmt: str, args, params, models: list[str], sweep_id: str | Non
     both = sorted(first.keys() & second.keys())
     changes = {m: second[m].median_ms / first[m].median_ms - 1 for m in both}
     gaps = [_seconds(first[m].created_at, second[m].created_at) for m in both]
-    share = (lambda limit: 100 * sum(abs(c) <= limit for c in changes.values()) / len(changes)
-             if changes else None)
-    return {"sweep_id": again.sweep_id, "n": len(changes), "within_5": share(0.05),
-            "within_10": share(0.10),
+    # Did the CPU's own speed change between the two (the agent's reference kernel, timed
+    # beside each run)? A change the reference saw is the machine's, not the model's.
+    speeds = {m: (_speed(first[m]), _speed(second[m])) for m in both}
+    speeds = {m: b / a - 1 for m, (a, b) in speeds.items() if a and b}
+    normalized = {m: (1 + changes[m]) / (1 + speeds[m]) - 1 for m in speeds}
+    return {"sweep_id": again.sweep_id, "n": len(changes), "within_5": _share(changes, 0.05),
+            "within_10": _share(changes, 0.10),
             "median_abs_change": 100 * statistics.median(abs(c) for c in changes.values()) if changes else None,
             "changes_pct": {m: 100 * c for m, c in changes.items()},
+            "speed_changes_pct": {m: 100 * c for m, c in speeds.items()},
+            "speed_normalized_within_10": _share(normalized, 0.10),
+            "speed_change_correlation": _correlation([speeds[m] for m in speeds],
+                                                     [changes[m] for m in speeds]),
             "gap_min_median": statistics.median(g for g in gaps if g is not None) / 60
             if any(g is not None for g in gaps) else None,
             "wall_s": time.monotonic() - started}
+
+
+def _share(changes: dict, limit: float) -> float | None:
+    """The percentage of ``changes`` (relative) within ±``limit``, or None without any."""
+    return 100 * sum(abs(c) <= limit for c in changes.values()) / len(changes) if changes else None
+
+
+def _speed(record) -> float | None:
+    """A run's reference-kernel time (ms, the mean of its readings before and after the timed
+    loop; agent 0.9.0), or None for a run without readings."""
+    speed = (record.result or {}).get("speed") or {}
+    before, after = speed.get("before_ms"), speed.get("after_ms")
+    return (before + after) / 2 if before and after else None
+
+
+def _correlation(xs: list[float], ys: list[float]) -> float | None:
+    """Pearson's r of two series (None under 3 points or with no spread)."""
+    if len(xs) < 3:
+        return None
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
+        return None
 
 
 def _valid(record) -> bool:
@@ -235,6 +273,24 @@ def _outcomes(records) -> dict:
         key = f"{r.status} {r.validity}" if r.status == "ok" else r.status
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+#: Median buckets (ms) of the INVALID runs' count: which kernels the validity checks refuse.
+SIZES = ((0.1, "< 0.1 ms"), (1.0, "0.1-1 ms"), (float("inf"), "≥ 1 ms"))
+
+
+def _invalid_by_size(records) -> dict:
+    """``{bucket: {reason: runs}}`` of the INVALID runs, by their median (reasons by name)."""
+    found: dict[str, dict[str, int]] = {}
+    for r in records:
+        if r.status != "ok" or r.validity == "VALID" or not r.median_ms:
+            continue
+        bucket = next(label for top, label in SIZES if r.median_ms < top)
+        reasons = ((r.result or {}).get("validity") or {}).get("reasons") or ["?"]
+        for why in dict.fromkeys(x.partition(":")[0] for x in reasons):
+            found.setdefault(bucket, {}).setdefault(why, 0)
+            found[bucket][why] += 1
+    return {label: found[label] for _, label in SIZES if label in found}
 
 
 def _key(fmt: str, home: str) -> str:

@@ -17,9 +17,11 @@ from aiot.host.predict.blocks import name_of
 
 #: Resolution -> the channels CNNs use there (from the zoo: 3-channel stems at 224, 2048 at 7).
 #: 2: the last stage of the CIFAR and Fashion-MNIST variants (RegNetX's grouped convolutions).
-LEVELS = {224: (3, 48), 112: (8, 144), 56: (16, 256), 32: (16, 320), 28: (16, 512),
-          16: (32, 640), 14: (32, 1024), 8: (64, 1024), 7: (64, 1280), 4: (128, 2048),
-          2: (128, 2048)}
+#: The low ends are those of small networks (16-64 channels at 14 to 2 pixels): tiny_cnn's
+#: 16→32 conv at 14x14 lay below a low end of 32, extrapolated (tiny_cnn was +58 % to +83 %).
+LEVELS = {224: (3, 48), 112: (8, 144), 56: (8, 256), 32: (8, 320), 28: (8, 512),
+          16: (16, 640), 14: (16, 1024), 8: (16, 1024), 7: (16, 1280), 4: (32, 2048),
+          2: (32, 2048)}
 #: The resolutions models take images at (ImageNet, CIFAR, Fashion-MNIST): where stems are drawn.
 STEMS = (224, 32, 28)
 #: Each kind's share of the kernels drawn (blocks of several kernels teach how kernels add up).

@@ -42,13 +42,17 @@ def test_relaxed_limits_are_stored_shown_and_never_a_plain_valid(cli):
     (record,) = cli.json("results", "list")
     validity = record["result"]["validity"]
     assert record["validity"] == "VALID" and validity["limits"]["load"] == 50.0
-    # The suite's AIOT_VALIDITY turns cv, samples and tail off; --validity sets load on top.
+    # The suite's AIOT_VALIDITY turns cv, samples, tail and speed off; --validity sets load on top.
     assert validity["limits"]["cv"] is None and validity["limits"]["tail"] is None
+    # The reference kernel's readings on each side of the timed loop travel with the run.
+    speed = record["result"]["speed"]
+    assert speed["kernel"].startswith("numpy-muladd") and speed["before_ms"] > 0 < speed["after_ms"]
     table = " ".join(re.sub(r"[│┃┏┓┗┛┡┩└┘┬┴┼━─╇╋┳┻]", " ", result.stdout).split())
     assert "VALID (relaxed)" in table
-    assert "validity judged with cv off, load≤50, samples off, tail off (not the defaults" in table
+    assert (
+        "validity judged with cv off, load≤50, samples off, tail off, speed off (not the defaults") in table
     shown = " ".join(cli("results", "show", record["id"]).stdout.split())
-    assert "VALID (relaxed: cv off, load≤50, samples off, tail off)" in shown
+    assert "VALID (relaxed: cv off, load≤50, samples off, tail off, speed off)" in shown
     assert "validity limits" in shown
 
 

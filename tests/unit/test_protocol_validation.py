@@ -78,6 +78,9 @@ def test_nan_is_no_json_number_unless_the_caller_checks_numbers():
     ({"id": [3]}, "id is [3], not a number"),
     ({"samples_ns": [2**70] * 20}, "samples_ns holds a sample above 2^63 ns"),
     ({"threads": list(range(99))}, "threads is a list of 99, not a number"),
+    ({"speed": {"kernel": "k", "before_ms": 0.6, "after_ms": -1}}, "speed.after_ms is -1, not > 0"),
+    ({"speed": {"kernel": "k", "before_ms": "fast", "after_ms": 0.6}},
+     "speed.before_ms is 'fast', not a number"),
 ])
 def test_types_and_ranges_of_a_result(changes, says):
     assert says in _refused(_line(**_result(**changes)))

@@ -200,8 +200,8 @@ def repeatability(fmt: str, args, params, models: list[str], sweep_id: str | Non
     gaps = [_seconds(first[m].created_at, second[m].created_at) for m in both]
     # Did the CPU's own speed change between the two (the agent's reference kernel, timed
     # beside each run)? A change the reference saw is the machine's, not the model's.
-    speeds = {m: (_speed(first[m]), _speed(second[m])) for m in both}
-    speeds = {m: b / a - 1 for m, (a, b) in speeds.items() if a and b}
+    readings = {m: (_speed(first[m]), _speed(second[m])) for m in both}
+    speeds = {m: b / a - 1 for m, (a, b) in readings.items() if a and b}
     normalized = {m: (1 + changes[m]) / (1 + speeds[m]) - 1 for m in speeds}
     return {"sweep_id": again.sweep_id, "n": len(changes), "within_5": _share(changes, 0.05),
             "within_10": _share(changes, 0.10),
@@ -281,16 +281,16 @@ SIZES = ((0.1, "< 0.1 ms"), (1.0, "0.1-1 ms"), (float("inf"), "≥ 1 ms"))
 
 def _invalid_by_size(records) -> dict:
     """``{bucket: {reason: runs}}`` of the INVALID runs, by their median (reasons by name)."""
-    found: dict[str, dict[str, int]] = {}
+    from collections import Counter, defaultdict
+
+    found: dict[str, Counter] = defaultdict(Counter)
     for r in records:
         if r.status != "ok" or r.validity == "VALID" or not r.median_ms:
             continue
         bucket = next(label for top, label in SIZES if r.median_ms < top)
         reasons = ((r.result or {}).get("validity") or {}).get("reasons") or ["?"]
-        for why in dict.fromkeys(x.partition(":")[0] for x in reasons):
-            found.setdefault(bucket, {}).setdefault(why, 0)
-            found[bucket][why] += 1
-    return {label: found[label] for _, label in SIZES if label in found}
+        found[bucket].update({x.partition(":")[0] for x in reasons})  # each reason once a run
+    return {label: dict(found[label]) for _, label in SIZES if label in found}
 
 
 def _key(fmt: str, home: str) -> str:

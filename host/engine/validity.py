@@ -14,14 +14,14 @@ A run is INVALID when any of these holds (each becomes one reason):
   online cores, or its ``--cluster``) time the scheduler, not the model (warned before the run);
 * **device busy**: other processes kept CPUs busy while the run was timed (the agent's
   ``load`` reading: ``/proc/stat`` less its own CPU time; else the load average);
-* **CV above limit**: the samples' robust CV (1.4826·MAD/median) is above a default limit,
-  whether or not ``--target-cv`` was asked for;
-* **too few samples**: fewer than a floor (10) even where ``--min-runs`` asked for fewer.
-
 * **speed changed**: a fixed reference kernel (the agent's ``speedref``) took more than a
   limit (25 %) longer, or shorter, just after the timed loop than just before it: the CPU's
   speed changed while the model was timed, which the load counters do not see (a neighbour
   virtual machine, a frequency step).
+* **CV above limit**: the samples' robust CV (1.4826·MAD/median) is above a default limit,
+  whether or not ``--target-cv`` was asked for;
+* **too few samples**: fewer than a floor (10) even where ``--min-runs`` asked for fewer.
+
 * **long tail**: the p90 is more than a limit (3×) times the median (the robust CV ignores
   a slow tenth of the samples; this check does not).
 * **timing implausible**: the numbers a run reports do not add up (:func:`timing_reasons`):
@@ -31,9 +31,9 @@ A run is INVALID when any of these holds (each becomes one reason):
   as LiteRT #9453 reported 274 µs for a 16 ms run). Not a judgement call: no limit to relax.
 
 Those with a limit have defaults a person can change for a noisy lab, in ``AIOT_VALIDITY``
-or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5,speed=0.5`` (``off``
-turns a check off); see :class:`ValidityPolicy`. Every verdict stores the limits it used,
-and one judged under looser limits than the defaults shows as ``VALID (relaxed: …)``.
+or ``--validity`` (run, sweep): ``cv=0.2,load=1.5,samples=5,threads=off,tail=5,speed=0.5``
+(``off`` turns a check off); see :class:`ValidityPolicy`. Every verdict stores the limits it
+used, and one judged under looser limits than the defaults shows as ``VALID (relaxed: …)``.
 
 The verdict is stored with the record (column ``validity``, details in the result), so a
 report can leave invalid runs out or show them flagged.

@@ -256,7 +256,8 @@ def speed_reason(speed: dict | None, limit: float | None) -> str | None:
     change = max(before, after) / min(before, after) - 1
     if change <= limit:
         return None
-    shown, bound = apart(change * 100, limit * 100, 0)
+    # As many decimals as the limit has (25 %, 0.5 %), more where the two would read alike.
+    shown, bound = apart(change * 100, limit * 100, len(f"{limit * 100:g}".partition(".")[2]))
     slower = "slower" if after > before else "faster"
     return (f"speed changed: a reference kernel took {before:.3g} ms before the timed loop and "
             f"{after:.3g} ms after it ({shown} % {slower}; limit {bound} %): the CPU's speed "

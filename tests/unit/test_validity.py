@@ -254,6 +254,9 @@ def test_the_speed_limit_just_crossed_reads_above_it():
     why = speed_reason({"before_ms": 1.0, "after_ms": 1.2504}, 0.25)
     assert "(25.04 % slower; limit 25.00 %)" in why
     assert speed_reason({"before_ms": 0, "after_ms": 1.0}, 0.25) is None  # no division by zero
+    # A limit below 1 % reads as itself, not as "limit 0 %".
+    assert "(3.2 % faster; limit 0.5 %)" in speed_reason({"before_ms": 0.382, "after_ms": 0.37},
+                                                          0.005)
 
 
 def test_the_reference_kernel_reads_this_cpu_and_its_block_names_the_kernel():

@@ -99,7 +99,7 @@ VARIABLES: tuple[Variable, ...] = (
        "The longest line of device output, in MiB, before the command stops in one line.",
        "aiot.host.transports.stream"),
     # -- measuring ----------------------------------------------------------------------------
-    _v("AIOT_VALIDITY", "the built-in limits (cv, load, samples, threads, tail)",
+    _v("AIOT_VALIDITY", "the built-in limits (cv, load, samples, threads, tail, speed)",
        "Validity limits, e.g. `cv=0.2,load=1.5,threads=off` (`--validity` goes over them).",
        "aiot.host.engine.validity"),
     _v("AIOT_HOST_THREADS", "the CPUs idle when the command starts",

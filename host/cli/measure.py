@@ -40,7 +40,7 @@ CooldownMaxS = Annotated[float, typer.Option(
     "--cooldown-max-s", help="Before each run wait until the device's CPU temperature and frequency caps are back near their idle baseline, at most this long (0: do not wait; telemetry is recorded either way).")]
 Validity = Annotated[str | None, typer.Option(
     "--validity", metavar="KEY=VALUE,…", help="Validity limits over AIOT_VALIDITY's, e.g. load=2 on a "
-    "busy machine (keys cv, load, samples, threads, tail; off turns one off). Stored with each "
+    "busy machine (keys cv, load, samples, threads, tail, speed; off turns one off). Stored with each "
     "verdict; a run judged under looser limits than the defaults shows as VALID (relaxed: …).")]
 Timeout = Annotated[float | None, typer.Option("--timeout", help="Kill a run's agent after this many seconds and record the run as failed (default: max-s + warm-up + 300).")]
 #: The defaults of ``run`` and ``sweep``: the timing knobs are the agent's own (one definition,

@@ -269,3 +269,17 @@ def test_the_reference_kernel_reads_this_cpu_and_its_block_names_the_kernel():
     import numpy as np
 
     assert all(speedref._aligned(np).ctypes.data % speedref.ALIGN == 0 for _ in range(20))
+
+
+def test_the_validity_option_names_every_key_the_policy_takes():
+    """The help text is written out (so --help imports no engine): it must keep up."""
+    from dataclasses import fields
+
+    from aiot.host.cli.measure import Validity
+
+    from aiot.core.environment import VARIABLES
+
+    text = Validity.__metadata__[0].help
+    assert all(f.name in text for f in fields(ValidityPolicy))
+    default = next(v for v in VARIABLES if v.name == "AIOT_VALIDITY").default
+    assert all(f.name in default for f in fields(ValidityPolicy))

@@ -19,4 +19,4 @@ Its modules, each importing only those listed below it:
     process, cpuload, speedref, telemetry, seccomp, signature, stats, protocol: the ground floor
 """
 
-AGENT_VERSION = "0.9.0"
+AGENT_VERSION = "0.9.1"

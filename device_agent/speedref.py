@@ -9,10 +9,15 @@ differ from each other, their readings say whether the device did.
 
 The kernel is NumPy (which every runtime brings) multiplying and adding two float32 vectors of
 :data:`SIZE` elements, :data:`REPS` times per sample, in one thread; a reading is the median of
-:data:`SAMPLES` samples (about 3 ms on a laptop core, outside every timed region). Its vectors
-start on a cache line (:data:`ALIGN`) at every reading: where the allocator placed them was
-the kernel's own noise, not the CPU's (measured here: 0.36 ms with the output on a 64-byte
-boundary, 0.53-0.61 ms 16 bytes off it, so unaligned readings told a third of the runs apart).
+:data:`SAMPLES` samples (about 3 ms on a laptop core, outside every timed region).
+
+Where its vectors lie is part of its time, so they are placed once per process and every
+reading reuses them: a reading before the timed loop and one after it then differ only by the
+CPU. Placed anew at each reading, the same kernel took 0.36 ms or 0.50 ms on one quiet core by
+where the allocator put them: first their alignment (a third of a collection's runs read
+"speed changed" for it), then their offsets within a page (vectors at the same offset in
+their pages make loads wait on earlier stores to it: 4K aliasing). So the vectors start on
+page boundaries plus :data:`STAGGER` apart, no two at one offset in a page.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ import time
 SIZE = 16384
 REPS = 100
 SAMPLES = 7
-#: Every vector starts on a boundary of this many bytes (a cache line; AVX-512's width).
-ALIGN = 64
+#: Each vector starts this many bytes further into its page than the one before (0, 1 KiB,
+#: 2 KiB): loads of one never wait on stores to another at the same page offset.
+STAGGER = 1024
+PAGE = 4096
 #: The kernel's name, stored with each reading: readings of another kernel do not compare.
-KERNEL = f"numpy-muladd-f32x{SIZE}x{REPS}-a{ALIGN}"
+KERNEL = f"numpy-muladd-f32x{SIZE}x{REPS}-s{STAGGER}"
+
+_vectors: list | None = None  # this process's three vectors (see the module docstring)
 
 
 def reading() -> float | None:
@@ -35,7 +44,7 @@ def reading() -> float | None:
     try:
         import numpy as np
 
-        a, b, c = (_aligned(np) for _ in range(3))
+        a, b, c = _placed(np)
         a[:] = np.linspace(0.0, 1.0, SIZE, dtype=np.float32)
         b[:] = a[::-1]
         np.multiply(a, b, out=c)  # the first call pays for NumPy's own setup
@@ -51,12 +60,17 @@ def reading() -> float | None:
     return round(statistics.median(samples), 4)
 
 
-def _aligned(np):
-    """A float32 vector of :data:`SIZE` elements whose first byte is on an :data:`ALIGN`
-    boundary (NumPy aligns to 16 bytes only)."""
-    raw = np.empty(SIZE * 4 + ALIGN, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    return raw[start:start + SIZE * 4].view(np.float32)
+def _placed(np) -> list:
+    """This process's three float32 vectors of :data:`SIZE` elements, placed on their first
+    call: in one buffer, each on a page boundary plus its :data:`STAGGER`."""
+    global _vectors
+    if _vectors is None:
+        step = SIZE * 4 + PAGE  # a vector and a page: the next one starts on a page again
+        raw = np.empty(3 * step + PAGE, dtype=np.uint8)
+        first = -raw.ctypes.data % PAGE
+        _vectors = [raw[first + i * (step + STAGGER):first + i * (step + STAGGER) + SIZE * 4]
+                    .view(np.float32) for i in range(3)]
+    return _vectors
 
 
 def around(before: float | None, after: float | None) -> dict | None:

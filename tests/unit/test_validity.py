@@ -265,10 +265,14 @@ def test_the_reference_kernel_reads_this_cpu_and_its_block_names_the_kernel():
     assert speedref.around(first, second) == {"kernel": speedref.KERNEL, "before_ms": first,
                                               "after_ms": second}
     assert speedref.around(None, second) is None
-    # On a cache line every time: where the allocator put them was the kernel's own noise.
+    # Placed once, the same for every reading of the process (where the allocator put them was
+    # the kernel's own noise), no two at the same offset in a page (4K aliasing).
     import numpy as np
 
-    assert all(speedref._aligned(np).ctypes.data % speedref.ALIGN == 0 for _ in range(20))
+    placed = speedref._placed(np)
+    assert [v.ctypes.data for v in speedref._placed(np)] == [v.ctypes.data for v in placed]
+    assert sorted(v.ctypes.data % speedref.PAGE for v in placed) == [0, 1024, 2048]
+    assert all(v.size == speedref.SIZE and v.dtype == np.float32 for v in placed)
 
 
 def test_the_validity_option_names_every_key_the_policy_takes():

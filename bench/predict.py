@@ -129,6 +129,7 @@ def run_format(fmt: str, args) -> dict:
     spans = [_span(r) for r in sweep if r.finished_at]
     cost = {"sweep_id": done.sweep_id if done else None, "planned_runs": done.planned if done else None,
             "runs_stored": len(sweep), "runs_this_call": len(done.records) if done else 0,
+            "runs_retried": len(done.retried) if done else 0,
             "wall_s_this_call": done.seconds if done else 0.0,
             "run_spans_s_total": sum(s for s in spans if s is not None),
             "left": done.left if done else None, "budget_spent": done.budget_spent if done else None,
@@ -143,7 +144,8 @@ def run_format(fmt: str, args) -> dict:
         print("judged under relaxed validity limits: " + ", ".join(
             f"{n} run(s) {k}" for k, n in training.relaxed.most_common()))
     print(f"collection: {cost['runs_stored']} runs stored in its sweep "
-          f"({cost['runs_this_call']} this call, {cost['wall_s_this_call'] / 60:.1f} min wall), "
+          f"({cost['runs_this_call']} this call and {cost['runs_retried']} measured again after an "
+          f"INVALID verdict of the machine's moment, {cost['wall_s_this_call'] / 60:.1f} min wall), "
           f"run spans {cost['run_spans_s_total'] / 60:.1f} min in all; outcomes {cost['by_outcome']}")
     for size, reasons in cost["invalid_by_size"].items():
         print(f"  INVALID at medians {size}: " + ", ".join(f"{n} {why}" for why, n in reasons.items()))

@@ -17,8 +17,8 @@ from aiot.host.devices.resolve import emulation_warning, resolve_name
 from aiot.host.engine.estimate import duration
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.predict import graphs
+from aiot.host.predict.collect import RETRIES, collection_spec
 from aiot.host.predict.collect import collect as run_collection
-from aiot.host.predict.collect import collection_spec
 from aiot.host.predict.evaluate import evaluate as held_out
 from aiot.host.predict.evaluate import metrics
 from aiot.host.predict.predictor import fit_predictor, load_predictor
@@ -139,19 +139,23 @@ def collect(
     validity: Annotated[str | None, typer.Option(
         help="Validity limits over AIOT_VALIDITY's (e.g. load=2 on a busy machine); only VALID "
              "runs are learned from.")] = None,
+    retries: Annotated[int, typer.Option(
+        help="Measure a run judged INVALID for the machine's moment (busy, its CPU's speed "
+             "changed, too noisy) again up to this many times, within the budget.")] = RETRIES,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure kernels drawn from the shapes CNNs use, and whole models, with per-operator
     profiles, as ordinary records of one sweep.
 
     Says an estimate before it starts; running the same command again resumes (only missing or
-    failed runs are measured), so --budget-s spreads a collection over several calls.
+    failed runs are measured), so --budget-s spreads a collection over several calls. Runs
+    INVALID for the machine's moment are measured again at the end (--retries).
     """
     name, fmt, threads = _target(device, fmt, threads)
     check_seconds({"--budget-s": budget_s, "--min-s": min_s, "--warmup-min-s": warmup_min_s,
                    "--cooldown-max-s": cooldown_max_s})
-    if kernels < 0:
-        raise UsageError(f"--kernels must be 0 or more, got {kernels}")
+    if kernels < 0 or retries < 0:
+        raise UsageError(f"--kernels and --retries must be 0 or more, got {kernels} and {retries}")
     chosen = None if models is None else [m.strip() for m in models.split(",")
                                           if m.strip() and m.strip().lower() != "none"]
     params = MeasureParams(warmup_runs=warmup_runs, warmup_min_s=warmup_min_s, min_runs=min_runs,
@@ -160,10 +164,11 @@ def collect(
         spec = collection_spec(name, fmt, threads, kernels, chosen, seed, params, validity, cooldown_max_s)
     results = state(ctx).results_dir()
     with RichRunListener() as listener:
-        done = run_collection(spec, results, listener, budget_s, say=message)
-    counts = done.counts()
+        done = run_collection(spec, results, listener, budget_s, say=message, retries=retries)
+    counts, again = done.counts(), done.counts(retried=True)
     summary = {"sweep_id": done.sweep_id, "planned": done.planned, "done_before": done.done_before,
-               "measured": dict(counts), "left": done.left, "budget_spent": done.budget_spent,
+               "measured": dict(counts), "retried": dict(again), "left": done.left,
+               "budget_spent": done.budget_spent,
                "seconds": done.seconds, "estimate_s": done.guess.seconds if done.guess else None}
     if as_json:
         print_json(summary)
@@ -172,6 +177,8 @@ def collect(
     message(f"collection {done.sweep_id}: {measured} in {duration(done.seconds)}; "
             + (f"{done.left} run(s) left: the same command goes on" if done.left > 0 else "complete")
             + f"; see: aiot results list --sweep {done.sweep_id}")
+    if again:
+        message("measured again: " + ", ".join(f"{n} {what}" for what, n in again.most_common()))
     if counts.get("ok INVALID"):
         message(f"[yellow]warning:[/] {counts['ok INVALID']} run(s) were judged INVALID: fit learns "
                 "only from VALID ones (a busy machine: --validity load=… relaxes it, stated in each "

@@ -7,6 +7,11 @@ per-operator profile where the runtime has one, each run an ordinary record of o
 same command resumes it (only missing or failed runs are measured again). The sweep is checked
 as ``aiot sweep`` checks one, estimated before it starts, and run in slices that fit a time
 budget: when the budget is spent no further slice starts, and the next call goes on.
+
+A run judged INVALID for the machine's moment (:data:`TRANSIENT`: busy, its CPU's speed
+changed, too noisy) teaches a predictor nothing; once every run has been measured, such runs
+are measured again, up to ``retries`` times each, within the same budget (:func:`transient`). A run INVALID for
+what it is (an emulated device's, an implausible timing) is not: it would be so again.
 """
 
 from __future__ import annotations
@@ -17,17 +22,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aiot.core import notices
-from aiot.host.engine.campaign import SweepPlan, plan_sweep, run_campaign, run_key
+from aiot.host.engine.campaign import SweepPlan, plan_sweep, record_key, run_campaign, run_key
 from aiot.host.engine.estimate import Estimate, duration, estimate
 from aiot.host.engine.preflight import check_sweep, resolve_targets
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
+from aiot.host.engine.validity import VALID
 from aiot.host.engine.workspace import artifacts_dir
 from aiot.host.predict import graphs, grid
 from aiot.host.store import open_store
 
 #: Runs per slice of a collection without a budget (a slice's agent session is started once).
 SLICE = 12
+#: Validity reasons of the machine's moment, not of the run: a run INVALID for one of these
+#: alone is measured again (``retries``).
+TRANSIENT = ("device busy", "speed changed", "CV above limit", "CV above target", "long tail",
+             "throttling detected", "device state changed")
+#: Retries of a run INVALID for the machine's moment, by default.
+RETRIES = 1
 
 
 @dataclass
@@ -37,7 +49,8 @@ class Collection:
     Attributes:
         sweep_id: the collection's sweep (``aiot results list --sweep``).
         planned, done_before: runs of the whole collection, and those an earlier call measured.
-        records: the records this call wrote.
+        records: the records this call wrote, first measurements; retried: its records of
+            runs measured again after an INVALID verdict of the machine's moment.
         budget_spent: the budget ran out before every run was measured.
         seconds: this call's wall time; guess: the estimate said before it started.
     """
@@ -46,13 +59,16 @@ class Collection:
     planned: int
     done_before: int
     records: list = field(default_factory=list)
+    retried: list = field(default_factory=list)
     budget_spent: bool = False
     seconds: float = 0.0
     guess: Estimate | None = None
 
-    def counts(self) -> Counter:
-        """``ok VALID``, ``ok INVALID``, ``failed``, ``skipped``: this call's runs by outcome."""
-        return Counter(f"{r.status} {r.validity}" if r.status == "ok" else r.status for r in self.records)
+    def counts(self, retried: bool = False) -> Counter:
+        """``ok VALID``, ``ok INVALID``, ``failed``, ``skipped``: this call's runs by outcome
+        (``retried``: its retries')."""
+        return Counter(f"{r.status} {r.validity}" if r.status == "ok" else r.status
+                       for r in (self.retried if retried else self.records))
 
     @property
     def left(self) -> int:
@@ -75,9 +91,10 @@ def collection_spec(device: str, fmt: str, threads: int, kernels: int, models: l
 
 
 def collect(spec: SweepSpec, results_dir: Path, listener=None, budget_s: float | None = None,
-            say=notices.say) -> Collection:
+            say=notices.say, retries: int = RETRIES) -> Collection:
     """Measure what ``spec`` asks for that the store does not hold yet, within ``budget_s``
-    seconds of wall time (None: all of it); ``say`` hears the plan and the estimate."""
+    seconds of wall time (None: all of it), then the runs INVALID for the machine's moment
+    again, up to ``retries`` times each; ``say`` hears the plan and the estimate."""
     started = time.monotonic()
     requests, session, probes = check_sweep(spec, results_dir)
     with open_store(results_dir) as store:
@@ -89,26 +106,82 @@ def collect(spec: SweepSpec, results_dir: Path, listener=None, budget_s: float |
         + (f"; {guess.line()}" if plan.todo else ""))
     if budget_s is not None and plan.todo and guess.seconds > budget_s:
         say(f"the budget ({duration(budget_s)}) covers part of it: the same command goes on")
-    todo = plan.todo
-    per_run = guess.seconds / max(len(todo), 1)
-    done = 0
     policy = spec.campaign_policy(session, probes)
+    clock = _Clock(started, budget_s, guess.seconds / max(len(plan.todo), 1))
     try:
-        while done < len(todo):
-            elapsed = time.monotonic() - started
-            if budget_s is not None and elapsed >= budget_s:
-                found.budget_spent = True
+        found.records += _measure(plan, plan.todo, clock, results_dir, listener, policy)
+        for _ in range(retries):
+            again = [] if clock.spent() else _to_retry(plan, results_dir, retries)
+            if not again:
                 break
-            room = SLICE if budget_s is None else int((budget_s - elapsed) // max(per_run, 1.0))
-            chunk = todo[done:done + max(1, min(SLICE, room))]
-            found.records += run_campaign(_slice(plan, chunk), results_dir, listener, policy)
-            done += len(chunk)
-            per_run = (time.monotonic() - started) / done  # what runs really take here
+            say(f"measuring again {len(again)} run(s) judged INVALID for the machine's moment "
+                "(busy, its speed changed, too noisy)")
+            found.retried += _measure(plan, again, clock, results_dir, listener, policy)
     finally:
         if session is not None:
             session.close()
+    found.budget_spent = clock.spent() and found.left > 0
     found.seconds = time.monotonic() - started
     return found
+
+
+@dataclass
+class _Clock:
+    """A collection's budget: when it started, its seconds, and what a run takes here."""
+
+    started: float
+    budget_s: float | None
+    per_run: float
+    runs: int = 0
+
+    def spent(self) -> bool:
+        return self.budget_s is not None and time.monotonic() - self.started >= self.budget_s
+
+    def room(self) -> int:
+        """Runs the next slice may hold."""
+        if self.budget_s is None:
+            return SLICE
+        left = self.budget_s - (time.monotonic() - self.started)
+        return max(1, min(SLICE, int(left // max(self.per_run, 1.0))))
+
+    def ran(self, runs: int) -> None:
+        self.runs += runs
+        self.per_run = (time.monotonic() - self.started) / self.runs  # what runs really take here
+
+
+def _measure(plan: SweepPlan, todo: list, clock: _Clock, results_dir: Path, listener, policy) -> list:
+    """The records of ``todo``'s runs, slice by slice, until they are done or the budget is."""
+    records, done = [], 0
+    while done < len(todo) and not clock.spent():
+        chunk = todo[done:done + clock.room()]
+        records += run_campaign(_slice(plan, chunk), results_dir, listener, policy)
+        done += len(chunk)
+        clock.ran(len(chunk))
+    return records
+
+
+def _to_retry(plan: SweepPlan, results_dir: Path, retries: int) -> list:
+    """The runs of ``plan`` with no VALID record whose every verdict was INVALID for the
+    machine's moment alone, measured fewer than ``1 + retries`` times."""
+    with open_store(results_dir) as store:
+        records = store.query(sweep_id=plan.sweep_id, status="ok")
+    valid, moment, other = set(), Counter(), set()
+    for record in records:
+        key = record_key(record)
+        if record.validity == VALID:
+            valid.add(key)
+        elif transient(record):
+            moment[key] += 1
+        else:
+            other.add(key)
+    return [r for r in plan.requests if (key := run_key(r)) in moment
+            and key not in valid | other and moment[key] <= retries]
+
+
+def transient(record) -> bool:
+    """Whether every reason a record is INVALID for is one of :data:`TRANSIENT`."""
+    reasons = ((record.result or {}).get("validity") or {}).get("reasons") or []
+    return bool(reasons) and all(reason.startswith(TRANSIENT) for reason in reasons)
 
 
 def _slice(plan: SweepPlan, chunk: list) -> SweepPlan:

@@ -6,10 +6,14 @@ the numbers are a loaded box's."""
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
+from aiot.host.predict.collect import transient
+from aiot.host.store import open_store
 from tests.helpers import FAST, single_error
 
-#: Four kernels (the kinds with the largest shares: conv, dw, pointwise, add) and one model.
+#: Four kernels (the kinds with the largest shares: conv, dw, grouped, pointwise) and one model.
 COLLECT = ("predict", "collect", "-d", "local", "-f", "onnx", "--threads", "1", "--kernels", "4",
            "--models", "tiny_cnn", "--min-runs", "5", "--min-s", "0", "--warmup-runs", "1",
            "--warmup-min-s", "0", "--cooldown-max-s", "0",
@@ -77,3 +81,21 @@ def test_each_step_says_in_one_line_what_is_missing(cli):
     cli("predict", "collect", "--threads", "0", code=2)
     cli("predict", "-m", "tiny_cnn", "-f", "nosuchformat", code=2)
     assert "Usage: aiot predict" in cli("predict").stdout  # no model, no command: the help
+
+
+def test_runs_invalid_for_the_machines_moment_are_measured_again_once(cli):
+    """A CV limit no run meets makes every run INVALID for a reason of the moment: each is
+    measured once more at the end (--retries 1), and a second call retries none again."""
+    collect = (*COLLECT[:COLLECT.index("--kernels")], "--kernels", "2", "--models", "none",
+               *COLLECT[COLLECT.index("--min-runs"):-1], "threads=off,cv=0.000001", "--retries", "1")
+    first = cli.json(*collect)
+    assert first["measured"] == {"ok INVALID": 2}, first
+    with open_store(Path(os.environ["AIOT_RESULTS_DIR"]), readonly=True) as store:
+        records = store.query(sweep_id=first["sweep_id"])
+    # a loaded box may fail a run's timing audit too: INVALID for what it is, not measured again
+    moment = {r.model for r in records if transient(r)}
+    assert moment and sum(first["retried"].values()) == len(moment), first
+    assert len(records) == 2 + len(moment)
+    shown = cli(*collect)
+    assert "2 run(s), 2 done before" in shown.stderr and "measured again" not in shown.stderr
+    cli(*collect[:-1], "-1", code=2)

@@ -104,6 +104,7 @@ def _print_prediction(guess, record, every: bool) -> None:
         table.add_column(column, justify="right" if column in ("ms alone", "share") else "left")
     for line in shown:
         note = "outside: " + line.outside if line.outside else ("" if line.own else "pooled regressor")
+        note = "; ".join(filter(None, (f"{line.path} path" if line.path else "", note)))
         table.add_row(safe(line.kernel.describe()), safe(line.kernel.label), f"{line.ms:.4f}",
                       f"{100 * line.ms / total:.1f} %", safe(note))
     out.print(table)
@@ -210,6 +211,7 @@ def fit(
                "relaxed": dict(training.relaxed), "emulated": training.emulated,
                "kinds": {k: {"samples": n, "regressor": "own" if k in regs.own else "pooled",
                              "cv_mape": regs.mape.get(k)} for k, n in regs.counts.items()},
+               "paths": {k: {"paths": r.paths, "agreement": r.agreement} for k, r in regs.paths.items()},
                "composition": comp.to_dict(), "fusion": predictor.fusion}
     _emulated(name)
     if as_json:
@@ -240,10 +242,19 @@ def _print_fit(training, predictor, path) -> None:
         table.add_row(kind, str(count), "own" if kind in regs.own else "pooled",
                       f"{mape:.1f} %" if mape is not None else "—", safe(_fusion_text(predictor, kind)))
     out.print(table)
+    for kind, rule in regs.paths.items():
+        agreement = "" if rule.agreement is None else (
+            f"; the rule that picks one gives {100 * rule.agreement:.0f} % of them their own (out of fold)")
+        message(f"{kind}: its profiled kernels ran on the runtime's {' and '.join(rule.paths)} paths, "
+                f"a regressor each{agreement}")
     if comp.models >= 2:
+        cold = "" if comp.cold_kernel_mib is None else (
+            f" + {comp.per_cold_weight_ms * 1e6:.3f} ns per weight of a kernel over "
+            f"{comp.cold_kernel_mib:g} MiB of them in a model over {comp.cold_model_mib:g} MiB (read "
+            "from memory, not a cache)")
         message(f"composition over {comp.models} models: {comp.scale:.3f} × Σ kernels − "
                 f"{comp.per_call_ms * 1000:.1f} µs per further kernel − {comp.per_element_ms * 1e6:.2f} ns "
-                f"per element copied; leave-one-out error {100 * (comp.sigma or 0):.1f} %")
+                f"per element copied{cold}; leave-one-out error {100 * (comp.sigma or 0):.1f} %")
     else:
         message("[yellow]warning:[/] fewer than 2 whole models measured: the kernels' sum is "
                 "not corrected for the runtime's per-call overhead (collect some models)")
@@ -254,7 +265,7 @@ def _fusion_text(predictor, kind: str) -> str:
     """``conv+bn+relu: CONV_2D, TRANSPOSE`` for the patterns of ``kind`` seen in collection."""
     parts = []
     for pattern, ops in predictor.fusion.items():
-        if pattern.split("+")[0] == kind:
+        if pattern.split("+")[0] == kind.split("@")[0]:
             shown = ops.get("runtime") or ops.get("graph")
             parts.append(f"{pattern}: {', '.join(shown) or '—'}")
     return "; ".join(parts[:3])

@@ -21,6 +21,9 @@ A factory's name is its configuration: ``<kind>_<letter><number>_..._<activation
 - ``se_c{channels}_r{resolution}``: squeeze-excite (pool, two 1x1 convs, hard sigmoid, scale)
 - ``res_c{in}_o{out}_s{stride}_r{resolution}``: a ResNet basic block (several kernels)
 - ``mb_c{in}_o{out}_e{expand}_k{kernel}_s{stride}_r{resolution}``: a MobileNetV2 block
+- ``stack_c{channels}_n{count}_r{resolution}``: ``count`` 3x3 conv-bn-relu of their own weights
+  in a row: weights that outgrow the caches, as a deep network's last stages have them (a
+  kernel measured alone finds its weights cached at every inference; one of many does not)
 
 Activations: ``relu``, ``relu6``, ``hswish``, ``none``. Every factory returns
 ``(module, example_input)``; the input is seeded, so a kernel converts the same every time.
@@ -38,7 +41,7 @@ KINDS = {
     "conv": ("coksr", True), "gconv": ("cgksr", True), "dw": ("cksr", True), "maxpool": ("cksr", False),
     "avgpool": ("cksr", False), "gap": ("cr", False), "fc": ("io", True),
     "add": ("cr", True), "concat": ("cer", False), "bn": ("cr", True), "se": ("cr", False),
-    "res": ("cosr", False), "mb": ("coeksr", False),
+    "res": ("cosr", False), "mb": ("coeksr", False), "stack": ("cnr", False),
 }
 
 
@@ -177,6 +180,8 @@ def _module(kind: str, f: dict[str, int], act: str | None):
         return t.SqueezeExcite(f["c"])
     if kind == "res":
         return t.Residual(f["c"], f["o"], f["s"])
+    if kind == "stack":
+        return nn.Sequential(*(t.conv_bn(f["c"], f["c"], 3, 1, act="relu") for _ in range(f["n"])))
     return t.Inverted(f["c"], f["o"], f["e"], f["k"], f["s"])
 
 

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from aiot.host.predict import fitting
-from aiot.host.predict.predictor import fit_predictor
+from aiot.host.predict.predictor import fit_predictor, kernel_samples
 from aiot.host.predict.training import TrainingSet
 
 
@@ -99,8 +99,7 @@ def evaluate(training: TrainingSet, seed: int = 0) -> Evaluation:
         train = training.without({name})
         same_kernels = len(train.kernels) == len(training.kernels)
         if same_kernels and shared is None:
-            shared = fitting.fit_kernels(
-                [fitting.KernelSample(s.decomposition.kernels[0], s.ms) for s in training.kernels], seed)
+            shared = fitting.fit_kernels(kernel_samples(training), seed)
         predictor = fit_predictor(train, seed, regressors=shared if same_kernels else None)
         baseline = _flops_baseline(train)
         for sample in (s for s in training.models if s.family == name):

@@ -1,7 +1,7 @@
 """A kernel's numbers as a regressor reads them, and the range each kind was collected over.
 
 A kernel's time is about linear in its work and its memory traffic (:func:`counts`: MACs,
-elements read and written, weights); how efficiently a runtime does that work depends on the
+elements read and written, weights, a grouped convolution's groups); how efficiently a runtime does that work depends on the
 configuration (:func:`vector`: the counts' logs, channels, kernel size, stride, resolution,
 activation), which the trees learn. A kernel whose numbers lie outside the range its kind was
 collected over is predicted all the same, with a warning: trees do not extrapolate, and the
@@ -26,6 +26,8 @@ RANGED = ("macs", "in_elems", "out_elems", "cin", "cout", "h")
 #: What a kernel is checked against its kind's collected values on (a grouped convolution
 #: where only dense ones were collected, a kernel size never collected).
 CATEGORIES = ("k", "stride", "act", "groups")
+#: The largest SIMD block :func:`alignment` tells apart (64 channels: 512-bit registers of bytes).
+ALIGNMENT_CAP = 64
 #: Reasons named per kernel (the rest counted).
 SHOWN = 2
 
@@ -40,8 +42,35 @@ def vector(kernel: Kernel) -> list[float]:
 
 
 def counts(kernel: Kernel) -> list[float]:
-    """What a kernel's time is linear in: MACs, elements read, elements written, weights."""
-    return [float(kernel.macs), float(kernel.in_elems), float(kernel.out_elems), float(kernel.params)]
+    """What a kernel's time is linear in: MACs, elements read, elements written, weights, and
+    the groups of a grouped convolution (a runtime's plain path runs one matrix product per
+    group, each paying its own setup: RegNet's 22 groups of 24 channels at 2x2 pixels)."""
+    return [float(kernel.macs), float(kernel.in_elems), float(kernel.out_elems), float(kernel.params),
+            float(kernel.groups if kernel.kind == "gconv" else 0)]
+
+
+def alignment(kernel: Kernel) -> list[float]:
+    """How far a kernel's channels fill a runtime's SIMD blocks: log2 of the largest power of two
+    (up to :data:`ALIGNMENT_CAP`) dividing its channels in and out, in all and per group. A
+    runtime may run a convolution in a blocked layout only when they fill its block (ONNX
+    Runtime's NCHWc, 16 channels on AVX-512), and take a slower path otherwise."""
+    groups = max(kernel.groups, 1) if kernel.kind in ("conv", "gconv", "dw") else 1
+    return [_pow2(value) for value in (kernel.cin, kernel.cout, kernel.cin // groups or 1,
+                                       kernel.cout // groups or 1)]
+
+
+def path_vector(kernel: Kernel) -> list[float]:
+    """:func:`vector` and :func:`alignment`: what a code path's rule reads."""
+    return vector(kernel) + alignment(kernel)
+
+
+def _pow2(value: int) -> float:
+    """log2 of the largest power of two, up to :data:`ALIGNMENT_CAP`, dividing ``value``."""
+    value, power = max(int(value), 1), 0
+    while value % 2 == 0 and 2 ** power < ALIGNMENT_CAP:
+        value //= 2
+        power += 1
+    return float(power)
 
 
 def pooled_vector(kernel: Kernel) -> list[float]:

@@ -25,9 +25,14 @@ LEVELS = {224: (3, 48), 112: (8, 144), 56: (8, 256), 32: (8, 320), 28: (8, 512),
 #: The resolutions models take images at (ImageNet, CIFAR, Fashion-MNIST): where stems are drawn.
 STEMS = (224, 32, 28)
 #: Each kind's share of the kernels drawn (blocks of several kernels teach how kernels add up).
-SHARES = {"conv": 0.34, "gconv": 0.06, "pw": 0.10, "dw": 0.14, "maxpool": 0.03, "avgpool": 0.03,
-          "gap": 0.03, "fc": 0.05, "add": 0.07, "concat": 0.04, "bn": 0.04, "se": 0.03, "res": 0.02,
-          "mb": 0.02}
+#: Grouped convolutions run on two code paths (ONNX Runtime: blocked where a group's channels
+#: fill its SIMD block, plain otherwise), each learned apart: they get the samples of two kinds.
+SHARES = {"conv": 0.30, "gconv": 0.10, "pw": 0.10, "dw": 0.14, "maxpool": 0.03, "avgpool": 0.03,
+          "gap": 0.03, "fc": 0.04, "add": 0.06, "concat": 0.04, "bn": 0.04, "se": 0.03, "res": 0.02,
+          "mb": 0.02, "stack": 0.02}
+#: A stack's channels, resolutions and lengths: 3x3 convolutions of 2.4 to 38 MB of weights
+#: each, 2 to 8 in a row, at the small resolutions where weights outweigh the work on them.
+STACK_CHANNELS, STACK_RESOLUTIONS, STACK_LENGTHS = (256, 384, 512, 768, 1024), (2, 4, 7), range(2, 9)
 #: The widths of a grouped convolution's groups (channels per group) that CNNs use: ResNeXt's
 #: 4 to RegNet's 8-64 (RegNetX-600MF: 24).
 GROUP_WIDTHS = (4, 8, 16, 24, 32, 48, 64)
@@ -99,6 +104,10 @@ def _draw(rng: random.Random, kind: str) -> str:
             name, macs = name_of(kind, rng.choice(("none", "relu")), c=c, r=r), 0
         elif kind == "concat":
             name, macs = name_of("concat", c=c, e=_channels(rng, r), r=r), 0
+        elif kind == "stack":
+            c, r, n = (rng.choice(STACK_CHANNELS), rng.choice(STACK_RESOLUTIONS),
+                       rng.choice(STACK_LENGTHS))
+            name, macs = name_of("stack", c=c, n=n, r=r), n * 9 * c * c * r * r
         elif kind == "res":
             out = _round8(c * rng.choice((1, 2)), *LEVELS[r])
             name, macs = name_of("res", c=c, o=out, s=s, r=r), 18 * c * out * (r // s) ** 2

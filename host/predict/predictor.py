@@ -41,10 +41,12 @@ class KernelLine:
     ms: float
     own: bool  # its kind's own regressor (else the pooled one)
     outside: str | None  # why it lies outside what was collected, or None
+    path: str = ""  # the runtime's code path the predictor expects it on, where kinds are split
 
     def to_dict(self) -> dict:
         return {"label": self.kernel.label, "kernel": self.kernel.describe(), "kind": self.kernel.kind,
-                "ms": self.ms, "regressor": "own" if self.own else "pooled", "outside": self.outside}
+                "ms": self.ms, "regressor": "own" if self.own else "pooled", "path": self.path or None,
+                "outside": self.outside}
 
 
 @dataclass
@@ -92,14 +94,15 @@ class Predictor:
         sigma_ms: dict[str, float] = {}
         for kernel in decomposition.kernels:
             ms, sigma, own = self.regressors.predict(kernel)
-            lines.append(KernelLine(kernel, ms, own, features.outside(kernel, self.coverage)))
+            path = self.regressors.key(kernel).partition("@")[2]
+            lines.append(KernelLine(kernel, ms, own, features.outside(kernel, self.coverage), path))
             by_kind[kernel.kind] += 1
             # one kind's errors move together (one regressor), kinds apart independently
             sigma_ms[kernel.kind] = sigma_ms.get(kernel.kind, 0.0) + ms * sigma
         total = sum(line.ms for line in lines)
         comp = self.composition
         value = comp.apply(total, len(lines), sum(k.io_elems for k in decomposition.kernels),
-                           decomposition.io_elems)
+                           decomposition.io_elems, tuple(k.params for k in decomposition.kernels))
         warnings = self._warnings(lines, by_kind)
         floor = fitting.FLOOR * comp.scale * total
         if value < floor:
@@ -146,9 +149,11 @@ class Predictor:
         return {"version": VERSION, "device": self.device, "format": self.format,
                 "threads": self.threads, "seed": self.seed, "provenance": self.provenance,
                 "composition": self.composition.to_dict(),
-                "cross_validation": {"sigma": regs.sigma, "mape": regs.mape, "counts": regs.counts},
+                "cross_validation": {"sigma": regs.sigma, "mape": regs.mape, "counts": regs.counts,
+                                     "path_agreement": {k: r.agreement for k, r in regs.paths.items()}},
                 "coverage": self.coverage, "fusion": self.fusion,
-                "samples": [{"kernel": s.kernel.to_dict(), "ms": s.ms} for s in self.samples]}
+                "samples": [{"kernel": s.kernel.to_dict(), "ms": s.ms, "path": s.path}
+                            for s in self.samples]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Predictor:
@@ -156,11 +161,14 @@ class Predictor:
         if data.get("version") != VERSION:
             raise UsageError(f"the predictor file is of version {data.get('version')}, this aiot "
                              f"reads {VERSION}", "fit it again: aiot predict fit")
-        samples = [fitting.KernelSample(Kernel.from_dict(s["kernel"]), float(s["ms"]))
-                   for s in data["samples"]]
+        samples = [fitting.KernelSample(Kernel.from_dict(s["kernel"]), float(s["ms"]),
+                                        str(s.get("path") or "")) for s in data["samples"]]
         regs = fitting.fit_kernels(samples, data.get("seed", 0), cross_validate=False)
         stored = data.get("cross_validation") or {}
         regs.sigma, regs.mape = dict(stored.get("sigma") or {}), dict(stored.get("mape") or {})
+        for kind, agreement in (stored.get("path_agreement") or {}).items():
+            if kind in regs.paths:
+                regs.paths[kind].agreement = agreement
         comp = data.get("composition") or {}
         return cls(data["device"], data["format"], int(data["threads"]), samples, regs,
                    fitting.Composition(**comp), data.get("coverage") or {}, data.get("fusion") or {},
@@ -187,14 +195,20 @@ def fit_predictor(training: TrainingSet, seed: int = 0, cross_validate: bool = T
                          f"{training.threads} thread(s) in the store",
                          f"collect them: aiot predict collect -d {training.device} -f "
                          f"{training.format} --threads {training.threads}")
-    samples = [fitting.KernelSample(s.decomposition.kernels[0], s.ms) for s in kernels]
+    samples = kernel_samples(training)
     regs = regressors or fitting.fit_kernels(samples, seed, cross_validate)
     rows = [fitting.ModelRow(regs.total(s.decomposition), len(s.decomposition.kernels),
                              sum(k.io_elems for k in s.decomposition.kernels),
-                             s.decomposition.io_elems, s.ms) for s in training.models]
+                             s.decomposition.io_elems, s.ms,
+                             tuple(k.params for k in s.decomposition.kernels)) for s in training.models]
     return Predictor(training.device, training.format, training.threads, samples, regs,
                      fitting.fit_composition(rows), features.coverage([s.kernel for s in samples]),
                      _fusion(training), _provenance(training, seed), seed)
+
+
+def kernel_samples(training: TrainingSet) -> list[fitting.KernelSample]:
+    """The kernels ``training`` measured alone, as the regressors learn them."""
+    return [fitting.KernelSample(s.decomposition.kernels[0], s.ms, s.path) for s in training.kernels]
 
 
 def _fusion(training: TrainingSet) -> dict:

@@ -7,6 +7,11 @@ was timed another way (a native tool, a pinned cluster, converter options, anoth
 shape), or measured a model whose graph cannot be had here (an artifact file; a user's file
 that ``aiot predict -m`` has not read yet). Runs of the same model are one sample, their
 medians' median.
+
+A profiled kernel also tells which of its runtime's code paths ran it (:func:`code_path`): ONNX
+Runtime runs a convolution or a pool in its own blocked layout (NCHWc), reordering tensors in
+and out, only where the channels fill its SIMD block, and otherwise on a plain path several
+times slower per MAC. Each path gets a regressor of its own (:mod:`aiot.host.predict.fitting`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,22 @@ from aiot.host.predict.decompose import Decomposition
 from aiot.host.transports.probe import emulated
 
 
+#: Per format, the operators its runtime inserts to run a kernel in a blocked layout of its own
+#: (ONNX Runtime's NCHWc transformer: ``ReorderInput`` and ``ReorderOutput`` around the
+#: convolutions and pools it converts). A profile showing one ran the kernel on that path.
+LAYOUT_OPS = {"onnx": frozenset({"ReorderInput", "ReorderOutput"})}
+BLOCKED, PLAIN = "blocked", "plain"
+
+
+def code_path(fmt: str, runtime_ops: list[str]) -> str:
+    """``blocked`` or ``plain``: the code path a profile with ``runtime_ops`` shows for a kernel
+    of ``fmt``; ``""`` where it cannot tell (no profile, or a runtime with one path)."""
+    layout = LAYOUT_OPS.get(fmt)
+    if not layout or not runtime_ops:
+        return ""
+    return BLOCKED if layout & set(runtime_ops) else PLAIN
+
+
 @dataclass
 class Sample:
     """One model's VALID runs on the target.
@@ -32,6 +53,7 @@ class Sample:
         graph_ops: the operators its artifact holds, as the converter wrote them (TFLite's
             ``CONV_2D``, ONNX's ``Conv``); runtime_ops: the operator types its profile timed
             (ONNX Runtime's fused ``Conv`` with ``ReorderInput``), where it was profiled.
+        path: the code path that profile shows (:func:`code_path`).
     """
 
     model: str
@@ -41,6 +63,7 @@ class Sample:
     decomposition: Decomposition
     graph_ops: list[str] = field(default_factory=list)
     runtime_ops: list[str] = field(default_factory=list)
+    path: str = ""
 
     @property
     def single(self) -> bool:
@@ -109,9 +132,11 @@ def training_set(store, device: str, fmt: str, threads: int) -> TrainingSet:
             for limit in relaxed_limits(validity.get("limits")):
                 found.relaxed[limit] += 1
             found.emulated += emulated(((record.provenance or {}).get("device")) or {})
+        runtime_ops = _runtime_ops(records)
         found.samples.append(Sample(
             model, graphs.family(model), statistics.median(r.median_ms for r in records),
-            [r.id for r in records], decomposition, _graph_ops(records[-1]), _runtime_ops(records)))
+            [r.id for r in records], decomposition, _graph_ops(records[-1]), runtime_ops,
+            code_path(fmt, runtime_ops)))
     return found
 
 
@@ -150,3 +175,4 @@ def _runtime_ops(records) -> list[str]:
         if profile.get("available"):
             return sorted({str(op.get("type")) for op in profile.get("ops") or []})
     return []
+

@@ -36,7 +36,7 @@ def test_collect_fit_evaluate_predict_and_the_run_that_checks_it(cli):
     facts = cli.json("predict", "fit", *TARGET)
     assert facts["runs"] == valid == facts["kernels"] + facts["models"]
     assert sum(facts["left_out"].values()) == 5 - valid
-    assert set(facts["kinds"]) <= {"conv", "dw", "add"} and facts["kinds"]
+    assert set(facts["kinds"]) <= {"conv", "dw", "gconv"} and facts["kinds"]
     assert any(ops["runtime"] for ops in facts["fusion"].values())  # ONNX Runtime's profile
     fitted = cli("predict", "fit", *TARGET)
     assert f"learned from {valid} VALID run(s) of local · onnx · 1t" in fitted.stdout

@@ -90,6 +90,18 @@ def test_a_regnets_grouped_convolutions_are_a_kind_the_grid_draws():
     assert len(drawn) >= 12 and all(1 < f["g"] < f["c"] and f["c"] % f["g"] == 0 for f in drawn)
 
 
+def test_the_grid_stacks_large_convolutions_below_and_beyond_a_caches_size():
+    """What teaches the composition the cost of weights read from memory, on any device."""
+    stacks = [blocks.parse(n)[1] for n in grid.sample_kernels(300) if n.startswith("stack_")]
+    megabytes = [f["n"] * 9 * f["c"] ** 2 * 4 / 2**20 for f in stacks]
+    assert len(stacks) >= 5 and min(megabytes) < 16 and max(megabytes) > 64, megabytes
+    module, example = blocks.build("stack_c256_n3_r4")
+    found = decompose(module, example)
+    assert [k.describe() for k in found.kernels] == ["conv 3x3/1 256→256 @4x4+bn+relu"] * 3
+    convs = [m for m in module.modules() if type(m).__name__ == "Conv2d"]
+    assert len({m.weight.data_ptr() for m in convs}) == 3  # each with weights of its own
+
+
 def test_an_artifact_or_a_binarized_model_has_no_kernels_to_read():
     with pytest.raises(UsageError, match="binarized or quantized"):
         graphs.of_reference(resolve_model("tiny_vgg_bnn"))
@@ -116,16 +128,19 @@ def _model_ms(decomposition) -> float:
 
 
 def _record(store, model: str, ms: float | None, kind: str = "code", sha: str | None = None,
-            status: str = "ok", validity: str = "VALID", device: dict | None = None, threads: int = 1):
+            status: str = "ok", validity: str = "VALID", device: dict | None = None, threads: int = 1,
+            profiled: list[str] | None = None):
     record = store.begin("latency", {"model": model, "model_sha256": sha, "threads": threads,
                                      "device": "local", "format": "onnx"},
                          {"source": {"kind": kind, "name": model, "sha256": sha},
                           "device": device or {"name": "local"}},
                          device="local", model=model, format="onnx", threads=threads)
     reasons = [] if validity == "VALID" else ["device busy: other processes kept 1.2 CPUs busy"]
+    profile = {"available": True, "ops": [{"name": t, "type": t, "ms": 0.01} for t in profiled]} if profiled else {}
     store.finish(record.id, status, median_ms=ms if status == "ok" else None,
                  validity=validity if status == "ok" else None,
-                 result={"validity": {"verdict": validity, "reasons": reasons, "limits": {}}})
+                 result={"validity": {"verdict": validity, "reasons": reasons, "limits": {}},
+                         **({"profile": profile} if profile else {})})
     return record
 
 
@@ -222,6 +237,87 @@ def test_runs_on_an_emulated_device_are_said_to_be_no_timings(tmp_path):
     assert training.emulated == len(training.samples)
     assert any("emulated device" in w and "not timings" in w for w in guess.warnings)
     assert any("no whole models were measured" in w for w in guess.warnings)
+
+
+def _blocked(kernel) -> bool:
+    """ONNX Runtime's rule on an AVX-512 host: NCHWc where the channels fill 16-wide blocks."""
+    return kernel.kind == "conv" and kernel.cin % 16 == 0 and kernel.cout % 16 == 0
+
+
+def test_kernels_a_runtime_ran_on_two_code_paths_get_a_regressor_each(tmp_path):
+    """Convolutions whose profiles show the blocked layout's reorders cost a third of the plain
+    ones per MAC: a regressor each, and a rule learned from them picks the path of a
+    convolution never measured; one regressor for both misses both."""
+    results = tmp_path / "results"
+    with open_store(results) as store:
+        for name in grid.sample_kernels(90, seed=1):
+            found = decompose(*blocks.build(name))
+            if len(found.kernels) != 1:
+                continue
+            kernel = found.kernels[0]
+            blocked = _blocked(kernel)
+            ms = _alone_ms(kernel) * (1 if blocked or kernel.kind != "conv" else 3)
+            _record(store, _kernel(name), ms, kind="program", sha="1" * 64,
+                    profiled=["Conv", "ReorderInput", "ReorderOutput"] if blocked else ["FusedConv"])
+        training = training_set(store, "local", "onnx", 1)
+    assert {s.path for s in training.kernels} == {"blocked", "plain"}
+    fitted = fit_predictor(training)
+    regs = fitted.regressors
+    assert set(regs.paths) == {"conv"} and regs.paths["conv"].paths == ["blocked", "plain"]
+    assert {"conv@blocked", "conv@plain"} <= set(regs.own) and "conv" not in regs.own
+    assert regs.paths["conv"].agreement >= 0.9
+    for unseen in ("conv_c48_o96_k3_s1_r16_relu", "conv_c40_o88_k3_s1_r16_relu"):
+        (kernel,) = decompose(*blocks.build(unseen)).kernels
+        line = fitted.predict(unseen, decompose(*blocks.build(unseen))).kernels[0]
+        assert line.path == ("blocked" if _blocked(kernel) else "plain")
+        truth = _alone_ms(kernel) * (1 if _blocked(kernel) else 3)
+        assert line.ms == pytest.approx(truth, rel=0.3), unseen
+    # the stored file keeps each sample's path: read back, the same split and the same times
+    fitted.save(results)
+    loaded = load_predictor(results, "local", "onnx", 1)
+    assert set(loaded.regressors.own) == set(regs.own)
+    assert loaded.regressors.paths["conv"].agreement == regs.paths["conv"].agreement
+
+
+def test_a_profile_without_the_layout_operators_says_plain_and_none_says_nothing():
+    from aiot.host.predict.training import code_path
+
+    assert code_path("onnx", ["Conv", "ReorderInput"]) == "blocked"
+    assert code_path("onnx", ["FusedConv"]) == "plain"
+    assert code_path("onnx", []) == ""  # not profiled: the rule decides
+    assert code_path("tflite", ["CONV_2D"]) == ""  # one path as far as its profile tells
+
+
+def test_alignment_reads_how_far_channels_fill_simd_blocks():
+    from aiot.host.predict.decompose import Kernel
+    from aiot.host.predict.features import alignment
+
+    assert alignment(Kernel("gconv", cin=528, cout=528, groups=22)) == [4.0, 4.0, 3.0, 3.0]  # 24 a group
+    assert alignment(Kernel("conv", cin=3, cout=64)) == [0.0, 6.0, 0.0, 6.0]
+    assert alignment(Kernel("conv", cin=1024, cout=2048)) == [6.0, 6.0, 6.0, 6.0]  # capped at 64
+
+
+def test_the_composition_learns_what_weights_outgrowing_the_caches_cost():
+    """Made-up models: each kernel's sum less the overheads, plus 0.3 ns for every weight of a
+    kernel of over 4 MiB of them in a model of over 32 MiB (a cache of that size). The fit
+    finds the sizes out of sample and the cost; without such models it adds no term."""
+    from aiot.host.predict.fitting import ModelRow, fit_composition
+
+    def row(weights: tuple[int, ...], ms_alone: float) -> ModelRow:
+        big = sum(w for w in weights if w * 4 > 4 * 2**20) if sum(weights) * 4 > 32 * 2**20 else 0
+        truth = ms_alone - 0.01 * (len(weights) - 1) + 3e-7 * big
+        return ModelRow(ms_alone, len(weights), 1000 * len(weights), 1000, truth, weights)
+
+    rows = [row((2_400_000,) * n, 0.8 * n) for n in range(2, 9)]  # 9.6 MB each: 19 to 77 MB
+    rows += [row((600_000,) * n, 0.7 * n) for n in (2, 4, 8, 16)]  # 2.4 MB each: never cold
+    rows += [row((1_500_000,) * n, 0.6 * n) for n in (6, 8)]  # 6 MB each: over 4 MiB, not 8
+    rows += [row((50_000,) * 40, 6.0), row((2_400_000, 2_400_000, 50_000), 2.0)]  # 19 MB: cached
+    fitted = fit_composition(rows)
+    assert (fitted.cold_kernel_mib, fitted.cold_model_mib) == (4.0, 32.0)
+    assert fitted.per_cold_weight_ms == pytest.approx(3e-7, rel=0.05)
+    assert fitted.sigma < 0.01
+    plain = fit_composition([r for r in rows if sum(r.kernel_weights) * 4 <= 32 * 2**20])
+    assert plain.cold_kernel_mib is None and plain.per_cold_weight_ms == 0.0
 
 
 def test_fitting_without_kernels_is_one_line_saying_what_to_collect(tmp_path):

@@ -261,11 +261,13 @@ def _print_fit(training, predictor, path) -> None:
     message(f"saved {safe(path)}")
 
 
-def _fusion_text(predictor, kind: str) -> str:
-    """``conv+bn+relu: CONV_2D, TRANSPOSE`` for the patterns of ``kind`` seen in collection."""
+def _fusion_text(predictor, key: str) -> str:
+    """``conv+bn+relu: CONV_2D, TRANSPOSE`` for the patterns of regressor ``key`` (a kind, or a
+    kind's path: ``gconv@plain``) seen in collection."""
     parts = []
     for pattern, ops in predictor.fusion.items():
-        if pattern.split("+")[0] == kind.split("@")[0]:
+        head = pattern.split("+")[0]
+        if key in (head, head.split("@")[0]):
             shown = ops.get("runtime") or ops.get("graph")
             parts.append(f"{pattern}: {', '.join(shown) or '—'}")
     return "; ".join(parts[:3])

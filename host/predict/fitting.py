@@ -10,7 +10,7 @@ samples (nn-Meter uses random forests alone; trees do not extrapolate). A kind w
 every kernel with the kind as a feature.
 
 Where a kind's profiled kernels ran on more than one of the runtime's code paths (each with
-:data:`MIN_KIND` samples: ONNX Runtime's blocked NCHWc convolutions and its plain ones), each
+:data:`MIN_PATH` samples: ONNX Runtime's blocked NCHWc convolutions and its plain ones), each
 path gets a regressor of its own, and a :class:`PathRule` learned from the same kernels (a
 shallow decision tree over their features and their channels' alignment) says which path a
 kernel never measured takes.
@@ -40,6 +40,9 @@ from aiot.host.predict import features
 from aiot.host.predict.decompose import Decomposition, Kernel
 
 MIN_KIND = 3  #: samples before a kind has its own regressor
+#: samples of each of two code paths before a kind is split by path: a path's own regressor
+#: of fewer did worse than the kind's (3 and 4 plain pools: 57-66 % out of fold)
+MIN_PATH = 6
 MIN_TREES = 12  #: samples before trees correct the linear part
 PATH_DEPTH = 4  #: the depth of a :class:`PathRule`'s tree
 FOLDS = 5
@@ -240,7 +243,7 @@ def fit_kernels(samples: list[KernelSample], seed: int = 0, cross_validate: bool
 
 def _path_rules(samples: list[KernelSample], seed: int, cross_validate: bool) -> dict[str, PathRule]:
     """A :class:`PathRule` per kind whose profiled kernels took two paths or more, each at
-    least :data:`MIN_KIND` times."""
+    least :data:`MIN_PATH` times."""
     by_kind: dict[str, list[KernelSample]] = {}
     for s in samples:
         if s.path:
@@ -248,7 +251,7 @@ def _path_rules(samples: list[KernelSample], seed: int, cross_validate: bool) ->
     rules = {}
     for kind, group in sorted(by_kind.items()):
         paths = [s.path for s in group]
-        if sum(paths.count(p) >= MIN_KIND for p in set(paths)) >= 2:
+        if sum(paths.count(p) >= MIN_PATH for p in set(paths)) >= 2:
             rules[kind] = PathRule(seed).fit([s.kernel for s in group], paths, cross_validate)
     return rules
 

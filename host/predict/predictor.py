@@ -212,12 +212,14 @@ def kernel_samples(training: TrainingSet) -> list[fitting.KernelSample]:
 
 
 def _fusion(training: TrainingSet) -> dict:
-    """Per kernel pattern (``conv+bn+relu``), the operators its artifact holds and those its
-    profile timed, as the runtime showed them for the collected kernels (the commonest)."""
+    """Per kernel pattern (``conv+bn+relu``, ``gconv@plain+bn+relu`` where profiles showed a
+    code path), the operators its artifact holds and those its profile timed, as the runtime
+    showed them for the collected kernels (the commonest)."""
     seen: dict[str, Counter] = {}
     for sample in training.kernels:
         kernel = sample.decomposition.kernels[0]
-        pattern = "+".join([kernel.kind, *(["bn"] if kernel.bn and kernel.kind != "bn" else []),
+        head = f"{kernel.kind}@{sample.path}" if sample.path else kernel.kind
+        pattern = "+".join([head, *(["bn"] if kernel.bn and kernel.kind != "bn" else []),
                             *([kernel.act] if kernel.act != "none" else [])])
         seen.setdefault(pattern, Counter())[(tuple(sample.graph_ops), tuple(sample.runtime_ops))] += 1
     return {pattern: {"graph": list(top[0]), "runtime": list(top[1])}

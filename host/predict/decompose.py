@@ -77,6 +77,14 @@ class Kernel:
     act: str = "none"
     bn: bool = False
 
+    @property
+    def width(self) -> int:
+        """A convolution's channels per group (a dense one's: all its input channels); any
+        other kind's input channels (``groups`` means something else there)."""
+        if self.kind not in CONVOLUTIONS:
+            return self.cin
+        return max(self.cin // max(self.groups, 1), 1)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -297,6 +297,19 @@ def test_alignment_reads_how_far_channels_fill_simd_blocks():
     assert alignment(Kernel("conv", cin=1024, cout=2048)) == [6.0, 6.0, 6.0, 6.0]  # capped at 64
 
 
+def test_a_grouped_convolution_is_checked_on_its_width_not_its_count_of_groups():
+    from aiot.host.predict.decompose import Kernel
+    from aiot.host.predict.features import coverage, outside
+
+    def gconv(c: int, g: int) -> Kernel:
+        return Kernel("gconv", cin=c, cout=c, groups=g, h=8, macs=c * (c // g) * 9 * 64,
+                      in_elems=c * 64, out_elems=c * 64)
+
+    seen = coverage([gconv(96, 4), gconv(512, 8), gconv(256, 64)])  # 24, 64 and 4 a group
+    assert outside(gconv(264, 11), seen) is None  # 24 a group: 11 groups never seen, and fine
+    assert "width 128 outside 4–64" in outside(gconv(256, 2), seen)
+
+
 def test_the_composition_learns_what_weights_outgrowing_the_caches_cost():
     """Made-up models: each kernel's sum less the overheads, plus 0.3 ns for every weight of a
     kernel of over 4 MiB of them in a model of over 32 MiB (a cache of that size). The fit

@@ -383,6 +383,17 @@ def short_reasons(reasons: list[str]) -> str:
     return "; ".join(dict.fromkeys(r.partition(":")[0] for r in reasons))
 
 
+#: The reasons that tell of the machine's moment, not of the run: measured again later, the
+#: same run may well be VALID (an emulated device or an implausible timing would not be).
+OF_THE_MOMENT = frozenset({"device busy", "speed changed", "CV above limit", "CV above target",
+                           "long tail", "throttling detected", "device state changed"})
+
+
+def of_the_moment(reasons: list[str]) -> bool:
+    """Whether a run is INVALID for reasons of :data:`OF_THE_MOMENT` alone."""
+    return bool(reasons) and all(r.partition(":")[0] in OF_THE_MOMENT for r in reasons)
+
+
 def judge(result: dict, min_runs: int, device_info: dict, throttling: list[str] | None = None,
           state_changes: list[str] | None = None, threads: int | None = None,
           cpus: list[int] | None = None, policy: ValidityPolicy | None = None) -> dict:

@@ -8,10 +8,11 @@ same command resumes it (only missing or failed runs are measured again). The sw
 as ``aiot sweep`` checks one, estimated before it starts, and run in slices that fit a time
 budget: when the budget is spent no further slice starts, and the next call goes on.
 
-A run judged INVALID for the machine's moment (:data:`TRANSIENT`: busy, its CPU's speed
-changed, too noisy) teaches a predictor nothing; once every run has been measured, such runs
-are measured again, up to ``retries`` times each, within the same budget (:func:`transient`). A run INVALID for
-what it is (an emulated device's, an implausible timing) is not: it would be so again.
+A run judged INVALID for the machine's moment (busy, its CPU's speed changed, too noisy:
+:func:`aiot.host.engine.validity.of_the_moment`) teaches a predictor nothing; once every run
+has been measured, such runs are measured again, up to ``retries`` times each, within the same
+budget. A run INVALID for what it is (an emulated device's, an implausible timing) is not: it
+would be so again.
 """
 
 from __future__ import annotations
@@ -27,17 +28,13 @@ from aiot.host.engine.estimate import Estimate, duration, estimate
 from aiot.host.engine.preflight import check_sweep, resolve_targets
 from aiot.host.engine.runs import MeasureParams
 from aiot.host.engine.spec import SweepSpec
-from aiot.host.engine.validity import VALID
+from aiot.host.engine.validity import VALID, of_the_moment
 from aiot.host.engine.workspace import artifacts_dir
 from aiot.host.predict import graphs, grid
 from aiot.host.store import open_store
 
 #: Runs per slice of a collection without a budget (a slice's agent session is started once).
 SLICE = 12
-#: Validity reasons of the machine's moment, not of the run: a run INVALID for one of these
-#: alone is measured again (``retries``).
-TRANSIENT = ("device busy", "speed changed", "CV above limit", "CV above target", "long tail",
-             "throttling detected", "device state changed")
 #: Retries of a run INVALID for the machine's moment, by default.
 RETRIES = 1
 
@@ -179,9 +176,8 @@ def _to_retry(plan: SweepPlan, results_dir: Path, retries: int) -> list:
 
 
 def transient(record) -> bool:
-    """Whether every reason a record is INVALID for is one of :data:`TRANSIENT`."""
-    reasons = ((record.result or {}).get("validity") or {}).get("reasons") or []
-    return bool(reasons) and all(reason.startswith(TRANSIENT) for reason in reasons)
+    """Whether a record is INVALID for the machine's moment alone (measured again)."""
+    return of_the_moment(((record.result or {}).get("validity") or {}).get("reasons") or [])
 
 
 def _slice(plan: SweepPlan, chunk: list) -> SweepPlan:

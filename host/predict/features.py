@@ -1,9 +1,9 @@
 """A kernel's numbers as a regressor reads them, and the range each kind was collected over.
 
 A kernel's time is about linear in its work and its memory traffic (:func:`counts`: MACs,
-elements read and written, weights, a grouped convolution's groups); how efficiently a runtime does that work depends on the
-configuration (:func:`vector`: the counts' logs, channels, kernel size, stride, resolution,
-activation), which the trees learn. A kernel whose numbers lie outside the range its kind was
+elements read and written, weights, a grouped convolution's groups); how efficiently a runtime
+does that work depends on the configuration (:func:`vector`: the counts' logs, channels, kernel
+size, stride, resolution, activation), which the trees learn. A kernel whose numbers lie outside the range its kind was
 collected over is predicted all the same, with a warning: trees do not extrapolate, and the
 linear cost only guesses how far a trend runs.
 """
@@ -56,9 +56,8 @@ def alignment(kernel: Kernel) -> list[float]:
     (up to :data:`ALIGNMENT_CAP`) dividing its channels in and out, in all and per group. A
     runtime may run a convolution in a blocked layout only when they fill its block (ONNX
     Runtime's NCHWc, 16 channels on AVX-512), and take a slower path otherwise."""
-    groups = max(kernel.groups, 1) if kernel.kind in ("conv", "gconv", "dw") else 1
-    return [_pow2(value) for value in (kernel.cin, kernel.cout, kernel.cin // groups or 1,
-                                       kernel.cout // groups or 1)]
+    groups = max(kernel.cin // kernel.width, 1)  # 1 but for a grouped or depthwise convolution
+    return [_pow2(value) for value in (kernel.cin, kernel.cout, kernel.width, kernel.cout // groups or 1)]
 
 
 def path_vector(kernel: Kernel) -> list[float]:

@@ -193,10 +193,11 @@ class KernelRegressors:
         rule = self.paths.get(kernel.kind)
         return f"{kernel.kind}@{rule.predict(kernel)}" if rule else kernel.kind
 
-    def predict(self, kernel: Kernel) -> tuple[float, float, bool]:
+    def predict(self, kernel: Kernel, key: str | None = None) -> tuple[float, float, bool]:
         """``(ms, sigma, own)``: a kernel's predicted latency alone, its log uncertainty, and
-        whether its kind's (or path's) own regressor gave it (else the pooled one)."""
-        key = self.key(kernel)
+        whether its kind's (or path's) own regressor gave it (else the pooled one); ``key``:
+        its :meth:`key`, where the caller has it already."""
+        key = key or self.key(kernel)
         model = self.own.get(key)
         if model is not None:
             sigma = self.sigma.get(key, self.sigma.get("*", 0.0))
@@ -219,9 +220,10 @@ def fit_kernels(samples: list[KernelSample], seed: int = 0, cross_validate: bool
     if not samples:
         raise ValueError("no kernel was measured")
     found = KernelRegressors(paths=_path_rules(samples, seed, cross_validate))
+    keys = [_sample_key(found, s) for s in samples]
     by_key: dict[str, list[KernelSample]] = {}
-    for s in samples:
-        by_key.setdefault(_sample_key(found, s), []).append(s)
+    for key, s in zip(keys, samples):
+        by_key.setdefault(key, []).append(s)
     for key, group in sorted(by_key.items()):
         found.counts[key] = len(group)
         if len(group) < MIN_KIND:
@@ -237,7 +239,7 @@ def fit_kernels(samples: list[KernelSample], seed: int = 0, cross_validate: bool
         _errors(found, "*", errors)
         for key in by_key:  # a key on the pooled regressor: its own share of the errors
             if key not in found.own and errors:
-                _errors(found, key, [e for e, s in zip(errors, samples) if _sample_key(found, s) == key])
+                _errors(found, key, [e for e, k in zip(errors, keys) if k == key])
     return found
 
 

@@ -93,9 +93,10 @@ class Predictor:
         lines, by_kind = [], Counter()
         sigma_ms: dict[str, float] = {}
         for kernel in decomposition.kernels:
-            ms, sigma, own = self.regressors.predict(kernel)
-            path = self.regressors.key(kernel).partition("@")[2]
-            lines.append(KernelLine(kernel, ms, own, features.outside(kernel, self.coverage), path))
+            key = self.regressors.key(kernel)  # the path rule's tree, asked once per kernel
+            ms, sigma, own = self.regressors.predict(kernel, key)
+            lines.append(KernelLine(kernel, ms, own, features.outside(kernel, self.coverage),
+                                    key.partition("@")[2]))
             by_kind[kernel.kind] += 1
             # one kind's errors move together (one regressor), kinds apart independently
             sigma_ms[kernel.kind] = sigma_ms.get(kernel.kind, 0.0) + ms * sigma

@@ -175,4 +175,3 @@ def _runtime_ops(records) -> list[str]:
         if profile.get("available"):
             return sorted({str(op.get("type")) for op in profile.get("ops") or []})
     return []
-

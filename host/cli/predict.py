@@ -180,10 +180,12 @@ def collect(
             + f"; see: aiot results list --sweep {done.sweep_id}")
     if again:
         message("measured again: " + ", ".join(f"{n} {what}" for what, n in again.most_common()))
-    if counts.get("ok INVALID"):
-        message(f"[yellow]warning:[/] {counts['ok INVALID']} run(s) were judged INVALID: fit learns "
-                "only from VALID ones (a busy machine: --validity load=… relaxes it, stated in each "
-                "verdict)")
+    # a run INVALID at first and VALID measured again is learned from: not counted here
+    invalid = counts.get("ok INVALID", 0) - again.get("ok VALID", 0)
+    if invalid > 0:
+        message(f"[yellow]warning:[/] {invalid} run(s) were judged INVALID"
+                + (" (measured again too)" if again else "") + ": fit learns only from VALID ones "
+                "(a busy machine: --validity load=… relaxes it, stated in each verdict)")
     _emulated(name)
 
 

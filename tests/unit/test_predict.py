@@ -333,6 +333,24 @@ def test_the_composition_learns_what_weights_outgrowing_the_caches_cost():
     assert plain.cold_kernel_mib is None and plain.per_cold_weight_ms == 0.0
 
 
+def test_cache_sizes_that_predict_about_as_well_give_way_to_the_fewest_cold_weights():
+    """The one-standard-error rule: leave-one-out errors a hair apart (0.099 against 0.102, as
+    RegNetX held out on 2026-12-06) choose the sizes that make the fewest weights cold; errors
+    clearly apart choose the lowest."""
+    from aiot.host.predict.fitting import ModelRow, _simplest_within_one_se
+
+    mib = 2**20 // 4  # weights in a MiB
+    rows = [ModelRow(1.0, 2, 10, 1, 1.0, (2 * mib, 5 * mib)),  # 7 MiB: warm at 8 MiB and over
+            ModelRow(1.0, 2, 10, 1, 1.0, (12 * mib, 30 * mib))]  # 42 MiB: cold at 32 MiB
+    spread = [0.02, -0.15, 0.12, -0.05, 0.08, -0.11]
+    low = [e * 0.97 for e in spread]  # (1, 4): about as good, and more weights cold
+    candidates = [(low, (1.0, 4.0)), (spread, (8.0, 32.0)), ([0.4] * 6, None)]
+    assert _simplest_within_one_se(rows, candidates)[1] == (8.0, 32.0)
+    far = [e * 0.3 for e in spread]  # (1, 4) clearly better
+    assert _simplest_within_one_se(rows, [(far, (1.0, 4.0)), *candidates[1:]])[1] == (1.0, 4.0)
+    assert _simplest_within_one_se(rows, [(spread, None), *candidates[:2]])[1] is None
+
+
 def test_fitting_without_kernels_is_one_line_saying_what_to_collect(tmp_path):
     with open_store(tmp_path / "r") as store:
         with pytest.raises(UsageError, match="no VALID kernel runs") as raised:

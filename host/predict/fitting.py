@@ -368,18 +368,18 @@ def _simplest_within_one_se(rows: list[ModelRow], candidates: list[tuple[list[fl
     """Of ``candidates`` (leave-one-out errors, cache sizes), the one making the fewest weights
     of ``rows`` cold among those whose mean squared error is within one standard error of the
     lowest."""
-    def mse(errors: list[float]) -> float:
-        return statistics.fmean(e * e for e in errors)
-
-    best = min(candidates, key=lambda c: mse(c[0]))
-    squares = [e * e for e in best[0]]
+    scored = [(statistics.fmean(e * e for e in errors), errors, sizes)
+              for errors, sizes in candidates]
+    lowest, lowest_errors, _ = min(scored, key=lambda c: c[0])
+    squares = [e * e for e in lowest_errors]
     se = statistics.stdev(squares) / math.sqrt(len(squares)) if len(squares) > 1 else 0.0
-    near = [c for c in candidates if mse(c[0]) <= mse(best[0]) + se]
 
     def cold(sizes) -> int:
         return 0 if sizes is None else sum(cold_weights(r.kernel_weights, *sizes) for r in rows)
 
-    return min(near, key=lambda c: (cold(c[1]), mse(c[0])))
+    near = (c for c in scored if c[0] <= lowest + se)
+    _, errors, sizes = min(near, key=lambda c: (cold(c[2]), c[0]))
+    return errors, sizes
 
 
 def _loo_errors(rows: list[ModelRow], sizes: tuple[float, float] | None) -> list[float]:

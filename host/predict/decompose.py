@@ -102,7 +102,7 @@ class Kernel:
         elif self.kind == "se":
             shape = f"{self.cin}→{self.groups}→{self.cin} @{self.h}x{self.w}"
         else:
-            shape = f"{self.cout}ch @{self.ho}x{self.wo}"
+            shape = f"{self.cout}ch @{self.h}x{self.w}"  # the input's size, as every kernel's
         extras = ("+bn" if self.bn and self.kind != "bn" else "") + (
             f"+{self.act}" if self.act != "none" else "")
         return f"{self.kind} {shape}{extras}"

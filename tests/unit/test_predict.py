@@ -310,6 +310,22 @@ def test_a_grouped_convolution_is_checked_on_its_width_not_its_count_of_groups()
     assert "width 128 outside 4–64" in outside(gconv(256, 2), seen)
 
 
+def test_a_global_pool_is_checked_on_the_range_of_its_input_size():
+    from dataclasses import replace
+
+    from aiot.host.predict.decompose import Kernel
+    from aiot.host.predict.features import coverage, outside
+
+    def gap(r: int) -> Kernel:
+        return Kernel("gap", cin=512, cout=512, k=r, h=r, w=r, ho=1, wo=1, macs=512 * r * r,
+                      in_elems=512 * r * r, out_elems=512)
+
+    seen = coverage([gap(2), gap(7), gap(224)])
+    assert outside(gap(4), seen) is None  # 4x4 was never drawn, but lies inside 2-224
+    assert gap(4).describe() == "gap 512ch @4x4"
+    assert "h 448 outside 2–224" in outside(replace(gap(224), h=448), seen)
+
+
 def test_the_composition_learns_what_weights_outgrowing_the_caches_cost():
     """Made-up models: each kernel's sum less the overheads, plus 0.3 ns for every weight of a
     kernel of over 4 MiB of them in a model of over 32 MiB (a cache of that size). The fit

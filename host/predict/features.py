@@ -1,10 +1,11 @@
 """A kernel's numbers as a regressor reads them, and the range each kind was collected over.
 
 A kernel's time is about linear in its work and its memory traffic (:func:`counts`: MACs,
-elements read and written, weights, a grouped convolution's groups); how efficiently a runtime
-does that work depends on the configuration (:func:`vector`: the counts' logs, channels, kernel
-size, stride, resolution, activation), which the trees learn. A kernel whose numbers lie outside the range its kind was
-collected over is predicted all the same, with a warning: trees do not extrapolate, and the
+also as computed with channels padded to a runtime's register tiles, elements read and
+written, weights, a grouped convolution's groups); how efficiently a runtime does that work
+depends on the configuration (:func:`vector`: the counts' logs, channels, kernel size, stride,
+resolution, activation), which the trees learn. A kernel whose numbers lie outside the range
+its kind was collected over is predicted all the same, with a warning: trees do not extrapolate, and the
 linear cost only guesses how far a trend runs.
 """
 
@@ -18,9 +19,17 @@ from aiot.host.predict.decompose import Kernel
 #: once it has enough samples; any other kind is predicted by the pooled regressor.
 COLLECTED_KINDS = ("conv", "gconv", "dw", "fc", "maxpool", "avgpool", "gap", "add", "concat", "bn", "se")
 _ACTS = ("none", "relu", "relu6", "hswish")
+#: The widths a runtime's matrix kernels may compute channels in, a register tile at a time
+#: (XNNPACK's and MLAS's: 8 on NEON, 16 or 32 on AVX-512), so that a convolution of 72 output
+#: channels costs what one of 96 does where the tile is 32 (measured here with TFLite: 64→64
+#: and 72→72 at 32x32 took 0.74 and 1.24 ms). The linear cost gets the MACs padded to each
+#: (:func:`padded_macs`), the trees how much each pads (:func:`padding`), and the fit weighs
+#: them: no tile is assumed.
+TILES = (8, 16, 32, 64)
 #: The columns of :func:`vector` (the trees' features).
 NAMES = ("log_macs", "log_in", "log_out", "log_params", "cin", "cout", "k", "stride", "h", "ho",
-         "log_groups", "bn", *(f"act_{a}" for a in _ACTS), "act_other")
+         "log_groups", "bn", *(f"act_{a}" for a in _ACTS), "act_other",
+         *(f"padding_{t}" for t in TILES))
 #: What a kernel is checked against its kind's collected range on (a warning each); a grouped
 #: convolution's width too (channels per group: RegNet's 24 inside the 4-64 collected, where
 #: its 22 groups are a count never collected, and need not be).
@@ -38,20 +47,51 @@ SHOWN = 2
 
 
 def vector(kernel: Kernel) -> list[float]:
-    """The kernel's features, in the order of :data:`NAMES`."""
+    """The kernel's features, in the order of :data:`NAMES`: with how much work each of
+    :data:`TILES` would waste (padded over actual MACs), so that the trees correct an aligned
+    convolution apart from its unaligned neighbours (without it they carried the waste of
+    channels near 64 onto ResNet's 64-channel convolutions: +14 % on TFLite here)."""
     acts = [float(kernel.act == a) for a in _ACTS]
     return [math.log1p(kernel.macs), math.log1p(kernel.in_elems), math.log1p(kernel.out_elems),
             math.log1p(kernel.params), float(kernel.cin), float(kernel.cout), float(kernel.k),
             float(kernel.stride), float(kernel.h), float(kernel.ho), math.log(max(kernel.groups, 1)),
-            float(kernel.bn), *acts, float(kernel.act not in _ACTS)]
+            float(kernel.bn), *acts, float(kernel.act not in _ACTS),
+            *(padding(kernel, tile) for tile in TILES)]
 
 
 def counts(kernel: Kernel) -> list[float]:
-    """What a kernel's time is linear in: MACs, elements read, elements written, weights, and
-    the groups of a grouped convolution (a runtime's plain path runs one matrix product per
-    group, each paying its own setup: RegNet's 22 groups of 24 channels at 2x2 pixels)."""
+    """What a kernel's time is linear in: MACs, elements read, elements written, weights, the
+    groups of a grouped convolution (a runtime's plain path runs one matrix product per group,
+    each paying its own setup: RegNet's 22 groups of 24 channels at 2x2 pixels), and the MACs
+    it computes with its channels padded to each of :data:`TILES`."""
     return [float(kernel.macs), float(kernel.in_elems), float(kernel.out_elems), float(kernel.params),
-            float(kernel.groups if kernel.kind == "gconv" else 0)]
+            float(kernel.groups if kernel.kind == "gconv" else 0),
+            *(float(padded_macs(kernel, tile)) for tile in TILES)]
+
+
+def padded_macs(kernel: Kernel, tile: int) -> float:
+    """``kernel``'s MACs as computed ``tile`` channels at a time (:func:`padding`)."""
+    return kernel.macs * padding(kernel, tile)
+
+
+def padding(kernel: Kernel, tile: int) -> float:
+    """How much more work ``kernel`` does with its :func:`tiled_channels` rounded up to a
+    multiple of ``tile`` (1 for a kernel without such channels)."""
+    channels = tiled_channels(kernel)
+    if not channels:
+        return 1.0
+    return math.ceil(channels / tile) * tile / channels
+
+
+def tiled_channels(kernel: Kernel) -> int | None:
+    """The channels a runtime computes a tile at a time: a convolution's or a fully connected
+    layer's outputs (a grouped convolution's, per group), a depthwise convolution's channels;
+    None for the other kinds."""
+    if kernel.kind in ("conv", "fc", "dw"):
+        return kernel.cout
+    if kernel.kind == "gconv":
+        return max(kernel.cout // max(kernel.groups, 1), 1)
+    return None
 
 
 def alignment(kernel: Kernel) -> list[float]:

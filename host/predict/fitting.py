@@ -1,11 +1,11 @@
 """The regressors: one per kernel kind (log latency of a kernel measured alone), and how a
 model's kernels add up to the model's latency.
 
-A kind's regressor is a non-negative linear cost in its counts (a constant, MACs, elements
-read and written, weights: compute and memory traffic, roofline-like), which carries the trend
-beyond the collected range, corrected in log space by gradient boosted trees on every feature
-(channels, kernel size, stride, resolution, activation) once the kind has :data:`MIN_TREES`
-samples (nn-Meter uses random forests alone; trees do not extrapolate). A kind with fewer than
+A kind's regressor is a non-negative linear cost in its counts (a constant, MACs, also with
+channels padded to register tiles, elements read and written, weights: compute and memory
+traffic, roofline-like), which carries the trend beyond the collected range, corrected in log
+space by gradient boosted trees on every feature (channels, kernel size, stride, resolution,
+activation) once the kind has :data:`MIN_TREES` samples (nn-Meter uses random forests alone; trees do not extrapolate). A kind with fewer than
 :data:`MIN_KIND` samples, or one never collected, is predicted by the same pipeline fitted on
 every kernel with the kind as a feature.
 
@@ -61,7 +61,7 @@ def require_sklearn():
 
 class KindModel:
     """A kind's latency (or every kind's, ``pooled``: the kind a feature too): a non-negative
-    linear cost in the counts (a constant, MACs, elements read and written, weights), which is
+    linear cost in a constant and :func:`~aiot.host.predict.features.counts`, which is
     how a kernel's time grows and how far the trend is carried beyond the collected range,
     times a correction in log space by boosted trees over every feature (from
     :data:`MIN_TREES` samples)."""

@@ -336,10 +336,17 @@ def main(argv=None) -> int:
                 for f in json.loads((OUT_DIR / "predict.json").read_text())["formats"] if "home" in f["settings"]}
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for entry in formats:
-        kept[_key(entry["format"], str(args.home))] = {**entry, "settings": {k: str(v) if isinstance(v, Path) else v
-                                                       for k, v in vars(args).items()},
-                                 "written_at": stamp,
-                                 "wall_s": time.monotonic() - started}
+        key = _key(entry["format"], str(args.home))
+        entry["collected_at"] = stamp
+        if entry["collection"]["runs_this_call"] == 0 and key in kept:
+            # nothing measured (a collection done before, evaluated again): the collection's
+            # cost and the load it ran under stay those of the call that measured it
+            earlier = kept[key]
+            entry.update(collection=earlier["collection"], load=earlier["load"],
+                         collected_at=earlier.get("collected_at", earlier["written_at"]))
+        kept[key] = {**entry, "settings": {k: str(v) if isinstance(v, Path) else v
+                                           for k, v in vars(args).items()},
+                     "written_at": stamp, "wall_s": time.monotonic() - started}
     path = write_json("predict", {"formats": list(kept.values())})
     print(f"\nwrote {path}")
     return 0

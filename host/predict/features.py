@@ -5,8 +5,8 @@ also as computed with channels padded to a runtime's register tiles, elements re
 written, weights, a grouped convolution's groups); how efficiently a runtime does that work
 depends on the configuration (:func:`vector`: the counts' logs, channels, kernel size, stride,
 resolution, activation), which the trees learn. A kernel whose numbers lie outside the range
-its kind was collected over is predicted all the same, with a warning: trees do not extrapolate, and the
-linear cost only guesses how far a trend runs.
+its kind was collected over is predicted all the same, with a warning: trees do not
+extrapolate, and the linear cost only guesses how far a trend runs.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def counts(kernel: Kernel) -> list[float]:
     it computes with its channels padded to each of :data:`TILES`."""
     return [float(kernel.macs), float(kernel.in_elems), float(kernel.out_elems), float(kernel.params),
             float(kernel.groups if kernel.kind == "gconv" else 0),
-            *(float(padded_macs(kernel, tile)) for tile in TILES)]
+            *(padded_macs(kernel, tile) for tile in TILES)]
 
 
 def padded_macs(kernel: Kernel, tile: int) -> float:

@@ -5,9 +5,10 @@ A kind's regressor is a non-negative linear cost in its counts (a constant, MACs
 channels padded to register tiles, elements read and written, weights: compute and memory
 traffic, roofline-like), which carries the trend beyond the collected range, corrected in log
 space by gradient boosted trees on every feature (channels, kernel size, stride, resolution,
-activation) once the kind has :data:`MIN_TREES` samples (nn-Meter uses random forests alone; trees do not extrapolate). A kind with fewer than
-:data:`MIN_KIND` samples, or one never collected, is predicted by the same pipeline fitted on
-every kernel with the kind as a feature.
+activation) once the kind has :data:`MIN_TREES` samples (nn-Meter uses random forests alone;
+trees do not extrapolate). A kind with fewer than :data:`MIN_KIND` samples, or one never
+collected, is predicted by the same pipeline fitted on every kernel with the kind as a
+feature.
 
 Where a kind's profiled kernels ran on more than one of the runtime's code paths (each with
 :data:`MIN_PATH` samples: ONNX Runtime's blocked NCHWc convolutions and its plain ones), each
